@@ -1,0 +1,52 @@
+# The two commands of the README:
+#   make book   set everything up and build the site into _build/html
+#   make test   set everything up, build the book and run the whole test suite
+# Both create the Python environment in .venv/ on first use.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+export IDMAP_DATA ?= $(abspath ../shared/data)
+
+# JavaScript the site serves itself, so that math and widgets also work offline (npm registry).
+VENDOR       := .vendor
+VENDOR_STAMP := $(VENDOR)/.stamp
+JS_PACKAGES  := mathjax@3.2.2 @jupyter-widgets/html-manager@1.0.6 requirejs@2.3.4
+SITE_JS      := $(VENDOR)/site/vendor
+CHROMIUM     := /usr/bin/chromium
+# Every build re-executes every chapter (--all): pages always show what the current code computes.
+BOOK_FLAGS   ?= --all -W --keep-going
+
+.PHONY: setup vendor book test clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt -e .
+	touch $@
+
+vendor: $(VENDOR_STAMP)
+
+$(VENDOR_STAMP): Makefile
+	rm -rf $(VENDOR)
+	mkdir -p $(VENDOR)/npm $(SITE_JS)/mathjax $(SITE_JS)/html-manager $(SITE_JS)/requirejs
+	cd $(VENDOR)/npm && npm pack --silent $(JS_PACKAGES)
+	tar -xzf $(VENDOR)/npm/mathjax-3.2.2.tgz -C $(SITE_JS)/mathjax --strip-components=2 package/es5
+	tar -xzf $(VENDOR)/npm/jupyter-widgets-html-manager-1.0.6.tgz -C $(SITE_JS)/html-manager \
+	    --strip-components=1 --exclude='*.map' package/dist package/LICENSE
+	tar -xzf $(VENDOR)/npm/requirejs-2.3.4.tgz -C $(SITE_JS)/requirejs --strip-components=1 package/require.js
+	touch $@
+
+book: setup vendor
+	IDMAP_BOOK_BUILD=1 $(VENV)/bin/jupyter-book build book/ $(BOOK_FLAGS)
+
+# The browser test drives Debian's chromium through Playwright (never `playwright install`).
+$(CHROMIUM):
+	apt-get update && apt-get install -y chromium
+
+test: book $(CHROMIUM)
+	$(PY) -m pytest
+
+clean:
+	rm -rf _build

@@ -1,0 +1,136 @@
+"""Whole networks: CIFAR ResNets (Paper A), Wide ResNets (Paper B), ImageNet ResNets (Paper A Table 5).
+
+All share one shape: stem -> residual units -> final activation (pre-activation nets only: the
+"extra activation after the final addition", Paper A Sec 4.1) -> global average pool -> FC.
+"""
+
+import torch
+import torch.nn as nn
+
+from .init import he_init
+from .registry import BLOCKS, UNITS, choose
+from .units import PREACT_UNITS, make_unit
+
+LAYERS_PER_UNIT = {"basic": 2, "bottleneck": 3, "single": 1}
+PAPER_BOTTLENECK_DEPTHS = (164, 1001)  # Paper A: ResNet-164 and -1001 are bottleneck nets
+IMAGENET_UNITS = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3), 152: (3, 8, 36, 3),
+                  200: (3, 24, 36, 3)}  # ResNet-200 = ResNet-152 + 16 units on 28x28 maps
+
+
+class ResNet(nn.Module):
+    """stem -> units -> final -> global average pool -> fc."""
+
+    def __init__(self, stem, units, final, width, num_classes):
+        super().__init__()
+        if not (isinstance(num_classes, int) and num_classes > 0):
+            raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
+        self.stem, self.units, self.final = stem, nn.Sequential(*units), final
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(width, num_classes)
+        he_init(self.stem), he_init(self.final), he_init(self.fc)  # the units were initialised when made
+
+    def forward(self, x):
+        x = self.final(self.units(self.stem(x)))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+def _final(unit, channels):
+    if unit in PREACT_UNITS:
+        return nn.Sequential(nn.BatchNorm2d(channels), nn.ReLU())
+    return nn.Identity()
+
+
+def _cifar_stem(unit, width=16):
+    """conv1 (3x3, 16); post-activation nets follow it with BN+ReLU. Pre-activation nets take that
+    activation in their first unit, before the split (Paper A Sec 4.1)."""
+    conv = nn.Conv2d(3, width, 3, padding=1, bias=False)
+    if unit in PREACT_UNITS:
+        return conv
+    return nn.Sequential(conv, nn.BatchNorm2d(width), nn.ReLU())
+
+
+def cifar_block(depth, block=None):
+    """The block type and units per stage of a CIFAR ResNet of `depth` (3 stages, conv1 and fc)."""
+    if not isinstance(depth, int):
+        raise ValueError(f"depth must be an integer, got {depth!r}")
+    if block is None:  # as in the paper: 110 (and any 6n+2) basic; 164 and 1001 bottleneck
+        basic_ok = depth >= 8 and (depth - 2) % 6 == 0
+        block = "bottleneck" if depth in PAPER_BOTTLENECK_DEPTHS or not basic_ok else "basic"
+        if block == "bottleneck" and (depth < 11 or (depth - 2) % 9):
+            raise ValueError(f"depth {depth} fits no CIFAR ResNet: use 6n+2 with basic units "
+                             "(20, 32, 44, 56, 110, 1202) or 9n+2 with bottleneck units (164, 1001), "
+                             "or block='single' for 3n+2")
+    choose(block, BLOCKS, "block")
+    per_stage = 3 * LAYERS_PER_UNIT[block]
+    n, rest = divmod(depth - 2, per_stage)
+    if rest or n < 1:
+        examples = ", ".join(str(per_stage * m + 2) for m in (1, 2, 3, 5, 18))
+        raise ValueError(f"depth {depth} is impossible with {block} units: CIFAR depth must be "
+                         f"{per_stage}n+2 with n >= 1 (e.g. {examples})")
+    return block, n
+
+
+def cifar_resnet(depth, unit="full_preact", shortcut="identity", num_classes=10, block=None,
+                 gated=False, **shortcut_options):
+    """CIFAR ResNet-`depth` (Paper A Sec 4, Tables 1-4; Paper B Table 3 when `gated`).
+
+    Widths 16/32/64 (basic, single) or 64/128/256 with bottlenecks of 16/32/64 (Paper A appendix).
+    Every unit is `unit` x `shortcut`; `gated` scales every F by Paper B's ReLU(k).
+    """
+    choose(unit, UNITS, "unit")
+    block, n = cifar_block(depth, block)
+    widths = (64, 128, 256) if block == "bottleneck" else (16, 32, 64)
+    units, c_in = [], 16
+    for stage, width in enumerate(widths):
+        for i in range(n):
+            first_of_net = stage == 0 and i == 0
+            units.append(make_unit(unit, shortcut, c_in, width, 2 if stage and not i else 1, block,
+                                   gated, preact="shared" if first_of_net else None,
+                                   **shortcut_options))
+            c_in = width
+    return ResNet(_cifar_stem(unit), units, _final(unit, c_in), c_in, num_classes)
+
+
+def wide_resnet(depth, widen, dropout=0.0, gated=False, num_classes=10):
+    """WRN-`depth`-`widen` (Zagoruyko & Komodakis 2016) as used by Paper B Tables 3-4.
+
+    Full pre-activation basic units, widths 16k/32k/64k, depth 6n+4, dropout between the two
+    convolutions, 1x1 conv projections on the three dimension-changing units.
+    """
+    n, rest = divmod(depth - 4, 6) if isinstance(depth, int) else (0, 1)
+    if rest or n < 1:
+        raise ValueError(f"Wide ResNet depth must be 6n+4 with n >= 1 (e.g. 16, 22, 28, 40), got {depth!r}")
+    if not (isinstance(widen, int) and widen >= 1):
+        raise ValueError(f"widen must be a positive integer (e.g. 10 for WRN-28-10), got {widen!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+    units, c_in = [], 16
+    for stage, width in enumerate((16 * widen, 32 * widen, 64 * widen)):
+        for i in range(n):
+            units.append(make_unit("full_preact", "identity", c_in, width, 2 if stage and not i else 1,
+                                   "basic", gated, projection="conv", dropout=dropout,
+                                   preact="shared" if stage == 0 and i == 0 else None))
+            c_in = width
+    return ResNet(_cifar_stem("full_preact"), units, _final("full_preact", c_in), c_in, num_classes)
+
+
+def imagenet_resnet(depth, unit="full_preact", num_classes=1000):
+    """ImageNet ResNet-50/101/152/200 with bottleneck units (Paper A Table 5; fb.resnet.torch).
+
+    Stem: 7x7/2 conv, BN, ReLU, 3x3/2 max pool. Projection (1x1 conv) shortcuts on the first unit of
+    each stage; in pre-activation nets the first unit of stage 1 takes the stem's activation.
+    """
+    choose(unit, UNITS, "unit")
+    if depth not in IMAGENET_UNITS:
+        raise ValueError(f"ImageNet ResNet depth must be one of {', '.join(map(str, IMAGENET_UNITS))}, got {depth!r}")
+    stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                         nn.MaxPool2d(3, 2, 1))
+    units, c_in = [], 64
+    for stage, count in enumerate(IMAGENET_UNITS[depth]):
+        width = 256 * 2 ** stage
+        for i in range(count):
+            units.append(make_unit(unit, "identity", c_in, width, 2 if stage and not i else 1,
+                                   "bottleneck", preact="none" if stage == 0 and i == 0 else None))
+            c_in = width
+    return ResNet(stem, units, _final(unit, c_in), c_in, num_classes)
+

@@ -1,0 +1,281 @@
+"""The residual-unit library: every variant, the papers' parameter counts, the identity property."""
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+import idmap_lib as im
+
+torch.set_num_threads(2)
+SMALL = {"basic": 8, "bottleneck": 11, "single": 5}  # the shallowest net of each block type
+
+
+def count(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+# --- every registered unit x shortcut x block: forward, backward, shapes ------------------------
+
+@pytest.mark.parametrize("block", list(im.BLOCKS))
+@pytest.mark.parametrize("shortcut", list(im.SHORTCUTS))
+@pytest.mark.parametrize("unit", list(im.UNITS))
+def test_every_variant_trains_a_step(unit, shortcut, block):
+    torch.manual_seed(0)
+    model = im.cifar_resnet(SMALL[block], unit, shortcut, num_classes=100, block=block,
+                            gated=block == "single")
+    x = torch.randn(4, 3, 32, 32, requires_grad=True)
+    y = model(x)
+    assert y.shape == (4, 100) and torch.isfinite(y).all()
+    y.logsumexp(1).sum().backward()
+    assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
+    grads = [p.grad for p in model.parameters()]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    assert len(im.residual_units(model)) == 3 * (SMALL[block] - 2) // (3 * {"basic": 2, "bottleneck": 3, "single": 1}[block])
+
+
+def test_registries_describe_every_variant_with_its_figure():
+    assert list(im.UNITS) == ["original", "bn_after_add", "relu_before_add", "relu_preact", "full_preact"]
+    assert list(im.SHORTCUTS) == ["identity", "constant_scaling", "exclusive_gating",
+                                  "shortcut_only_gating", "conv1x1", "dropout"]
+    for letter, text in zip("abcde", im.UNITS.values()):
+        assert f"Fig 4({letter})" in text
+    for letter, text in zip("abcdef", im.SHORTCUTS.values()):
+        assert f"Fig 2({letter})" in text
+
+
+# --- parameter counts --------------------------------------------------------------------------
+
+def test_parameter_counts_of_the_official_architectures():
+    assert count(im.cifar_resnet(164)) == 1_703_258          # Paper A, official code
+    assert count(im.cifar_resnet(1001)) == 10_327_706
+    assert 1.70e6 < count(im.cifar_resnet(110)) < 1.75e6      # "1.7M"
+    assert count(im.cifar_resnet(110, unit="original")) == count(im.cifar_resnet(110))
+    wrn = count(im.wide_resnet(28, 10, dropout=0.3))
+    assert abs(wrn - 36.5e6) < 0.05e6                         # Paper B: 36.5M
+    assert count(im.wide_resnet(28, 10, dropout=0.3, gated=True)) == wrn + 12
+    assert count(im.cifar_resnet(32, gated=True)) == count(im.cifar_resnet(32)) + 15
+    assert count(im.cifar_resnet(32, unit="original", gated=True)) == count(im.cifar_resnet(32, unit="original")) + 15
+
+
+def test_imagenet_parameter_counts():
+    import torchvision
+    assert count(im.imagenet_resnet(152, "original")) == count(torchvision.models.resnet152())
+    pre152, pre200 = count(im.imagenet_resnet(152)), count(im.imagenet_resnet(200))
+    assert abs(pre152 - 60.2e6) < 0.1e6 and abs(pre200 - 64.7e6) < 0.1e6
+    y = im.imagenet_resnet(50)(torch.randn(1, 3, 64, 64))
+    assert y.shape == (1, 1000)
+
+
+def test_default_blocks_follow_the_paper():
+    assert im.residual_units(im.cifar_resnet(110))[0].variant["block"] == "basic"
+    assert len(im.residual_units(im.cifar_resnet(110))) == 54
+    for depth, n in [(164, 54), (1001, 333)]:
+        units = im.residual_units(im.cifar_resnet(depth))
+        assert units[0].variant["block"] == "bottleneck" and len(units) == n
+    assert len(im.residual_units(im.cifar_resnet(110, block="bottleneck"))) == 36
+    assert len(im.residual_units(im.cifar_resnet(110, block="single"))) == 108  # Table 3 1-layer skip
+
+
+def test_mlp_shapes_and_counts():
+    w = 50
+    plain = im.mlp("plain", 2)
+    assert count(plain) == 784 * w + 2 * w + 2 * (w * w + 2 * w) + w * 10 + 10
+    for kind in ("plain", "resnet", "gresnet", "gated_plain"):
+        m = im.mlp(kind, 10)
+        assert m(torch.rand(3, 1, 28, 28)).shape == (3, 10)
+        assert m(torch.rand(3, 784)).shape == (3, 10)
+    assert len(im.residual_units(im.mlp("resnet", 100))) == 50
+    assert len(im.gates(im.mlp("gresnet", 100))) == 50
+    assert len(im.gates(im.mlp("gated_plain", 6))) == 6
+    assert count(im.mlp("gresnet", 20)) == count(im.mlp("resnet", 20)) + 10
+
+
+# --- the identity property (Eqns 4-5 with F = 0; Eqn 8) ------------------------------------------
+
+def stack(units):
+    return nn.Sequential(*units).double()
+
+
+@pytest.mark.parametrize("block", ["basic", "bottleneck"])
+def test_zero_residuals_makes_full_preact_units_identities(block):
+    torch.manual_seed(0)
+    k = 12
+    net = stack(im.make_unit("full_preact", "identity", 16, 16, block=block) for _ in range(k))
+    im.zero_residuals(net)
+    x = torch.randn(2, 16, 8, 8, dtype=torch.float64, requires_grad=True)
+    y = net(x)
+    assert torch.equal(y, x)                                   # Eqn 4 with F = 0: x_L = x_l
+    g_out = torch.randn_like(y)
+    y.backward(g_out)
+    assert torch.equal(x.grad, g_out)                          # Eqn 5 with F = 0: dE/dx_l = dE/dx_L
+
+
+@pytest.mark.parametrize("lam", [0.5, 0.9, 1.1])
+def test_constant_scaling_scales_signal_and_gradient_by_lambda_to_the_k(lam):
+    torch.manual_seed(0)
+    k = 20
+    net = stack(im.make_unit("full_preact", "constant_scaling", 16, 16, shortcut_scale=lam)
+                for _ in range(k))
+    im.zero_residuals(net)
+    x = torch.randn(2, 16, 8, 8, dtype=torch.float64, requires_grad=True)
+    y = net(x)
+    torch.testing.assert_close(y, lam ** k * x, rtol=1e-12, atol=0)      # Eqn 7 with F = 0
+    g_out = torch.randn_like(y)
+    y.backward(g_out)
+    torch.testing.assert_close(x.grad, lam ** k * g_out, rtol=1e-12, atol=0)  # Eqn 8: prod of lambdas
+
+
+def test_zero_residuals_in_whole_network_passes_same_shape_units_through():
+    torch.manual_seed(0)
+    for model in (im.cifar_resnet(20), im.cifar_resnet(11, unit="original"),
+                  im.cifar_resnet(20, gated=True), im.wide_resnet(10, 1, dropout=0.3)):
+        im.zero_residuals(model).eval()
+        seen = []
+        hooks = [u.register_forward_hook(lambda m, i, o: seen.append((m, i[0], o)))
+                 for u in im.residual_units(model)]
+        model(torch.randn(2, 3, 32, 32))
+        for h in hooks:
+            h.remove()
+        assert [m for m, _, _ in seen] == im.residual_units(model)   # forward order
+        for (_, _, prev_out), (_, nxt_in, _) in zip(seen, seen[1:]):
+            assert nxt_in is prev_out                                 # each maps x_l to x_{l+1}
+        for unit, x_in, x_out in seen:
+            if x_in.shape == x_out.shape and isinstance(unit.preact, nn.Identity):
+                expected = torch.relu(x_in) if unit.variant["unit"] == "original" else x_in
+                assert torch.equal(x_out, expected)
+
+
+# --- what each variant computes ----------------------------------------------------------------
+
+def branch(unit, x):
+    """F(x) of a unit, computed on its own (after any shared pre-activation)."""
+    s = unit.preact(x)
+    return s, unit.residual(s)
+
+
+def test_shortcut_formulas_match_table_1():
+    torch.manual_seed(0)
+    x = torch.randn(2, 16, 8, 8, dtype=torch.float64)
+    u = im.make_unit("full_preact", "constant_scaling", shortcut_scale=0.5, residual_scale=0.5).double().eval()
+    s, f = branch(u, x)
+    torch.testing.assert_close(u(x), 0.5 * s + 0.5 * f)
+    u = im.make_unit("original", "constant_scaling", shortcut_scale=0.0).double().eval()
+    s, f = branch(u, x)
+    torch.testing.assert_close(u(x), torch.relu(f))                     # "a plain net"
+    u = im.make_unit("full_preact", "exclusive_gating", gate_bias=-6.0).double().eval()
+    assert torch.all(u.shortcut.gate.conv.bias == -6.0)
+    s, f = branch(u, x)
+    g = torch.sigmoid(u.shortcut.gate.conv(s))
+    torch.testing.assert_close(u(x), (1 - g) * s + g * f)
+    u = im.make_unit("full_preact", "shortcut_only_gating", gate_bias=0.0).double().eval()
+    s, f = branch(u, x)
+    g = torch.sigmoid(u.shortcut.gate.conv(s))
+    torch.testing.assert_close(u(x), (1 - g) * s + f)
+    u = im.make_unit("full_preact", "conv1x1").double().eval()
+    s, f = branch(u, x)
+    torch.testing.assert_close(u(x), u.shortcut.h(s) + f)
+    assert isinstance(u.shortcut.h, nn.Conv2d) and u.shortcut.h.kernel_size == (1, 1)
+    u = im.make_unit("full_preact", "dropout", p=0.5).double()
+    s, f = branch(u.eval(), x)
+    torch.testing.assert_close(u(x), s + f)                             # eval: dropout is identity
+    u.train()
+    assert (u.shortcut.dropout(torch.ones(1000)) == 0).float().mean().item() == pytest.approx(0.5, abs=0.1)
+
+
+def test_activation_variants_match_figure_4():
+    torch.manual_seed(0)
+    x = torch.randn(4, 16, 8, 8)
+    layouts = {u: im.unit_layout(im.make_unit(u)) for u in im.UNITS}
+    assert layouts["original"]["residual"] == ["3x3 conv, 16", "BN", "ReLU", "3x3 conv, 16", "BN"]
+    assert layouts["original"]["post"] == ["ReLU"]
+    assert layouts["bn_after_add"]["residual"][-1] == "3x3 conv, 16"
+    assert layouts["bn_after_add"]["post"] == ["BN", "ReLU"]
+    assert layouts["relu_before_add"]["residual"][-2:] == ["BN", "ReLU"] and layouts["relu_before_add"]["post"] == []
+    assert layouts["relu_preact"]["residual"] == ["ReLU", "3x3 conv, 16", "BN", "ReLU", "3x3 conv, 16", "BN"]
+    assert layouts["full_preact"]["residual"] == ["BN", "ReLU", "3x3 conv, 16", "BN", "ReLU", "3x3 conv, 16"]
+    assert layouts["full_preact"]["post"] == []
+    assert (im.make_unit("original")(x) >= 0).all()                    # f = ReLU
+    u = im.make_unit("relu_before_add")
+    assert (u.residual(x) >= 0).all()                                  # F >= 0 (Sec 4.1)
+    assert (im.make_unit("full_preact")(x) < 0).any()                  # f = identity
+
+
+def test_dimension_changing_units_follow_the_official_code():
+    net = im.cifar_resnet(164)
+    first = im.residual_units(net)[0]
+    lay = im.unit_layout(first)
+    assert lay["preact"] == ["BN", "ReLU"]                             # one shared BN+ReLU
+    assert lay["shortcut"] == ["1x1 conv, 64"]                         # projection on the pre-activated x
+    assert lay["residual"][0] == "1x1 conv, 16"                        # F starts at its first conv
+    down = im.residual_units(net)[18]
+    assert im.unit_layout(down)["residual"][0] == "1x1 conv, 32, /2"   # stride on the first 1x1
+    assert im.unit_layout(down)["shortcut"] == ["1x1 conv, 128, /2"]
+    plain = im.residual_units(net)[1]
+    assert im.unit_layout(plain)["preact"] == [] and im.unit_layout(plain)["shortcut"] == []
+    # the basic ResNet-110: zero-padded identity at downsampling (our documented choice)
+    down110 = im.residual_units(im.cifar_resnet(110))[18]
+    assert im.unit_layout(down110)["shortcut"] == ["subsample /2, zero-pad +16"]
+    # original units: BN after the projection (fb.resnet.torch type B)
+    assert im.unit_layout(im.residual_units(im.cifar_resnet(164, "original"))[0])["shortcut"] == ["1x1 conv, 64", "BN"]
+    # pre-activation nets end with BN+ReLU; original nets do not
+    assert isinstance(im.cifar_resnet(20).final[0], nn.BatchNorm2d)
+    assert isinstance(im.cifar_resnet(20, "original").final, nn.Identity)
+
+
+def test_he_initialisation_as_official_code():
+    torch.manual_seed(0)
+    net = im.cifar_resnet(164)
+    conv = im.residual_units(net)[-1].residual[-1]              # 1x1, 64 -> 256
+    expected = math.sqrt(2 / (1 * 1 * conv.out_channels))
+    assert conv.weight.std().item() == pytest.approx(expected, rel=0.05)
+    assert torch.all(net.fc.bias == 0)
+    bn = im.residual_units(net)[5].residual[0]
+    assert torch.all(bn.weight == 1) and torch.all(bn.bias == 0)
+
+
+def test_gates_reach_identity_with_one_scalar():
+    torch.manual_seed(0)
+    model = im.cifar_resnet(32, gated=True)
+    ks = im.gates(model)
+    assert len(ks) == 15 and all(k.item() == 1.0 and k.numel() == 1 for k in ks)
+    unit = im.make_unit("full_preact", gated=True).double()
+    x = torch.randn(2, 16, 8, 8, dtype=torch.float64)
+    with torch.no_grad():
+        unit.k.fill_(-0.3)                                      # k <= 0: ReLU(k) = 0
+    assert torch.equal(unit(x), x)
+    layer = im.mlp("gated_plain", 2)[2]
+    h = torch.randn(5, 50)
+    with torch.no_grad():
+        layer.k.fill_(0.0)
+    assert torch.equal(layer(h), h)                              # u = (1 - 0) x
+    with torch.no_grad():
+        layer.k.fill_(1.0)
+    torch.testing.assert_close(layer(h), layer.layer(h))         # k = 1: the plain layer
+    assert im.gates(im.cifar_resnet(32)) == []
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: im.cifar_resnet(110, unit="preact"), ["full_preact", "original"]),
+    (lambda: im.cifar_resnet(110, shortcut="gating"), ["exclusive_gating", "identity"]),
+    (lambda: im.cifar_resnet(100), ["6n+2", "9n+2"]),
+    (lambda: im.cifar_resnet(110, block="bottleneck2"), ["basic", "bottleneck", "single"]),
+    (lambda: im.cifar_resnet(164, block="bottleneck", shortcut="identity", p=0.5), ["does not take", "no options"]),
+    (lambda: im.cifar_resnet(110, block="bottleneck", shortcut="dropout", gate_bias=-6), ["does not take", "p"]),
+    (lambda: im.cifar_resnet(39, block="bottleneck"), ["9n+2"]),
+    (lambda: im.cifar_resnet(110, num_classes=0), ["num_classes"]),
+    (lambda: im.wide_resnet(27, 10), ["6n+4"]),
+    (lambda: im.wide_resnet(28, 0), ["widen"]),
+    (lambda: im.mlp("highway", 10), ["plain", "resnet", "gresnet"]),
+    (lambda: im.mlp("resnet", 5), ["even"]),
+    (lambda: im.imagenet_resnet(151), ["152", "200"]),
+    (lambda: im.make_unit("full_preact", preact="somewhere"), ["shared", "residual"]),
+])
+def test_bad_arguments_raise_one_clear_value_error(call, words):
+    with pytest.raises(ValueError) as err:
+        call()
+    for word in words:
+        assert word in str(err.value)
