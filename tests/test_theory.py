@@ -1,0 +1,228 @@
+"""The book's derivations (idmap_lib.theory) reproduce the papers' equations, and the probes
+(idmap_lib.probes) measure what the equations say on real idmap_lib networks."""
+import math
+
+import pytest
+import sympy as sp
+import torch
+
+from idmap_lib import theory as T
+
+# ---- sympy: every derived equation equals the paper's ------------------------------------------------------
+
+DERIVATIONS = ["eqn3", "eqn4", "eqn5", "eqn6", "eqn7", "eqn8", "shortcut_product", "paper_b_component",
+               "paper_b_gate"]
+
+
+@pytest.fixture(scope="module")
+def derived():
+    return {name: T.ALL[name]() for name in DERIVATIONS}
+
+
+@pytest.mark.parametrize("name", DERIVATIONS)
+def test_derivation_equals_paper(derived, name):
+    d = derived[name]
+    assert d.difference() == 0, f"{d.name}: derived - paper = {d.difference()}"
+    failed = [k for k, ok in d.checks.items() if not ok]
+    assert not failed, f"{d.name}: sympy checks failed: {failed}"
+    assert d.steps and isinstance(T.tex(d.result), str)
+    assert d.holds()
+
+
+def test_inductions_check_base_and_step(derived):
+    for name in ("eqn4", "eqn7"):
+        checks = derived[name].checks
+        assert any(k.startswith("base case") for k in checks)
+        assert any("hypothesis" in k for k in checks)
+        assert sum(k.startswith("unroll") for k in checks) >= 3
+
+
+def test_a_wrong_equation_is_caught(derived):
+    """The comparison is not vacuous: an off-by-one upper limit or a missing x_l term is detected."""
+    d = derived["eqn4"]
+    wrong = T.Derivation("wrong", [], d.result, sp.Eq(T.x[T.L], T.x[T.l] + sp.Sum(T.F(T.x[T.i], T.W[T.i]),
+                                                                                   (T.i, T.l, T.L))))
+    assert wrong.difference() != 0
+    wrong5 = T.Derivation("wrong", [], derived["eqn5"].result,
+                          sp.Eq(T.dE_dxl, T.dE_dxL * sp.Derivative(T.ResidualSum(T.xl), T.xl)))  # no "1 +"
+    assert wrong5.difference() != 0
+    d7 = derived["eqn7"]
+    wrong7 = T.Derivation("wrong", [], d7.result, T.eqn7_paper(),
+                          paper_defs=lambda e: e.replace(lambda a: a.func == T.Fhat, lambda a: T.F(*a.args)))
+    assert wrong7.difference() != 0  # Fhat = F (lambdas not absorbed) is wrong
+
+
+def test_eqn5_direct_term_is_one(derived):
+    rhs = sp.expand(derived["eqn5"].result.rhs)
+    assert rhs.coeff(T.dE_dxL).subs(sp.Derivative(T.ResidualSum(T.xl), T.xl), 0) == 1
+
+
+def test_paper_b_layer_distance_orders():
+    r = T.paper_b_layer_distance(gain=2)
+    n = T.n
+    assert sp.simplify(r["squared_euclidean"] - 2 * n) == 0          # n^2 * (2/n)
+    assert r["orders"]["squared_euclidean"] == sp.Order(n, (n, sp.oo))  # the paper's O(n)
+    assert r["orders"]["euclidean_bound"] == sp.Order(sp.sqrt(n), (n, sp.oo))
+    assert r["orders"]["absolute"] == sp.Order(n ** sp.Rational(3, 2), (n, sp.oo))
+
+
+def test_gate_shortcut_derivative_at_zero():
+    _, _, at0 = T.gate_shortcut_derivative()
+    b = sp.Symbol("b_g", real=True)
+    assert sp.simplify(at0 - (1 - 1 / (1 + sp.exp(-b)))) == 0
+    assert abs(float(at0.subs(b, -6)) - 0.997527) < 1e-5
+
+
+# ---- probes on real idmap_lib networks ----------------------------------------------------------------------
+import json
+from pathlib import Path
+
+import torch.nn as nn
+
+import idmap_lib as im
+from idmap_lib import probes
+
+
+def _stack(n, unit="full_preact", shortcut="identity", channels=4, **opts):
+    torch.manual_seed(0)
+    return nn.Sequential(*[im.make_unit(unit, shortcut, channels, channels, **opts) for _ in range(n)]).double()
+
+
+def test_eqn5_holds_on_a_deep_stack():
+    """Eqn 5 measured: dE/dx_l = dE/dx_L + (VJP through the residual branches), three separate autograd runs."""
+    stack, x = _stack(60), probes.probe_input(4, 8, 3)
+    for l, L in ((0, 60), (10, 50)):
+        r = probes.eqn5_check(stack, x, l=l, L=L)
+        assert r["relative_error"] < 1e-12
+        assert r["norms"]["through"] > 0 and r["norms"]["direct"] > 0
+
+
+def test_eqn5_holds_inside_a_cifar_resnet_stage():
+    torch.manual_seed(0)
+    net = im.cifar_resnet(20, unit="full_preact").double()
+    r = probes.eqn5_check(net, probes.probe_input(3, 16, 2), l=1, L=3)   # units 1, 2: identity h and f
+    assert r["relative_error"] < 1e-12
+
+
+def test_eqn5_check_refuses_units_without_identity_f():
+    with pytest.raises(ValueError, match="identity"):
+        probes.eqn5_check(_stack(3, unit="original"), probes.probe_input(4, 8, 2))
+    with pytest.raises(ValueError, match="l < L"):
+        probes.eqn5_check(_stack(3), probes.probe_input(4, 8, 2), l=2, L=2)
+
+
+def test_zero_residuals_leaves_exactly_the_direct_term():
+    stack, x = _stack(40), probes.probe_input(4, 8, 2)
+    im.zero_residuals(stack)
+    r = probes.eqn5_check(stack, x)
+    assert torch.equal(r["full"], r["direct"])          # gradient at the first input == at the last output
+    assert r["norms"]["through"] == 0.0
+    g = probes.unit_gradient_norms(stack, x)
+    assert torch.equal(g, torch.full_like(g, float(g[-1])))
+
+
+def test_lambda_stack_after_zero_residuals_scales_by_lambda_power():
+    depth = 40
+    k = torch.arange(depth + 1, dtype=torch.float64)
+    for lam, r in probes.gradient_decay([0.8, 1.25], depth=depth, channels=2, size=4, batch=2, zero=True).items():
+        assert torch.allclose(r, lam ** k, rtol=1e-12, atol=0)
+
+
+def test_lambda_one_keeps_the_direct_term_and_more():
+    r = probes.gradient_decay([1.0], depth=30, channels=2, size=4, batch=2)[1.0]
+    assert r[0] == 1.0 and torch.all(r > 0.5)   # with F at init the gradient does not vanish at lambda = 1
+
+
+def test_truncation_rate_is_zero_when_f_is_identity():
+    torch.manual_seed(0)
+    net = im.cifar_resnet(20, unit="full_preact")
+    rates = probes.truncation_rates(net, probes.probe_input(3, 16, 2, dtype=torch.float32))
+    assert rates.shape == (9,) and torch.all(rates == 0)
+
+
+def test_truncation_rate_matches_a_hand_computation():
+    unit = im.make_unit("original", "identity", 4, 4).double()
+    x = torch.relu(probes.probe_input(4, 8, 4))     # x_l >= 0, as after a previous ReLU
+    rate = probes.truncation_rates(nn.Sequential(unit), x)
+    unit.train()
+    with torch.no_grad():
+        y = unit.shortcut(x, unit.residual(x))     # y_l = x_l + F(x_l), Eqn 1
+    assert abs(float(rate[0]) - float((y < 0).double().mean())) < 1e-12
+    assert 0 < float(rate[0]) < 0.5
+
+
+def test_probes_do_not_change_the_model():
+    torch.manual_seed(0)
+    net = im.cifar_resnet(20, unit="original").eval()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    probes.truncation_rates(net, probes.probe_input(3, 16, 2, dtype=torch.float32))
+    probes.unit_gradient_norms(net, probes.probe_input(3, 16, 2, dtype=torch.float32))
+    assert not net.training and not any(m.training for m in net.modules())
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+
+
+def test_direct_path_survival():
+    x = probes.probe_input(4, 8, 2)
+    assert torch.all(probes.direct_path_survival(_stack(10), x) == 1)
+    s = probes.direct_path_survival(_stack(20, unit="original"), torch.relu(x))
+    assert torch.all(s[:-1] <= s[1:]) and 0 < float(s[0]) < float(s[-1]) < 1
+
+
+def test_distance_to_identity_and_gates():
+    torch.manual_seed(0)
+    unit = im.make_unit("full_preact", "identity", 64, 64)
+    d = probes.distance_to_identity(nn.Sequential(unit))[0]
+    w = torch.cat([m.weight.detach().flatten() for m in unit.residual if isinstance(m, nn.Conv2d)]).double()
+    assert d["params"] == 2 * 9 * 64 * 64 and abs(d["squared"] - float((w ** 2).sum())) < 1e-9
+    assert abs(d["squared"] / (4 * 64) - 1) < 0.05            # He (fan_out): 2 * 9C^2 * 2/(9C) = 4C
+    assert d["gate_distance"] is None
+    g = probes.distance_to_identity(im.mlp("gresnet", d=4, width=30))
+    assert [u["gate_distance"] for u in g] == [1.0, 1.0]      # k starts at 1
+
+
+def test_layer_distance_grows_like_n():
+    for n in (256, 1024):
+        m = probes.layer_distance(n, init="he")
+        assert abs(m["squared"] / (2 * n) - 1) < 0.02
+        assert abs(m["absolute"] / (2 * n ** 1.5 / math.sqrt(math.pi)) - 1) < 0.02
+    with pytest.raises(ValueError):
+        probes.layer_distance(8, init="glorot")
+
+
+def test_gate_at_k_le_0_is_an_exact_identity():
+    torch.manual_seed(0)
+    net = im.mlp("gresnet", d=4, width=20)
+    with torch.no_grad():
+        for k in im.gates(net):
+            k.fill_(-0.25)
+    pairs = probes.unit_io(net, torch.rand(6, 1, 28, 28))
+    assert len(pairs) == 2 and all(torch.equal(a, b) for a, b in pairs)
+
+
+def test_set_shortcut_scale_needs_constant_scaling():
+    with pytest.raises(ValueError, match="constant_scaling"):
+        probes.set_shortcut_scale(_stack(2), 0.5)
+
+
+# ---- the chapters: the shared setup cell, no stored outputs -------------------------------------------------
+CHAPTERS = ["02_propagation", "03_scaled_shortcuts", "04_relu_truncation", "05_learning_identity"]
+SETUP = '''# Setup: on Colab this installs idmap_lib from the repository; elsewhere it is already installed.
+try:
+    import idmap_lib
+except ImportError:
+    %pip install -q "idmap-lib @ git+https://github.com/idmap-book/idmap"
+    import idmap_lib
+from idmap_lib.book import setup
+device = setup()'''
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_notebook_shape(chapter):
+    nb = json.loads((Path(__file__).parents[1] / "book" / f"{chapter}.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert "".join(code[0]["source"]).strip() == SETUP
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    titles = [ln for c in nb["cells"] if c["cell_type"] == "markdown" for ln in "".join(c["source"]).splitlines()
+              if ln.startswith("# ")]
+    assert len(titles) == 1
