@@ -7,7 +7,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 export IDMAP_DATA ?= $(abspath ../shared/data)
 
-# JavaScript the site serves itself, so that math and widgets also work offline (npm registry).
+# JavaScript the site serves itself, so that math and widgets also work offline (npm registry;
+# book/_ext/vendor.sha256 pins the exact tarballs).
 VENDOR       := .vendor
 VENDOR_STAMP := $(VENDOR)/.stamp
 JS_PACKAGES  := mathjax@3.2.2 @jupyter-widgets/html-manager@1.0.6 requirejs@2.3.4
@@ -28,10 +29,10 @@ $(STAMP): requirements.txt pyproject.toml
 
 vendor: $(VENDOR_STAMP)
 
-$(VENDOR_STAMP): Makefile
+$(VENDOR_STAMP): Makefile book/_ext/vendor.sha256
 	rm -rf $(VENDOR)
 	mkdir -p $(VENDOR)/npm $(SITE_JS)/mathjax $(SITE_JS)/html-manager $(SITE_JS)/requirejs
-	cd $(VENDOR)/npm && npm pack --silent $(JS_PACKAGES)
+	cd $(VENDOR)/npm && npm pack --silent $(JS_PACKAGES) && sha256sum -c ../../book/_ext/vendor.sha256
 	tar -xzf $(VENDOR)/npm/mathjax-3.2.2.tgz -C $(SITE_JS)/mathjax --strip-components=2 package/es5
 	tar -xzf $(VENDOR)/npm/jupyter-widgets-html-manager-1.0.6.tgz -C $(SITE_JS)/html-manager \
 	    --strip-components=1 --exclude='*.map' package/dist package/LICENSE

@@ -1,0 +1,76 @@
+"""Sphinx extension of the idmap book: serve every script from the site itself (offline and online).
+
+- plotly.js: the installed plotly package's own ``plotly.min.js`` is copied into ``_static/vendor/``
+  and loaded once, only on pages that contain a plotly figure, in the page or in the saved state of
+  its widgets (an ``interact`` output). The chapters' figures are emitted by ``idmap_lib.book``'s
+  renderer as plain divs that call it. It is loaded before require.js, so that
+  its UMD wrapper sets ``window.Plotly`` instead of registering an anonymous AMD module.
+- MathJax 3, require.js and the ipywidgets html-manager come from ``.vendor/site`` (``make vendor``),
+  copied through ``html_static_path`` (see ``_config.yml``); pages with widgets also get
+  ``idmap_widgets_shim.js`` (MathJax 2 API and module path for html-manager, see the file).
+- MathJax is loaded on every page (not only those with equations of their own): chapter titles
+  with math appear in every page's navigation.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+VENDOR = ROOT / ".vendor" / "site" / "vendor"
+NEEDED = ["mathjax/tex-svg.js", "requirejs/require.js", "html-manager/dist/embed-amd.js"]
+SHIM = "idmap_widgets_shim.js"
+PLOTLY_JS = "vendor/plotly/plotly.min.js"
+
+
+def _check_vendor(app, config):
+    missing = [p for p in NEEDED if not (VENDOR / p).is_file()]
+    if missing:
+        raise RuntimeError(
+            f"vendored JavaScript missing under {VENDOR}: {', '.join(missing)}. "
+            "Run `make vendor` (or `make book`, which does it) to fetch MathJax, require.js and "
+            "the ipywidgets html-manager with npm."
+        )
+
+
+def _widget_state(app, pagename):
+    """The page's saved ipywidgets state (JSON text), as myst-nb stored it; "" if none."""
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    files = NbMetadataCollector.get_js_files(app.env, pagename)
+    _, attributes = files.get("ipywidgets_state", (None, {}))
+    return attributes.get("body", "") if attributes else ""
+
+
+def _page_scripts(app, pagename, templatename, context, doctree):
+    body = context.get("body", "")
+    if "plotly-graph-div" in body or "plotly-graph-div" in _widget_state(app, pagename):
+        # before require.js (priority 500) and before the figures' inline scripts in <body>
+        app.add_js_file(PLOTLY_JS, priority=200)
+    if "application/vnd.jupyter.widget-view+json" in body:
+        app.add_js_file(f"vendor/{SHIM}", priority=100)
+
+
+def _copy_assets(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    import plotly
+
+    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not source.is_file():
+        raise RuntimeError(f"plotly.min.js not found in the installed plotly package ({source})")
+    target = Path(app.outdir) / "_static" / PLOTLY_JS
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    shutil.copyfile(HERE / SHIM, Path(app.outdir) / "_static" / "vendor" / SHIM)
+
+
+def setup(app):
+    # MathJax on every page: chapter titles with math appear in every page's navigation
+    app.set_html_assets_policy("always")
+    app.connect("config-inited", _check_vendor)
+    app.connect("html-page-context", _page_scripts)
+    app.connect("build-finished", _copy_assets)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,301 @@
+"""The built site in a real browser (headless Debian chromium driven by Playwright).
+
+Needs ``make book`` first (``make test`` does it): the test fails, not skips, when ``_build/html`` is
+missing. Every page is loaded in a fresh browser context (a first visit, nothing cached) from a
+local HTTP server on 127.0.0.1, and must
+- log no JavaScript error (sphinx-thebe's known harmless re-declaration excepted),
+- make no request that leaves 127.0.0.1 (offline-capable: math, figures and widgets are served here),
+- typeset its math (MathJax 3 ``mjx-container``), draw its plotly figures and render its widgets,
+- request plotly.js exactly once if it has plotly figures (never inlined), and stay under the budget.
+On the chapter-3 page, moving the slider of the first slider figure must change the plotted data.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import http.server
+import io
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("IDMAP_SITE_DIR", ROOT / "_build" / "html"))  # override: a scratch build
+CHROMIUM = os.environ.get("IDMAP_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+HARMLESS_ERRORS = ("THEBE_JS_URL",)  # sphinx-thebe 0.3.1 declares it twice; nothing breaks
+PAGE_BUDGET = 8_000_000  # bytes transferred (gzip, as from GitHub Pages) for one page, first visit
+SLIDER_PAGE = "03_scaled_shortcuts.html"
+WEIGHTS_FILE = SITE.parent / "page_weights.json"
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+
+
+def site_pages():
+    if not (SITE / "index.html").is_file():
+        return []
+    return sorted(p.name for p in SITE.glob("*.html"))
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    assert (SITE / "index.html").is_file(), (
+        f"{SITE} has no built site: run `make book` first (`make test` builds it)"
+    )
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site like a real static host (GitHub Pages): text-like files gzipped on request."""
+
+    COMPRESSIBLE = (".html", ".js", ".css", ".svg", ".json", ".txt", ".map", ".ipynb", ".md", ".inv")
+
+    def log_message(self, *args):
+        pass
+
+    def send_head(self):
+        path = Path(self.translate_path(self.path))
+        if path.is_dir():
+            path = path / "index.html"
+        wants_gzip = "gzip" in self.headers.get("Accept-Encoding", "")
+        if not (wants_gzip and path.is_file() and path.suffix in self.COMPRESSIBLE):
+            return super().send_head()
+        body = _gzipped(str(path))
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+
+@functools.lru_cache(maxsize=None)
+def _gzipped(path: str) -> bytes:
+    return gzip.compress(Path(path).read_bytes(), 6)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    assert Path(CHROMIUM).is_file(), (
+        f"{CHROMIUM} not found: install Debian's chromium (`apt-get install -y chromium`; "
+        "`make test` does it). Never `playwright install`."
+    )
+    with playwright_sync.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+class PageVisit:
+    """One page opened in a fresh context, with its console errors, requests and their sizes."""
+
+    def __init__(self, browser, url):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.errors, self.outside, self.requests, self.failed = [], [], [], []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
+        self.page.route("**/*", self._route)
+        self.started = []
+        self.page.on("request", lambda r: self.started.append(r.url))
+        self.page.on("requestfinished", lambda r: self.requests.append(r))
+        self.page.goto(url, wait_until="load")
+        self.settle(url)
+
+    def settle(self, url, quiet_ms=1000, timeout_s=45):
+        """Wait until every request has finished and none started for `quiet_ms`.
+
+        (Playwright's "networkidle" state sometimes never comes on pages whose requests have all
+        finished, so the test counts requests itself.)"""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            started = len(self.started)
+            self.page.wait_for_timeout(quiet_ms)
+            if len(self.started) == started and len(self.requests) + len(self.failed) >= started:
+                return
+        done = [r.url for r in self.requests] + [f.split(" (")[0] for f in self.failed]
+        pending = [u for u in self.started if u not in done]
+        raise AssertionError(f"{url}: requests still pending after {timeout_s} s: {pending}")
+
+    def _route(self, route):
+        host = urlparse(route.request.url).hostname
+        if host == "127.0.0.1":
+            route.continue_()
+        else:
+            self.outside.append(route.request.url)
+            route.abort()
+
+    def transfer_bytes(self):
+        """Bytes received over the wire: headers plus (gzip-encoded where possible) bodies."""
+        total = 0
+        for r in self.requests:
+            s = r.sizes()
+            total += s["responseBodySize"] + s["responseHeadersSize"]
+        return total
+
+    def file_bytes(self):
+        """The same files uncompressed (as a server without gzip would send them), for the report."""
+        total = 0
+        for r in self.requests:
+            path = SITE / urlparse(r.url).path.lstrip("/")
+            path = path / "index.html" if path.is_dir() else path
+            total += path.stat().st_size if path.is_file() else 0
+        return total
+
+    def close(self):
+        self.context.close()
+
+
+def _has_math(html: str) -> bool:
+    return 'class="math' in html
+
+
+@pytest.mark.parametrize("name", site_pages() or ["index.html"])
+def test_page_loads_offline_clean(browser, site_url, name):
+    html = (SITE / name).read_text(encoding="utf-8")
+    visit = PageVisit(browser, site_url + name)
+    try:
+        page = visit.page
+        if _has_math(html):
+            page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
+            page.evaluate("() => window.MathJax.startup.promise")
+            unrendered = page.evaluate(
+                "() => Array.from(document.querySelectorAll('.math')).filter("
+                "e => !e.querySelector('mjx-container')).length"
+            )
+            assert unrendered == 0, f"{name}: {unrendered} math elements not typeset by MathJax"
+        n_figs = html.count('class="plotly-graph-div"')  # in the page (widget outputs come on top)
+        if n_figs:
+            counts = (
+                "() => { const d = Array.from(document.querySelectorAll('.plotly-graph-div'));"
+                " return [d.length, d.filter(g => g._fullData && g.querySelector('.main-svg')).length]; }"
+            )
+            try:  # figures are drawn once the page is parsed and MathJax is ready
+                page.wait_for_function(
+                    f"() => {{ const [n, k] = ({counts})(); return n >= {n_figs} && k === n; }}",
+                    timeout=30_000,
+                )
+            except playwright_sync.TimeoutError:
+                pass
+            present, drawn = page.evaluate(counts)
+            assert present >= n_figs and drawn == present, (
+                f"{name}: {drawn} of {present} plotly figures drawn ({n_figs} in the page's HTML)"
+            )
+        if "application/vnd.jupyter.widget-view+json" in html:
+            page.wait_for_selector(".jupyter-widgets", state="attached", timeout=30_000)
+        errors = [e for e in visit.errors if not any(h in e for h in HARMLESS_ERRORS)]
+        assert not errors, f"{name}: JavaScript errors: {errors}"
+        assert not visit.outside, f"{name}: requests left 127.0.0.1: {visit.outside}"
+        assert not visit.failed, f"{name}: failed requests: {visit.failed}"
+    finally:
+        visit.close()
+
+
+def test_page_weights(browser, site_url):
+    """Total transfer per page on a first visit; plotly.js once per figure page, never inlined."""
+    pages = site_pages()
+    assert pages, f"no pages in {SITE}: run `make book`"
+    weights = {}
+    for name in pages:
+        html = (SITE / name).read_text(encoding="utf-8")
+        assert "Plotly.newPlot" not in html or "plotly.min.js" in html, name
+        assert len(html) < 2_000_000, f"{name} is {len(html)} bytes of HTML: is plotly.js inlined?"
+        visit = PageVisit(browser, site_url + name)
+        try:
+            urls = [r.url for r in visit.requests]
+            plotly_js = [u for u in urls if u.split("?")[0].endswith("plotly.min.js")]
+            if "plotly-graph-div" in html:  # in the page or in its saved widget state
+                assert len(plotly_js) == 1, f"{name}: plotly.js requested {len(plotly_js)} times"
+            else:
+                assert not plotly_js, f"{name}: loads plotly.js without any figure"
+            weights[name] = {
+                "bytes": visit.transfer_bytes(),
+                "uncompressed_bytes": visit.file_bytes(),
+                "requests": len(urls),
+                "plotly_js_requests": len(plotly_js),
+            }
+        finally:
+            visit.close()
+    WEIGHTS_FILE.write_text(json.dumps(weights, indent=1))
+    report = "\n".join(
+        f"{n:32s} {w['bytes'] / 1e6:6.2f} MB ({w['uncompressed_bytes'] / 1e6:5.2f} MB uncompressed) "
+        f"in {w['requests']} requests, plotly.js x{w['plotly_js_requests']}"
+        for n, w in weights.items()
+    )
+    print("\nPage weights (first visit, transferred with gzip; uncompressed):\n" + report)
+    heavy = {n: w["bytes"] for n, w in weights.items() if w["bytes"] > PAGE_BUDGET}
+    assert not heavy, f"pages over {PAGE_BUDGET / 1e6:.0f} MB: {heavy}"
+
+
+def _visible_data(page, index):
+    return page.evaluate(
+        """(i) => {
+            const gd = document.querySelectorAll('.plotly-graph-div')[i];
+            const arr = a => (a && a.length !== undefined) ? Array.from(a) : a;
+            return JSON.stringify(gd._fullData.filter(t => t.visible === true)
+                .map(t => [t.type, arr(t.x), arr(t.y), arr(t.z)]));
+        }""",
+        index,
+    )
+
+
+def test_slider_changes_plotted_data(browser, site_url):
+    """Chapter 3's gradient-decay figure: moving its slider in the static page changes the data."""
+    assert (SITE / SLIDER_PAGE).is_file(), (
+        f"{SLIDER_PAGE} was not built: book/03_scaled_shortcuts.ipynb missing from book/_toc.yml?"
+    )
+    visit = PageVisit(browser, site_url + SLIDER_PAGE)
+    try:
+        page = visit.page
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(d => d._fullData)",
+            timeout=30_000,
+        )
+        index = page.evaluate(
+            "() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+            ".findIndex(d => d.layout && d.layout.sliders && d.layout.sliders.length)"
+        )
+        assert index >= 0, f"{SLIDER_PAGE}: no plotly figure with a slider"
+        fig = page.locator(".plotly-graph-div").nth(index)
+        fig.scroll_into_view_if_needed()
+        before = _visible_data(page, index)
+        active_before = page.evaluate(
+            "(i) => document.querySelectorAll('.plotly-graph-div')[i]._fullLayout.sliders[0].active",
+            index,
+        )
+        rail = fig.locator(".slider-rail-touch-rect").first.bounding_box()
+        # click far from the active step: the right end if it starts at the left, else the left end
+        n_steps = page.evaluate(
+            "(i) => document.querySelectorAll('.plotly-graph-div')[i]._fullLayout.sliders[0].steps.length",
+            index,
+        )
+        frac = 0.97 if active_before < n_steps / 2 else 0.03
+        page.mouse.click(rail["x"] + frac * rail["width"], rail["y"] + rail["height"] / 2)
+        page.wait_for_function(
+            "([i, a]) => document.querySelectorAll('.plotly-graph-div')[i]._fullLayout.sliders[0].active !== a",
+            arg=[index, active_before],
+            timeout=10_000,
+        )
+        page.wait_for_timeout(1000)  # let a frame animation (if any) finish
+        after = _visible_data(page, index)
+        assert after != before, f"{SLIDER_PAGE}: moving the slider did not change the plotted data"
+        errors = [e for e in visit.errors if not any(h in e for h in HARMLESS_ERRORS)]
+        assert not errors, f"JavaScript errors while moving the slider: {errors}"
+    finally:
+        visit.close()

@@ -1,0 +1,91 @@
+"""The book's Python helpers: the setup cell, the build-time plotly renderer, the unit drawings."""
+
+import re
+from html import escape
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+import torch
+
+import idmap_lib as im
+from idmap_lib import book
+from idmap_lib.diagrams import _lines, draw_units
+
+
+@pytest.fixture
+def keep_renderer():
+    default = pio.renderers.default
+    yield
+    pio.renderers.default = default
+
+
+def test_setup_outside_build_reports_device_and_leaves_plotly_alone(monkeypatch, capsys, keep_renderer):
+    monkeypatch.delenv(book.BUILD_ENV, raising=False)
+    before = pio.renderers.default
+    device = book.setup()
+    assert isinstance(device, torch.device)
+    assert device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    out = capsys.readouterr().out
+    assert out.startswith("Device: ") and ("CUDA GPU" in out or "cores" in out)
+    assert pio.renderers.default == before
+
+
+def test_setup_in_build_emits_html_that_uses_the_pages_plotly(monkeypatch, capsys, keep_renderer):
+    monkeypatch.setenv(book.BUILD_ENV, "1")
+    book.setup()
+    assert pio.renderers.default == book.RENDERER
+    fig = go.Figure(go.Scatter(x=[0, 1, 2], y=[3, 1, 2]))
+    fig.update_layout(sliders=[{"steps": [{"label": "a", "method": "restyle", "args": ["y", [[1, 2, 3]]]}]}])
+    bundle = pio.renderers[book.RENDERER].to_mimebundle(fig.to_dict())
+    assert list(bundle) == ["text/html"]  # myst-nb renders it; no plotly mimetype it would drop
+    html = bundle["text/html"]
+    assert 'class="plotly-graph-div"' in html and "Plotly.newPlot" in html
+    assert len(html) < 50_000, "plotly.js must not be inlined"
+    assert "cdn" not in html.lower() and "<script src" not in html and "MathJax.Hub" not in html
+    assert html.count("<script>") == 1 and html.count("</script>") == 1
+
+
+@pytest.mark.parametrize("value, expected", [("1", True), ("true", True), ("0", False), ("", False)])
+def test_in_book_build_reads_the_environment(monkeypatch, value, expected):
+    monkeypatch.setenv(book.BUILD_ENV, value)
+    assert book.in_book_build() is expected
+
+
+def _drawn_texts(svg):
+    return [t.replace("&#x27;", "'") for t in re.findall(r">([^<>]+)</text>", svg)]
+
+
+@pytest.mark.parametrize("unit, shortcut", [(u, "identity") for u in im.UNITS]
+                         + [("original", s) for s in im.SHORTCUTS]
+                         + [("full_preact", "conv1x1"), ("relu_preact", "exclusive_gating")])
+def test_drawing_shows_every_op_of_the_module(unit, shortcut):
+    """The drawing is made from unit_layout, so every op the module runs appears, path by path."""
+    layout = im.unit_layout(im.make_unit(unit, shortcut))
+    svg = draw_units([layout], ["title"])
+    texts = _drawn_texts(svg)
+    paths = ("preact", "residual", "shortcut", "gate", "post")
+    for path in paths:
+        for op in layout[path]:
+            for line in _lines(op):
+                assert escape(line) in texts, (path, op, texts)
+    assert svg.count("<rect") == sum(len(layout[p]) for p in paths)  # one box per op, no more
+
+
+def test_drawing_of_dimension_changing_and_gated_units():
+    units = [im.make_unit("full_preact", in_channels=16, out_channels=32, stride=2),
+             im.make_unit("full_preact", gated=True)]
+    svg = draw_units([im.unit_layout(u) for u in units], ["down", "gated"])
+    texts = _drawn_texts(svg)
+    assert "3x3 conv, 32, /2" in texts and "× ReLU(k)" in texts
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+
+
+def test_drawing_rejects_bad_input():
+    layout = im.unit_layout(im.make_unit())
+    with pytest.raises(ValueError, match="at least one"):
+        draw_units([])
+    with pytest.raises(ValueError, match="titles"):
+        draw_units([layout], ["a", "b"])
+    with pytest.raises(ValueError, match="per_row"):
+        draw_units([layout], per_row=0)
