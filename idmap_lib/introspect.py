@@ -72,7 +72,7 @@ def unit_layout(unit):
         "on_shortcut": sc.on_shortcut,
         "on_residual": sc.on_residual, "post": _ops(unit.post), "gated": unit.k is not None,
     }
-    if hasattr(sc, "dropout"):
-        layout["shortcut"] = layout["shortcut"] + _ops(sc.dropout)
+    if hasattr(sc, "p"):
+        layout["shortcut"] = layout["shortcut"] + [f"dropout {sc.p:g}"]
     layout.update(getattr(unit, "variant", {}))
     return layout

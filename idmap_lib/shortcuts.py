@@ -114,15 +114,26 @@ class Conv1x1(Shortcut):
 
 
 class DropoutShortcut(Shortcut):
-    """Fig 2(f): y = dropout_p(h(s)) + r."""
+    """Fig 2(f): y = m * h(s) + r with a random mask m ~ Bernoulli(1 - p).
+
+    Paper A reads this shortcut as a random scale with expectation λ = 1 - p (0.5 in Table 1), so
+    the kept entries are NOT rescaled by 1/(1 - p) as nn.Dropout would do (that would make the
+    expected scale 1, a different variant). At evaluation h(s) is multiplied by its expectation
+    1 - p, as in Torch's original ("v1") dropout.
+    """
 
     def __init__(self, h, p):
         super().__init__(h)
-        self.dropout = nn.Dropout(p)
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout rate p must be in [0, 1), got {p!r}")
+        self.p = float(p)
         self.on_shortcut = f"dropout {p:g}"
 
     def forward(self, s, r):
-        return self.dropout(self.h(s)) + r
+        h, keep = self.h(s), 1.0 - self.p
+        if self.training:
+            return h * torch.empty_like(h).bernoulli_(keep) + r
+        return keep * h + r
 
 
 def make_shortcut(name, in_channels, out_channels, stride, projection_kind, bn, options):

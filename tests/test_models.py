@@ -179,9 +179,12 @@ def test_shortcut_formulas_match_table_1():
     assert isinstance(u.shortcut.h, nn.Conv2d) and u.shortcut.h.kernel_size == (1, 1)
     u = im.make_unit("full_preact", "dropout", p=0.5).double()
     s, f = branch(u.eval(), x)
-    torch.testing.assert_close(u(x), s + f)                             # eval: dropout is identity
+    torch.testing.assert_close(u(x), 0.5 * s + f)                       # eval: the expected scale 1 - p
     u.train()
-    assert (u.shortcut.dropout(torch.ones(1000)) == 0).float().mean().item() == pytest.approx(0.5, abs=0.1)
+    ones = torch.ones(1, 16, 64, 64, dtype=torch.float64)
+    kept = u.shortcut(ones, torch.zeros_like(ones))
+    assert set(kept.unique().tolist()) == {0.0, 1.0}                    # kept entries are not rescaled
+    assert kept.mean().item() == pytest.approx(0.5, abs=0.03)           # Paper A: a scale of 0.5 in expectation
 
 
 def test_activation_variants_match_figure_4():
@@ -273,6 +276,7 @@ def test_gates_reach_identity_with_one_scalar():
     (lambda: im.mlp("resnet", 5), ["even"]),
     (lambda: im.imagenet_resnet(151), ["152", "200"]),
     (lambda: im.make_unit("full_preact", preact="somewhere"), ["shared", "residual"]),
+    (lambda: im.make_unit("full_preact", "dropout", p=1.5), ["[0, 1)"]),
 ])
 def test_bad_arguments_raise_one_clear_value_error(call, words):
     with pytest.raises(ValueError) as err:
