@@ -1,0 +1,178 @@
+"""Benchmark: this engine vs a naive training loop, same model, same data, same number of steps.
+
+(a) the engine (trainer.train): uint8 dataset on the device, batched on-device crop/flip, autocast
+    (bf16 where supported), channels_last, device-side loss sums read every `log_every` steps;
+(b) the usual loop: a torchvision Dataset (torchvision's own CIFAR10 when downloaded into data/, else the
+    same uint8 arrays served exactly as torchvision.datasets.CIFAR10 does: PIL image per item) +
+    DataLoader with PIL transforms (RandomCrop(32, padding=4), RandomHorizontalFlip, ToTensor, Normalize),
+    fp32, NCHW, ``loss.item()`` every step.
+
+Each runs in its own fresh process (so peak memory is its own). Prints images/s of each (median and
+per-window figures: on a shared CPU other load makes single figures unreliable), their ratio,
+peak memory, and the projected wall time of the full ResNet-110 recipe (64k iterations x 128) measured
+with the engine on this device.
+
+    python -m idmap_lib bench [--steps 30] [--depth 20] [--data PATH] [--workers 2]
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import resource
+import statistics
+import time
+
+import torchvision
+from PIL import Image
+
+
+WINDOW = 5  # steps per timing window; the median window is reported (the CPU here is shared and noisy)
+
+
+def _peak_rss_mb(children=False):
+    r = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF).ru_maxrss
+    return r / 1024  # Linux: KiB
+
+
+def _engine(depth, steps, warmup, batch_size, data, device, compile, unit="full_preact"):
+    import torch
+
+    from .recipes import config, step_schedule
+    from .trainer import pick_device, train
+
+    cfg = config("a_table2_activations", "full_preact-110", "shrunk")
+    cfg["model"]["kwargs"].update(depth=depth, unit=unit, block="basic")
+    total = warmup + steps
+    cfg.update(steps=total, batch_size=batch_size, log_every=WINDOW, eval_every=10 ** 9,
+               subset={"train_per_class": 5000, "test_per_class": 10},  # all 50k training images
+               schedule=step_schedule(total, 0.1, 10, milestones=[]))
+    cfg["divergence"] = {"grace_fraction": 1.0, "chance_margin": 0.0}
+    dev = pick_device(device)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    r = train(cfg, data=data, device=dev, progress=False, write_result=False, compile=compile)
+    rates = [h["img_per_s"] for h in r["history"]["train"] if h["step"] > warmup]
+    out = {"img_per_s": statistics.median(rates), "img_per_s_windows": rates, "precision": r["precision"], "channels_last": r["channels_last"],
+           "peak_rss_mb": _peak_rss_mb(), "device": str(dev), "final_loss": r["final"]["train_loss"]}
+    if dev.type == "cuda":
+        out["peak_gpu_mb"] = torch.cuda.max_memory_allocated(dev) / 2 ** 20
+    return out
+
+
+class ArrayCIFAR(torchvision.datasets.VisionDataset):
+    """torchvision.datasets.CIFAR10's __getitem__ (a PIL image per item) over the same uint8 arrays."""
+
+    def __init__(self, x, y, transform):
+        super().__init__(None, transform=transform)
+        self.data, self.targets = x.permute(0, 2, 3, 1).numpy(), y.tolist()
+
+    def __getitem__(self, i):
+        return self.transform(Image.fromarray(self.data[i])), self.targets[i]
+
+    def __len__(self):
+        return len(self.data)
+
+
+def _naive(depth, steps, warmup, batch_size, data, device, workers):
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    import torchvision
+    import torchvision.transforms as T
+    from PIL import Image
+
+    from . import data as data_mod
+    from .trainer import build_model, pick_device
+
+    dev = pick_device(device)
+    d = data_mod.load("cifar10", data, verbose=False)
+    mean, std = (t.flatten().tolist() for t in data_mod.normalization("mean_std", d.x_train))
+    tf = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(mean, std)])
+    if d.source["kind"] == "torchvision":
+        ds = torchvision.datasets.CIFAR10(d.source["root"], train=True, transform=tf)
+    else:
+        ds = ArrayCIFAR(d.x_train, d.y_train, tf)
+    loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True, num_workers=workers,
+                                         drop_last=True, pin_memory=dev.type == "cuda",
+                                         persistent_workers=workers > 0)
+    torch.manual_seed(0)
+    model = build_model({"builder": "cifar_resnet", "kwargs": {"depth": depth, "unit": "full_preact",
+                                                               "block": "basic"}}).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    model.train()
+    it, losses, rates = iter(loader), [], []
+    for step in range(warmup + steps):
+        if step >= warmup and (step - warmup) % WINDOW == 0:
+            if step > warmup:
+                rates.append(WINDOW * batch_size / (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+        x, y = next(it)
+        x, y = x.to(dev), y.to(dev)
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())  # the usual per-step host sync
+    rates.append(WINDOW * batch_size / (time.perf_counter() - t0))
+    out = {"img_per_s": statistics.median(rates), "img_per_s_windows": rates, "precision": "float32", "channels_last": False,
+           "peak_rss_mb": _peak_rss_mb(), "peak_rss_workers_mb": _peak_rss_mb(children=True),
+           "device": str(dev), "final_loss": float(np.mean(losses[-5:])), "num_workers": workers}
+    if dev.type == "cuda":
+        out["peak_gpu_mb"] = torch.cuda.max_memory_allocated(dev) / 2 ** 20
+    del it, loader
+    return out
+
+
+def _child(fn, kwargs, q):
+    import torch
+    if torch.device(kwargs.get("device") or "cpu").type == "cpu" and not torch.cuda.is_available():
+        torch.set_num_threads(min(torch.get_num_threads(), 2))
+    q.put(fn(**kwargs))
+
+
+def _in_process(fn, **kwargs):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(fn, kwargs, q))
+    p.start()
+    while True:
+        try:
+            out = q.get(timeout=5)
+            break
+        except Exception:  # queue.Empty: is the child still working?
+            if not p.is_alive():
+                raise RuntimeError(f"benchmark child {fn.__name__} died (exit code {p.exitcode}); see its "
+                                   f"traceback above") from None
+    p.join()
+    return out
+
+
+def main(steps=30, depth=20, batch_size=128, data=None, workers=2, device=None, compile=False, warmup=5,
+         projection_steps=10):
+    steps = max(WINDOW, steps // WINDOW * WINDOW)
+    warmup = max(WINDOW, warmup // WINDOW * WINDOW)
+    common = dict(depth=depth, steps=steps, warmup=warmup, batch_size=batch_size, data=data, device=device)
+    print(f"benchmark: CIFAR-10 pre-act ResNet-{depth}, batch {batch_size}, {steps} timed steps after "
+          f"{warmup} warm-up steps, each loop in a fresh process; img/s = median over windows of "
+          f"{WINDOW} steps", flush=True)
+    a = _in_process(_engine, compile=compile, **common)
+    print(f"(a) engine: {a['img_per_s']:8.1f} img/s  [{a['precision']}, channels_last={a['channels_last']}, "
+          f"{a['device']}]  peak RSS {a['peak_rss_mb']:.0f} MB"
+          + (f", peak GPU {a['peak_gpu_mb']:.0f} MB" if "peak_gpu_mb" in a else ""), flush=True)
+    b = _in_process(_naive, workers=workers, **common)
+    print(f"(b) naive:  {b['img_per_s']:8.1f} img/s  [fp32, NCHW, DataLoader+PIL, {workers} workers, .item() "
+          f"per step]  peak RSS {b['peak_rss_mb']:.0f} MB (+ workers {b['peak_rss_workers_mb']:.0f} MB)"
+          + (f", peak GPU {b['peak_gpu_mb']:.0f} MB" if "peak_gpu_mb" in b else ""), flush=True)
+    print(f"    windows (img/s): engine {[round(r) for r in a['img_per_s_windows']]}, "
+          f"naive {[round(r) for r in b['img_per_s_windows']]}", flush=True)
+    ratio = a["img_per_s"] / b["img_per_s"]
+    best = max(a["img_per_s_windows"]) / max(b["img_per_s_windows"])
+    print(f"ratio engine / naive: {ratio:.2f}x (medians), {best:.2f}x (best windows: the least disturbed by "
+          f"other load on a shared machine)", flush=True)
+    p = _in_process(_engine, compile=compile, **{**common, "depth": 110, "steps": projection_steps, "warmup": WINDOW})
+    hours = 64000 * 128 / p["img_per_s"] / 3600
+    print(f"ResNet-110 with the engine: {p['img_per_s']:.1f} img/s -> projected full Paper A recipe "
+          f"(64k iterations x 128 = 8.19M images): {hours:.1f} h on {p['device']}", flush=True)
+    return {"engine": a, "naive": b, "ratio": ratio, "ratio_best": best, "resnet110": p,
+            "projected_resnet110_hours": hours}

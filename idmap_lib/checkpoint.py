@@ -1,0 +1,47 @@
+"""Atomic checkpoints (tmp file + os.replace) loaded with ``torch.load(weights_only=True)``.
+
+A checkpoint holds only tensors and plain containers (model/optimizer state, RNG states as uint8
+tensors, the data permutation, history dicts), so the safe loader reads it. A file that cannot be read
+(corrupt, truncated) or that belongs to another recipe raises CheckpointError saying what to do.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be used to resume this run."""
+
+
+def save_checkpoint(path, state: dict) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)  # atomic: a crash leaves the previous checkpoint intact
+    return path
+
+
+def load_checkpoint(path, config_hash: str | None = None, world_size: int | None = None) -> dict:
+    path = Path(path)
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # UnpicklingError, RuntimeError (bad zip), EOFError ...
+        raise CheckpointError(f"checkpoint {path} is unreadable (corrupt or truncated: {type(e).__name__}: "
+                              f"{e}). Delete it to start the run afresh, or point --checkpoint-dir elsewhere."
+                              ) from e
+    if not isinstance(ck, dict) or ck.get("format") != 1 or "model" not in ck:
+        raise CheckpointError(f"{path} is not an idmap_lib training checkpoint; delete it or point "
+                              f"--checkpoint-dir elsewhere.")
+    if config_hash is not None and ck.get("config_hash") != config_hash:
+        raise CheckpointError(f"checkpoint {path} belongs to a different configuration (hash "
+                              f"{str(ck.get('config_hash'))[:12]} != {config_hash[:12]}): the recipe or seed "
+                              f"changed since it was written. Delete it, or resume with the recipe it was "
+                              f"written for.")
+    if world_size is not None and ck.get("world_size", 1) != world_size:
+        raise CheckpointError(f"checkpoint {path} was written by {ck.get('world_size')} processes; resume it "
+                              f"with the same number (now {world_size}), or delete it.")
+    return ck

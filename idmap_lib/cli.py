@@ -1,0 +1,93 @@
+"""Command line: train a recipe, list the experiments, run the benchmark.
+
+    python -m idmap_lib train --experiment NAME --variant NAME --scale shrunk|full [--seed N]
+        [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile]
+    python -m idmap_lib list
+    python -m idmap_lib bench [--steps N] [--data PATH]
+    torchrun --nproc_per_node=N -m idmap_lib train ...      (DDP: gloo on CPU, nccl on CUDA)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="python -m idmap_lib", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="train one experiment variant (skips it if its result exists)")
+    t.add_argument("--experiment", required=True)
+    t.add_argument("--variant", required=True)
+    t.add_argument("--scale", default="shrunk", choices=["shrunk", "full"])
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--data", default=None, help="local copy: tarball, image-folder tree, or a directory "
+                                                "holding <name>-jpeg.tar.gz (default: $IDMAP_DATA, then "
+                                                "torchvision's download into data/)")
+    t.add_argument("--out", default=None, help="results directory (default data/results)")
+    t.add_argument("--max-steps", type=int, default=None, help="stop after N steps, checkpoint, exit")
+    t.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
+    t.add_argument("--checkpoint-dir", default=None, help="where checkpoints go (default checkpoints/ "
+                                                          "when --resume or --max-steps is given)")
+    t.add_argument("--checkpoint-every", type=int, default=None)
+    t.add_argument("--compile", action="store_true", help="torch.compile the model")
+    t.add_argument("--device", default=None)
+    t.add_argument("--deterministic", action="store_true")
+    t.add_argument("--retrain", action="store_true", help="train even if a result with this config exists")
+    t.add_argument("--no-progress", action="store_true")
+    sub.add_parser("list", help="show experiments and variants")
+    b = sub.add_parser("bench", help="this engine vs a naive DataLoader loop, same model and data")
+    b.add_argument("--steps", type=int, default=30)
+    b.add_argument("--depth", type=int, default=20)
+    b.add_argument("--batch-size", type=int, default=128)
+    b.add_argument("--data", default=None)
+    b.add_argument("--workers", type=int, default=2)
+    b.add_argument("--device", default=None)
+    b.add_argument("--compile", action="store_true")
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cmd == "list":
+        from .recipes import listing
+        print(listing())
+        return 0
+    if args.cmd == "bench":
+        from .bench import main as bench_main
+        bench_main(steps=args.steps, depth=args.depth, batch_size=args.batch_size, data=args.data,
+                   workers=args.workers, device=args.device, compile=args.compile)
+        return 0
+    from .recipes import config
+    from .results import find_result
+    from .trainer import train
+    from . import distributed
+
+    try:
+        cfg = config(args.experiment, args.variant, args.scale, args.seed)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not args.retrain and args.max_steps is None:
+        hit = find_result(cfg, args.out)
+        if hit is not None:
+            print(f"result exists: {hit['path']} (status {hit['status']}, final {hit['final']}); "
+                  f"use --retrain to train again")
+            return 0
+    ckdir = args.checkpoint_dir or ("checkpoints" if (args.resume or args.max_steps) else None)
+    try:
+        r = train(cfg, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
+                  checkpoint_every=args.checkpoint_every, resume=args.resume, max_steps=args.max_steps,
+                  compile=args.compile, progress=not args.no_progress, deterministic=args.deterministic)
+    finally:
+        distributed.cleanup()
+    if distributed.int_env("RANK", 0) == 0:
+        summary = {k: r.get(k) for k in ("status", "fail", "final", "path", "checkpoint", "step")
+                   if r.get(k) is not None}
+        print(json.dumps(summary, indent=1))
+    return 0 if r["status"] in ("ok", "fail", "stopped") else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

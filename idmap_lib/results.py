@@ -1,0 +1,125 @@
+"""Results with provenance: one JSON file per finished run under ``data/results/``.
+
+Each file holds the full config and the sha256 of its canonical JSON (the ``why`` notes left out), the final
+metrics, the history, the status (``ok`` or ``fail``, with the step), hardware, Python/torch/CUDA versions,
+the git commit, the seed, the dataset source and the date. ``run(...)`` looks a result up by config hash
+and trains only when it is missing: the book calls it, so a build with committed results trains nothing.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+from .data import DEFAULT_ROOT
+
+RESULTS_DIR = DEFAULT_ROOT / "results"
+
+
+def canonical(cfg: dict) -> str:
+    return json.dumps({k: v for k, v in cfg.items() if k != "why"}, sort_keys=True, separators=(",", ":"))
+
+
+def config_hash(cfg: dict) -> str:
+    """sha256 of the canonical JSON of the config (keys sorted, no whitespace, ``why`` notes excluded)."""
+    return hashlib.sha256(canonical(cfg).encode()).hexdigest()
+
+
+def run_name(cfg: dict) -> str:
+    return f"{cfg['experiment']}__{cfg['variant']}__{cfg['scale']}__s{cfg['seed']}"
+
+
+def _git_commit():
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+                                timeout=10).stdout.strip() or None
+        # the library as run differs from that commit if any of its files are modified or untracked
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "."],
+                               cwd=here, capture_output=True, text=True, timeout=10).stdout.split("\n")
+        changed = sorted(line[3:] for line in dirty if line.strip() and line[3:].endswith(".py"))
+        return {"commit": commit, "library_modified": bool(changed), "modified_files": changed}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "library_modified": None}
+
+
+def _cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def provenance(device, world_size: int = 1) -> dict:
+    import torch
+    import torchvision
+
+    hw = {"device": str(device), "cpu": _cpu_name(), "cpu_count": os.cpu_count(),
+          "torch_threads": torch.get_num_threads(), "world_size": world_size, "platform": platform.platform()}
+    if torch.device(device).type == "cuda":
+        hw["gpu"] = torch.cuda.get_device_name(device)
+        hw["gpu_count"] = torch.cuda.device_count()
+    return {"hardware": hw,
+            "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                         "torchvision": torchvision.__version__, "cuda": torch.version.cuda,
+                         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None},
+            "git": _git_commit(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def save_result(result: dict, out_dir=None) -> Path:
+    """Write atomically as <out_dir>/<experiment>__<variant>__<scale>__s<seed>__<hash12>.json."""
+    out = Path(out_dir or RESULTS_DIR)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{run_name(result['config'])}__{result['config_hash'][:12]}.json"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load_results(out_dir=None, experiment=None, variant=None, scale=None, seed=None) -> list[dict]:
+    """All results in `out_dir`, filtered by any of experiment/variant/scale/seed, sorted by file name."""
+    out = Path(out_dir or RESULTS_DIR)
+    found = []
+    for p in sorted(out.glob("*.json")):
+        r = json.loads(p.read_text())
+        c = r.get("config", {})
+        if all(want is None or c.get(k) == want for k, want in
+               (("experiment", experiment), ("variant", variant), ("scale", scale), ("seed", seed))):
+            r["path"] = str(p)
+            found.append(r)
+    return found
+
+
+def find_result(cfg: dict, out_dir=None) -> dict | None:
+    """The stored result whose config hash equals this config's, or None."""
+    h = config_hash(cfg)
+    for r in load_results(out_dir, cfg["experiment"], cfg["variant"], cfg["scale"], cfg["seed"]):
+        if r.get("config_hash") == h:
+            return r
+    return None
+
+
+def run(experiment: str, variant: str, scale: str = "shrunk", seed: int = 0, out_dir=None, retrain=False,
+        **train_kwargs) -> dict:
+    """The result of one recipe run: looked up by config hash in `out_dir`, trained (and saved) if missing.
+
+    train_kwargs go to ``trainer.train`` (data=, device=, on_log=, progress=, checkpoint_dir=, ...).
+    """
+    from .recipes import config
+    from .trainer import train
+
+    cfg = config(experiment, variant, scale, seed)
+    if not retrain:
+        hit = find_result(cfg, out_dir)
+        if hit is not None:
+            return hit
+    return train(cfg, out_dir=out_dir, **train_kwargs)

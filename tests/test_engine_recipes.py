@@ -1,0 +1,81 @@
+"""Recipes as data: the lr schedule at its boundaries, every variant's config, names and errors."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from idmap_lib.recipes import EXPERIMENTS, config, lr_at
+from idmap_lib.results import config_hash
+
+
+def test_paper_a_lr_schedule_boundaries():
+    s = config("a_table2_activations", "full_preact-110", "full")["schedule"]
+    # Paper A appendix: 0.01 for iterations < 400, then 0.1; /10 at 32k and 48k; stop at 64k
+    assert lr_at(s, 0) == 0.01 and lr_at(s, 399) == 0.01
+    assert lr_at(s, 400) == 0.1
+    assert lr_at(s, 31999) == 0.1 and lr_at(s, 32000) == 0.01
+    assert lr_at(s, 47999) == 0.01 and lr_at(s, 48000) == 0.001
+    assert lr_at(s, 63999) == 0.001
+    with pytest.raises(ValueError, match="stops at 64000"):
+        lr_at(s, 64000)
+    assert config("a_table2_activations", "full_preact-110", "full")["steps"] == 64000
+
+
+def test_paper_b_schedules():
+    r = config("b_resnet32", "gated", "full")
+    s = r["schedule"]
+    assert r["optimizer"]["nesterov"] and lr_at(s, 0) == 0.1  # no warm-up in Paper B
+    assert lr_at(s, s["total"] // 2 - 1) == 0.1 and lr_at(s, s["total"] // 2) == 0.01
+    assert lr_at(s, s["total"] * 3 // 4) == 0.001
+    w = config("b_wrn", "plain", "full")
+    s = w["schedule"]
+    assert w["optimizer"]["weight_decay"] == 5e-4 and w["model"]["kwargs"]["dropout"] == 0.3
+    assert [lr_at(s, m) for m in s["milestones"]] == pytest.approx([0.02, 0.004, 0.0008])
+    assert lr_at(s, s["milestones"][0] - 1) == 0.1
+    m = config("b_mnist", "gresnet-d50", "full")
+    assert m["optimizer"]["name"] == "nadam" and m["optimizer"]["lr"] == 0.002
+    assert m["steps"] == 100 * (60000 // 128) and m["batch_size"] == 128
+    assert lr_at(m["schedule"], m["steps"] - 1) == 0.002
+
+
+def test_every_variant_at_both_scales_is_json_and_keeps_the_papers_variant():
+    hashes = set()
+    for exp, e in EXPERIMENTS.items():
+        assert e["baseline"] in e["variants"]
+        for v in e["variants"]:
+            full, shrunk = config(exp, v, "full"), config(exp, v, "shrunk")
+            json.dumps(full), json.dumps(shrunk)
+            hashes |= {config_hash(full), config_hash(shrunk)}
+            fk, sk = full["model"]["kwargs"], shrunk["model"]["kwargs"]
+            for key in ("unit", "shortcut", "gated", "kind", "d", "dropout", "gate_bias", "p",
+                        "shortcut_scale", "residual_scale", "num_classes"):
+                assert fk.get(key) == sk.get(key), (exp, v, key)
+            assert shrunk["optimizer"] == full["optimizer"] and shrunk["preprocess"] == full["preprocess"]
+            assert shrunk["steps"] <= 400 and shrunk["subset"]
+    n = sum(len(e["variants"]) for e in EXPERIMENTS.values())
+    assert len(hashes) == 2 * n  # every (variant, scale) has its own hash
+
+
+def test_table_contents():
+    t1 = EXPERIMENTS["a_table1_shortcuts"]["variants"]
+    assert len(t1) == 11
+    assert config("a_table1_shortcuts", "exclusive_gating-b-6", "full")["model"]["kwargs"]["gate_bias"] == -6.0
+    assert config("a_table3_preact", "c10-110-single-original", "full")["model"]["kwargs"]["block"] == "single"
+    c100 = config("a_table3_preact", "c100-1001-full_preact", "full")
+    assert c100["dataset"] == "cifar100" and c100["model"]["kwargs"]["num_classes"] == 100
+    k = config("b_resnet32", "gated-k_decay", "full")
+    assert k["optimizer"]["decay_gates"] and not config("b_resnet32", "gated", "full")["optimizer"]["decay_gates"]
+    assert sorted({v.split("-d")[1] for v in EXPERIMENTS["b_mnist"]["variants"]}, key=int) == ["2", "10", "20", "50", "100"]
+
+
+def test_unknown_names_are_clear_errors():
+    with pytest.raises(ValueError, match="valid: a_table1_shortcuts"):
+        config("nope", "original")
+    with pytest.raises(ValueError, match="valid: plain, gated"):
+        config("b_wrn", "nope")
+    p = subprocess.run([sys.executable, "-m", "idmap_lib", "train", "--experiment", "b_wrn", "--variant", "x"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "valid: plain, gated" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "idmap_lib", "list"], capture_output=True, text=True)
+    assert p.returncode == 0 and "gresnet-d100" in p.stdout and "c100-1001-full_preact" in p.stdout

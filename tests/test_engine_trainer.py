@@ -1,0 +1,126 @@
+"""The trainer on real CIFAR-10: loss goes down, exact resume, divergence as a result, checkpoints, provenance."""
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from idmap_lib import data
+from idmap_lib.checkpoint import CheckpointError
+from idmap_lib.recipes import config, step_schedule
+from idmap_lib.results import config_hash, load_results, run
+from idmap_lib.trainer import train
+
+SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+@pytest.fixture(scope="module")
+def cifar():
+    return data.load("cifar10", SHARED, verbose=False)
+
+
+def tiny(steps=12, lr=0.1, model=None, per_class=(20, 10), batch=32, log=3, eval_every=6):
+    """A real recipe (Paper B WRN shrunk: dropout, augmentation, mean/std, Nesterov) made tiny."""
+    cfg = config("b_wrn", "gated", "shrunk")
+    cfg["model"] = model or {"builder": "wide_resnet",
+                             "kwargs": {"depth": 10, "widen": 1, "dropout": 0.3, "gated": True, "num_classes": 10}}
+    cfg.update(steps=steps, batch_size=batch, log_every=log, eval_every=eval_every,
+               subset={"train_per_class": per_class[0], "test_per_class": per_class[1]},
+               schedule=step_schedule(steps, lr, 5, fractions=[0.5]),
+               divergence={"grace_fraction": 1.0, "chance_margin": 0.01})  # only non-finite loss fails
+    return cfg
+
+
+def test_short_shrunk_run_on_real_cifar10_loss_goes_down(cifar, tmp_path):
+    cfg = config("a_table2_activations", "full_preact-110", "shrunk")
+    cfg["model"]["kwargs"]["depth"] = 8  # ResNet-8 (n=1) of the same unit, to keep the test short
+    cfg.update(steps=60, batch_size=64, log_every=10, eval_every=60,
+               subset={"train_per_class": 200, "test_per_class": 20},
+               schedule=step_schedule(60, 0.1, 10, fractions=[0.75], warmup_steps=5, warmup_lr=0.01))
+    logs = []
+    r = train(cfg, data=cifar, out_dir=tmp_path, progress=False, on_log=lambda h: logs.append(len(h["train"])))
+    tr = r["history"]["train"]
+    assert r["status"] == "ok" and [h["step"] for h in tr] == list(range(10, 61, 10))
+    assert logs == list(range(1, 7))  # the callback saw the history grow at every log
+    assert tr[0]["train_loss"] > 2.1  # starts near ln(10) = 2.30
+    assert tr[-1]["train_loss"] < tr[0]["train_loss"] - 0.2
+    assert r["final"]["test_err"] < 0.85  # better than chance (0.9) on held-out images
+    assert tr[0]["lr"] == 0.1 and tr[-1]["lr"] == 0.01
+
+
+def _state(ckdir):
+    ck = torch.load(next(Path(ckdir).glob("*.pt")), weights_only=True)
+    return ck["model"], ck["history"]
+
+
+def _strip(history):
+    return {k: [{a: b for a, b in h.items() if a not in ("img_per_s", "wall_s")} for h in v]
+            for k, v in history.items()}
+
+
+def test_resume_equals_uninterrupted_bit_for_bit(cifar, tmp_path):
+    cfg = tiny(steps=12)
+    kw = dict(data=cifar, progress=False, deterministic=True, write_result=False, checkpoint_every=3)
+    a = train(cfg, checkpoint_dir=tmp_path / "a", **kw)
+    stopped = train(cfg, checkpoint_dir=tmp_path / "b", max_steps=5, **kw)  # "killed" mid-way
+    assert stopped["status"] == "stopped" and stopped["step"] == 5
+    b = train(cfg, checkpoint_dir=tmp_path / "b", resume=True, **kw)
+    assert a["status"] == b["status"] == "ok"
+    (ma, ha), (mb, hb) = _state(tmp_path / "a"), _state(tmp_path / "b")
+    assert ma.keys() == mb.keys()
+    for k in ma:
+        assert torch.equal(ma[k], mb[k]), k
+    assert _strip(ha) == _strip(hb) and _strip(a["history"]) == _strip(b["history"])
+    assert a["final"]["gates_k"] == b["final"]["gates_k"]
+    # and a different seed really does train differently
+    c = train({**cfg, "seed": 1}, checkpoint_dir=tmp_path / "c", **kw)
+    assert _strip(c["history"]) != _strip(a["history"])
+
+
+def test_divergence_is_a_result(cifar, tmp_path):
+    r = train(tiny(steps=30, lr=1e8), data=cifar, out_dir=tmp_path, progress=False)
+    assert r["status"] == "fail" and "non-finite" in r["fail"]["reason"]
+    assert 0 <= r["fail"]["step"] < 30 and r["final"]["steps"] < 30
+    saved = json.loads(Path(r["path"]).read_text())
+    assert saved["status"] == "fail" and saved["fail"] == r["fail"]
+    # no learning at all (lr 0): training error stays at chance -> fail after the grace period
+    cfg = tiny(steps=24, lr=0.0)
+    cfg["divergence"] = {"grace_fraction": 0.25, "chance_margin": 0.15}  # fail if error >= 0.75 from step 6
+    r = train(cfg, data=cifar, out_dir=tmp_path, progress=False)
+    assert r["status"] == "fail" and "chance" in r["fail"]["reason"] and r["fail"]["step"] == 9
+
+
+def test_corrupt_and_mismatched_checkpoints_are_clear_errors(cifar, tmp_path):
+    cfg = tiny(steps=6)
+    train(cfg, data=cifar, checkpoint_dir=tmp_path, max_steps=3, progress=False)
+    ck = next(tmp_path.glob("*.pt"))
+    other = {**cfg, "batch_size": 16}  # same run name, different recipe
+    with pytest.raises(CheckpointError, match="different configuration"):
+        train(other, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False)
+    ck.write_bytes(ck.read_bytes()[: ck.stat().st_size // 2])  # truncated, as by a crash mid-copy
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False)
+
+
+def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, monkeypatch):
+    r = train(tiny(steps=6), data=cifar, out_dir=tmp_path, progress=False)
+    saved = json.loads(Path(r["path"]).read_text())
+    for key in ("config", "config_hash", "final", "history", "status", "hardware", "versions", "git", "seed",
+                "dataset_source", "date"):
+        assert key in saved, key
+    assert saved["config_hash"] == config_hash(saved["config"])
+    assert saved["versions"]["torch"] == torch.__version__ and "cuda" in saved["versions"]
+    assert saved["dataset_source"]["kind"] == "local" and saved["dataset_source"]["sha256"].startswith("d34c68")
+    assert saved["hardware"]["device"] == "cpu" and saved["final"]["test_err"] is not None
+    assert len(saved["final"]["gates_k"]) == 3  # WRN-10: 3 gated units
+    assert load_results(tmp_path, experiment="b_wrn", variant="gated")[0]["config_hash"] == saved["config_hash"]
+    # run(): a stored result with the recipe's hash is returned without training
+    cfg = config("b_wrn", "plain", "shrunk")
+    fake = {**saved, "config": cfg, "config_hash": config_hash(cfg), "final": {"test_err": 0.5}}
+    from idmap_lib.results import save_result
+    save_result(fake, tmp_path)
+    import idmap_lib.trainer
+    monkeypatch.setattr(idmap_lib.trainer, "train", lambda *a, **k: pytest.fail("trained again"))
+    assert run("b_wrn", "plain", "shrunk", out_dir=tmp_path)["final"]["test_err"] == 0.5
