@@ -28,6 +28,7 @@ from . import data as data_mod
 from . import distributed as dist_mod
 from .augment import crop_flip
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .introspect import gates
 from .recipes import lr_at
 from .results import config_hash, provenance, run_name, save_result
 
@@ -63,26 +64,13 @@ def build_model(spec: dict) -> nn.Module:
     """The model named by the config, from the model library (idmap_lib.cifar_resnet, wide_resnet, mlp)."""
     import idmap_lib
 
-    fn = getattr(idmap_lib, spec["builder"], None)
-    if fn is None:  # before the top-level re-exports exist
-        from . import mlp, networks
-        fn = getattr(networks, spec["builder"], None) or getattr(mlp, spec["builder"])
-    return fn(**spec["kwargs"])
-
-
-def gate_params(model: nn.Module) -> list:
-    """Paper B's gate scalars k (im.gates when available; else every parameter named `k`)."""
-    try:
-        from .introspect import gates
-        return list(gates(model))
-    except ImportError:
-        return [p for n, p in model.named_parameters() if n.split(".")[-1] == "k"]
+    return getattr(idmap_lib, spec["builder"])(**spec["kwargs"])
 
 
 def build_optimizer(model: nn.Module, opt: dict):
     """SGD / NAdam per the recipe. Gates k get no weight decay unless the recipe says ``decay_gates``
     (Paper B Table 3, 'gated with weight decay on k')."""
-    gate_ids = {id(p) for p in gate_params(model)}
+    gate_ids = {id(p) for p in gates(model)}
     wd = opt.get("weight_decay", 0.0)
     rest = [p for p in model.parameters() if id(p) not in gate_ids]
     k = [p for p in model.parameters() if id(p) in gate_ids]
@@ -340,9 +328,9 @@ def _train(cfg, data, device, out_dir, checkpoint_dir, checkpoint_every, resume,
              "img_per_s": sum(r["img_per_s"] for r in history["train"][1:]) / max(len(history["train"]) - 1, 1)}
     if history["test"] and history["test"][-1]["step"] == step:  # a test error from before a failure is no final
         final.update(test_err=history["test"][-1]["test_err"], test_loss=history["test"][-1]["test_loss"])
-    gates = gate_params(raw)
-    if gates:
-        final["gates_k"] = [float(k.detach()) for k in gates]
+    ks = gates(raw)
+    if ks:
+        final["gates_k"] = [float(k.detach()) for k in ks]
     result = {"config": cfg, "config_hash": chash, "status": status, "fail": fail, "final": final,
               "history": history, "seed": seed, "dataset_source": D["source"],
               "precision": str(dtype).replace("torch.", "") if dtype else "float32", "channels_last": cl,
