@@ -1,0 +1,111 @@
+"""The papers' published numbers as data, keyed like ``recipes.EXPERIMENTS`` (experiment -> variant).
+
+Every value is copied from the papers' tables (checked against their full texts, see
+``shared/reference/papers.md``); the book prints them beside our runs, labelled as the papers'.
+An entry is ``{"value": float | "fail", "unit": "test error %", "source": "Paper A Table 1", "remark": str}``;
+Paper B's gated MNIST nets also carry ``mean_k`` (Paper B Table 2, the mean learned gate k).
+
+"fail" is Paper A's word for a run whose test error stayed above 20% (Table 1); the paper gives no number.
+"""
+from __future__ import annotations
+
+ERR = "test error %"
+FAIL = "fail"
+FAIL_MEANING = "fail: Paper A's mark for test error > 20%"
+
+
+def _e(value, source, remark=""):
+    return {"value": value, "unit": ERR, "source": source, "remark": remark}
+
+
+_A1 = "Paper A Table 1"
+_A2 = "Paper A Table 2"
+_A3 = "Paper A Table 3"
+_B1 = "Paper B Table 1"
+_B3 = "Paper B Table 3"
+_MEDIAN = "ResNet-110, CIFAR-10, median of 5 runs"
+
+PAPER = {
+    # Paper A Table 1: shortcut variants on the original ResNet-110, CIFAR-10
+    "a_table1_shortcuts": {
+        "original": _e(6.61, _A1, f"Fig 2(a); {_MEDIAN}"),
+        "constant_scaling-0-1": _e(FAIL, _A1, f"Fig 2(b), shortcut x0, F x1: a plain net; {FAIL_MEANING}"),
+        "constant_scaling-0.5-1": _e(FAIL, _A1, f"Fig 2(b), shortcut x0.5, F x1; {FAIL_MEANING}"),
+        "constant_scaling-0.5-0.5": _e(12.35, _A1, "Fig 2(b), shortcut x0.5, F x0.5: frozen gating"),
+        "exclusive_gating-b0": _e(FAIL, _A1, f"Fig 2(c), init b_g = 0 (0 to -5 all fail); {FAIL_MEANING}"),
+        "exclusive_gating-b-6": _e(8.70, _A1, "Fig 2(c), init b_g = -6"),
+        "exclusive_gating-b-7": _e(9.81, _A1, "Fig 2(c), init b_g = -7"),
+        "shortcut_only_gating-b0": _e(12.86, _A1, "Fig 2(d), init b_g = 0"),
+        "shortcut_only_gating-b-6": _e(6.91, _A1, "Fig 2(d), init b_g = -6"),
+        "conv1x1": _e(12.22, _A1, "Fig 2(e), 1x1 conv shortcut"),
+        "dropout-0.5": _e(FAIL, _A1, f"Fig 2(f), dropout 0.5 on the shortcut; {FAIL_MEANING}"),
+    },
+    # Paper A Table 2: activation variants, CIFAR-10
+    "a_table2_activations": {
+        "original-110": _e(6.61, _A2, "Fig 4(a), ResNet-110"),
+        "bn_after_add-110": _e(8.17, _A2, "Fig 4(b) BN after addition, ResNet-110"),
+        "relu_before_add-110": _e(7.84, _A2, "Fig 4(c) ReLU before addition, ResNet-110"),
+        "relu_preact-110": _e(6.71, _A2, "Fig 4(d) ReLU-only pre-activation, ResNet-110"),
+        "full_preact-110": _e(6.37, _A2, "Fig 4(e) full pre-activation, ResNet-110"),
+        "original-164": _e(5.93, _A2, "Fig 4(a), ResNet-164"),
+        "bn_after_add-164": _e(6.50, _A2, "Fig 4(b) BN after addition, ResNet-164"),
+        "relu_before_add-164": _e(6.14, _A2, "Fig 4(c) ReLU before addition, ResNet-164"),
+        "relu_preact-164": _e(5.91, _A2, "Fig 4(d) ReLU-only pre-activation, ResNet-164"),
+        "full_preact-164": _e(5.46, _A2, "Fig 4(e) full pre-activation, ResNet-164"),
+    },
+    # Paper A Table 3: original vs pre-activation, CIFAR-10 and CIFAR-100
+    "a_table3_preact": {
+        "c10-110-single-original": _e(9.90, _A3, "CIFAR-10, ResNet-110 with 1-layer skip, original unit"),
+        "c10-110-single-full_preact": _e(8.91, _A3, "CIFAR-10, ResNet-110 with 1-layer skip, pre-activation"),
+        "c10-110-original": _e(6.61, _A3, "CIFAR-10, ResNet-110, original unit"),
+        "c10-110-full_preact": _e(6.37, _A3, "CIFAR-10, ResNet-110, pre-activation"),
+        "c10-164-original": _e(5.93, _A3, "CIFAR-10, ResNet-164, original unit"),
+        "c10-164-full_preact": _e(5.46, _A3, "CIFAR-10, ResNet-164, pre-activation"),
+        "c10-1001-original": _e(7.61, _A3, "CIFAR-10, ResNet-1001, original unit"),
+        "c10-1001-full_preact": _e(4.92, _A3, "CIFAR-10, ResNet-1001, pre-activation (median of 5; "
+                                              "mean 4.89 ± 0.14, Table 4)"),
+        "c100-164-original": _e(25.16, _A3, "CIFAR-100, ResNet-164, original unit"),
+        "c100-164-full_preact": _e(24.33, _A3, "CIFAR-100, ResNet-164, pre-activation"),
+        "c100-1001-original": _e(27.82, _A3, "CIFAR-100, ResNet-1001, original unit"),
+        "c100-1001-full_preact": _e(22.71, _A3, "CIFAR-100, ResNet-1001, pre-activation (median of 5; "
+                                               "mean 22.68 ± 0.22, Table 4)"),
+    },
+    # Paper B Table 1 (MNIST test error %) and Table 2 (mean learned k of the gated nets)
+    "b_mnist": {},
+    # Paper B Table 3: CIFAR-10
+    "b_resnet32": {
+        "original": _e(7.16, _B3, "pre-activation ResNet-32 (n=5, 15 blocks)"),
+        "gated": _e(6.67, _B3, "gated pre-activation ResNet-32 (15 gates k)"),
+        "gated-k_decay": _e(7.04, _B3, "gated ResNet-32 with weight decay on k"),
+    },
+    "b_wrn": {
+        "plain": _e(3.89, _B3, "Wide ResNet (4,10) + dropout 0.3 = WRN-28-10, 36.5M parameters"),
+        "gated": _e(3.65, _B3, "Wide Gated ResNet (4,10) + dropout 0.3 (12 gates k)"),
+    },
+}
+
+# Paper B Table 1: d -> (plain, ResNet, GResNet) test error %; Table 2: d -> mean k of the GResNet
+_B_MNIST = {2: (2.29, 2.20, 2.17), 10: (2.22, 1.64, 1.60), 20: (2.21, 1.61, 1.57),
+            50: (60.37, 1.62, 1.48), 100: (90.20, 1.50, 1.26)}
+_B_MEAN_K = {2: 5.58, 10: 2.54, 20: 1.73, 50: 1.04, 100: 0.67}
+for _d, _errs in _B_MNIST.items():
+    for _kind, _err in zip(("plain", "resnet", "gresnet"), _errs):
+        _entry = _e(_err, _B1, f"MNIST, {_kind} MLP, d={_d} layers of 50 units, 100 epochs")
+        if _kind == "gresnet":
+            _entry["mean_k"] = _B_MEAN_K[_d]
+            _entry["remark"] += f"; mean learned k {_B_MEAN_K[_d]} (Paper B Table 2)"
+        PAPER["b_mnist"][f"{_kind}-d{_d}"] = _entry
+del _d, _errs, _kind, _err, _entry
+
+
+def paper_number(experiment: str, variant: str) -> dict | None:
+    """The paper's entry for this experiment variant, or None if the paper reports none."""
+    if experiment not in PAPER:
+        raise ValueError(f"unknown experiment {experiment!r}; valid: {', '.join(PAPER)}")
+    return PAPER[experiment].get(variant)
+
+
+def source(experiment: str) -> str:
+    """The table an experiment's numbers come from ("Paper A Table 1" ...)."""
+    sources = {e["source"] for e in PAPER[experiment].values()}
+    return " / ".join(sorted(sources))
