@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import copy
 
+from .registry import UNITS
+
 # ----------------------------------------------------------------------------------------------
 # learning-rate schedules: pure functions of the iteration
 
@@ -86,15 +88,13 @@ AUG = {"pad": 4, "flip": True}
 SGD_A = {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 1e-4}
 
 
-def _shrunk_depth(block):
-    """Depth-20 CIFAR net of the same block: basic 6n+2 (n=3), bottleneck 9n+2 (n=2), single 3n+2 (n=6)."""
-    return 20
+SHRUNK_DEPTH = 20  # fits every block: basic 6n+2 (n=3), bottleneck 9n+2 (n=2), single 3n+2 (n=6)
 
 
 def paper_a_cifar(depth, unit, shortcut="identity", block=None, dataset="cifar10", scale="full",
                   **shortcut_options):
     num_classes = 100 if dataset == "cifar100" else 10
-    kw = {"depth": depth if scale == "full" else _shrunk_depth(block), "unit": unit, "shortcut": shortcut,
+    kw = {"depth": depth if scale == "full" else SHRUNK_DEPTH, "unit": unit, "shortcut": shortcut,
           "num_classes": num_classes}
     if block is not None or scale != "full":
         # at shrunk scale name the block so that e.g. ResNet-164's bottleneck stays a bottleneck
@@ -188,12 +188,11 @@ def _table1():
     return {k: (lambda scale, o=o: paper_a_cifar(110, "original", scale=scale, **o)) for k, o in v.items()}
 
 
-UNIT_NAMES = ["original", "bn_after_add", "relu_before_add", "relu_preact", "full_preact"]
 
 
 def _table2():
     return {f"{u}-{d}": (lambda scale, u=u, d=d: paper_a_cifar(d, u, scale=scale))
-            for d in (110, 164) for u in UNIT_NAMES}
+            for d in (110, 164) for u in UNITS}
 
 
 def _table3():
