@@ -124,28 +124,36 @@ def eqn5_check(model, x, l=0, L=None, seed=0):
                                                     (("full", full), ("direct", direct), ("through", through))}}
 
 
-def truncation_rates(model, x):
-    """Per unit, the fraction of elements of f's input that f = ReLU sets to zero (Paper A Sec 4.2).
-
-    Hooks the input of the last ReLU inside `unit.post` (for the original unit, post is that ReLU and its
-    input is y_l = h(x_l) + F(x_l), Eqn 1). A unit whose post has no ReLU (pre-activation) truncates nothing: 0.
-    """
+def _signs_before_f(model, x):
+    """Run `model` on `x` (BN on batch statistics) and return, per residual unit, the sign (int8) of the
+    input of the last ReLU in its `post` (for the original unit: y_l = h(x_l) + F(x_l), Eqn 1), or None
+    when f has no ReLU; and each unit's output shape."""
     units = _units(model)
-    rates = [0.0] * len(units)
-    hooks = []
+    signs, shapes, hooks = [None] * len(units), [None] * len(units), []
     for k, u in enumerate(units):
+        hooks.append(u.register_forward_hook(lambda m, a, o, k=k: shapes.__setitem__(k, tuple(o.shape))))
         relus = [m for m in u.post.modules() if isinstance(m, nn.ReLU)]
         if relus:
-            def hook(m, a, k=k):
-                rates[k] = float((a[0] < 0).double().mean())
-            hooks.append(relus[-1].register_forward_pre_hook(hook))
+            hooks.append(relus[-1].register_forward_pre_hook(
+                lambda m, a, k=k: signs.__setitem__(k, torch.sign(a[0]).to(torch.int8))))
     try:
         with batch_statistics(model), torch.no_grad():
             model(x)
     finally:
         for hk in hooks:
             hk.remove()
-    return torch.tensor(rates, dtype=torch.float64)
+    return signs, shapes
+
+
+def truncation_rates(model, x):
+    """Per unit, the fraction of elements of f's input that f = ReLU sets to zero (Paper A Sec 4.2).
+
+    Hooks the input of the last ReLU inside `unit.post` (for the original unit, post is that ReLU and its
+    input is y_l = h(x_l) + F(x_l), Eqn 1). A unit whose post has no ReLU (pre-activation) truncates nothing: 0.
+    """
+    signs, _ = _signs_before_f(model, x)
+    return torch.tensor([0.0 if s is None else float((s < 0).double().mean()) for s in signs],
+                        dtype=torch.float64)
 
 
 def _weights(module):
@@ -221,26 +229,11 @@ def direct_path_survival(model, x):
     share the last unit's shape (a same-shape stack: all of them; a CIFAR net: its last stage); earlier
     units are NaN.
     """
-    units = _units(model)
-    masks = [None] * len(units)
-    shapes = [None] * len(units)
-    hooks = []
-    for k, u in enumerate(units):
-        hooks.append(u.register_forward_hook(lambda m, a, o, k=k: shapes.__setitem__(k, tuple(o.shape))))
-        relus = [m for m in u.post.modules() if isinstance(m, nn.ReLU)]
-        if relus:
-            def hook(m, a, k=k):
-                masks[k] = a[0] > 0
-            hooks.append(relus[-1].register_forward_pre_hook(hook))
-    try:
-        with batch_statistics(model), torch.no_grad():
-            model(x)
-    finally:
-        for hk in hooks:
-            hk.remove()
-    out = torch.full((len(units),), float("nan"), dtype=torch.float64)
+    signs, shapes = _signs_before_f(model, x)
+    masks = [None if sg is None else sg > 0 for sg in signs]
+    out = torch.full((len(signs),), float("nan"), dtype=torch.float64)
     alive = None
-    for k in range(len(units) - 1, -1, -1):
+    for k in range(len(signs) - 1, -1, -1):
         if shapes[k] != shapes[-1]:
             break
         m = masks[k] if masks[k] is not None else torch.ones(shapes[k], dtype=torch.bool)  # f identity: all open
