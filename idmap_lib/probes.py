@@ -124,6 +124,16 @@ def eqn5_check(model, x, l=0, L=None, seed=0):
                                                     (("full", full), ("direct", direct), ("through", through))}}
 
 
+def _forward_once(model, x, hooks):
+    """One forward pass of `model` on `x` (BN on batch statistics, no grad), then remove `hooks`."""
+    try:
+        with batch_statistics(model), torch.no_grad():
+            model(x)
+    finally:
+        for hk in hooks:
+            hk.remove()
+
+
 def _signs_before_f(model, x):
     """Run `model` on `x` (BN on batch statistics) and return, per residual unit, the sign (int8) of the
     input of the last ReLU in its `post` (for the original unit: y_l = h(x_l) + F(x_l), Eqn 1), or None
@@ -136,12 +146,7 @@ def _signs_before_f(model, x):
         if relus:
             hooks.append(relus[-1].register_forward_pre_hook(
                 lambda m, a, k=k: signs.__setitem__(k, torch.sign(a[0]).to(torch.int8))))
-    try:
-        with batch_statistics(model), torch.no_grad():
-            model(x)
-    finally:
-        for hk in hooks:
-            hk.remove()
+    _forward_once(model, x, hooks)
     return signs, shapes
 
 
@@ -291,10 +296,5 @@ def unit_io(model, x):
     units = _units(model)
     pairs = [None] * len(units)
     hooks = [u.register_forward_hook(lambda m, a, o, k=k: pairs.__setitem__(k, (a[0], o))) for k, u in enumerate(units)]
-    try:
-        with batch_statistics(model), torch.no_grad():
-            model(x)
-    finally:
-        for hk in hooks:
-            hk.remove()
+    _forward_once(model, x, hooks)
     return pairs
