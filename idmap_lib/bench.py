@@ -24,6 +24,8 @@ import time
 import torchvision
 from PIL import Image
 
+from .trainer import format_duration
+
 
 WINDOW = 5  # steps per timing window; the median window is reported (the CPU here is shared and noisy)
 
@@ -33,14 +35,19 @@ def _peak_rss_mb(children=False):
     return r / 1024  # Linux: KiB
 
 
-def _engine(depth, steps, warmup, batch_size, data, device, compile, unit="full_preact"):
+def block_for(depth: int) -> str:
+    """The block Paper A uses at this depth: bottleneck for ResNet-164 and -1001, basic otherwise."""
+    return "bottleneck" if depth in (164, 1001) else "basic"
+
+
+def _engine(depth, steps, warmup, batch_size, data, device, compile, cuda_graph=False, unit="full_preact"):
     import torch
 
     from .recipes import config, step_schedule
     from .trainer import pick_device, train
 
     cfg = config("a_table2_activations", "full_preact-110", "shrunk")
-    cfg["model"]["kwargs"].update(depth=depth, unit=unit, block="basic")
+    cfg["model"]["kwargs"].update(depth=depth, unit=unit, block=block_for(depth))
     total = warmup + steps
     cfg.update(steps=total, batch_size=batch_size, log_every=WINDOW, eval_every=10 ** 9,
                subset={"train_per_class": 5000, "test_per_class": 10},  # all 50k training images
@@ -49,9 +56,11 @@ def _engine(depth, steps, warmup, batch_size, data, device, compile, unit="full_
     dev = pick_device(device)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    r = train(cfg, data=data, device=dev, progress=False, write_result=False, compile=compile)
+    r = train(cfg, data=data, device=dev, progress=False, write_result=False, compile=compile,
+              cuda_graph=cuda_graph)
     rates = [h["img_per_s"] for h in r["history"]["train"] if h["step"] > warmup]
-    out = {"img_per_s": statistics.median(rates), "img_per_s_windows": rates, "precision": r["precision"], "channels_last": r["channels_last"],
+    out = {"img_per_s": statistics.median(rates), "img_per_s_windows": rates, "precision": r["precision"],
+           "channels_last": r["channels_last"], "cuda_graph": r["cuda_graph"],
            "peak_rss_mb": _peak_rss_mb(), "device": str(dev), "final_loss": r["final"]["train_loss"]}
     if dev.type == "cuda":
         out["peak_gpu_mb"] = torch.cuda.max_memory_allocated(dev) / 2 ** 20
@@ -96,7 +105,7 @@ def _naive(depth, steps, warmup, batch_size, data, device, workers):
                                          persistent_workers=workers > 0)
     torch.manual_seed(0)
     model = build_model({"builder": "cifar_resnet", "kwargs": {"depth": depth, "unit": "full_preact",
-                                                               "block": "basic"}}).to(dev)
+                                                               "block": block_for(depth)}}).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
@@ -148,16 +157,17 @@ def _in_process(fn, **kwargs):
     return out
 
 
-def main(steps=30, depth=20, batch_size=128, data=None, workers=2, device=None, compile=False, warmup=5,
-         projection_steps=10):
+def main(steps=30, depth=20, batch_size=128, data=None, workers=2, device=None, compile=False, cuda_graph=False,
+         warmup=5, projection_steps=10):
     steps = max(WINDOW, steps // WINDOW * WINDOW)
     warmup = max(WINDOW, warmup // WINDOW * WINDOW)
     common = dict(depth=depth, steps=steps, warmup=warmup, batch_size=batch_size, data=data, device=device)
     print(f"benchmark: CIFAR-10 pre-act ResNet-{depth}, batch {batch_size}, {steps} timed steps after "
           f"{warmup} warm-up steps, each loop in a fresh process; img/s = median over windows of "
           f"{WINDOW} steps", flush=True)
-    a = _in_process(_engine, compile=compile, **common)
+    a = _in_process(_engine, compile=compile, cuda_graph=cuda_graph, **common)
     print(f"(a) engine: {a['img_per_s']:8.1f} img/s  [{a['precision']}, channels_last={a['channels_last']}, "
+          f"cuda_graph={a['cuda_graph']}, "
           f"{a['device']}]  peak RSS {a['peak_rss_mb']:.0f} MB"
           + (f", peak GPU {a['peak_gpu_mb']:.0f} MB" if "peak_gpu_mb" in a else ""), flush=True)
     b = _in_process(_naive, workers=workers, **common)
@@ -170,9 +180,10 @@ def main(steps=30, depth=20, batch_size=128, data=None, workers=2, device=None, 
     best = max(a["img_per_s_windows"]) / max(b["img_per_s_windows"])
     print(f"ratio engine / naive: {ratio:.2f}x (medians), {best:.2f}x (best windows: the least disturbed by "
           f"other load on a shared machine)", flush=True)
-    p = _in_process(_engine, compile=compile, **{**common, "depth": 110, "steps": projection_steps, "warmup": WINDOW})
+    p = _in_process(_engine, compile=compile, cuda_graph=cuda_graph,
+                    **{**common, "depth": 110, "steps": projection_steps, "warmup": WINDOW})
     hours = 64000 * 128 / p["img_per_s"] / 3600
     print(f"ResNet-110 with the engine: {p['img_per_s']:.1f} img/s -> projected full Paper A recipe "
-          f"(64k iterations x 128 = 8.19M images): {hours:.1f} h on {p['device']}", flush=True)
+          f"(64k iterations x 128 = 8.19M images): {format_duration(hours * 3600)} on {p['device']}", flush=True)
     return {"engine": a, "naive": b, "ratio": ratio, "ratio_best": best, "resnet110": p,
             "projected_resnet110_hours": hours}

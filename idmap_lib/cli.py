@@ -1,7 +1,8 @@
 """Command line: train a recipe, list the experiments, run the benchmark.
 
-    python -m idmap_lib train --experiment NAME --variant NAME --scale shrunk|full [--seed N]
-        [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile]
+    python -m idmap_lib train --experiment NAME --variant NAME[,NAME..] --scale shrunk|full [--seed N[,N..]]
+        [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile] [--cuda-graph]
+        (several variants or seeds train together in one process: on a GPU they share it, each on its stream)
     python -m idmap_lib list
     python -m idmap_lib bench [--steps N] [--data PATH]
     torchrun --nproc_per_node=N -m idmap_lib train ...      (DDP: gloo on CPU, nccl on CUDA)
@@ -19,9 +20,9 @@ def _parser():
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train one experiment variant (skips it if its result exists)")
     t.add_argument("--experiment", required=True)
-    t.add_argument("--variant", required=True)
+    t.add_argument("--variant", required=True, help="a variant, or several separated by commas")
     t.add_argument("--scale", default="shrunk", choices=["shrunk", "full"])
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", default="0", help="a seed, or several separated by commas")
     t.add_argument("--data", default=None, help="local copy: tarball, image-folder tree, or a directory "
                                                 "holding <name>-jpeg.tar.gz (default: $IDMAP_DATA, then "
                                                 "torchvision's download into data/)")
@@ -32,6 +33,10 @@ def _parser():
                                                           "when --resume or --max-steps is given)")
     t.add_argument("--checkpoint-every", type=int, default=None)
     t.add_argument("--compile", action="store_true", help="torch.compile the model")
+    t.add_argument("--cuda-graph", action="store_true", help="CUDA: replay the whole training step as one CUDA "
+                                                             "graph (several times faster for deep CIFAR nets)")
+    t.add_argument("--amp", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
+                   help="autocast precision (auto: bf16 where the hardware has it, fp16 on older GPUs)")
     t.add_argument("--device", default=None)
     t.add_argument("--deterministic", action="store_true")
     t.add_argument("--retrain", action="store_true", help="train even if a result with this config exists")
@@ -45,6 +50,7 @@ def _parser():
     b.add_argument("--workers", type=int, default=2)
     b.add_argument("--device", default=None)
     b.add_argument("--compile", action="store_true")
+    b.add_argument("--cuda-graph", action="store_true")
     return p
 
 
@@ -57,36 +63,45 @@ def main(argv=None) -> int:
     if args.cmd == "bench":
         from .bench import main as bench_main
         bench_main(steps=args.steps, depth=args.depth, batch_size=args.batch_size, data=args.data,
-                   workers=args.workers, device=args.device, compile=args.compile)
+                   workers=args.workers, device=args.device, compile=args.compile, cuda_graph=args.cuda_graph)
         return 0
     from .recipes import config
     from .results import find_result
-    from .trainer import train
+    from .trainer import train_many
     from . import distributed
 
     try:
-        cfg = config(args.experiment, args.variant, args.scale, args.seed)
+        cfgs = [config(args.experiment, v, args.scale, int(sd)) for v in args.variant.split(",")
+                for sd in str(args.seed).split(",")]
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if not args.retrain and args.max_steps is None:
-        hit = find_result(cfg, args.out)
-        if hit is not None:
-            print(f"result exists: {hit['path']} (status {hit['status']}, final {hit['final']}); "
-                  f"use --retrain to train again")
-            return 0
+        todo = []
+        for cfg in cfgs:
+            hit = find_result(cfg, args.out)
+            if hit is None:
+                todo.append(cfg)
+            else:
+                print(f"result exists: {hit['path']} (status {hit['status']}, final {hit['final']}); "
+                      f"use --retrain to train again")
+        cfgs = todo
+    if not cfgs:
+        return 0
     ckdir = args.checkpoint_dir or ("checkpoints" if (args.resume or args.max_steps) else None)
     try:
-        r = train(cfg, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
-                  checkpoint_every=args.checkpoint_every, resume=args.resume, max_steps=args.max_steps,
-                  compile=args.compile, progress=not args.no_progress, deterministic=args.deterministic)
+        results = train_many(cfgs, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
+                             checkpoint_every=args.checkpoint_every, resume=args.resume, max_steps=args.max_steps,
+                             compile=args.compile, progress=not args.no_progress, deterministic=args.deterministic,
+                             amp=args.amp, cuda_graph=args.cuda_graph)
     finally:
         distributed.cleanup()
     if distributed.int_env("RANK", 0) == 0:
-        summary = {k: r.get(k) for k in ("status", "fail", "final", "path", "checkpoint", "step")
-                   if r.get(k) is not None}
-        print(json.dumps(summary, indent=1))
-    return 0 if r["status"] in ("ok", "fail", "stopped") else 1
+        for r in results:
+            summary = {k: r.get(k) for k in ("status", "fail", "final", "path", "checkpoint", "step")
+                       if r.get(k) is not None}
+            print(json.dumps(summary, indent=1))
+    return 0 if all(r["status"] in ("ok", "fail", "stopped") for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """DDP through PyTorch's own engine: ``torchrun --nproc_per_node=N -m idmap_lib train ...``.
 
-gloo on CPU, nccl on CUDA. Every rank draws the same data permutation; the global batch of the recipe
-(e.g. 128) is split rank::world, so N processes see exactly the batches one process would
-(a DistributedSampler-equivalent sharding of the on-device index permutation). Only rank 0 writes.
+nccl on CUDA when every local process has a GPU of its own, else gloo on the CPU (on a one-GPU machine a
+second process would ask for ``cuda:1``, which does not exist; ``--device cpu`` also asks for the CPU).
+Every rank draws the same data permutation; the global batch of the recipe (e.g. 128) is split
+rank::world, so N processes see exactly the batches one process would (a DistributedSampler-equivalent
+sharding of the on-device index permutation). Only rank 0 writes.
 """
 from __future__ import annotations
 
@@ -29,18 +31,28 @@ class Single:
         return model
 
 
+def use_cuda(local_world: int, device=None) -> bool:
+    """DDP on CUDA only if every local process gets its own GPU and no other device was asked for."""
+    if device is not None and torch.device(device).type != "cuda":
+        return False
+    return torch.cuda.is_available() and torch.cuda.device_count() >= local_world
+
+
 class DDPContext(Single):
-    def __init__(self):
+    def __init__(self, device=None):
         self.world = int(os.environ["WORLD_SIZE"])
         self.rank = int(os.environ["RANK"])
         local = int(os.environ.get("LOCAL_RANK", 0))
-        if torch.cuda.is_available():
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", self.world))
+        if use_cuda(local_world, device):
             self.backend, self.device = "nccl", torch.device("cuda", local)
             torch.cuda.set_device(self.device)
         else:
+            if torch.cuda.is_available() and device is None and local == 0:
+                print(f"DDP: {local_world} processes but {torch.cuda.device_count()} GPU(s) here: training on "
+                      f"the CPU (gloo); use --nproc_per_node={torch.cuda.device_count()} for the GPUs", flush=True)
             self.backend, self.device = "gloo", torch.device("cpu")
             # share the cores between the local processes
-            local_world = int(os.environ.get("LOCAL_WORLD_SIZE", self.world))
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
         if not dist.is_initialized():
             dist.init_process_group(self.backend)
@@ -74,11 +86,11 @@ class DDPContext(Single):
 _CTX = None
 
 
-def context():
+def context(device=None):
     """The process group context: DDP when launched by torchrun with WORLD_SIZE > 1, else single."""
     global _CTX
     if _CTX is None:
-        _CTX = DDPContext() if int(os.environ.get("WORLD_SIZE", 1)) > 1 else Single()
+        _CTX = DDPContext(device) if int(os.environ.get("WORLD_SIZE", 1)) > 1 else Single()
     return _CTX
 
 

@@ -250,7 +250,12 @@ def config(experiment: str, variant: str, scale: str = "shrunk", seed: int = 0) 
         raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
     cfg = copy.deepcopy(variants[variant](scale))
     cfg.update(experiment=experiment, variant=variant, scale=scale, seed=int(seed))
-    cfg.setdefault("divergence", {"grace_fraction": 0.25, "chance_margin": 0.01})
+    # What ends a run early as "fail". Full recipes: only a non-finite loss. A net stuck near chance early on
+    # is a finding (Fig 1 is about the original ResNet-1001 starting slowly), judged at the end against Paper
+    # A's meaning of "fail" (test error > 20 % after training). Shrunk: also training error at chance after
+    # a quarter of the steps.
+    cfg.setdefault("divergence", {"grace_fraction": None} if scale == "full"
+                   else {"grace_fraction": 0.25, "chance_margin": 0.01})
     return cfg
 
 

@@ -2,16 +2,23 @@
 
 - best device (CUDA, then CPU); the whole uint8 dataset on that device; batches gathered by index from a
   seeded permutation, normalised and augmented there (augment.py) -- no DataLoader, no PIL;
-- autocast: bf16 where supported (recent GPUs; CPUs with AVX512-BF16/AMX), fp16 + GradScaler on GPUs
-  without bf16 (e.g. a T4), else fp32; channels_last for conv nets; optional torch.compile;
+- autocast: bf16 where the hardware has it (GPUs of compute capability >= 8; CPUs with AVX512-BF16/AMX),
+  fp16 + GradScaler on older GPUs (e.g. Colab's T4), else fp32; channels_last for conv nets; fused SGD and
+  cudnn.benchmark on CUDA; optional torch.compile;
+- ``cuda_graph``: on CUDA, the whole step (forward, backward, optimizer, loss sums) is captured once in a CUDA
+  graph and replayed; a ResNet-110 step is ~1,200 small kernels, so eager PyTorch is bound by their launches;
+  the graph is captured again when the learning rate changes (4 times in Paper A's schedule);
 - no host-device sync per step: loss/error sums and the first non-finite step live on the device and
   are read every ``log_every`` steps;
-- live reporting: a tqdm.auto bar (loss, error, img/s) and ``on_log(history)`` for the book's curves;
-- divergence is a result: a non-finite loss, or training error at chance after a grace period, ends the
-  run with status "fail" and the step;
+- live reporting: a tqdm.auto bar (loss, error, img/s), the device and precision up front, the projected
+  time of the whole run after its first steps, and ``on_log(history)`` for the book's curves;
+- divergence is a result: a non-finite loss ends the run with status "fail" and the step (recipes may also
+  ask for the older "training error at chance after a grace period" rule);
 - atomic checkpoints (model, optimizer, schedule position, GradScaler, all RNG states, data order and
-  position, accumulators, history) and exact resume;
-- DDP under torchrun (distributed.py); only rank 0 writes.
+  position, accumulators, history, device type and precision) and exact resume;
+- DDP under torchrun (distributed.py); only rank 0 writes;
+- ``train_many``: several runs interleaved step by step in one process, each on its own CUDA stream, so that
+  small networks share one GPU.
 """
 from __future__ import annotations
 
@@ -20,17 +27,22 @@ import os
 import time
 from pathlib import Path
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# cuBLAS reads this when it is first initialised; deterministic CUDA runs need it (set before any matmul).
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
-from . import data as data_mod
-from . import distributed as dist_mod
-from .augment import crop_flip
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from .introspect import gates
-from .recipes import lr_at
-from .results import config_hash, provenance, run_name, save_result
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from . import data as data_mod  # noqa: E402
+from . import distributed as dist_mod  # noqa: E402
+from .augment import crop_flip  # noqa: E402
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
+from .introspect import gates  # noqa: E402
+from .recipes import lr_at  # noqa: E402
+from .results import config_hash, provenance, run_name, save_result  # noqa: E402
+
+GRAPH_WARMUP = 3  # eager steps before the first capture (lazy init of cuDNN/cuBLAS handles, optimizer state)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -43,21 +55,31 @@ def pick_device(device=None) -> torch.device:
 
 
 def amp_dtype(device: torch.device, amp="auto"):
-    """bf16 / fp16 / None (fp32) for autocast on `device`."""
+    """bf16 / fp16 / None (fp32) for autocast on `device`.
+
+    On CUDA bf16 needs compute capability >= 8 (Ampere and later): ``torch.cuda.is_bf16_supported()`` also
+    counts *emulated* bf16 and says yes on a T4 (7.5), where cuDNN has no bf16 convolutions; there fp16 with
+    a GradScaler is the fast path."""
     if amp in (None, False, "fp32", "off"):
         return None
     if amp == "bf16":
         return torch.bfloat16
     if amp == "fp16":
         return torch.float16
+    if amp != "auto":
+        raise ValueError(f"unknown amp {amp!r}; valid: auto, bf16, fp16, fp32")
     if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if torch.cuda.get_device_capability(device)[0] >= 8 else torch.float16
     if device.type == "cpu":
         try:  # native bf16 (AVX512-BF16 / AMX); emulated bf16 would be slower than fp32
             return torch.bfloat16 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else None
         except (AttributeError, RuntimeError):
             return None
     return None
+
+
+def precision_name(dtype) -> str:
+    return str(dtype).replace("torch.", "") if dtype is not None else "float32"
 
 
 def build_model(spec: dict) -> nn.Module:
@@ -67,9 +89,11 @@ def build_model(spec: dict) -> nn.Module:
     return getattr(idmap_lib, spec["builder"])(**spec["kwargs"])
 
 
-def build_optimizer(model: nn.Module, opt: dict):
+def build_optimizer(model: nn.Module, opt: dict, device=None, capturable=False):
     """SGD / NAdam per the recipe. Gates k get no weight decay unless the recipe says ``decay_gates``
-    (Paper B Table 3, 'gated with weight decay on k')."""
+    (Paper B Table 3, 'gated with weight decay on k'). On CUDA, SGD is the fused kernel (fewer launches, and
+    a GradScaler step without a host sync); ``capturable`` NAdam keeps its step counters on the device so that
+    a CUDA graph can hold its update."""
     gate_ids = {id(p) for p in gates(model)}
     wd = opt.get("weight_decay", 0.0)
     rest = [p for p in model.parameters() if id(p) not in gate_ids]
@@ -77,10 +101,13 @@ def build_optimizer(model: nn.Module, opt: dict):
     groups = [{"params": rest, "weight_decay": wd}]
     if k:
         groups.append({"params": k, "weight_decay": wd if opt.get("decay_gates") else 0.0})
+    cuda = device is not None and torch.device(device).type == "cuda"
     if opt["name"] == "sgd":
-        return torch.optim.SGD(groups, lr=opt["lr"], momentum=opt["momentum"], nesterov=opt["nesterov"])
+        return torch.optim.SGD(groups, lr=opt["lr"], momentum=opt["momentum"], nesterov=opt["nesterov"],
+                               **({"fused": True} if cuda else {}))
     if opt["name"] == "nadam":
-        return torch.optim.NAdam(groups, lr=opt["lr"], betas=tuple(opt["betas"]), momentum_decay=4e-3)
+        return torch.optim.NAdam(groups, lr=opt["lr"], betas=tuple(opt["betas"]), momentum_decay=4e-3,
+                                 **({"capturable": True} if cuda and capturable else {}))
     raise ValueError(f"unknown optimizer {opt['name']!r}; valid: sgd, nadam")
 
 
@@ -88,8 +115,16 @@ def _has_conv(model):
     return any(isinstance(m, nn.Conv2d) for m in model.modules())
 
 
+def format_duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 # ----------------------------------------------------------------------------------------------
-# the run
+# data
 
 def _prepare_data(cfg, data, device):
     d = data if isinstance(data, data_mod.Data) else data_mod.load(cfg["dataset"], data)
@@ -115,9 +150,17 @@ def _batch(D, idx, aug, gen, channels_last):
     return x
 
 
+def _to_device(t, device):
+    """Host -> device copy that does not block the host (pinned memory on CUDA)."""
+    if device.type == "cuda":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
+
+
 @torch.no_grad()
 def evaluate(model, D, dtype, channels_last, device, ctx, batch=1000):
-    """Test loss and error on D's test set (sharded over DDP ranks, summed)."""
+    """Test loss and error on D's test set (sharded over DDP ranks, summed). BN in eval mode: the running
+    statistics, not the batch's."""
     was = model.training
     model.eval()
     n_all = len(D["y_test"])
@@ -140,9 +183,343 @@ def evaluate(model, D, dtype, channels_last, device, ctx, batch=1000):
     return loss / n, err / n
 
 
+# ----------------------------------------------------------------------------------------------
+# one run
+
+class Run:
+    """One training run, advanced a step at a time (``advance``) until ``done``; ``train`` drives one,
+    ``train_many`` several. All its device work goes to its own CUDA stream."""
+
+    def __init__(self, cfg, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
+                 resume=False, max_steps=None, compile=False, on_log=None, progress=True, deterministic=False,
+                 amp="auto", channels_last="auto", write_result=True, cuda_graph=False):
+        self.ctx = ctx = dist_mod.context(device)
+        self.device = device = ctx.device if ctx.world > 1 else pick_device(device)
+        self.cfg, self.out_dir, self.on_log, self.write_result = cfg, out_dir, on_log, write_result
+        self.compile, self.deterministic = bool(compile), bool(deterministic)
+        self.show = progress and ctx.rank == 0
+        self.chash = config_hash(cfg)
+        self.seed = seed = int(cfg["seed"])
+        self.total, self.B = cfg["steps"], cfg["batch_size"]
+        self.log_every, self.eval_every = cfg["log_every"], cfg["eval_every"]
+        if self.B % ctx.world:
+            raise ValueError(f"batch size {self.B} is not divisible by the number of processes {ctx.world}")
+        cuda = device.type == "cuda"
+        self.stream = torch.cuda.Stream(device) if cuda else None
+
+        with self._on_stream():
+            self.D = D = _prepare_data(cfg, data, device)
+            torch.manual_seed(seed)
+            model = build_model(cfg["model"]).to(device)
+            self.cl = _has_conv(model) if channels_last == "auto" else bool(channels_last)
+            if self.cl:
+                model = model.to(memory_format=torch.channels_last)
+            self.raw = model
+            self.dtype = amp_dtype(device, amp)
+            self.scaler = torch.amp.GradScaler("cuda") if self.dtype == torch.float16 and cuda else None
+            why_not = self._graph_blocker(cuda_graph, cuda)
+            self.graph_on, self.graph_note = why_not is None and bool(cuda_graph), why_not
+            self.opt = build_optimizer(model, cfg["optimizer"], device, capturable=self.graph_on)
+            if ctx.world > 1:
+                model = ctx.wrap(model)
+            self.fwd = torch.compile(model) if compile else model
+            if ctx.world > 1:  # same init everywhere (above), but each rank its own dropout masks
+                torch.manual_seed(seed * 1000 + 17 + ctx.rank)
+
+            self.gen_order = torch.Generator().manual_seed(seed)  # data order: identical on every rank
+            self.gen_aug = torch.Generator(device=device).manual_seed(seed * 1000 + 1 + ctx.rank)
+            self.N = len(D["y_train"])
+            self.perm, self.pos = _to_device(torch.randperm(self.N, generator=self.gen_order), device), 0
+            # loss sum, error sum, count, first non-finite step (-1: none) -- all on the device
+            self.acc = torch.tensor([0.0, 0.0, 0.0, -1.0], device=device, dtype=torch.float64)
+            self.step_t = torch.zeros((), device=device, dtype=torch.float64)  # the step, as the device sees it
+            self.history = {"train": [], "test": []}
+            self.step, self.elapsed, self.status, self.fail = 0, 0.0, "running", None
+
+            self.ckpt_path = Path(checkpoint_dir) / f"{run_name(cfg)}.pt" if checkpoint_dir else None
+            ce = self.eval_every if checkpoint_every is None else checkpoint_every
+            self.checkpoint_every = max(self.log_every, math.ceil(ce / self.log_every) * self.log_every)
+            if resume and self.ckpt_path is not None and self.ckpt_path.exists():
+                self._resume()
+            self.step_t.fill_(self.step)
+
+        from tqdm.auto import tqdm
+        self.bar = tqdm(total=self.total, initial=self.step, disable=not self.show, dynamic_ncols=True,
+                        desc=f"{cfg['experiment']}/{cfg['variant']}/{cfg['scale']}")
+        div = cfg["divergence"]
+        self.grace = None if div.get("grace_fraction") is None else \
+            max(int(div["grace_fraction"] * self.total), 2 * self.log_every)
+        self.chance_margin = div.get("chance_margin", 0.01)
+        self.chance_err = 1.0 - 1.0 / D["num_classes"]
+        self.stop = self.total if max_steps is None else min(self.total, max_steps)
+        self.graph, self.graph_lr, self.static = None, None, None
+        self.eager_since = self.step  # graph capture waits GRAPH_WARMUP eager steps after every (re)start
+        model.train()
+        self.t_window, self.imgs_window = time.perf_counter(), 0
+        self._probe = {"at": min(self.step + 3, self.stop), "until": min(self.step + 13, self.stop)}
+        self.rng = self._rng_state()  # this run's global RNG streams (dropout), swapped in by train_many
+        self._say(f"{run_name(cfg)}: {device}" + (f" ({torch.cuda.get_device_name(device)})" if cuda else "")
+                  + f", {precision_name(self.dtype)}" + (" + GradScaler" if self.scaler else "")
+                  + (", channels_last" if self.cl else "") + (", CUDA graph" if self.graph_on else "")
+                  + (f" (no CUDA graph: {self.graph_note})" if cuda_graph and not self.graph_on else "")
+                  + (", compiled" if compile else "") + f"; {self.total - self.step} steps to go")
+
+    # -- small helpers
+    def _on_stream(self):
+        import contextlib
+        return torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext()
+
+    def _say(self, msg):
+        if self.show:
+            from tqdm.auto import tqdm
+            tqdm.write(msg)
+
+    def _graph_blocker(self, want, cuda):
+        if not want:
+            return None
+        if not cuda:
+            return "CUDA graphs need a CUDA device"
+        if self.scaler is not None:
+            return "fp16 + GradScaler steps are kept eager"
+        if self.ctx.world > 1:
+            return "DDP steps are kept eager"
+        if self.compile:
+            return "torch.compile has its own (mode='reduce-overhead')"
+        return None
+
+    def _rng_state(self):
+        cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        return torch.get_rng_state(), cuda
+
+    def _set_rng_state(self, state):
+        torch.set_rng_state(state[0])
+        if state[1] is not None:
+            torch.cuda.set_rng_state(state[1], self.device)
+
+    @property
+    def done(self):
+        return self.status != "running" or self.step >= self.stop
+
+    # -- checkpoints
+    def _resume(self):
+        ck = load_checkpoint(self.ckpt_path, self.chash, self.ctx.world)
+        prec = precision_name(self.dtype)
+        kind = (ck.get("device_type"), ck.get("precision"))
+        if kind[0] is not None and kind != (self.device.type, prec):
+            raise CheckpointError(
+                f"checkpoint {self.ckpt_path} was written on {kind[0]} in {kind[1]}; this run is on "
+                f"{self.device.type} in {prec}. A resumed run must continue on the same kind of device in the "
+                f"same precision (e.g. a T4's fp16 run on a T4): resume it there, pass --device/--amp to match, "
+                f"or delete the checkpoint to start afresh.")
+        rng, ctx = ck["rng"], self.ctx
+        try:
+            self.raw.load_state_dict(ck["model"])
+            self.opt.load_state_dict(ck["optimizer"])
+            if self.scaler is not None and ck.get("scaler"):
+                self.scaler.load_state_dict(ck["scaler"])
+            torch.set_rng_state(rng["torch"][ctx.rank])
+            if self.device.type == "cuda" and rng.get("cuda") is not None:
+                torch.cuda.set_rng_state(rng["cuda"][ctx.rank], self.device)
+            self.gen_order.set_state(rng["order"])
+            self.gen_aug.set_state(rng["augment"][ctx.rank])
+        except (RuntimeError, ValueError, KeyError, IndexError) as e:
+            raise CheckpointError(f"checkpoint {self.ckpt_path} does not fit this model/optimizer/device ({e}); "
+                                  f"it was written by a different recipe, library version or kind of device: "
+                                  f"delete it or run without --resume") from e
+        self.perm, self.pos = ck["data"]["perm"].to(self.device), ck["data"]["pos"]
+        self.acc = ck["acc"].to(self.device)
+        self.history, self.step, self.elapsed = ck["history"], ck["step"], ck["elapsed"]
+        self.status, self.fail = ck.get("status", "running"), ck.get("fail")
+        self._say(f"resumed {self.ckpt_path} at step {self.step}/{self.total}")
+
+    def checkpoint(self):
+        if self.ckpt_path is None:
+            return
+        ctx = self.ctx
+        aug_states = ctx.gather_object(self.gen_aug.get_state())
+        torch_states = ctx.gather_object(torch.get_rng_state())
+        cuda_states = ctx.gather_object(torch.cuda.get_rng_state(self.device)) \
+            if self.device.type == "cuda" else None
+        if ctx.rank == 0:
+            save_checkpoint(self.ckpt_path, {
+                "format": 1, "config": self.cfg, "config_hash": self.chash, "world_size": ctx.world,
+                "device_type": self.device.type, "precision": precision_name(self.dtype), "step": self.step,
+                "model": self.raw.state_dict(), "optimizer": self.opt.state_dict(),
+                "scheduler": {"kind": "pure function of the step (recipes.lr_at)", "step": self.step},
+                "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+                "rng": {"torch": torch_states, "cuda": cuda_states, "order": self.gen_order.get_state(),
+                        "augment": aug_states},
+                "data": {"perm": self.perm.cpu(), "pos": self.pos}, "acc": self.acc.cpu(),
+                "history": self.history, "elapsed": self.elapsed, "status": self.status, "fail": self.fail})
+
+    # -- the step
+    def _forward_backward(self, x, y):
+        """Forward, backward, optimizer step and the device-side sums: the body that a CUDA graph captures."""
+        with torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype is not None,
+                            cache_enabled=not self.graph_on):
+            out = self.fwd(x)
+            loss = F.cross_entropy(out.float(), y)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.opt.step()
+        with torch.no_grad():
+            l = loss.detach().double()
+            n = torch.full_like(l, len(y))
+            self.acc[:3] += torch.stack((l * n, (out.detach().argmax(1) != y).sum().double(), n))
+            first_bad = torch.isfinite(l).logical_not() & (self.acc[3] < 0)
+            self.acc[3] = torch.where(first_bad, self.step_t, self.acc[3])
+            self.step_t += 1
+
+    def _capture(self, x, y, lr):
+        """Capture the step in a CUDA graph for this learning rate (fused SGD bakes the lr into its kernel)."""
+        self.graph = None  # frees the previous graph's memory pool
+        if self.static is None:
+            self.static = (torch.empty_like(x), torch.empty_like(y))
+        self.opt.zero_grad(set_to_none=True)  # the captured backward then writes (not adds) the gradients
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=self.stream):
+            self._forward_backward(*self.static)
+        self.graph, self.graph_lr = g, lr
+
+    def advance(self):
+        """One training step, then the log / evaluation / checkpoint that fall on it."""
+        with self._on_stream():
+            self._train_step()
+            if self.step == self._probe["at"] or self.step == self._probe["until"]:
+                self._project()
+            if self.step % self.log_every == 0 or self.step == self.total:
+                self._log()
+            if self.status != "running" or self.step % self.checkpoint_every == 0 or self.step == self.stop:
+                self.checkpoint()  # a stop between logs keeps the window's device-side sums in the checkpoint
+
+    def _train_step(self):
+        cfg, ctx, B = self.cfg, self.ctx, self.B
+        lr = lr_at(cfg["schedule"], self.step)
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        if self.pos + B > self.N:  # new epoch (the last partial batch is dropped)
+            self.perm, self.pos = _to_device(torch.randperm(self.N, generator=self.gen_order), self.device), 0
+        idx = self.perm[self.pos:self.pos + B][ctx.rank::ctx.world]
+        self.pos += B
+        x = _batch(self.D, idx, cfg.get("augment") or None, self.gen_aug, self.cl)
+        y = self.D["y_train"][idx]
+        if self.graph_on and self.step - self.eager_since >= GRAPH_WARMUP:
+            if self.graph is None or lr != self.graph_lr:
+                self._capture(x, y, lr)
+            self.static[0].copy_(x)
+            self.static[1].copy_(y)
+            self.graph.replay()
+        else:
+            self.opt.zero_grad(set_to_none=True)
+            self._forward_backward(x, y)
+        self.imgs_window += len(y) * ctx.world
+        self.step += 1
+
+    def _project(self):
+        """After the first steps: the measured speed and the projected time of the whole run (one sync)."""
+        if self.device.type == "cuda":
+            self.stream.synchronize()
+        now = time.perf_counter()
+        if self.step == self._probe["at"]:
+            self._probe["t"] = now
+            return
+        if "t" not in self._probe:
+            return
+        dt = (now - self._probe["t"]) / max(self._probe["until"] - self._probe["at"], 1)
+        self.projected_s = dt * (self.total - self.step)
+        self._say(f"{run_name(self.cfg)}: {self.B / dt:.0f} img/s after the first steps -> the remaining "
+                  f"{self.total - self.step} steps take about {format_duration(self.projected_s)} on this "
+                  f"{self.device.type} (plus evaluations)")
+
+    def _log(self):
+        ctx, cfg, step = self.ctx, self.cfg, self.step
+        a = self.acc.clone()
+        ctx.all_reduce(a[:3])
+        ctx.all_reduce_max(a[3:])
+        loss_sum, err_sum, n, bad = a.tolist()
+        self.acc.zero_()
+        self.acc[3] = -1.0
+        now = time.perf_counter()
+        dt = max(now - self.t_window, 1e-9)
+        self.elapsed += dt
+        rec = {"step": step, "train_loss": loss_sum / max(n, 1), "train_err": err_sum / max(n, 1),
+               "lr": lr_at(cfg["schedule"], step - 1), "img_per_s": self.imgs_window / dt, "wall_s": self.elapsed}
+        self.history["train"].append(rec)
+        self.t_window, self.imgs_window = now, 0
+        if bad >= 0:
+            self.status, self.fail = "fail", {"step": int(bad), "reason": "non-finite training loss"}
+        elif self.grace is not None and step > self.grace and \
+                rec["train_err"] >= self.chance_err - self.chance_margin:
+            self.status, self.fail = "fail", {"step": step, "reason": f"training error {rec['train_err']:.3f} "
+                                              f"still at chance ({self.chance_err:.3f}) after {step} steps"}
+        if self.status == "running" and (step % self.eval_every == 0 or step == self.total):
+            tl, te = evaluate(self.raw, self.D, self.dtype, self.cl, self.device, ctx)
+            self.history["test"].append({"step": step, "test_loss": tl, "test_err": te})
+            self.t_window = time.perf_counter()  # evaluation is kept out of img/s and wall_s
+        self.bar.update(step - self.bar.n)
+        self.bar.set_postfix(loss=f"{rec['train_loss']:.3f}", err=f"{rec['train_err']:.3f}",
+                             img_s=f"{rec['img_per_s']:.0f}")
+        if self.on_log is not None and ctx.rank == 0:
+            self.on_log(self.history)
+        if step == self.total and self.status == "running":
+            self.status = "ok"
+
+    # -- the end
+    def finish(self) -> dict:
+        self.bar.close()
+        cfg, history, step = self.cfg, self.history, self.step
+        if self.status == "running":
+            return {"status": "stopped", "step": step, "config": cfg, "config_hash": self.chash,
+                    "history": history, "checkpoint": str(self.ckpt_path) if self.ckpt_path else None}
+        tr = history["train"]
+        final = {"train_loss": tr[-1]["train_loss"], "train_err": tr[-1]["train_err"], "steps": step,
+                 "wall_s": self.elapsed,
+                 "img_per_s": sum(r["img_per_s"] for r in tr[1:]) / max(len(tr) - 1, 1)}
+        if history["test"] and history["test"][-1]["step"] == step:  # a test error from before a failure is no final
+            final.update(test_err=history["test"][-1]["test_err"], test_loss=history["test"][-1]["test_loss"])
+        ks = gates(self.raw)
+        if ks:
+            final["gates_k"] = [float(k.detach()) for k in ks]
+        result = {"config": cfg, "config_hash": self.chash, "status": self.status, "fail": self.fail,
+                  "final": final, "history": history, "seed": self.seed, "dataset_source": self.D["source"],
+                  "precision": precision_name(self.dtype), "channels_last": self.cl, "compiled": self.compile,
+                  "cuda_graph": self.graph_on, "deterministic": self.deterministic,
+                  **provenance(self.device, self.ctx.world)}
+        if self.ctx.world > 1:
+            result["ddp"] = {"world_size": self.ctx.world, "backend": self.ctx.backend,
+                             "replicas_in_sync": self.ctx.params_in_sync(self.raw)}
+        if self.write_result and self.ctx.rank == 0:
+            result["path"] = str(save_result(result, self.out_dir))
+        return result
+
+
+# ----------------------------------------------------------------------------------------------
+# entry points
+
+class _EngineSettings:
+    """Process-wide switches a run needs, restored afterwards: deterministic algorithms, cudnn.benchmark."""
+
+    def __init__(self, deterministic, device):
+        self.deterministic, self.cuda = deterministic, pick_device(device).type == "cuda"
+
+    def __enter__(self):
+        self.saved = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark
+        if self.deterministic:  # on CUDA a few kernels have no deterministic version: warn, don't stop
+            torch.use_deterministic_algorithms(True, warn_only=self.cuda)
+        torch.backends.cudnn.benchmark = self.cuda and not self.deterministic
+
+    def __exit__(self, *exc):
+        torch.use_deterministic_algorithms(self.saved[0])
+        torch.backends.cudnn.benchmark = self.saved[1]
+
+
 def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
           resume=False, max_steps=None, compile=False, on_log=None, progress=True, deterministic=False,
-          amp="auto", channels_last="auto", write_result=True) -> dict:
+          amp="auto", channels_last="auto", write_result=True, cuda_graph=False) -> dict:
     """Train one recipe config; returns the result dict (also written under out_dir when finished).
 
     data: a data.Data, a path (like --data), or None ($IDMAP_DATA, then torchvision's download).
@@ -152,193 +529,33 @@ def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, 
     max_steps: stop after this many steps of the recipe (schedule unchanged), save a checkpoint and return
         status "stopped" (nothing written to results): a run "killed" on purpose, to be resumed.
     deterministic: torch.use_deterministic_algorithms(True) (exact resume on CPU is bit-for-bit).
+    cuda_graph: on CUDA, replay the whole step as one CUDA graph (ignored, with a note, where it cannot be).
     """
-    was_deterministic = torch.are_deterministic_algorithms_enabled()
-    try:
-        return _train(cfg, data, device, out_dir, checkpoint_dir, checkpoint_every, resume, max_steps, compile,
-                      on_log, progress, deterministic, amp, channels_last, write_result)
-    finally:
-        torch.use_deterministic_algorithms(was_deterministic)
+    return train_many([cfg], data=data, device=device, out_dir=out_dir, checkpoint_dir=checkpoint_dir,
+                      checkpoint_every=checkpoint_every, resume=resume, max_steps=max_steps, compile=compile,
+                      on_log=on_log, progress=progress, deterministic=deterministic, amp=amp,
+                      channels_last=channels_last, write_result=write_result, cuda_graph=cuda_graph)[0]
 
 
-def _train(cfg, data, device, out_dir, checkpoint_dir, checkpoint_every, resume, max_steps, compile, on_log,
-           progress, deterministic, amp, channels_last, write_result):
-    ctx = dist_mod.context()
-    device = ctx.device if ctx.world > 1 else pick_device(device)
-    if deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=device.type == "cuda")
-        if device.type == "cuda":
-            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    chash = config_hash(cfg)
-    seed = int(cfg["seed"])
-    total, B, log_every = cfg["steps"], cfg["batch_size"], cfg["log_every"]
-    eval_every = cfg["eval_every"]
-    if B % ctx.world:
-        raise ValueError(f"batch size {B} is not divisible by the number of processes {ctx.world}")
+def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
+    """Several runs interleaved step by step in one process (same keyword arguments as ``train``).
 
-    D = _prepare_data(cfg, data, device)
-    C = D["num_classes"]
-    torch.manual_seed(seed)
-    model = build_model(cfg["model"]).to(device)
-    cl = _has_conv(model) if channels_last == "auto" else bool(channels_last)
-    if cl:
-        model = model.to(memory_format=torch.channels_last)
-    raw = model
-    opt = build_optimizer(raw, cfg["optimizer"])
-    dtype = amp_dtype(device, amp)
-    scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 and device.type == "cuda" else None
-    if ctx.world > 1:
-        model = ctx.wrap(model)
-    fwd = torch.compile(model) if compile else model
-    if ctx.world > 1:  # same init everywhere (above), but each rank its own dropout masks
-        torch.manual_seed(seed * 1000 + 17 + ctx.rank)
-
-    gen_order = torch.Generator().manual_seed(seed)  # data order: identical on every rank
-    gen_aug = torch.Generator(device=device).manual_seed(seed * 1000 + 1 + ctx.rank)
-    N = len(D["y_train"])
-    perm, pos = torch.randperm(N, generator=gen_order).to(device), 0
-    acc = torch.zeros(4, device=device, dtype=torch.float64)  # loss sum, error sum, count, first bad step
-    acc[3] = -1
-    history = {"train": [], "test": []}
-    start, elapsed, status, fail = 0, 0.0, "running", None
-
-    ckpt_path = Path(checkpoint_dir) / f"{run_name(cfg)}.pt" if checkpoint_dir else None
-    if checkpoint_every is None:
-        checkpoint_every = eval_every
-    checkpoint_every = max(log_every, math.ceil(checkpoint_every / log_every) * log_every)
-    if resume and ckpt_path is not None and ckpt_path.exists():
-        ck = load_checkpoint(ckpt_path, chash, ctx.world)
-        try:
-            raw.load_state_dict(ck["model"])
-            opt.load_state_dict(ck["optimizer"])
-        except (RuntimeError, ValueError, KeyError) as e:
-            raise CheckpointError(f"checkpoint {ckpt_path} does not fit this model/optimizer ({e}); it was "
-                                  f"written by a different recipe or library version: delete it or run "
-                                  f"without --resume") from e
-        if scaler is not None and ck.get("scaler"):
-            scaler.load_state_dict(ck["scaler"])
-        torch.set_rng_state(ck["rng"]["torch"][ctx.rank])
-        if device.type == "cuda" and ck["rng"].get("cuda") is not None:
-            torch.cuda.set_rng_state(ck["rng"]["cuda"][ctx.rank], device)
-        gen_order.set_state(ck["rng"]["order"])
-        gen_aug.set_state(ck["rng"]["augment"][ctx.rank])
-        perm, pos = ck["data"]["perm"].to(device), ck["data"]["pos"]
-        acc = ck["acc"].to(device)
-        history, start, elapsed = ck["history"], ck["step"], ck["elapsed"]
-        status, fail = ck.get("status", "running"), ck.get("fail")
-        if ctx.rank == 0 and progress:
-            print(f"resumed {ckpt_path} at step {start}/{total}", flush=True)
-
-    def checkpoint(step):
-        if ckpt_path is None:
-            return
-        aug_states = ctx.gather_object(gen_aug.get_state())
-        torch_states = ctx.gather_object(torch.get_rng_state())
-        cuda_states = ctx.gather_object(torch.cuda.get_rng_state(device)) if device.type == "cuda" else None
-        if ctx.rank == 0:
-            save_checkpoint(ckpt_path, {
-                "format": 1, "config": cfg, "config_hash": chash, "world_size": ctx.world, "step": step,
-                "model": raw.state_dict(), "optimizer": opt.state_dict(),
-                "scheduler": {"kind": "pure function of the step (recipes.lr_at)", "step": step},
-                "scaler": scaler.state_dict() if scaler is not None else None,
-                "rng": {"torch": torch_states, "cuda": cuda_states, "order": gen_order.get_state(),
-                        "augment": aug_states},
-                "data": {"perm": perm.cpu(), "pos": pos}, "acc": acc.cpu(), "history": history,
-                "elapsed": elapsed, "status": status, "fail": fail})
-
-    from tqdm.auto import tqdm
-    bar = tqdm(total=total, initial=start, disable=not progress or ctx.rank != 0, dynamic_ncols=True,
-               desc=f"{cfg['experiment']}/{cfg['variant']}/{cfg['scale']}")
-    aug = cfg.get("augment") or None
-    grace = max(int(cfg["divergence"]["grace_fraction"] * total), 2 * log_every)
-    chance_err = 1.0 - 1.0 / C
-    stop = total if max_steps is None else min(total, max_steps)
-    model.train()
-    t_window, imgs_window = time.perf_counter(), 0
-    step = start
-    while status == "running" and step < stop:
-        lr = lr_at(cfg["schedule"], step)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        if pos + B > N:  # new epoch (the last partial batch is dropped)
-            perm, pos = torch.randperm(N, generator=gen_order).to(device), 0
-        idx = perm[pos:pos + B][ctx.rank::ctx.world]
-        pos += B
-        x = _batch(D, idx, aug, gen_aug, cl)
-        y = D["y_train"][idx]
-        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            out = fwd(x)
-            loss = F.cross_entropy(out.float(), y)
-        opt.zero_grad(set_to_none=True)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-        with torch.no_grad():
-            l = loss.detach().double()
-            acc[0] += l * len(y)
-            acc[1] += (out.detach().argmax(1) != y).sum()
-            acc[2] += len(y)
-            acc[3] = torch.where(~torch.isfinite(l) & (acc[3] < 0), float(step), acc[3])
-        imgs_window += len(y) * ctx.world
-        step += 1
-
-        if step % log_every == 0 or step == total:
-            a = acc.clone()
-            ctx.all_reduce(a[:3])
-            ctx.all_reduce_max(a[3:])
-            loss_sum, err_sum, n, bad = a.tolist()
-            acc.zero_()
-            acc[3] = -1
-            now = time.perf_counter()
-            dt = max(now - t_window, 1e-9)
-            elapsed += dt
-            rec = {"step": step, "train_loss": loss_sum / max(n, 1), "train_err": err_sum / max(n, 1),
-                   "lr": lr, "img_per_s": imgs_window / dt, "wall_s": elapsed}
-            history["train"].append(rec)
-            t_window, imgs_window = now, 0
-            if bad >= 0:
-                status, fail = "fail", {"step": int(bad), "reason": "non-finite training loss"}
-            elif step > grace and rec["train_err"] >= chance_err - cfg["divergence"]["chance_margin"]:
-                status, fail = "fail", {"step": step, "reason": f"training error {rec['train_err']:.3f} still at "
-                                                                f"chance ({chance_err:.3f}) after {step} steps"}
-            if status == "running" and (step % eval_every == 0 or step == total):
-                tl, te = evaluate(raw, D, dtype, cl, device, ctx)
-                history["test"].append({"step": step, "test_loss": tl, "test_err": te})
-                t_window = time.perf_counter()  # evaluation is kept out of img/s and wall_s
-            bar.update(step - bar.n)
-            bar.set_postfix(loss=f"{rec['train_loss']:.3f}", err=f"{rec['train_err']:.3f}",
-                            img_s=f"{rec['img_per_s']:.0f}")
-            if on_log is not None and ctx.rank == 0:
-                on_log(history)
-            if step == total and status == "running":
-                status = "ok"
-        if status != "running" or step % checkpoint_every == 0 or step == stop:
-            checkpoint(step)  # a stop between logs keeps the window's device-side sums in the checkpoint
-    bar.close()
-    if status == "running":
-        return {"status": "stopped", "step": step, "config": cfg, "config_hash": chash, "history": history,
-                "checkpoint": str(ckpt_path) if ckpt_path else None}
-
-    final = {"train_loss": history["train"][-1]["train_loss"], "train_err": history["train"][-1]["train_err"],
-             "steps": step, "wall_s": elapsed,
-             "img_per_s": sum(r["img_per_s"] for r in history["train"][1:]) / max(len(history["train"]) - 1, 1)}
-    if history["test"] and history["test"][-1]["step"] == step:  # a test error from before a failure is no final
-        final.update(test_err=history["test"][-1]["test_err"], test_loss=history["test"][-1]["test_loss"])
-    ks = gates(raw)
-    if ks:
-        final["gates_k"] = [float(k.detach()) for k in ks]
-    result = {"config": cfg, "config_hash": chash, "status": status, "fail": fail, "final": final,
-              "history": history, "seed": seed, "dataset_source": D["source"],
-              "precision": str(dtype).replace("torch.", "") if dtype else "float32", "channels_last": cl,
-              "compiled": bool(compile), "deterministic": bool(deterministic),
-              **provenance(device, ctx.world)}
-    if ctx.world > 1:
-        result["ddp"] = {"world_size": ctx.world, "backend": ctx.backend,
-                         "replicas_in_sync": ctx.params_in_sync(raw)}
-    if write_result and ctx.rank == 0:
-        result["path"] = str(save_result(result, out_dir))
-    return result
+    On CUDA each run issues its work on its own stream, so the small kernels of one network overlap those of
+    another: several seeds or variants share one GPU at a higher total throughput than one after another. Every
+    run is exactly the run ``train`` would make (its own model, optimizer, generators and data order)."""
+    data = kwargs.pop("data", None)
+    if not isinstance(data, data_mod.Data):  # load each dataset once for all runs
+        data = {name: data_mod.load(name, data) for name in sorted({c["dataset"] for c in cfgs})}
+    with _EngineSettings(kwargs.get("deterministic"), kwargs.get("device")):
+        runs = [Run(cfg, data=data if isinstance(data, data_mod.Data) else data[cfg["dataset"]], **kwargs)
+                for cfg in cfgs]
+        if len(runs) == 1:
+            while not runs[0].done:
+                runs[0].advance()
+        while not all(r.done for r in runs):
+            for r in runs:  # each run draws from its own global RNG streams (dropout), as if it ran alone
+                if not r.done:
+                    r._set_rng_state(r.rng)
+                    r.advance()
+                    r.rng = r._rng_state()
+        return [r.finish() for r in runs]

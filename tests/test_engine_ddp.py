@@ -22,7 +22,9 @@ def _torchrun(tmp_path, *extra):
            "-m", "idmap_lib", "train", "--experiment", "b_mnist", "--variant", "resnet-d2", "--scale", "shrunk",
            "--data", SHARED, "--out", str(tmp_path / "results"), "--checkpoint-dir", str(tmp_path / "ck"),
            "--no-progress", *extra]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # CPU processes on any machine: with a GPU visible, two processes on a one-GPU box would fall back to gloo
+    # anyway, but this test is about gloo on the CPU, so hide the GPUs
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                          start_new_session=True)
     try:

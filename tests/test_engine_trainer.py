@@ -11,7 +11,7 @@ from idmap_lib import data
 from idmap_lib.checkpoint import CheckpointError
 from idmap_lib.recipes import config, step_schedule
 from idmap_lib.results import config_hash, load_results, run
-from idmap_lib.trainer import train
+from idmap_lib.trainer import pick_device, train
 
 SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 
@@ -113,7 +113,7 @@ def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, m
     assert saved["config_hash"] == config_hash(saved["config"])
     assert saved["versions"]["torch"] == torch.__version__ and "cuda" in saved["versions"]
     assert saved["dataset_source"]["kind"] == "local" and saved["dataset_source"]["sha256"].startswith("d34c68")
-    assert saved["hardware"]["device"] == "cpu" and saved["final"]["test_err"] is not None
+    assert saved["hardware"]["device"] == str(pick_device()) and saved["final"]["test_err"] is not None
     assert len(saved["final"]["gates_k"]) == 3  # WRN-10: 3 gated units
     assert load_results(tmp_path, experiment="b_wrn", variant="gated")[0]["config_hash"] == saved["config_hash"]
     # run(): a stored result with the recipe's hash is returned without training

@@ -1,0 +1,159 @@
+"""The GPU path of the engine: choices a CPU can check (mocked capability, device count, checkpoint
+mismatch), several runs in one process, the projected-time report; and, where a GPU is present, the CUDA
+graph step against the eager one."""
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from idmap_lib import data, distributed, trainer
+from idmap_lib.checkpoint import CheckpointError
+from idmap_lib.recipes import config, step_schedule
+from idmap_lib.trainer import Run, amp_dtype, build_optimizer, train, train_many
+
+SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+CUDA = torch.cuda.is_available()
+
+
+@pytest.fixture(scope="module")
+def cifar():
+    return data.load("cifar10", SHARED, verbose=False)
+
+
+def tiny(steps=12, lr=0.1, dropout=0.3, batch=32):
+    """Paper B's WRN recipe (dropout, augmentation, Nesterov, gates) made tiny."""
+    cfg = config("b_wrn", "gated", "shrunk")
+    cfg["model"] = {"builder": "wide_resnet",
+                    "kwargs": {"depth": 10, "widen": 1, "dropout": dropout, "gated": True, "num_classes": 10}}
+    cfg.update(steps=steps, batch_size=batch, log_every=3, eval_every=6,
+               subset={"train_per_class": 20, "test_per_class": 10},
+               schedule=step_schedule(steps, lr, 5, fractions=[0.5]), divergence={"grace_fraction": None})
+    return cfg
+
+
+def _strip(history):
+    return {k: [{a: b for a, b in h.items() if a not in ("img_per_s", "wall_s")} for h in v]
+            for k, v in history.items()}
+
+
+# ---------------------------------------------------------------- precision and optimizer per device
+
+@pytest.mark.parametrize("capability, want", [((7, 5), torch.float16), ((7, 0), torch.float16),
+                                              ((8, 0), torch.bfloat16), ((9, 0), torch.bfloat16)])
+def test_bf16_only_on_compute_capability_8_and_up(monkeypatch, capability, want):
+    # torch.cuda.is_bf16_supported() says yes on a T4 (emulation): the engine must not ask it
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, **k: capability)
+    assert amp_dtype(torch.device("cuda"), "auto") is want
+    assert amp_dtype(torch.device("cuda"), "fp32") is None
+    with pytest.raises(ValueError, match="valid: auto, bf16, fp16, fp32"):
+        amp_dtype(torch.device("cuda"), "half")
+
+
+def test_sgd_is_fused_on_cuda_only_and_nadam_capturable_for_graphs():
+    model = torch.nn.Linear(3, 2)
+    sgd = config("a_table2_activations", "full_preact-110", "full")["optimizer"]
+    assert build_optimizer(model, sgd, torch.device("cuda")).param_groups[0]["fused"] is True
+    assert not build_optimizer(model, sgd, torch.device("cpu")).param_groups[0]["fused"]
+    nadam = config("b_mnist", "gresnet-d2", "full")["optimizer"]
+    assert build_optimizer(model, nadam, torch.device("cuda"), capturable=True).param_groups[0]["capturable"]
+    assert not build_optimizer(model, nadam, torch.device("cuda")).param_groups[0]["capturable"]
+
+
+def test_cudnn_benchmark_on_for_cuda_runs_and_restored(monkeypatch):
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    with trainer._EngineSettings(deterministic=False, device="cuda"):
+        assert torch.backends.cudnn.benchmark is True
+    assert torch.backends.cudnn.benchmark is False
+    with trainer._EngineSettings(deterministic=True, device="cuda"):
+        assert torch.backends.cudnn.benchmark is False  # benchmark picks algorithms by timing: not reproducible
+    with trainer._EngineSettings(deterministic=False, device="cpu"):
+        assert torch.backends.cudnn.benchmark is False
+
+
+# ---------------------------------------------------------------- DDP on machines with fewer GPUs than processes
+
+@pytest.mark.parametrize("gpus, local_world, device, want", [
+    (0, 2, None, False), (1, 2, None, False), (2, 2, None, True), (4, 2, None, True), (2, 2, "cpu", False)])
+def test_ddp_uses_cuda_only_with_a_gpu_per_process(monkeypatch, gpus, local_world, device, want):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    assert distributed.use_cuda(local_world, device) is want
+
+
+# ---------------------------------------------------------------- checkpoints from another kind of device
+
+def test_resume_on_another_device_type_or_precision_is_a_clear_error(cifar, tmp_path):
+    cfg = tiny(steps=6)
+    train(cfg, data=cifar, checkpoint_dir=tmp_path, max_steps=3, progress=False)
+    path = next(tmp_path.glob("*.pt"))
+    ck = torch.load(path, weights_only=True)
+    assert ck["device_type"] == "cpu" and ck["precision"] == trainer.precision_name(amp_dtype(torch.device("cpu")))
+    torch.save({**ck, "device_type": "cuda", "precision": "float16"}, path)  # as a T4 would write it
+    with pytest.raises(CheckpointError, match="written on cuda in float16"):
+        train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False, device="cpu")
+    # an older checkpoint without the record, whose augment generator state is a CUDA one (16 bytes)
+    old = {k: v for k, v in ck.items() if k not in ("device_type", "precision")}
+    old["rng"] = {**ck["rng"], "augment": [torch.zeros(16, dtype=torch.uint8)]}
+    torch.save(old, path)
+    with pytest.raises(CheckpointError, match="kind of device"):
+        train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False, device="cpu")
+
+
+# ---------------------------------------------------------------- several runs in one process
+
+def test_train_many_equals_each_run_alone(cifar):
+    """Interleaved step by step (dropout draws from the global RNG), each run is exactly its solo run."""
+    a, b = tiny(steps=9), {**tiny(steps=6, lr=0.05), "seed": 1}
+    kw = dict(data=cifar, progress=False, write_result=False, deterministic=True)
+    together = train_many([a, b], **kw)
+    alone = [train(a, **kw), train(b, **kw)]
+    for t, s in zip(together, alone):
+        assert t["status"] == s["status"] == "ok"
+        assert _strip(t["history"]) == _strip(s["history"])
+        assert t["final"]["gates_k"] == s["final"]["gates_k"]
+    assert _strip(together[0]["history"]) != _strip(together[1]["history"])
+
+
+def test_run_reports_device_and_projected_time(cifar, capsys):
+    r = train(tiny(steps=15), data=cifar, write_result=False, cuda_graph=True)
+    out = capsys.readouterr()
+    text = out.out + out.err
+    dev = trainer.pick_device()
+    assert f": {dev.type}" in text and trainer.precision_name(amp_dtype(dev)) in text
+    assert "img/s after the first steps -> the remaining 2 steps take about" in text
+    if not CUDA:  # the option is refused with its reason, and the result says what ran
+        assert "no CUDA graph: CUDA graphs need a CUDA device" in text and r["cuda_graph"] is False
+
+
+def test_duration_format():
+    assert trainer.format_duration(42) == "42 s"
+    assert trainer.format_duration(5 * 60) == "5 min"
+    assert trainer.format_duration(17 * 3600) == "17.0 h"
+
+
+# ---------------------------------------------------------------- the CUDA graph step (GPU only)
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+def test_cuda_graph_step_trains_as_the_eager_step(cifar, tmp_path):
+    cfg = tiny(steps=30, dropout=0.0)
+    cfg["schedule"] = step_schedule(30, 0.1, 10, fractions=[0.5], warmup_steps=8, warmup_lr=0.01)  # 2 recaptures
+    kw = dict(data=cifar, progress=False, write_result=False, deterministic=True)
+    eager, graph = train(cfg, **kw), train(cfg, cuda_graph=True, **kw)
+    assert graph["cuda_graph"] is True and eager["cuda_graph"] is False
+    for e, g in zip(eager["history"]["train"], graph["history"]["train"]):
+        assert g["step"] == e["step"] and abs(g["train_loss"] - e["train_loss"]) < 1e-3 * max(1, e["train_loss"])
+    assert abs(graph["final"]["test_err"] - eager["final"]["test_err"]) <= 0.02
+    # exact resume with the graph: stop, resume (eager warm-up, fresh capture), same weights as uninterrupted
+    a = train(cfg, checkpoint_dir=tmp_path / "a", cuda_graph=True, checkpoint_every=3, **kw)
+    train(cfg, checkpoint_dir=tmp_path / "b", cuda_graph=True, checkpoint_every=3, max_steps=14, **kw)
+    b = train(cfg, checkpoint_dir=tmp_path / "b", cuda_graph=True, checkpoint_every=3, resume=True, **kw)
+    assert _strip(a["history"]) == _strip(b["history"])
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+def test_cuda_graph_step_records_a_diverging_run_as_fail(cifar):
+    r = train(tiny(steps=30, lr=1e8), data=cifar, progress=False, write_result=False, cuda_graph=True)
+    assert r["cuda_graph"] is True and r["status"] == "fail" and "non-finite" in r["fail"]["reason"]
+    assert 0 <= r["fail"]["step"] < 30
