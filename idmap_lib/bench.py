@@ -13,6 +13,10 @@ peak memory, and the projected wall time of the full ResNet-110 recipe (64k iter
 with the engine on this device.
 
     python -m idmap_lib bench [--steps 30] [--depth 20] [--data PATH] [--workers 2]
+
+``modes`` (``python -m idmap_lib bench --modes``) measures the engine's own options against each other at the
+full recipes' batch: eager, one CUDA graph per step, and two runs sharing the device (``train_many``), for
+ResNet-110 and ResNet-1001, with the projected time of each full recipe (64k iterations).
 """
 from __future__ import annotations
 
@@ -187,3 +191,52 @@ def main(steps=30, depth=20, batch_size=128, data=None, workers=2, device=None, 
           f"(64k iterations x 128 = 8.19M images): {format_duration(hours * 3600)} on {p['device']}", flush=True)
     return {"engine": a, "naive": b, "ratio": ratio, "ratio_best": best, "resnet110": p,
             "projected_resnet110_hours": hours}
+
+
+def _rate(cfgs, steps, data, log, **kw):
+    """Steady img/s of each run (median of its log windows after the first) over `steps` steps."""
+    import torch
+
+    from .trainer import train_many
+
+    cfgs = [dict(c, log_every=log, eval_every=10 ** 9) for c in cfgs]
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    t = time.perf_counter()
+    rs = train_many(cfgs, data=data, max_steps=steps, progress=False, write_result=False, **kw)
+    each = [statistics.median(h["img_per_s"] for h in r["history"]["train"][1:]) for r in rs]
+    out = {"runs": len(cfgs), "steps": steps, "img_per_s_each": [round(e, 1) for e in each],
+           "img_per_s_total": round(sum(each), 1), "wall_s": round(time.perf_counter() - t, 1)}
+    if torch.cuda.is_available():
+        out["peak_gpu_mib"] = round(torch.cuda.max_memory_allocated() / 2 ** 20)
+    return out
+
+
+MODE_RUNS = {  # (experiment, variants) at the full recipe: the Table 2 pair and the Fig 1 pair
+    110: ("a_table2_activations", ("full_preact-110", "original-110")),
+    1001: ("a_table3_preact", ("c10-1001-full_preact", "c10-1001-original")),
+}
+
+
+def modes(data=None, depths=(110, 1001), steps=None, device=None):
+    """Eager vs CUDA graph vs two runs at once on this device; returns {depth: {mode: rate}} and prints the
+    projected minutes of one full recipe (and of the pair) for each."""
+    from .recipes import config
+
+    steps = steps or {110: (60, 150), 1001: (16, 40)}
+    report = {}
+    for depth in depths:
+        exp, variants = MODE_RUNS[depth]
+        cfgs = [config(exp, v, "full") for v in variants]
+        total, B = cfgs[0]["steps"], cfgs[0]["batch_size"]
+        n_eager, n_graph = steps[depth]
+        log = max(n_eager // 4, 4)
+        r = {"eager": _rate(cfgs[:1], n_eager, data, log, device=device),
+             "cuda_graph": _rate(cfgs[:1], n_graph, data, max(n_graph // 6, 4), device=device, cuda_graph=True),
+             "cuda_graph_x2": _rate(cfgs, n_graph, data, max(n_graph // 6, 4), device=device, cuda_graph=True)}
+        for mode, m in r.items():
+            m["projected_full_min"] = round(total * B * m["runs"] / m["img_per_s_total"] / 60, 1)
+            print(f"ResNet-{depth} {mode:14s} {m['img_per_s_total']:9.0f} img/s  -> {m['runs']} full recipe(s) "
+                  f"({total} steps of {B}) in {m['projected_full_min']:.1f} min  [{m}]", flush=True)
+        report[depth] = r
+    return report

@@ -51,6 +51,9 @@ def _parser():
     b.add_argument("--device", default=None)
     b.add_argument("--compile", action="store_true")
     b.add_argument("--cuda-graph", action="store_true")
+    b.add_argument("--modes", action="store_true", help="instead: eager vs CUDA graph vs two runs at once, "
+                                                        "ResNet-110 and ResNet-1001 at the full recipe's batch")
+    b.add_argument("--json", default=None, help="with --modes: also write the report here")
     return p
 
 
@@ -59,6 +62,13 @@ def main(argv=None) -> int:
     if args.cmd == "list":
         from .recipes import listing
         print(listing())
+        return 0
+    if args.cmd == "bench" and args.modes:
+        from .bench import modes
+        report = modes(data=args.data, device=args.device)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
         return 0
     if args.cmd == "bench":
         from .bench import main as bench_main

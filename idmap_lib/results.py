@@ -33,6 +33,16 @@ def run_name(cfg: dict) -> str:
     return f"{cfg['experiment']}__{cfg['variant']}__{cfg['scale']}__s{cfg['seed']}"
 
 
+def library_sha256() -> str:
+    """sha256 over the library's source files (names and contents): names the code that ran even where no
+    git checkout is at hand (a copy of the tree on a remote GPU, an installed wheel)."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for p in sorted(here.rglob("*.py")):
+        h.update(str(p.relative_to(here)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def _git_commit():
     here = Path(__file__).resolve().parent
     try:
@@ -42,9 +52,14 @@ def _git_commit():
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "."],
                                cwd=here, capture_output=True, text=True, timeout=10).stdout.split("\n")
         changed = sorted(line[3:] for line in dirty if line.strip() and line[3:].endswith(".py"))
-        return {"commit": commit, "library_modified": bool(changed), "modified_files": changed}
+        if commit:
+            return {"commit": commit, "library_modified": bool(changed), "modified_files": changed}
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "library_modified": None}
+        pass
+    # no checkout where it ran (a copy of the tree on a lent GPU): the commit the copy was made from, as the
+    # launcher states it; library_sha256 (in the provenance) lets anyone check the claim against that commit
+    stated = os.environ.get("IDMAP_SOURCE_COMMIT")
+    return {"commit": stated, "library_modified": None, "commit_source": "IDMAP_SOURCE_COMMIT" if stated else None}
 
 
 def _cpu_name():
@@ -70,7 +85,7 @@ def provenance(device, world_size: int = 1) -> dict:
             "versions": {"python": platform.python_version(), "torch": torch.__version__,
                          "torchvision": torchvision.__version__, "cuda": torch.version.cuda,
                          "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None},
-            "git": _git_commit(),
+            "git": _git_commit(), "library_sha256": library_sha256(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 

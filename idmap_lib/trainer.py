@@ -256,7 +256,8 @@ class Run:
         self.eager_since = self.step  # graph capture waits GRAPH_WARMUP eager steps after every (re)start
         model.train()
         self.t_window, self.imgs_window = time.perf_counter(), 0
-        self._probe = {"at": min(self.step + 3, self.stop), "until": min(self.step + 13, self.stop)}
+        at = self.step + GRAPH_WARMUP + 2  # timed after the first steps (and a graph's capture)
+        self._probe = {"at": min(at, self.stop), "until": min(at + 10, self.stop)}
         self.rng = self._rng_state()  # this run's global RNG streams (dropout), swapped in by train_many
         self._say(f"{run_name(cfg)}: {device}" + (f" ({torch.cuda.get_device_name(device)})" if cuda else "")
                   + f", {precision_name(self.dtype)}" + (" + GradScaler" if self.scaler else "")

@@ -117,17 +117,19 @@ def test_train_many_equals_each_run_alone(cifar):
 
 
 def test_run_reports_device_and_projected_time(cifar, capsys):
-    r = train(tiny(steps=15), data=cifar, write_result=False, cuda_graph=True)
+    r = train(tiny(steps=20), data=cifar, write_result=False, cuda_graph=True)
     out = capsys.readouterr()
     text = out.out + out.err
     dev = trainer.pick_device()
     assert f": {dev.type}" in text and trainer.precision_name(amp_dtype(dev)) in text
-    assert "img/s after the first steps -> the remaining 2 steps take about" in text
+    assert "img/s after the first steps -> the remaining 5 steps take about" in text
     if not CUDA:  # the option is refused with its reason, and the result says what ran
         assert "no CUDA graph: CUDA graphs need a CUDA device" in text and r["cuda_graph"] is False
 
 
-def test_duration_format():
+def test_duration_format_and_bench_block():
+    from idmap_lib.bench import block_for
+    assert block_for(1001) == block_for(164) == "bottleneck" and block_for(110) == "basic"
     assert trainer.format_duration(42) == "42 s"
     assert trainer.format_duration(5 * 60) == "5 min"
     assert trainer.format_duration(17 * 3600) == "17.0 h"

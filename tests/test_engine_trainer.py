@@ -111,6 +111,8 @@ def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, m
                 "dataset_source", "date"):
         assert key in saved, key
     assert saved["config_hash"] == config_hash(saved["config"])
+    from idmap_lib.results import library_sha256
+    assert saved["library_sha256"] == library_sha256() and len(library_sha256()) == 64
     assert saved["versions"]["torch"] == torch.__version__ and "cuda" in saved["versions"]
     assert saved["dataset_source"]["kind"] == "local" and saved["dataset_source"]["sha256"].startswith("d34c68")
     assert saved["hardware"]["device"] == str(pick_device()) and saved["final"]["test_err"] is not None

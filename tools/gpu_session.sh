@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# One call on a lent GPU: check the engine there, measure it, then train full recipes until the deadline.
+#
+#   bash tools/gpu_session.sh DATA_DIR BUDGET_S [EXPERIMENT VARIANTS]
+#
+# DATA_DIR holds cifar10-jpeg.tar.gz (as ../shared/data); BUDGET_S is the wall time this script may use (leave
+# the device call ~25 s more). Writes to $OUT (default /tmp/gpu_out), at most 8 files:
+#   log.txt (environment, tests, benchmarks, training log), modes.json (eager / CUDA graph / two at once),
+#   results.tgz (finished runs' JSON, for data/results/), weights-*.pt (finished: model weights;
+#   unfinished: the whole checkpoint, to resume on another CUDA machine with --resume).
+# Steps that fail are logged and the script goes on; each step has its own timeout inside the budget.
+# Dry run on a CPU: GPU_SESSION_ALLOW_CPU=1 bash tools/gpu_session.sh ../shared/data 300 (tiny steps).
+set -u
+DATA=$(cd "$1" && pwd); BUDGET=${2:-540}
+EXP=${3:-a_table2_activations}; VARIANTS=${4:-full_preact-110,original-110}
+OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
+WORK=$(mktemp -d); START=$(date +%s)
+PY=${PY:-python3}
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 IDMAP_DATA=$DATA
+LOG=$OUT/log.txt
+left() { echo $(( BUDGET - ($(date +%s) - START) )); }
+say() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
+step() {  # step NAME CAP_S CMD...: run with a timeout of min(CAP, what is left - 30 s)
+  local name=$1 cap=$2; shift 2
+  local t=$(( $(left) - 30 )); (( t > cap )) && t=$cap
+  if (( t < 10 )); then say "skip $name (no time left)"; return 1; fi
+  say "start $name (timeout ${t}s)"
+  timeout --signal=INT --kill-after=10 "$t" "$@" >>"$LOG" 2>&1; local rc=$?
+  say "end $name rc=$rc"; return $rc
+}
+
+say "gpu_session: repo $PWD, data $DATA, budget ${BUDGET}s, runs $EXP $VARIANTS"
+{ nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv 2>&1; nproc
+  "$PY" -c "import torch, torchvision, sys; print('python', sys.version.split()[0], 'torch', torch.__version__,
+'torchvision', torchvision.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version());
+print('cuda available', torch.cuda.is_available());
+torch.cuda.is_available() and print('capability', torch.cuda.get_device_capability(),
+'is_bf16_supported', torch.cuda.is_bf16_supported())"; } >>"$LOG" 2>&1
+CUDA=$("$PY" -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev/null || echo 0)
+if [[ $CUDA == 0 && ${GPU_SESSION_ALLOW_CPU:-0} != 1 ]]; then say "no CUDA device; stop"; exit 3; fi
+DRY=$(( 1 - CUDA ))
+
+step data_cache 120 "$PY" -c "from idmap_lib import data; print(data.load('cifar10', '$DATA').source)"
+
+# the engine's tests on this device (pick_device() -> CUDA): first the CUDA-graph ones, which decide the runs
+step graph_tests 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py -k "graph"; RC=$?
+GRAPH=--cuda-graph; (( RC != 0 )) && { GRAPH=; say "CUDA-graph tests failed: full runs without --cuda-graph"; }
+step tests 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py tests/test_engine_trainer.py \
+  tests/test_engine_augment.py -k "not graph"
+
+# eager vs CUDA graph vs two runs at once, ResNet-110 and ResNet-1001, full recipes' batch
+if (( DRY )); then
+  step modes 200 "$PY" -c "from idmap_lib import bench; import json; json.dump(bench.modes(depths=(110,),
+steps={110: (8, 12)}), open('$OUT/modes.json', 'w'), indent=1)"
+else
+  step modes 150 "$PY" -m idmap_lib bench --modes --json "$OUT/modes.json"
+fi
+# the engine vs the usual DataLoader loop (ResNet-20), then the ResNet-110 projection; with and without the graph
+step bench 120 "$PY" -m idmap_lib bench --steps $(( DRY ? 5 : 40 )) --workers 4 ${GRAPH}
+
+# full recipes until the deadline: both at once (one process, a stream each) if the measured pair rate says
+# they finish in time, else the first alone and then the second (a checkpoint if it cannot finish)
+PLAN=$("$PY" - "$OUT/modes.json" "$(left)" <<'EOF'
+import json, sys
+try:
+    m = json.load(open(sys.argv[1]))["110"]
+except Exception:
+    print("pair"); raise SystemExit
+avail = float(sys.argv[2]) - 40
+print("pair" if m["cuda_graph_x2"]["projected_full_min"] * 60 < avail
+      or m["cuda_graph"]["projected_full_min"] * 60 > avail else "one_by_one")
+EOF
+)
+say "plan: $PLAN"
+TRAIN=(-m idmap_lib train --experiment "$EXP" --scale full --data "$DATA" --out "$WORK/results"
+       --checkpoint-dir "$WORK/ck" --checkpoint-every 2000 --no-progress $GRAPH)
+(( DRY )) && TRAIN+=(--max-steps 30)
+if [[ $PLAN == pair ]]; then
+  step train_pair 100000 "$PY" "${TRAIN[@]}" --variant "$VARIANTS"
+else
+  for v in ${VARIANTS//,/ }; do step "train_$v" 100000 "$PY" "${TRAIN[@]}" --variant "$v"; done
+fi
+
+# what comes back: finished results (one tarball), weights of finished runs, checkpoints of unfinished ones
+mkdir -p "$WORK/results"
+tar -czf "$OUT/results.tgz" -C "$WORK/results" . && say "results: $(ls "$WORK/results" | tr '\n' ' ')"
+"$PY" - "$WORK" "$OUT" <<'EOF' >>"$LOG" 2>&1
+import glob, json, os, sys, torch
+work, out = sys.argv[1:]
+done = {json.load(open(f))["config"]["variant"] for f in glob.glob(f"{work}/results/*.json")}
+for ck in sorted(glob.glob(f"{work}/ck/*.pt")):
+    c = torch.load(ck, weights_only=True)
+    name = os.path.basename(ck)[:-3]
+    if c["config"]["variant"] in done:
+        torch.save({"config": c["config"], "config_hash": c["config_hash"], "model": c["model"]},
+                   f"{out}/weights-{name}.pt")
+        print("weights of finished run", name, "step", c["step"])
+    else:
+        os.replace(ck, f"{out}/checkpoint-{name}.pt")
+        print("checkpoint of unfinished run", name, "at step", c["step"], "of", c["config"]["steps"])
+EOF
+say "done; files: $(ls "$OUT" | tr '\n' ' ')"
+rm -rf "$WORK"
