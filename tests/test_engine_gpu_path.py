@@ -86,7 +86,7 @@ def test_ddp_uses_cuda_only_with_a_gpu_per_process(monkeypatch, gpus, local_worl
 
 def test_resume_on_another_device_type_or_precision_is_a_clear_error(cifar, tmp_path):
     cfg = tiny(steps=6)
-    train(cfg, data=cifar, checkpoint_dir=tmp_path, max_steps=3, progress=False)
+    train(cfg, data=cifar, checkpoint_dir=tmp_path, max_steps=3, progress=False, device="cpu")
     path = next(tmp_path.glob("*.pt"))
     ck = torch.load(path, weights_only=True)
     assert ck["device_type"] == "cpu" and ck["precision"] == trainer.precision_name(amp_dtype(torch.device("cpu")))
@@ -159,3 +159,19 @@ def test_cuda_graph_step_records_a_diverging_run_as_fail(cifar):
     r = train(tiny(steps=30, lr=1e8), data=cifar, progress=False, write_result=False, cuda_graph=True)
     assert r["cuda_graph"] is True and r["status"] == "fail" and "non-finite" in r["fail"]["reason"]
     assert 0 <= r["fail"]["step"] < 30
+
+
+# ---------------------------------------------------------------- committed runs under way
+
+def test_committed_checkpoints_still_fit_their_recipes():
+    """A full-recipe run started on a lent GPU resumes on the next one only if its recipe (config hash)
+    and model are unchanged: a recipe edit that would orphan it fails here first."""
+    from idmap_lib.results import config_hash
+    from idmap_lib.trainer import build_model
+    found = sorted((Path(__file__).resolve().parents[1] / "data" / "checkpoints").glob("*.pt"))
+    for path in found:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+        c = ck["config"]
+        assert ck["config_hash"] == config_hash(config(c["experiment"], c["variant"], c["scale"], c["seed"])), path
+        assert ck["device_type"] == "cuda" and 0 < ck["step"] < c["steps"]
+        build_model(c["model"]).load_state_dict(ck["model"])  # same architecture, every tensor
