@@ -2,7 +2,8 @@
 
 Linear(784 -> width) as a Dot-BN-ReLU layer, then d middle layers of `width` units, then a linear
 classifier (the softmax is in the loss). Only the d middle layers differ between the kinds.
-Paper B does not state the initialisation: we use the library's (init.py).
+Paper B does not state the initialisation: the library's (init.py), which for these nets (linear layers
+only) is PyTorch's default, uniform +-1/sqrt(fan_in) like Torch7's, with BN weight 1 and bias 0.
 """
 
 import torch.nn as nn

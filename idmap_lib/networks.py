@@ -35,17 +35,26 @@ class ResNet(nn.Module):
 
 
 def _final(unit, channels):
-    if unit in PREACT_UNITS:
+    """The activation after the last addition (Paper A Sec 4.1: pre-activation nets need one before the pool,
+    being the pre-activation of a unit that does not exist): BN+ReLU for full pre-activation (Fig 4e), ReLU
+    for ReLU-only pre-activation (Fig 4d, whose pre-activation is a ReLU), none for the post-activation units."""
+    if unit == "full_preact":
         return nn.Sequential(nn.BatchNorm2d(channels), nn.ReLU())
+    if unit == "relu_preact":
+        return nn.ReLU()
     return nn.Identity()
 
 
 def _cifar_stem(unit, width=16):
-    """conv1 (3x3, 16); post-activation nets follow it with BN+ReLU. Pre-activation nets take that
-    activation in their first unit, before the split (Paper A Sec 4.1)."""
+    """conv1 (3x3, 16). Post-activation nets follow it with BN+ReLU. Pre-activation nets take its activation
+    in their first unit, before the split (Paper A Sec 4.1): full pre-activation leaves conv1 bare (the unit
+    brings BN+ReLU); ReLU-only pre-activation keeps BN after every weight layer, conv1 included (its unit
+    brings only the ReLU), so no un-normalised signal rides the identity path."""
     conv = nn.Conv2d(3, width, 3, padding=1, bias=False)
-    if unit in PREACT_UNITS:
+    if unit == "full_preact":
         return conv
+    if unit == "relu_preact":
+        return nn.Sequential(conv, nn.BatchNorm2d(width))
     return nn.Sequential(conv, nn.BatchNorm2d(width), nn.ReLU())
 
 
@@ -118,7 +127,9 @@ def imagenet_resnet(depth, unit="full_preact", num_classes=1000):
     """ImageNet ResNet-50/101/152/200 with bottleneck units (Paper A Table 5; fb.resnet.torch).
 
     Stem: 7x7/2 conv, BN, ReLU, 3x3/2 max pool. Projection (1x1 conv) shortcuts on the first unit of
-    each stage; in pre-activation nets the first unit of stage 1 takes the stem's activation.
+    each stage; in pre-activation nets the first unit of stage 1 takes the stem's activation. The stride of
+    a downsampling unit sits on its 3x3 conv, as in fb.resnet.torch (and torchvision's "ResNet v1.5"); the
+    CIFAR nets follow the official CIFAR code instead (first 1x1).
     """
     choose(unit, UNITS, "unit")
     if depth not in IMAGENET_UNITS:
@@ -130,7 +141,8 @@ def imagenet_resnet(depth, unit="full_preact", num_classes=1000):
         width = 256 * 2 ** stage
         for i in range(count):
             units.append(make_unit(unit, "identity", c_in, width, 2 if stage and not i else 1,
-                                   "bottleneck", preact="none" if stage == 0 and i == 0 else None))
+                                   "bottleneck", preact="none" if stage == 0 and i == 0 else None,
+                                   stride_at="3x3"))
             c_in = width
     return ResNet(stem, units, _final(unit, c_in), c_in, num_classes)
 

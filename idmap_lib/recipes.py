@@ -140,7 +140,9 @@ def paper_b_wrn(gated, scale="full"):
                    subset=None, log_every=100, eval_every=2000,
                    why={"steps": "unstated in Paper B; 200 epochs (Zagoruyko & Komodakis' WRN recipe, whose "
                                  "lr drops at epochs 60/120/160 are exactly Paper B's 30/60/80%)",
-                        "momentum": "Nesterov 0.9 as WRN's recipe and Paper B's ResNet runs"})
+                        "momentum": "Nesterov 0.9 as WRN's recipe and Paper B's ResNet runs",
+                        "augment": "pad 4 with zeros + crop + flip (Paper B, as Paper A); the WRN code pads "
+                                   "by reflection, which Paper B does not say it used"})
     else:
         cfg.update(steps=SHRUNK_STEPS, schedule=step_schedule(SHRUNK_STEPS, 0.1, 5, fractions=[0.3, 0.6, 0.8]),
                    subset={"train_per_class": 2000, "test_per_class": 200}, log_every=10, eval_every=50,
@@ -156,7 +158,8 @@ def paper_b_mnist(kind, d, scale="full"):
                 opt, "scale", None)
     why = {"optimizer": "Nadam as Keras (schedule_decay 0.004 = torch NAdam momentum_decay 4e-3), beta1 = "
                         "Paper B's momentum 0.9, beta2 0.999 (Keras default; unstated)",
-           "init": "unstated in Paper B; the library's He init",
+           "init": "unstated in Paper B; the library's: PyTorch's default for linear layers (uniform "
+                   "+-1/sqrt(fan_in), as Torch7's), BN weight 1 and bias 0",
            "augment": "none (Paper B mentions none for MNIST)"}
     if scale == "full":
         total = 100 * (60000 // 128)

@@ -58,14 +58,21 @@ class GatedLayer(nn.Module):
         return g * self.layer(x) + (1 - g) * x
 
 
-def _convs(block, in_channels, out_channels, stride):
-    """The weight layers of one unit; the stride sits on the first one (official code)."""
+STRIDE_PLACEMENTS = {
+    "first": "on the first weight layer (the official CIFAR code, resnet-1k-layers)",
+    "3x3": "on the 3x3 conv of a bottleneck (fb.resnet.torch's ImageNet nets); = first for other blocks",
+}
+
+
+def _convs(block, in_channels, out_channels, stride, stride_at="first"):
+    """The weight layers of one unit, with the stride where `stride_at` says."""
     conv = lambda i, o, k, s=1: nn.Conv2d(i, o, k, s, padding=k // 2, bias=False)  # noqa: E731
     if block == "basic":
         return [conv(in_channels, out_channels, 3, stride), conv(out_channels, out_channels, 3)]
     if block == "bottleneck":
         mid = out_channels // 4  # [1x1, c; 3x3, c; 1x1, 4c] (Paper A Sec 4, official code)
-        return [conv(in_channels, mid, 1, stride), conv(mid, mid, 3), conv(mid, out_channels, 1)]
+        s1, s3 = (stride, 1) if stride_at == "first" else (1, stride)
+        return [conv(in_channels, mid, 1, s1), conv(mid, mid, 3, s3), conv(mid, out_channels, 1)]
     return [conv(in_channels, out_channels, 3, stride)]  # "single": Table 3's 1-layer skip
 
 
@@ -101,7 +108,7 @@ def _post(unit, channels):
 
 
 def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_channels=16, stride=1,
-              block="basic", gated=False, *, projection=None, preact=None, dropout=0.0,
+              block="basic", gated=False, *, projection=None, preact=None, dropout=0.0, stride_at="first",
               **shortcut_opts):
     """One convolutional residual unit: any Fig 4 `unit` x any Fig 2 `shortcut`, in `block` form.
 
@@ -112,6 +119,7 @@ def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_chann
         and for dimension-changing units), or "none" (input already activated). Default: "shared"
         when dimensions change, else "residual".
     dropout: Wide-ResNet dropout between the convolutions (Paper B), not the Fig 2(f) shortcut `p`.
+    stride_at: "first" (default, official CIFAR code) or "3x3" (fb.resnet.torch's ImageNet bottlenecks).
     """
     choose(unit, UNITS, "unit")
     choose(block, BLOCKS, "block")
@@ -119,9 +127,10 @@ def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_chann
     changes = in_channels != out_channels or stride != 1
     preact = preact or ("shared" if changes else "residual")
     choose(preact, PREACT_PLACEMENTS, "preact placement")
+    choose(stride_at, STRIDE_PLACEMENTS, "stride placement")
     projection = projection or ("conv" if block == "bottleneck" else "zero_pad")
 
-    convs = _convs(block, in_channels, out_channels, stride)
+    convs = _convs(block, in_channels, out_channels, stride, stride_at)
     ops = []
     for i, conv in enumerate(convs):
         last = i == len(convs) - 1
@@ -135,8 +144,10 @@ def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_chann
         n = len(_pre(unit, in_channels))
         shared, ops = (nn.Sequential(*ops[:n]) if preact == "shared" else None), ops[n:]
 
+    # BN after a projection wherever the unit puts BN after its weight layers (Fig 4 a-d; fb.resnet.torch);
+    # full pre-activation's projection is a bare 1x1 conv (the official pre-activation code)
     sc = make_shortcut(shortcut, in_channels, out_channels, stride, projection,
-                       bn=unit not in PREACT_UNITS, options=options)
+                       bn=unit != "full_preact", options=options)
     module = ResidualUnit(nn.Sequential(*ops), sc, shared, _post(unit, out_channels), gated)
     module.variant = {"unit": unit, "shortcut_name": shortcut, "block": block}
     return he_init(module)

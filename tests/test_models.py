@@ -227,6 +227,33 @@ def test_dimension_changing_units_follow_the_official_code():
     assert isinstance(im.cifar_resnet(20, "original").final, nn.Identity)
 
 
+def test_relu_only_preact_keeps_bn_after_every_weight_layer():
+    """Fig 4(d): ReLU -> weight -> BN; conv1 and the projections too, and its final activation is a ReLU."""
+    net = im.cifar_resnet(164, "relu_preact")
+    assert [type(m).__name__ for m in net.stem] == ["Conv2d", "BatchNorm2d"]   # conv1 -> BN, ReLU in unit 1
+    assert im.unit_layout(im.residual_units(net)[0])["preact"] == ["ReLU"]
+    assert im.unit_layout(im.residual_units(net)[0])["shortcut"] == ["1x1 conv, 64", "BN"]
+    assert isinstance(net.final, nn.ReLU)
+    full = im.cifar_resnet(164, "full_preact")  # Fig 4(e): bare conv1, bare projections, BN+ReLU at the end
+    assert isinstance(full.stem, nn.Conv2d) and im.unit_layout(im.residual_units(full)[0])["shortcut"] == ["1x1 conv, 64"]
+    assert [type(m).__name__ for m in full.final] == ["BatchNorm2d", "ReLU"]
+    # every signal on the identity path of a relu_preact net is a sum of BN outputs: none is un-normalised
+    x = torch.randn(4, 3, 32, 32) * 50 + 20
+    with torch.no_grad():
+        h = im.cifar_resnet(20, "relu_preact").train().stem(x)
+    assert h.mean().abs() < 0.1 and (h.std() - 1).abs() < 0.1
+
+
+def test_stride_of_bottleneck_downsampling_follows_each_official_code():
+    def strides(unit):
+        return [m.stride[0] for m in unit.residual if isinstance(m, nn.Conv2d)]
+    assert strides(im.residual_units(im.cifar_resnet(164))[18]) == [2, 1, 1]       # resnet-1k-layers: first 1x1
+    assert strides(im.residual_units(im.imagenet_resnet(50))[3]) == [1, 2, 1]      # fb.resnet.torch: the 3x3
+    assert strides(im.residual_units(im.imagenet_resnet(50, "original"))[3]) == [1, 2, 1]
+    tv = __import__("torchvision").models.resnet50()
+    assert tv.layer2[0].conv2.stride == (2, 2) and tv.layer2[0].conv1.stride == (1, 1)
+
+
 def test_he_initialisation_as_official_code():
     torch.manual_seed(0)
     net = im.cifar_resnet(164)
