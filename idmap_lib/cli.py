@@ -4,6 +4,7 @@
         [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile] [--cuda-graph]
         (several variants or seeds train together in one process: on a GPU they share it, each on its stream)
     python -m idmap_lib list
+    python -m idmap_lib sweep [--claims KEY,..] [--seeds 0,1,2] [--next] [--run]   (the claims' CPU-scale runs)
     python -m idmap_lib bench [--steps N] [--data PATH]
     torchrun --nproc_per_node=N -m idmap_lib train ...      (DDP: gloo on CPU, nccl on CUDA)
 """
@@ -42,6 +43,14 @@ def _parser():
     t.add_argument("--retrain", action="store_true", help="train even if a result with this config exists")
     t.add_argument("--no-progress", action="store_true")
     sub.add_parser("list", help="show experiments and variants")
+    w = sub.add_parser("sweep", help="the CPU-scale runs the claims need (claims.py): list them, or train the "
+                                     "missing ones one after another (recorded runs are skipped)")
+    w.add_argument("--claims", default=None, help="claim keys separated by commas (default: all)")
+    w.add_argument("--seeds", default="0,1,2")
+    w.add_argument("--out", default=None, help="results directory (default data/results)")
+    w.add_argument("--next", action="store_true", help="print the next missing run as 'EXPERIMENT VARIANT SEED'")
+    w.add_argument("--run", action="store_true", help="train every missing run, in order")
+    w.add_argument("--data", default=None)
     b = sub.add_parser("bench", help="this engine vs a naive DataLoader loop, same model and data")
     b.add_argument("--steps", type=int, default=30)
     b.add_argument("--depth", type=int, default=20)
@@ -63,6 +72,8 @@ def main(argv=None) -> int:
         from .recipes import listing
         print(listing())
         return 0
+    if args.cmd == "sweep":
+        return _sweep(args)
     if args.cmd == "bench" and args.modes:
         from .bench import modes
         report = modes(data=args.data, device=args.device)
@@ -112,6 +123,33 @@ def main(argv=None) -> int:
                        if r.get(k) is not None}
             print(json.dumps(summary, indent=1))
     return 0 if all(r["status"] in ("ok", "fail", "stopped") for r in results) else 1
+
+
+def _sweep(args) -> int:
+    from .claims import CLAIMS_BY_KEY, SWEEP_ORDER, runs_needed
+    from .recipes import config
+    from .results import find_result
+
+    try:
+        claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims else SWEEP_ORDER)]
+    except KeyError as e:
+        print(f"error: unknown claim {e}; valid: {', '.join(CLAIMS_BY_KEY)}", file=sys.stderr)
+        return 2
+    runs = runs_needed(claims, tuple(int(s) for s in args.seeds.split(",")))
+    missing = [r for r in runs if find_result(config(r[0], r[1], "shrunk", r[2]), args.out) is None]
+    if args.next:
+        if missing:
+            print(*missing[0])
+        return 0
+    if not args.run:
+        for r in runs:
+            print(("  missing  " if r in missing else "  recorded ") + " ".join(map(str, r)))
+        print(f"{len(runs) - len(missing)} of {len(runs)} runs recorded")
+        return 0
+    from .trainer import train
+    for e, v, seed in missing:
+        train(config(e, v, "shrunk", seed), data=args.data, out_dir=args.out)
+    return 0
 
 
 if __name__ == "__main__":

@@ -80,16 +80,26 @@ def cifar_block(depth, block=None):
 
 
 def cifar_resnet(depth, unit="full_preact", shortcut="identity", num_classes=10, block=None,
-                 gated=False, **shortcut_options):
+                 gated=False, width_scale=1, **shortcut_options):
     """CIFAR ResNet-`depth` (Paper A Sec 4, Tables 1-4; Paper B Table 3 when `gated`).
 
     Widths 16/32/64 (basic, single) or 64/128/256 with bottlenecks of 16/32/64 (Paper A appendix).
     Every unit is `unit` x `shortcut`; `gated` scales every F by Paper B's ReLU(k).
+    width_scale: every channel count (conv1 included) times this factor -- the book's CPU scale narrows
+        ResNet-164 and ResNet-1001 (e.g. 0.25: widths 16/32/64, bottlenecks of 4/8/16) and keeps the depth.
     """
     choose(unit, UNITS, "unit")
     block, n = cifar_block(depth, block)
     widths = (64, 128, 256) if block == "bottleneck" else (16, 32, 64)
-    units, c_in = [], 16
+    stem = 16
+    if width_scale != 1:
+        mid = 4 if block == "bottleneck" else 1  # a bottleneck's 3x3 has a quarter of the unit's width
+        if not (isinstance(width_scale, (int, float)) and width_scale > 0
+                and all(w * width_scale >= mid and (w * width_scale / mid).is_integer() for w in widths + (stem,))):
+            raise ValueError(f"width_scale {width_scale!r} must be a positive factor that leaves whole channel "
+                             f"counts (e.g. 0.5 or 0.25)")
+        widths, stem = tuple(int(w * width_scale) for w in widths), int(stem * width_scale)
+    units, c_in = [], stem
     for stage, width in enumerate(widths):
         for i in range(n):
             first_of_net = stage == 0 and i == 0
@@ -97,7 +107,7 @@ def cifar_resnet(depth, unit="full_preact", shortcut="identity", num_classes=10,
                                    gated, preact="shared" if first_of_net else None,
                                    **shortcut_options))
             c_in = width
-    return ResNet(_cifar_stem(unit), units, _final(unit, c_in), c_in, num_classes)
+    return ResNet(_cifar_stem(unit, stem), units, _final(unit, c_in), c_in, num_classes)
 
 
 def wide_resnet(depth, widen, dropout=0.0, gated=False, num_classes=10):

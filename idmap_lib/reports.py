@@ -26,12 +26,20 @@ def command(experiment: str, variant: str, scale: str, seed: int = 0) -> str:
 
 
 def net_name(cfg: dict) -> str:
-    """Short name of the network a config trains: ResNet-20 (basic), WRN-16-1, MLP gresnet d=10."""
+    """Name of the network a config really trains: ResNet-110 (basic), ResNet-1001 (bottleneck, 1/4 width:
+    16/32/64), WRN-28-1, MLP gresnet d=10."""
     m, kw = cfg["model"]["builder"], cfg["model"]["kwargs"]
     if m == "cifar_resnet":
-        block = kw.get("block") or ("bottleneck" if kw["depth"] in (164, 1001) else "basic")
+        from .networks import cifar_block
+        block, _ = cifar_block(kw["depth"], kw.get("block"))
+        scale = kw.get("width_scale", 1)
+        width = ""
+        if scale != 1:
+            base = (64, 128, 256) if block == "bottleneck" else (16, 32, 64)
+            frac = f"1/{round(1 / scale)}" if (1 / scale).is_integer() else f"{scale:g}x"
+            width = f", {frac} width: {'/'.join(str(int(w * scale)) for w in base)}"
         block = "1-layer skip" if block == "single" else block
-        return f"ResNet-{kw['depth']} ({block}{', gated' if kw.get('gated') else ''})"
+        return f"ResNet-{kw['depth']} ({block}{width}{', gated' if kw.get('gated') else ''})"
     if m == "wide_resnet":
         return f"WRN-{kw['depth']}-{kw['widen']}{' gated' if kw.get('gated') else ''}"
     if m == "mlp":

@@ -106,7 +106,8 @@ def test_present_result_is_found_with_hardware_and_date(tmp_path, no_training):
     assert row[("shrunk", "hardware")] == "Tesla T4"
     assert row[("shrunk", "date")] == "2031-02-03"
     assert row[("shrunk", "commit")] == "0123456"
-    assert row[("shrunk", "steps")] == 150 and row[("shrunk", "command")] == ""
+    assert row[("shrunk", "steps")] == recipes.config("a_table1_shortcuts", "conv1x1", "shrunk")["steps"]
+    assert row[("shrunk", "command")] == ""
     assert row[("paper (Paper A Table 1)", "test error %")] == 12.22
     assert df.loc["original", ("shrunk", "status")] == "missing"
 
@@ -255,13 +256,20 @@ def test_summary_and_provenance_lines_cover_the_recorded_runs(tmp_path, no_train
     assert len(lines) == 2 and lines[0].startswith("b_resnet32 / original / shrunk: Tesla T4")
 
 
-def test_committed_results_cover_every_shrunk_run_the_book_shows():
-    """The book trains only what is missing: if a recipe change orphans the committed results, the
-    build would quietly retrain ~50 runs. Fail here instead, naming the runs to redo and commit."""
-    missing = []
-    for name, exp in recipes.EXPERIMENTS.items():
-        for variant in exp["variants"]:
-            cfg = recipes.config(name, variant, "shrunk")
-            if cfg["dataset"] != "cifar100" and results.find_result(cfg) is None:  # no offline CIFAR-100 here
-                missing.append(f"python -m idmap_lib train --experiment {name} --variant {variant} --scale shrunk")
-    assert not missing, "stored results no longer match their recipes; rerun and commit:\n" + "\n".join(missing)
+def test_every_committed_result_is_its_recipe_and_names_its_real_network():
+    """A committed run counts only if its config is exactly today's recipe (else it is stale: delete it and
+    rerun), and its label names the network that really trained (depth and width)."""
+    import json
+    from pathlib import Path
+    stale = []
+    for p in sorted((Path(__file__).resolve().parents[1] / "data" / "results").glob("*.json")):
+        r = json.loads(p.read_text())
+        c = r["config"]
+        if recipes.config(c["experiment"], c["variant"], c["scale"], c["seed"]) != c:
+            stale.append(p.name)
+        net = reports.net_name(c)
+        kw = c["model"]["kwargs"]
+        assert str(kw.get("depth", kw.get("d"))) in net, (p.name, net)
+        if kw.get("width_scale", 1) != 1:
+            assert "width" in net, (p.name, net)
+    assert not stale, "results whose config is no longer the recipe (delete and rerun): " + ", ".join(stale)

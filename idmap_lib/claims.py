@@ -1,0 +1,251 @@
+"""The papers' claims that an experiment can test, as data, with their tests fixed before any result is read.
+
+A claim names its words, the figure or table it comes from, the runs that test it (experiment, variants),
+the metric read from each run, and the test. Every test is a comparison of means over seeds:
+
+- ``better(a, b, metric, margin=0)``: *a* has a lower metric than *b* by more than ``margin``. With d = mean(b) -
+  mean(a) - margin and se = sqrt(var_a / n_a + var_b / n_b) (sample variances), the verdict is
+  **reproduced** if d > 2 se, **contradicted** if d < -2 se, **inconclusive** otherwise: the same rule for and
+  against the paper.
+- ``similar(a, b, metric, margin)``: |mean(a) - mean(b)| < margin. **reproduced** if the interval
+  d ± 2 se lies inside (-margin, margin), **contradicted** if it lies outside, **inconclusive** otherwise.
+- A claim made of several comparisons (``all_of``) is reproduced if every part is, contradicted if any part is,
+  inconclusive otherwise (a conjunction is false when one of its parts is).
+
+A run that failed (non-finite loss) counts at chance: test error 1 - 1/C, training loss ln C. Fewer than
+``MIN_SEEDS`` seeds of a run give **not run yet**, with the command that trains the missing seeds.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+MIN_SEEDS = 3
+SEEDS = (0, 1, 2)
+VERDICTS = ("reproduced", "contradicted", "inconclusive", "not run yet")
+
+
+# ----------------------------------------------------------------------------------------------
+# metrics read from one recorded run
+
+def _chance(result):
+    c = result["config"]["model"]["kwargs"].get("num_classes", 10)
+    return 1 - 1 / c, math.log(c)
+
+
+def final_test_err(result):
+    """Test error at the end of training."""
+    if result["status"] == "fail":
+        return _chance(result)[0]
+    return result["final"]["test_err"]
+
+
+def final_train_loss(result):
+    """Training loss of the last logged window."""
+    if result["status"] == "fail":
+        return _chance(result)[1]
+    return result["final"]["train_loss"]
+
+
+def early_train_loss(result):
+    """Mean training loss over the logged windows of the first half of training (how fast a net starts)."""
+    if result["status"] == "fail":
+        return _chance(result)[1]
+    half = result["config"]["steps"] / 2
+    losses = [h["train_loss"] for h in result["history"]["train"] if h["step"] <= half]
+    return statistics.fmean(losses)
+
+
+METRICS = {"test_err": final_test_err, "train_loss": final_train_loss, "early_train_loss": early_train_loss}
+METRIC_WORDS = {"test_err": "final test error", "train_loss": "final training loss",
+                "early_train_loss": "mean training loss over the first half of training"}
+
+
+# ----------------------------------------------------------------------------------------------
+# tests
+
+@dataclass(frozen=True)
+class Compare:
+    kind: str        # "better" or "similar"
+    a: str           # variant names within the claim's experiment
+    b: str
+    metric: str = "test_err"
+    margin: float = 0.0
+
+    def words(self) -> str:
+        m = METRIC_WORDS[self.metric]
+        if self.kind == "better":
+            by = f" by more than {self.margin:g}" if self.margin else ""
+            return f"{m}: {self.a} < {self.b}{by}"
+        return f"{m}: |{self.a} - {self.b}| < {self.margin:g}"
+
+
+def better(a, b, metric="test_err", margin=0.0):
+    return Compare("better", a, b, metric, margin)
+
+
+def similar(a, b, metric="test_err", margin=0.02):
+    return Compare("similar", a, b, metric, margin)
+
+
+def compare(test: Compare, xa: list[float], xb: list[float]) -> dict:
+    """The verdict of one comparison from the per-seed values of a and b."""
+    if len(xa) < MIN_SEEDS or len(xb) < MIN_SEEDS:
+        return {"verdict": "not run yet", "n": (len(xa), len(xb))}
+    ma, mb = statistics.fmean(xa), statistics.fmean(xb)
+    se = math.sqrt(statistics.variance(xa) / len(xa) + statistics.variance(xb) / len(xb))
+    out = {"mean_a": ma, "mean_b": mb, "sd_a": statistics.stdev(xa), "sd_b": statistics.stdev(xb),
+           "se": se, "n": (len(xa), len(xb))}
+    if test.kind == "better":
+        d = mb - ma - test.margin
+        verdict = "reproduced" if d > 2 * se else "contradicted" if d < -2 * se else "inconclusive"
+    elif test.kind == "similar":
+        d = ma - mb
+        lo, hi = d - 2 * se, d + 2 * se
+        verdict = ("reproduced" if -test.margin < lo and hi < test.margin
+                   else "contradicted" if lo >= test.margin or hi <= -test.margin else "inconclusive")
+    else:
+        raise ValueError(f"unknown test kind {test.kind!r}; valid: better, similar")
+    out.update(d=d, verdict=verdict)
+    return out
+
+
+def combine(verdicts: list[str]) -> str:
+    """A conjunction: reproduced if every part is, contradicted if any part is."""
+    if any(v == "contradicted" for v in verdicts):
+        return "contradicted"
+    if any(v == "not run yet" for v in verdicts):
+        return "not run yet"
+    if all(v == "reproduced" for v in verdicts):
+        return "reproduced"
+    return "inconclusive"
+
+
+# ----------------------------------------------------------------------------------------------
+# the claims
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    words: str                      # what the paper says
+    source: str                     # figure / table / section
+    experiment: str
+    tests: tuple                    # Compare, ... (all must hold)
+    scale_note: str = ""            # what this scale can and cannot show about it
+
+    @property
+    def variants(self) -> list[str]:
+        seen = []
+        for t in self.tests:
+            for v in (t.a, t.b):
+                if v not in seen:
+                    seen.append(v)
+        return seen
+
+
+T1, T2, T3 = "a_table1_shortcuts", "a_table2_activations", "a_table3_preact"
+T1_MODIFIED = ("constant_scaling-0-1", "constant_scaling-0.5-1", "constant_scaling-0.5-0.5", "exclusive_gating-b0",
+               "exclusive_gating-b-6", "exclusive_gating-b-7", "shortcut_only_gating-b0",
+               "shortcut_only_gating-b-6", "conv1x1", "dropout-0.5")
+T1_FAIL = ("constant_scaling-0-1", "constant_scaling-0.5-1", "exclusive_gating-b0", "dropout-0.5")
+UNITS_110 = ("original-110", "bn_after_add-110", "relu_before_add-110", "relu_preact-110")
+
+CLAIMS = [
+    Claim("t1_identity_best",
+          "The identity shortcut gives the lowest error: every modification of the shortcut (scaling, gating, "
+          "1x1 convolution, dropout) is worse.", "Paper A Table 1", T1,
+          tuple(better("original", v) for v in T1_MODIFIED)),
+    Claim("t1_fail_rows_far_behind",
+          "Constant scaling of the shortcut (0 or 0.5), exclusive gating with b_g = 0 and the dropout shortcut "
+          "'fail' (error > 20 % where the original reaches 6.61 %): they fall far behind.", "Paper A Table 1", T1,
+          tuple(better("original", v, margin=0.05) for v in T1_FAIL),
+          "far behind, at this scale: more than 5 points of test error above the original"),
+    Claim("t1_gating_bias",
+          "Exclusive gating trains only when its gates start nearly shut on F (b_g = -6: 8.70 %); at b_g = 0 it "
+          "fails.", "Paper A Table 1", T1, (better("exclusive_gating-b-6", "exclusive_gating-b0"),)),
+    Claim("t1_shortcut_only_gating_near_identity",
+          "Shortcut-only gating with b_g = -6 (the shortcut kept almost whole) is close to the identity: "
+          "6.91 % vs 6.61 %.", "Paper A Table 1", T1,
+          (similar("shortcut_only_gating-b-6", "original", margin=0.02),),
+          "close, at this scale: within 2 points of test error"),
+    Claim("t2_full_preact_best",
+          "Full pre-activation gives the lowest error of the five units of Fig 4 (ResNet-110: 6.37 %).",
+          "Paper A Table 2", T2, tuple(better("full_preact-110", v) for v in UNITS_110)),
+    Claim("t2_bn_after_add_worst",
+          "BN after addition is the worst unit at depth 110 (8.17 %).", "Paper A Table 2", T2,
+          tuple(better(v, "bn_after_add-110") for v in UNITS_110 if v != "bn_after_add-110")
+          + (better("full_preact-110", "bn_after_add-110"),)),
+    Claim("fig6_bn_after_add_slow_start",
+          "With BN after addition, ResNet-110 has trouble reducing the training loss at the beginning of "
+          "training.", "Paper A Fig 6", T2,
+          (better("original-110", "bn_after_add-110", "early_train_loss"),)),
+    Claim("fig1_1001_original_slow_start",
+          "At 1001 layers, the original unit reduces the training loss very slowly at the start; the "
+          "pre-activation unit reduces it quickly.", "Paper A Fig 1, Table 3", T3,
+          (better("c10-1001-full_preact", "c10-1001-original", "early_train_loss"),),
+          "ResNet-1001 at its real depth, a quarter of its width"),
+    Claim("t3_preact_1layer_skip",
+          "Pre-activation helps even with 1-layer skips (ResNet-110, 1-layer residual units: 8.91 % vs 9.90 %).",
+          "Paper A Table 3", T3,
+          (better("c10-110-single-full_preact", "c10-110-single-original"),)),
+    Claim("s42_preact164_regularises",
+          "Pre-activation ResNet-164 ends with a higher training loss but a lower test error than the original: "
+          "pre-activation regularises.", "Paper A Sec 4.2, Fig 6 right", T2,
+          (better("full_preact-164", "original-164"), better("original-164", "full_preact-164", "train_loss")),
+          "a statement about the end of the full recipe (converged training loss): a short run is far from "
+          "it, so only the full recipe can reproduce it; shown here for what it is"),
+]
+CLAIMS_BY_KEY = {c.key: c for c in CLAIMS}
+# the order the sweep trains them in: the claims each run settles soonest first (Table 2's 15 runs settle three)
+SWEEP_ORDER = ("t2_full_preact_best", "t2_bn_after_add_worst", "fig6_bn_after_add_slow_start",
+               "t1_gating_bias", "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start",
+               "t3_preact_1layer_skip", "t1_fail_rows_far_behind", "t1_identity_best", "s42_preact164_regularises")
+assert sorted(SWEEP_ORDER) == sorted(CLAIMS_BY_KEY)
+
+
+@dataclass
+class Verdict:
+    claim: Claim
+    verdict: str
+    parts: list = field(default_factory=list)   # (Compare, result dict)
+    missing: list = field(default_factory=list)  # (variant, seeds missing)
+
+
+def values(experiment, variant, scale, metric, results_dir=None, seeds=SEEDS):
+    """Per-seed metric values of one variant's recorded runs whose config is today's recipe."""
+    from .recipes import config
+    from .results import find_result
+
+    out, missing = [], []
+    for s in seeds:
+        r = find_result(config(experiment, variant, scale, s), results_dir)
+        if r is None:
+            missing.append(s)
+        else:
+            out.append(METRICS[metric](r))
+    return out, missing
+
+
+def evaluate(claim: Claim, scale="shrunk", results_dir=None, seeds=SEEDS) -> Verdict:
+    """Apply the claim's pre-registered tests to the recorded runs."""
+    parts, missing = [], {}
+    for t in claim.tests:
+        xa, ma = values(claim.experiment, t.a, scale, t.metric, results_dir, seeds)
+        xb, mb = values(claim.experiment, t.b, scale, t.metric, results_dir, seeds)
+        for v, m in ((t.a, ma), (t.b, mb)):
+            if m:
+                missing[v] = m
+        parts.append((t, compare(t, xa, xb)))
+    return Verdict(claim, combine([p[1]["verdict"] for p in parts]), parts, sorted(missing.items()))
+
+
+def runs_needed(claims=CLAIMS, seeds=SEEDS):
+    """(experiment, variant, seed) of every run the claims need, claim by claim, without repeats."""
+    out = []
+    for c in claims:
+        for s in seeds:
+            for v in c.variants:
+                if (c.experiment, v, s) not in out:
+                    out.append((c.experiment, v, s))
+    return out
