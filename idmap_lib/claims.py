@@ -21,6 +21,12 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+RULE = ("Each claim's test was fixed before any of its runs was read. For *a is better than b* we take the "
+        "difference d of the means over seeds (b minus a, minus a margin where the claim says *far*) and its "
+        "standard error se = sqrt(var_a / n_a + var_b / n_b): **reproduced** if d > 2 se, **contradicted** if "
+        "d < -2 se, **inconclusive** otherwise -- the same rule for and against the paper. *a is close to b* is "
+        "reproduced if d ± 2 se lies inside the margin, contradicted if it lies outside. A claim with several "
+        "parts is reproduced if every part is and contradicted if any part is. A diverged run counts at chance.")
 MIN_SEEDS = 3
 SEEDS = (0, 1, 2)
 VERDICTS = ("reproduced", "contradicted", "inconclusive", "not run yet")

@@ -3,8 +3,7 @@
 - ``table(experiment)``: one row per variant; the paper's number (labelled as the paper's), then for each
   scale our test error, status, steps, wall time, hardware, date and commit of the result whose config hash
   matches the recipe exactly (``results.find_result``), or ``missing`` with the command that produces it.
-  ``train_missing=True`` trains missing *shrunk* runs through ``results.run``; a *full* run is never trained
-  here. A dataset that cannot be had (``data.DataUnavailable``) leaves the row missing, with the reason.
+  Nothing trains here (a page never trains on its own).
 - ``curves(experiment, variants)``: training loss and test error against the step, from each result's history.
 - ``provenance_note(result)``: one line saying where and how a number was made.
 """
@@ -13,7 +12,6 @@ from __future__ import annotations
 import math
 
 from . import paper_numbers, recipes, results
-from .data import DataUnavailable
 
 # the columns of each scale in ``table`` (plus "mean k" for experiments with gated nets)
 FIELDS = ("net", "test error %", "status", "steps", "wall s", "hardware", "date", "commit", "command", "note")
@@ -124,16 +122,13 @@ def _has_gates(experiment: str) -> bool:
     return False
 
 
-def table(experiment: str, scales=("shrunk", "full"), train_missing: bool = False, seed: int = 0,
-          out_dir=None, **run_kwargs):
+def table(experiment: str, scales=("shrunk", "full"), seed: int = 0, out_dir=None):
     """Paper's numbers and ours for every variant of `experiment`, one row per variant.
 
     Columns (a two-level header): ``(paper source, "test error %")`` and ``(…, "remark")`` are the paper's;
     then per scale ``(scale, field)`` for the fields in ``FIELDS`` (plus ``mean k`` where the nets are gated).
     A result counts only if its config hash equals the recipe's (``results.find_result``); otherwise the
-    row says ``missing`` and gives the command. With ``train_missing=True`` missing *shrunk* runs are
-    trained (``results.run``, ``run_kwargs`` passed on; ``progress`` defaults to False); *full* runs never
-    are. If the dataset cannot be had, the row stays missing and ``note`` says why.
+    row says ``missing`` and gives the command. Nothing is trained here (a page never trains on its own).
     """
     import pandas as pd
 
@@ -143,10 +138,8 @@ def table(experiment: str, scales=("shrunk", "full"), train_missing: bool = Fals
     bad = [s for s in scales if s not in recipes.SCALES]
     if bad:
         raise ValueError(f"unknown scale(s) {bad}; valid: {', '.join(recipes.SCALES)}")
-    run_kwargs.setdefault("progress", False)
     gated = _has_gates(experiment)
     src = paper_numbers.source(experiment)
-    unavailable = {}  # dataset -> reason, so one table tries each missing dataset once
     rows, index = [], []
     for variant in recipes.EXPERIMENTS[experiment]["variants"]:
         p = paper_numbers.paper_number(experiment, variant) or {}
@@ -156,22 +149,12 @@ def table(experiment: str, scales=("shrunk", "full"), train_missing: bool = Fals
             row[(f"paper ({src})", "mean k (Paper B Table 2)")] = p.get("mean_k", float("nan"))
         for scale in scales:
             cfg = recipes.config(experiment, variant, scale, seed)
-            r, cells = results.find_result(cfg, out_dir), None
-            if r is None and train_missing and scale == "shrunk":  # never a full run
-                if cfg["dataset"] not in unavailable:
-                    try:
-                        r = results.run(experiment, variant, scale, seed=seed, out_dir=out_dir, **run_kwargs)
-                    except DataUnavailable:
-                        unavailable[cfg["dataset"]] = (
-                            f"{cfg['dataset']} could not be loaded here (no download, no local copy): "
-                            f"run the command where it can be")
-                if r is None:
-                    cells = _row_missing(cfg, unavailable[cfg["dataset"]])
+            r = results.find_result(cfg, out_dir)
             if r is not None:
                 cells = _row_from_result(r, cfg)
                 if gated:
                     cells["mean k"] = mean_k(r)
-            elif cells is None:
+            else:
                 cells = _row_missing(cfg)
             if gated:
                 cells.setdefault("mean k", float("nan"))
@@ -250,95 +233,6 @@ def curves(experiment: str, variants, scale: str = "shrunk", seed: int = 0, out_
     fig.update_layout(title={"text": f"{title}<br><sup>{sub}</sup>"}, height=440, margin={"t": 90},
                       legend={"title": {"text": "variant"}})
     return fig
-
-
-def _same_run(cfg_a: dict, cfg_b: dict) -> bool:
-    """True if two configs train the very same net on the same data (they differ only in their names)."""
-    drop = ("experiment", "variant", "why")
-    return {k: v for k, v in cfg_a.items() if k not in drop} == {k: v for k, v in cfg_b.items() if k not in drop}
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def agreement(df, scale: str = "shrunk", seed: int = 0) -> dict:
-    """Does our `scale` column order the variants as the paper does? Pairwise, on a table from ``table``.
-
-    A pair counts when the paper orders it (two different numbers, or a number and "fail", which is worse)
-    and we have both runs (our diverged run, status fail, counts as worse than any finished one). Pairs
-    whose two configs train the very same net (e.g. ResNet-164 and -1001 both shrink to the same depth-20
-    net) are left out. A pair is *resolved* when our two errors differ by more than twice the standard
-    error of their difference, sqrt(p(1-p)/n) per run for n test images (one seed: the noise of training
-    itself comes on top). Returns counts and a sentence.
-    """
-    experiment = df.attrs["experiment"]
-    src = [c for c in df.columns if c[0].startswith("paper") and c[1] == "test error %"][0]
-    inf = float("inf")
-    vals = {}
-    for v in df.index:
-        paper = df.loc[v, src]
-        ours, st = df.loc[v, (scale, "test error %")], df.loc[v, (scale, "status")]
-        if st.startswith("fail"):
-            ours = inf
-        if st == "missing" or (isinstance(paper, float) and math.isnan(paper)) or math.isnan(ours):
-            continue
-        cfg = recipes.config(experiment, v, scale, seed)
-        sub = cfg.get("subset")
-        n = sub["test_per_class"] * (100 if cfg["dataset"] == "cifar100" else 10) if sub else 10000
-        vals[v] = (inf if paper == paper_numbers.FAIL else float(paper), ours, n, cfg)
-    pairs = same = resolved = resolved_same = 0
-    names = list(vals)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            pa, oa, na, ca = vals[a]
-            pb, ob, nb, cb = vals[b]
-            if pa == pb or _same_run(ca, cb):
-                continue
-            if oa == ob:
-                pairs += 1
-                continue
-            agree = (pa < pb) == (oa < ob)
-            pairs += 1
-            same += agree
-            if inf in (oa, ob):
-                sig = True
-            else:
-                se = math.sqrt(oa * (100 - oa) / na + ob * (100 - ob) / nb)  # in % points
-                sig = abs(oa - ob) > 2 * se
-            resolved += sig
-            resolved_same += sig and agree
-    name = f"{df.attrs['source']} ({experiment}) vs our {scale} runs"
-    best_paper = min(vals, key=lambda v: vals[v][0]) if vals else None
-    best_ours = min(vals, key=lambda v: vals[v][1]) if vals else None
-    if pairs:
-        text = (f"{name}: of {_n(pairs, 'pair')} of variants the paper orders, ours order {same} the same way "
-                f"({100 * same / pairs:.0f}%; a coin would get about 50%). ")
-        text += (f"{_n(resolved, 'pair')} of them differ by more than twice the standard error of the "
-                 f"difference, and {resolved_same} of those agree with the paper. " if resolved else
-                 "No pair differs by more than twice the standard error of the difference. ")
-        text += f"Lowest error among these variants: {best_paper} in the paper, {best_ours} in ours."
-    else:
-        text = f"{name}: no pair of variants can be compared (runs missing)."
-    return {"pairs": pairs, "same": same, "resolved": resolved, "resolved_same": resolved_same,
-            "best_paper": best_paper, "best_ours": best_ours, "text": text}
-
-
-def summary(tables: dict, scale: str = "shrunk"):
-    """One row per table (a dict name -> ``table(...)``): our runs found, missing and diverged; the pairwise
-    agreement with the paper (``agreement``: pairs the paper orders, ordered alike by ours, resolved pairs,
-    resolved and alike); the range of our test errors (min/max err %)."""
-    import pandas as pd
-
-    rows = []
-    for name, t in tables.items():
-        a = agreement(t, scale)
-        st, err = t[(scale, "status")], t[(scale, "test error %")].astype(float)
-        rows.append({"table": name, "runs": int((st != "missing").sum()), "missing": int((st == "missing").sum()),
-                     "diverged": int(st.str.startswith("fail").sum()), "pairs": a["pairs"], "alike": a["same"],
-                     "resolved": a["resolved"], "resolved alike": a["resolved_same"], "min err %": err.min(),
-                     "max err %": err.max()})
-    return pd.DataFrame(rows).set_index("table")
 
 
 def provenance_lines(tables, out_dir=None, seed: int = 0) -> list[str]:

@@ -104,3 +104,45 @@ def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
     runs = claims.runs_needed()
     assert len(runs) == len(set(runs)) and {s for _, _, s in runs} == set(claims.SEEDS)
     assert sorted(claims.SWEEP_ORDER) == sorted(c.key for c in CLAIMS)
+
+
+# ---------------------------------------------------------------------------------------------- on the page
+
+def test_variant_table_and_claims_table_read_the_seeds(tmp_path):
+    from idmap_lib import evidence
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61])
+    t = evidence.variant_table("a_table1_shortcuts", ["exclusive_gating-b-6", "exclusive_gating-b0"], out_dir=tmp_path)
+    assert t.loc["exclusive_gating-b-6", "ours: test error %"] == "41.00 ± 1.00"
+    assert t.loc["exclusive_gating-b-6", "paper: test error % (Paper A Table 1)"] == "8.70"
+    assert t.loc["exclusive_gating-b0", "to run"].endswith("--variant exclusive_gating-b0 --scale shrunk --seed 2")
+    assert t.loc["exclusive_gating-b-6", "network trained"] == "ResNet-110 (basic)"
+    c = evidence.claims_table(["t1_gating_bias"], out_dir=tmp_path)
+    assert c.loc["t1_gating_bias", "verdict"] == "not run yet" and c.loc["t1_gating_bias", "missing runs"] == 1
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
+    c = evidence.claims_table(["t1_gating_bias"], out_dir=tmp_path)
+    assert c.loc["t1_gating_bias", "verdict"] == "reproduced"
+    assert "exclusive_gating-b-6 41.0 ± 1.0 vs exclusive_gating-b0 61.0 ± 1.0; d = 20.0" in c.loc["t1_gating_bias", "evidence"]
+    assert evidence.verdict_counts(c)["reproduced"] == 1
+
+
+def test_band_curves_draw_mean_and_band_per_variant_and_name_the_missing(tmp_path):
+    from idmap_lib import evidence
+    save(tmp_path, "a_table1_shortcuts", "original", [0.5, 0.5, 0.5], losses=(2.0, 1.0, 0.5, 0.25))
+    fig = evidence.band_curves("a_table1_shortcuts", ["original", "conv1x1"], out_dir=tmp_path)
+    lines = [d for d in fig.data if d.fill != "toself"]
+    assert len(lines) == 2 and list(lines[0].y) == [2.0, 1.0, 0.5, 0.25]  # training loss, then test error
+    assert "not run yet: conv1x1" in fig.layout.title.text
+
+
+def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
+    import torch
+    from idmap_lib import evidence
+    cfg = recipes.config("a_table2_activations", "full_preact-110", "full")
+    torch.save({"step": 29000, "history": {"test": [{"step": 28000, "test_err": 0.162}]}},
+               tmp_path / f"{results.run_name(cfg)}.pt")
+    df = evidence.full_scale_status("a_table2_activations", ["full_preact-110", "full_preact-164"],
+                                    out_dir=tmp_path, checkpoint_dir=tmp_path)
+    assert df.loc["full_preact-110", "state"].startswith("under way: step 29,000 of 64,000 (test error 16.2 %")
+    assert df.loc["full_preact-164", "state"] == ("not run: python -m idmap_lib train --experiment "
+                                                 "a_table2_activations --variant full_preact-164 --scale full --cuda-graph")

@@ -1,0 +1,221 @@
+"""The claims of claims.py beside our recorded runs: verdict tables, per-variant statistics over seeds, and
+training curves with a band over seeds (plotly, so they work in the static site).
+
+Everything here reads recorded runs (``results.find_result``: config hash equal to today's recipe); nothing
+trains. A run that is missing is shown as missing, with the command that makes it.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+from . import claims, paper_numbers, recipes, results
+from .reports import command, hardware, net_name
+
+SEEDS = claims.SEEDS
+
+
+def seed_runs(experiment, variant, scale="shrunk", seeds=SEEDS, out_dir=None):
+    """The recorded runs of one variant, one per seed found, and the seeds still missing."""
+    found, missing = [], []
+    for s in seeds:
+        r = results.find_result(recipes.config(experiment, variant, scale, s), out_dir)
+        (found if r is not None else missing).append(r if r is not None else s)
+    return found, missing
+
+
+def seeds_command(experiment, variants, seeds, scale="shrunk") -> str:
+    """One command that trains these variants and seeds (together, in one process)."""
+    v = ",".join(variants) if not isinstance(variants, str) else variants
+    return (f"python -m idmap_lib train --experiment {experiment} --variant {v} --scale {scale} "
+            f"--seed {','.join(map(str, seeds))}")
+
+
+def _mean_sd(xs, unit=1.0, digits=2) -> str:
+    """'41.23 ± 1.05' over the seeds found ('41.23' for one seed, '–' for none)."""
+    if not xs:
+        return "–"
+    m = unit * statistics.fmean(xs)
+    if len(xs) == 1:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ± {unit * statistics.stdev(xs):.{digits}f}"
+
+
+def variant_table(experiment, variants=None, scale="shrunk", seeds=SEEDS, out_dir=None):
+    """One row per variant: the network that trains, the paper's number (labelled), and ours over seeds
+    (mean ± sd): test error, final and early training loss; seeds found, failed runs, the command for the
+    missing seeds."""
+    import pandas as pd
+
+    variants = variants or list(recipes.EXPERIMENTS[experiment]["variants"])
+    src = paper_numbers.source(experiment)
+    rows = []
+    for v in variants:
+        runs, missing = seed_runs(experiment, v, scale, seeds, out_dir)
+        p = paper_numbers.paper_number(experiment, v) or {}
+        paper = p.get("value", "–")
+        rows.append({
+            "variant": v, "network trained": net_name(recipes.config(experiment, v, scale)),
+            f"paper: test error % ({src})": paper if isinstance(paper, str) else f"{paper:.2f}",
+            "ours: test error %": _mean_sd([claims.final_test_err(r) for r in runs], 100),
+            "ours: final training loss": _mean_sd([claims.final_train_loss(r) for r in runs], digits=3),
+            "ours: early training loss": _mean_sd([claims.early_train_loss(r) for r in runs], digits=3),
+            "seeds": len(runs), "diverged": sum(r["status"] == "fail" for r in runs),
+            "to run": seeds_command(experiment, v, missing, scale) if missing else ""})
+    df = pd.DataFrame(rows).set_index("variant")
+    df.attrs.update(experiment=experiment, scale=scale)
+    return df
+
+
+def scale_text(experiment, variant) -> str:
+    """What the CPU-scale run of a variant trains, beside the paper's recipe, in words (from the configs)."""
+    c, f = recipes.config(experiment, variant, "shrunk"), recipes.config(experiment, variant, "full")
+    n_train, n_test = DATASET_SIZES[c["dataset"]]
+
+    def sched(cfg):
+        s = cfg["schedule"]
+        if s["kind"] == "constant":
+            return f"lr {s['base']:g} throughout"
+        warm = f"lr {s['warmup_lr']:g} for the first {s['warmup_steps']} steps, then " if s.get("warmup_steps") else "lr "
+        return f"{warm}{s['base']:g}, divided by {s['divisor']:g} at steps {', '.join(map(str, s['milestones']))}"
+
+    def data(cfg):
+        sub = cfg.get("subset")
+        if not sub:
+            return f"all {n_train:,} training images (test: {n_test:,})"
+        return f"{10 * sub['train_per_class']:,} training images (test: {10 * sub['test_per_class']:,})"
+
+    return (f"**{net_name(c)}**, {c['steps']:,} steps of batch {c['batch_size']} on {data(c)}, {sched(c)}. "
+            f"The paper: **{net_name(f)}**, {f['steps']:,} steps of batch {f['batch_size']} on {data(f)}.")
+
+
+DATASET_SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}
+
+
+def _evidence(test, res) -> str:
+    if res["verdict"] == "not run yet":
+        return f"{res['n'][0]} and {res['n'][1]} seeds recorded"
+    unit = 100 if test.metric == "test_err" else 1
+    fmt = ".1f" if unit == 100 else ".3f"
+    return (f"{test.a} {unit * res['mean_a']:{fmt}} ± {unit * res['sd_a']:{fmt}} vs {test.b} "
+            f"{unit * res['mean_b']:{fmt}} ± {unit * res['sd_b']:{fmt}}; d = {unit * res['d']:{fmt}}, "
+            f"2 se = {unit * 2 * res['se']:{fmt}}")
+
+
+def claims_table(keys=None, scale="shrunk", out_dir=None):
+    """One row per claim: where it comes from, its words, its pre-registered test, our verdict and the
+    evidence (means ± sd over seeds, the difference d against twice its standard error)."""
+    import pandas as pd
+
+    rows = []
+    for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
+        v = claims.evaluate(c, scale, out_dir)
+        rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
+                     "test (fixed before the runs)": "; ".join(t.words() for t in c.tests)
+                     + (f" ({c.scale_note})" if c.scale_note else ""),
+                     "verdict": v.verdict,
+                     "evidence": " | ".join(_evidence(t, r) for t, r in v.parts),
+                     "missing runs": sum(len(s) for _, s in v.missing)})
+    return pd.DataFrame(rows).set_index("claim")
+
+
+def verdict_counts(df) -> dict:
+    """{verdict: number of claims} for a ``claims_table``."""
+    return {v: int((df["verdict"] == v).sum()) for v in claims.VERDICTS}
+
+
+def styled(df):
+    """For reading: numbers rounded, empty cells '–', long text wrapped, verdicts coloured."""
+    colour = {"reproduced": "#d9f2d9", "contradicted": "#f8d7d7", "inconclusive": "#fff3cd",
+              "not run yet": "#eeeeee"}
+    num = [c for c in df.columns if df[c].dtype.kind == "f"]
+    s = df.style.format({c: "{:.2f}" for c in num}, na_rep="–")
+    if "verdict" in df.columns:
+        s = s.map(lambda v: f"background-color: {colour.get(v, '')}", subset=["verdict"])
+    return s.set_table_styles([{"selector": "td, th", "props": "font-size: 0.85em; padding: 0.2em 0.6em; "
+                                                               "vertical-align: top; text-align: left;"}])
+
+
+def band_curves(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None, title=None):
+    """Training loss and test error (%) against the step: for each variant the mean over its recorded seeds,
+    with a band of ± one standard deviation (a plotly figure; works without a kernel)."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (10-step windows)", "test error %"))
+    colours = qualitative.Plotly + qualitative.D3
+    missing, where = [], set()
+    for i, v in enumerate(variants):
+        runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
+        if not runs:
+            missing.append(v)
+            continue
+        where.update(hardware(r) for r in runs)
+        c = colours[i % len(colours)]
+        label = f"{v} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
+        for col, key, part, scale_y in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
+            steps = sorted({h["step"] for r in runs for h in r["history"][part]})
+            per = [[scale_y * h[key] for r in runs for h in r["history"][part] if h["step"] == s] for s in steps]
+            mean = [statistics.fmean(p) for p in per]
+            sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in per]
+            fig.add_trace(go.Scatter(x=steps + steps[::-1], y=[m + d for m, d in zip(mean, sd)]
+                                     + [m - d for m, d in zip(mean, sd)][::-1], fill="toself", fillcolor=c,
+                                     opacity=0.18, line={"width": 0}, hoverinfo="skip", legendgroup=v,
+                                     showlegend=False), 1, col)
+            fig.add_trace(go.Scatter(x=steps, y=mean, name=label, legendgroup=v, showlegend=col == 1,
+                                     mode="lines" if col == 1 else "lines+markers", line={"color": c},
+                                     hovertemplate=f"{v}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
+    fig.update_xaxes(title_text="step")
+    sub = "mean ± sd over seeds; " + ("; ".join(sorted(where)) if where else "no recorded runs yet")
+    if missing:
+        sub += f"; not run yet: {', '.join(missing)}"
+    head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + f", our {scale} runs"
+    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=460, margin={"t": 100},
+                      legend={"title": {"text": "variant"}})
+    return fig
+
+
+def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
+    """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the command."""
+    import pandas as pd
+    import torch
+
+    from .data import DEFAULT_ROOT
+
+    ck_dir = checkpoint_dir or DEFAULT_ROOT / "checkpoints"
+    rows = []
+    for v in variants:
+        cfg = recipes.config(experiment, v, "full", seed)
+        r = results.find_result(cfg, out_dir)
+        p = paper_numbers.paper_number(experiment, v) or {}
+        row = {"variant": v, "network": net_name(cfg), "paper: error %": p.get("value", float("nan"))}
+        ck = ck_dir / f"{results.run_name(cfg)}.pt"
+        if r is not None:
+            row.update({"ours: error %": 100 * claims.final_test_err(r), "state": f"finished on {hardware(r)}"})
+        elif ck.exists():
+            c = torch.load(ck, map_location="cpu", weights_only=True)
+            last = c["history"]["test"][-1] if c["history"]["test"] else {}
+            row.update({"ours: error %": float("nan"),
+                        "state": f"under way: step {c['step']:,} of {cfg['steps']:,} (test error "
+                                 f"{100 * last.get('test_err', float('nan')):.1f} % at step {last.get('step', 0):,}; "
+                                 f"resume on a GPU: data/checkpoints/README.md)"})
+        else:
+            row.update({"ours: error %": float("nan"), "state": "not run: " + command(experiment, v, "full")
+                        + " --cuda-graph"})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def train_missing(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None, **train_kwargs):
+    """Train the missing seeds of `variants` (what a reader asks for with RUN = True; a page never trains on
+    its own). Runs one after another with a progress bar; returns their results."""
+    from .trainer import train
+
+    done = []
+    for v in variants:
+        for s in seeds:
+            cfg = recipes.config(experiment, v, scale, s)
+            if results.find_result(cfg, out_dir) is None:
+                done.append(train(cfg, out_dir=out_dir, **train_kwargs))
+    return done
