@@ -219,3 +219,33 @@ def train_missing(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=Non
             if results.find_result(cfg, out_dir) is None:
                 done.append(train(cfg, out_dir=out_dir, **train_kwargs))
     return done
+
+
+def trained_model(experiment, variant, scale="full", seed=0, checkpoint_dir=None):
+    """The network of a run, with the weights of its committed checkpoint (data/checkpoints/), in eval mode;
+    and a line saying which step of which recipe on which device they come from. None if there is none."""
+    import torch
+
+    from .data import DEFAULT_ROOT
+    from .trainer import build_model
+
+    cfg = recipes.config(experiment, variant, scale, seed)
+    path = (checkpoint_dir or DEFAULT_ROOT / "checkpoints") / f"{results.run_name(cfg)}.pt"
+    if not path.exists():
+        return None, f"no checkpoint of {results.run_name(cfg)}"
+    ck = torch.load(path, map_location="cpu", weights_only=True)
+    net = build_model(ck["config"]["model"])
+    net.load_state_dict(ck["model"])
+    return net.eval(), (f"{net_name(cfg)} after {ck['step']:,} of {cfg['steps']:,} steps of the paper's recipe "
+                        f"({ck['device_type']}, {ck['precision']})")
+
+
+def test_images(experiment, variant, n=256, data=None):
+    """The first n test images of a recipe's dataset, normalised as that recipe trains, with their labels."""
+    import torch
+
+    from .trainer import _prepare_data
+
+    cfg = recipes.config(experiment, variant, "full")
+    D = _prepare_data(cfg, data, torch.device("cpu"))
+    return D["x_test"][:n].float().div(255).sub(D["mean"]).div(D["std"]), D["y_test"][:n]
