@@ -19,8 +19,8 @@ from .registry import BLOCKS, MLP_KINDS, SHORTCUTS, UNITS
 from .units import make_unit
 from .data import load as load_data
 from .recipes import EXPERIMENTS, config, lr_at
-from .results import load_results, run
-from .trainer import train
+from .results import load_results
+from .trainer import run, train
 
 __version__ = "0.1.0"
 

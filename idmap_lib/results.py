@@ -2,8 +2,8 @@
 
 Each file holds the full config and the sha256 of its canonical JSON (the ``why`` notes left out), the final
 metrics, the history, the status (``ok`` or ``fail``, with the step), hardware, Python/torch/CUDA versions,
-the git commit, the seed, the dataset source and the date. ``run(...)`` looks a result up by config hash
-and trains only when it is missing: the book calls it, so a build with committed results trains nothing.
+the git commit, the seed, the dataset source and the date. ``find_result`` looks a result up by config hash
+(``trainer.run`` trains only when it is missing).
 """
 from __future__ import annotations
 
@@ -121,20 +121,3 @@ def find_result(cfg: dict, out_dir=None) -> dict | None:
         if r.get("config_hash") == h:
             return r
     return None
-
-
-def run(experiment: str, variant: str, scale: str = "shrunk", seed: int = 0, out_dir=None, retrain=False,
-        **train_kwargs) -> dict:
-    """The result of one recipe run: looked up by config hash in `out_dir`, trained (and saved) if missing.
-
-    train_kwargs go to ``trainer.train`` (data=, device=, on_log=, progress=, checkpoint_dir=, ...).
-    """
-    from .recipes import config
-    from .trainer import train
-
-    cfg = config(experiment, variant, scale, seed)
-    if not retrain:
-        hit = find_result(cfg, out_dir)
-        if hit is not None:
-            return hit
-    return train(cfg, out_dir=out_dir, **train_kwargs)

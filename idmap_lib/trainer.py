@@ -40,7 +40,7 @@ from .augment import crop_flip  # noqa: E402
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from .introspect import gates  # noqa: E402
 from .recipes import lr_at  # noqa: E402
-from .results import config_hash, provenance, run_name, save_result  # noqa: E402
+from .results import config_hash, find_result, provenance, run_name, save_result  # noqa: E402
 
 GRAPH_WARMUP = 3  # eager steps before the first capture (lazy init of cuDNN/cuBLAS handles, optimizer state)
 
@@ -560,3 +560,19 @@ def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
                     r.advance()
                     r.rng = r._rng_state()
         return [r.finish() for r in runs]
+
+
+def run(experiment: str, variant: str, scale: str = "shrunk", seed: int = 0, out_dir=None, retrain=False,
+        **train_kwargs) -> dict:
+    """The result of one recipe run: looked up by config hash in `out_dir`, trained (and saved) if missing.
+
+    train_kwargs go to ``train`` (data=, device=, on_log=, progress=, checkpoint_dir=, cuda_graph=, ...).
+    """
+    from .recipes import config
+
+    cfg = config(experiment, variant, scale, seed)
+    if not retrain:
+        hit = find_result(cfg, out_dir)
+        if hit is not None:
+            return hit
+    return train(cfg, out_dir=out_dir, **train_kwargs)

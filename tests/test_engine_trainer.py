@@ -10,8 +10,8 @@ import torch
 from idmap_lib import data
 from idmap_lib.checkpoint import CheckpointError
 from idmap_lib.recipes import config, step_schedule
-from idmap_lib.results import config_hash, load_results, run
-from idmap_lib.trainer import pick_device, train
+from idmap_lib.results import config_hash, load_results
+from idmap_lib.trainer import pick_device, run, train
 
 SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 
