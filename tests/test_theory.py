@@ -1,6 +1,8 @@
 """The book's derivations (idmap_lib.theory) reproduce the papers' equations, and the probes
 (idmap_lib.probes) measure what the equations say on real idmap_lib networks."""
+import json
 import math
+from pathlib import Path
 
 import pytest
 import sympy as sp
@@ -64,6 +66,55 @@ def test_paper_b_layer_distance_orders():
     assert r["orders"]["squared_euclidean"] == sp.Order(n, (n, sp.oo))  # the paper's O(n)
     assert r["orders"]["euclidean_bound"] == sp.Order(sp.sqrt(n), (n, sp.oo))
     assert r["orders"]["absolute"] == sp.Order(n ** sp.Rational(3, 2), (n, sp.oo))
+
+
+# ---- what the pages display: every equation's LaTeX, as printed by sympy -------------------------------------
+DISPLAYED = json.loads((Path(__file__).parent / "theory_displayed.json").read_text())
+
+
+def _displayed_now():
+    out = {name: [s for k, s in fn().displayed() if k == "math"] for name, fn in T.ALL.items()}
+    out["gate_shortcut"] = [s for _, s in T.gate_shortcut_displayed()]
+    out["paper_b_layer_distance"] = [s for _, s in T.paper_b_layer_distance_displayed()]
+    return out
+
+
+def test_every_displayed_equation_is_the_reviewed_string():
+    """Each equation chapters 2, 3 and 5 display, exactly as reviewed (tests/theory_displayed.json)."""
+    now = _displayed_now()
+    assert set(now) == set(DISPLAYED)
+    for name, lines in now.items():
+        assert lines == DISPLAYED[name], f"{name}: the displayed LaTeX changed"
+
+
+def test_gate_lines_read_as_the_paper_writes_them():
+    h, hp, hp0 = [s for _, s in T.gate_shortcut_displayed()]
+    assert hp0 == r"h'(0) = \frac{1}{1 + e^{b_{g}}}"          # = 1 - sigma(b_g), never 1/(e + 1^{b_g})
+    assert r"\frac{1}{1 + e^{- b_{g} - w_{g} x}}" in h
+    assert "e + 1" not in h + hp + hp0
+
+
+def test_index_arithmetic_reads_l_plus_1_and_sums_keep_1_first():
+    assert T.tex(T.x[T.l + 1]) == r"\mathbf{x}_{l + 1}" and T.tex(T.x[T.L - 1]) == r"\mathbf{x}_{L - 1}"
+    assert T.tex(sp.Product(T.lam[T.j], (T.j, T.i + 1, T.L - 1))) == r"\prod_{j=i + 1}^{L - 1} \lambda_{j}"
+    b = sp.Symbol("b")
+    assert T.tex(1 / (1 + sp.exp(b))) == r"\frac{1}{1 + e^{b}}"
+    assert T.tex(1 + sp.exp(-b)) == r"1 + e^{- b}"
+    assert T.tex(T.hp[T.i]) == "h'_{i}"
+
+
+def test_long_equations_are_set_on_several_lines():
+    eq7 = T.eqn7()
+    long_steps = [T.tex_display(e) for _, e in eq7.steps if len(sp.sstr(e)) > T.WRAP]
+    assert long_steps and all(s.startswith(r"\begin{aligned}") and r"\\ &\quad + " in s for s in long_steps)
+    assert not T.tex_display(T.eqn3().result).startswith(r"\begin")
+
+
+def test_no_chapter_prints_latex_itself():
+    """Chapters display math through idmap_lib.theory (sympy's printer), never sp.latex or a regex on LaTeX."""
+    for nb in sorted((Path(__file__).parents[1] / "book").glob("0[1-5]_*.ipynb")):
+        code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+        assert "sp.latex(" not in code and "re.sub(" not in code, nb.name
 
 
 def test_gate_shortcut_derivative_at_zero():
