@@ -67,6 +67,29 @@ def use_book_renderer() -> None:
     pio.renderers.default = RENDERER
 
 
+LIVE_ONLY_NOTE = (
+    "*Live version: in Jupyter or on Colab (the rocket button at the top of the page) this cell shows "
+    "sliders that recompute the figure in Python. A static page has no Python running, so here it shows "
+    "nothing; the figure above with its own slider works in the page.*"
+)
+
+
+def live_widget(make):
+    """Show an ipywidgets figure only where a kernel runs it (Jupyter, Colab).
+
+    ``make()`` builds and returns the widget. Sliders whose figure is computed in Python
+    (``interactive_output``) would look live in the static site but stay frozen at their build-time
+    value, so during the book build ``make`` is not called and a note (:data:`LIVE_ONLY_NOTE`) says
+    where the live version runs. Returns the widget, or None in the build.
+    """
+    if in_book_build():
+        from IPython.display import Markdown, display
+
+        display(Markdown(LIVE_ONLY_NOTE))
+        return None
+    return make()
+
+
 def describe_device(device) -> str:
     """One line naming the device: the CUDA GPU's name, or the CPU and its core count."""
     import torch

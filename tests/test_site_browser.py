@@ -18,6 +18,7 @@ import http.server
 import io
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -355,3 +356,22 @@ def test_nothing_is_cut_off(browser, site_url, name):
         assert not bad, f"{name}: " + "\n".join(bad)
     finally:
         visit.close()
+
+
+# ---- no control that looks live but is frozen -------------------------------------------------------------------
+# ipywidgets controls whose effect is computed in Python stay at their build-time value in a static page.
+# Display-only widgets (tqdm's progress bar: FloatProgress, HTML, HBox) are fine.
+CONTROL_MODELS = ("SliderModel", "DropdownModel", "ButtonModel", "TextModel", "TextareaModel",
+                  "CheckboxModel", "ToggleButtonModel", "ToggleButtonsModel", "RadioButtonsModel",
+                  "SelectModel", "SelectMultipleModel", "PlayModel", "ColorPickerModel", "DatePickerModel")
+
+
+@pytest.mark.parametrize("name", site_pages() or ["index.html"])
+def test_no_frozen_widget_controls(name):
+    """The static site shows no ipywidgets control: live widgets are shown only where a kernel runs
+    (idmap_lib.book.live_widget); the sliders readers can use in the page are plotly's own."""
+    assert (SITE / "index.html").is_file(), f"{SITE} has no built site: run `make book` first"
+    html = (SITE / name).read_text(encoding="utf-8")
+    models = set(re.findall(r'"_model_name": "(\w+)"', html))
+    found = sorted(m for m in models if m.endswith(CONTROL_MODELS))
+    assert not found, f"{name}: the static page shows ipywidgets controls that do nothing there: {found}"

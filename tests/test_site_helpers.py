@@ -89,3 +89,18 @@ def test_drawing_rejects_bad_input():
         draw_units([layout], ["a", "b"])
     with pytest.raises(ValueError, match="per_row"):
         draw_units([layout], per_row=0)
+
+
+def test_live_widget_only_where_a_kernel_runs(monkeypatch, capsys):
+    """In the book build the widget is not built (its sliders would be frozen there) and a note says
+    where it runs; in Jupyter/Colab the widget is returned to be displayed."""
+    made = []
+
+    def make():
+        made.append(1)
+        return "widget"
+
+    monkeypatch.setenv(book.BUILD_ENV, "1")
+    assert book.live_widget(make) is None and not made
+    monkeypatch.setenv(book.BUILD_ENV, "0")
+    assert book.live_widget(make) == "widget" and made == [1]
