@@ -8,6 +8,7 @@ import pytest
 import sympy as sp
 import torch
 
+from idmap_lib import book
 from idmap_lib import theory as T
 
 # ---- sympy: every derived equation equals the paper's ------------------------------------------------------
@@ -257,14 +258,7 @@ def test_set_shortcut_scale_needs_constant_scaling():
 
 # ---- the chapters: the shared setup cell, no stored outputs -------------------------------------------------
 CHAPTERS = ["02_propagation", "03_scaled_shortcuts", "04_relu_truncation", "05_learning_identity"]
-SETUP = '''# Setup: on Colab this installs idmap_lib from the repository; elsewhere it is already installed.
-try:
-    import idmap_lib
-except ImportError:
-    %pip install -q "idmap-lib @ git+https://github.com/idmap-book/idmap"
-    import idmap_lib
-from idmap_lib.book import setup
-device = setup()'''
+SETUP = book.setup_cell(book.repository_url())  # the one URL setting (_config.yml)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
