@@ -375,3 +375,18 @@ def test_no_frozen_widget_controls(name):
     models = set(re.findall(r'"_model_name": "(\w+)"', html))
     found = sorted(m for m in models if m.endswith(CONTROL_MODELS))
     assert not found, f"{name}: the static page shows ipywidgets controls that do nothing there: {found}"
+
+
+# ---- launch buttons follow the repository URL setting ------------------------------------------------------------
+def test_launch_buttons_follow_the_repository_url_setting():
+    """Every chapter page opens its own notebook on Colab from the repository named in _config.yml."""
+    from idmap_lib import book
+
+    assert (SITE / "index.html").is_file(), f"{SITE} has no built site: run `make book` first"
+    url = book.repository_url()
+    owner_repo = url.removeprefix("https://github.com/")
+    for nb_path in book.chapter_notebooks():
+        html = (SITE / f"{nb_path.stem}.html").read_text(encoding="utf-8")
+        colab = f"https://colab.research.google.com/github/{owner_repo}/blob/main/book/{nb_path.name}"
+        assert colab in html, f"{nb_path.stem}.html: no Colab button for {colab}"
+        assert f'href="{url}"' in html, f"{nb_path.stem}.html: repository button does not point to {url}"

@@ -75,9 +75,13 @@ def test_a_chapter_runs_from_a_clone_in_a_clean_environment(tmp_path):
     from nbclient import NotebookClient
 
     python = _clean_venv(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", book.BUILD_ENV, "VIRTUAL_ENV")}
+    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0",
+               PIP_DISABLE_PIP_VERSION_CHECK="1",
+               IDMAP_DATA=os.environ.get("IDMAP_DATA", str(ROOT.parent / "shared" / "data")))
     check = subprocess.run([python, "-c", "import torch, sympy, plotly, ipykernel\n"
                             "try:\n import idmap_lib\nexcept ImportError: print('clean')"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, env=env, cwd=tmp_path)
     assert check.stdout.strip() == "clean", check.stdout + check.stderr
 
     kernels = tmp_path / "jupyter" / "kernels" / "colab-like"
@@ -100,9 +104,6 @@ def test_a_chapter_runs_from_a_clone_in_a_clean_environment(tmp_path):
 
     work = tmp_path / "content"                                          # Colab's /content: empty
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", book.BUILD_ENV, "VIRTUAL_ENV")}
-    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0",
-               PIP_DISABLE_PIP_VERSION_CHECK="1", IDMAP_DATA=os.environ.get("IDMAP_DATA", str(ROOT.parent / "shared" / "data")))
     old_env = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)
