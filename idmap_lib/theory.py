@@ -446,7 +446,7 @@ def paper_b_component_distance() -> Derivation:
               "E|w| (normal) = sigma sqrt(2/pi)": sp.simplify(Ex(sp.Abs(wn)) - sigma * sp.sqrt(2 / sp.pi)) == 0}
     return Derivation("Paper B: component-wise distance", steps, sp.Eq(d, en), sp.Eq(d, sigma ** 2), checks,
                       paper_label="Paper B's statement (\"the distance is given by the distribution's variance\"), "
-                                  "typed from its wording:")
+                                  "in symbols:")
 
 
 def paper_b_layer_distance(gain: int = 2) -> dict:

@@ -2,6 +2,7 @@
 (idmap_lib.probes) measure what the equations say on real idmap_lib networks."""
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,19 @@ def test_chapter_notebook_shape(chapter):
     titles = [ln for c in nb["cells"] if c["cell_type"] == "markdown" for ln in "".join(c["source"]).splitlines()
               if ln.startswith("# ")]
     assert len(titles) == 1
+
+
+# Numbers a page measures are written by the page (idmap_lib.book.say with f-strings), never typed in
+# its prose: typed powers of ten, long decimals and "about half" are how measured numbers crept in.
+TYPED_MEASUREMENT = re.compile(r"10\^\{?-?\d|2\^\{?-\d|\\cdot\s*10|\d\.\d{3,}|about half|orders of magnitude")
+
+
+@pytest.mark.parametrize("chapter", ["01_residual_units"] + CHAPTERS)
+def test_prose_types_no_measured_number(chapter):
+    nb = json.loads((Path(__file__).parents[1] / "book" / f"{chapter}.ipynb").read_text())
+    typed = [ln for c in nb["cells"] if c["cell_type"] == "markdown"
+             for ln in "".join(c["source"]).splitlines()
+             if not ln.startswith("|") and TYPED_MEASUREMENT.search(ln)]     # the paper's tables are quoted
+    assert not typed, f"{chapter}: numbers typed in prose (compute them in the page):\n" + "\n".join(typed)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code" and "say(" in "".join(c["source"])]
+    assert all("remove-input" in c["metadata"].get("tags", []) for c in code), "prose cells show their code"
