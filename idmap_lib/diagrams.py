@@ -3,7 +3,7 @@
 `draw_units` takes `unit_layout(unit)` dicts (see introspect.py), so a drawing shows exactly the ops
 the code runs: x_l enters at the top; the shortcut h runs down the left, the gate g(x) (Fig 2c, d)
 in the middle and the residual branch F on the right; both meet at the addition, then f, then
-x_{l+1}. The factors on each path (Table 1's "on shortcut" / "on F" columns) are written beside the
+x_{l+1}. The gate's path is dashed, in the sigmoid's colour. The factors on each path (Table 1's "on shortcut" / "on F" columns) are written beside the
 arrows. The SVG is self-contained: it shows in the static book, in Jupyter and in Colab.
 """
 
@@ -56,10 +56,13 @@ def _box(x, y, op):
     )
 
 
-def _line(x1, y1, x2, y2, dashed=False, arrow=True):
-    dash = " stroke-dasharray='4 3'" if dashed else ""
+GATE_COLOR = COLORS["sigmoid"][1]   # the gate's path g(x) (Fig 2c, d): dashed, in the sigmoid's colour
+
+
+def _line(x1, y1, x2, y2, dashed=False, arrow=True, color="#333"):
+    dash = " stroke-dasharray='3 2'" if dashed else ""
     head = " marker-end='url(#idmap-arrow)'" if arrow else ""
-    return (f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' stroke='#333' "
+    return (f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' stroke='{color}' "
             f"stroke-width='1.3'{dash}{head}/>")
 
 
@@ -73,13 +76,13 @@ def _factor(x, y, factor, anchor):
     return _text(x, y, "× " + escape(factor), size=11, anchor=anchor, color="#a02020")
 
 
-def _stack(x, y, ops):
-    """Boxes for `ops` from y downwards; returns (svg, y below the last box)."""
+def _stack(x, y, ops, dashed=False, color="#333"):
+    """Boxes for `ops` from y downwards, joined by arrows; returns (svg, y below the last box)."""
     parts = []
     for op in ops:
         parts.append(_box(x, y, op))
         y += _box_h(op)
-        parts.append(_line(x, y, x, y + GAP))
+        parts.append(_line(x, y, x, y + GAP, dashed=dashed, color=color))
         y += GAP
     return "".join(parts), y
 
@@ -127,11 +130,10 @@ def _panel(layout, title, x0, add_y, top):
                      color="#4a74b4"))
 
     if has_gate:
-        out.append(_line(xm, split, xg, split, dashed=True, arrow=False))
-        out.append(_line(xg, split, xg, split + GAP, dashed=True))
-        svg, g_end = _stack(xg, split + GAP, layout["gate"])
-        out.append(svg.replace("stroke='#333' stroke-width='1.3'", "stroke='#333' stroke-width='1.3' "
-                                                                   "stroke-dasharray='4 3'"))
+        out.append(_line(xm, split, xg, split, dashed=True, arrow=False, color=GATE_COLOR))
+        out.append(_line(xg, split, xg, split + GAP, dashed=True, color=GATE_COLOR))
+        svg, g_end = _stack(xg, split + GAP, layout["gate"], dashed=True, color=GATE_COLOR)
+        out.append(svg)
         out.append(_text(xg, g_end + 11, "g(x)", 11, italic=True, color="#a4468a"))
 
     # factors written just above the addition on each path

@@ -9,7 +9,6 @@ residual unit, W_l its weights, F the residual function, E the loss, lambda_l th
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -46,16 +45,68 @@ class ResidualSumHat(sp.Function):
 
 
 class _Printer(LatexPrinter):
+    """sympy's LaTeX printer in the paper's notation: partial derivatives, sums in sympy's "old" term
+    order (x_l + F, 1 + e^{...}), except index arithmetic, which reads as the paper writes it: l + 1, L - 1."""
+
+    def __init__(self, settings=None):
+        super().__init__({"order": "old", **(settings or {})})
+
     def _print_Derivative(self, expr):  # always the paper's partial derivatives
         var = expr.variables[0]
         return r"\frac{\partial}{\partial %s}%s" % (self._print(var), self._print(expr.expr))
 
+    def _print_Indexed(self, expr):  # x_l, lambda_i, h'_i (sympy writes {h'}_{i}, which sets the i apart)
+        return "%s_{%s}" % (self._print(expr.base.label), ",".join(self._print(i) for i in expr.indices))
+
+    def add_terms(self, expr):
+        """The terms of a sum as (sign, LaTeX) pairs, in the order they are printed."""
+        terms = self._as_ordered_terms(expr, order=self._settings["order"])
+        if _is_index(expr):          # symbols first, the integer last: L - 1, i + 1
+            terms = [t for t in terms if not t.is_Integer] + [t for t in terms if t.is_Integer]
+        out = []
+        for t in terms:
+            sign = "-" if t.could_extract_minus_sign() else "+"
+            t = -t if sign == "-" else t
+            tex_t = self._print(t)
+            out.append((sign, r"\left(%s\right)" % tex_t if self._needs_add_brackets(t) else tex_t))
+        return out
+
+    def _print_Add(self, expr, order=None):
+        return _join(self.add_terms(expr))
+
+
+def _is_index(expr) -> bool:
+    """True for index arithmetic such as L - 1 or i + 1: one integer plus (negated) plain symbols."""
+    ints = [t for t in expr.args if t.is_Integer]
+    rest = [t for t in expr.args if not t.is_Integer]
+    return len(ints) == 1 and all(t.is_Symbol or (-t).is_Symbol for t in rest)
+
+
+def _join(terms) -> str:
+    """'a + b - c' from [('+', 'a'), ('+', 'b'), ('-', 'c')] (a leading '-' stays, a leading '+' goes)."""
+    s = ""
+    for k, (sign, t) in enumerate(terms):
+        s += (f"{sign} " if sign == "-" else "") + t if k == 0 else f" {sign} {t}"
+    return s
+
 
 def tex(expr) -> str:
     """LaTeX of a sympy expression in the paper's notation and term order (x_l + F, 1 + ..., L - 1)."""
-    s = _Printer({"order": "old"}).doprint(expr)
-    s = re.sub(r"(?<![\w}])-?1 \+ ([A-Za-z])\b", lambda m: m.group(1) + (" - 1" if m.group(0)[0] == "-" else " + 1"), s)
-    return s
+    return _Printer().doprint(expr)
+
+
+WRAP = 200   # characters of sympy's plain-text form above which a displayed equation is broken into lines
+
+
+def tex_display(expr, wrap: int = WRAP) -> str:
+    """LaTeX for a displayed equation: an ``Eq`` whose right-hand side is a long sum is set one term per
+    line (``aligned``), so that it fits a page's text column; anything else is :func:`tex`."""
+    if not (isinstance(expr, sp.Eq) and expr.rhs.is_Add and len(sp.sstr(expr)) > wrap):
+        return tex(expr)
+    p = _Printer()
+    terms = p.add_terms(expr.rhs)
+    lines = [_join(terms[:1])] + [f"\\quad {sign} {t}" for sign, t in terms[1:]]
+    return (r"\begin{aligned}" + p.doprint(expr.lhs) + " &= " + r" \\ &".join(lines) + r"\end{aligned}")
 
 
 # ---- the result object ----------------------------------------------------------------------------------
@@ -79,18 +130,28 @@ class Derivation:
     def holds(self) -> bool:
         return all(self.checks.values()) and self.difference() == 0
 
+    def displayed(self) -> list:
+        """What :meth:`show` puts on the page, in order: ("text", Markdown) and ("math", LaTeX) pairs."""
+        out = [("text", f"**{self.name}**")]
+        for why, e in self.steps:
+            out += [("text", why), ("math", tex_display(e))]
+        out += [("text", self.paper_label or f"The paper's {self.name.split(':')[0]}, as printed:"),
+                ("math", tex_display(self.paper))]
+        ok = "".join(f"\n- {k}: {'✓' if v else '✗ FAILED'}" for k, v in self.checks.items())
+        out.append(("text", f"sympy: `simplify(derived − paper) = {self.difference()}`"
+                            + (f"\n\nChecks sympy ran on the way:{ok}" if ok else "")))
+        return out
+
     def show(self):
         """Display the steps as math (in a notebook)."""
-        from IPython.display import Markdown, Math, display
-        display(Markdown(f"**{self.name}**"))
-        for why, e in self.steps:
-            display(Markdown(why))
-            display(Math(tex(e)))
-        display(Markdown(self.paper_label or f"The paper's {self.name.split(':')[0]}, as printed:"))
-        display(Math(tex(self.paper)))
-        ok = "".join(f"\n- {k}: {'✓' if v else '✗ FAILED'}" for k, v in self.checks.items())
-        display(Markdown(f"sympy: `simplify(derived − paper) = {self.difference()}`"
-                         + (f"\n\nChecks sympy ran on the way:{ok}" if ok else "")))
+        show_displayed(self.displayed())
+
+
+def show_displayed(items):
+    """Display ("text", Markdown) / ("math", LaTeX) pairs in a notebook."""
+    from IPython.display import Markdown, Math, display
+    for kind, s in items:
+        display(Math(s) if kind == "math" else Markdown(s))
 
 
 # ---- helpers: let sympy merge the sums/products it would otherwise evaluate too early ------------------
@@ -337,6 +398,22 @@ def gate_shortcut_derivative():
     return hx, d, sp.simplify(d.subs(xs, 0))
 
 
+def gate_shortcut_displayed() -> list:
+    """Chapter 3's gate lines, as ("math", LaTeX) pairs printed by sympy: h(x), h'(x) written with g(x) (checked
+    equal to sympy's derivative), and h'(0) = 1 / (1 + e^{b_g}) = 1 - sigma(b_g)."""
+    xs, w, b = sp.symbols("x w_g b_g", real=True)
+    hx, d, d0 = gate_shortcut_derivative()
+    gx = sp.Function("g")(xs)
+    with_g = 1 - gx - w * xs * gx * (1 - gx)
+    sigmoid = 1 / (1 + sp.exp(-(w * xs + b)))
+    if sp.simplify(with_g.subs(gx, sigmoid) - d) != 0:
+        raise AssertionError("h'(x) written with g(x) differs from sympy's derivative")
+    hp, hp0 = sp.Symbol("h'(x)"), sp.Symbol("h'(0)")
+    return [("math", tex(sp.Eq(sp.Function("h")(xs), hx))),
+            ("math", tex(sp.Eq(hp, with_g))),
+            ("math", tex(sp.Eq(hp0, d0)))]
+
+
 # ---- Paper B, Sec 2 ---------------------------------------------------------------------------------------
 n, sigma, c = sp.symbols("n sigma c", positive=True)
 w = sp.Symbol("w", real=True)
@@ -369,7 +446,7 @@ def paper_b_component_distance() -> Derivation:
               "E|w| (normal) = sigma sqrt(2/pi)": sp.simplify(Ex(sp.Abs(wn)) - sigma * sp.sqrt(2 / sp.pi)) == 0}
     return Derivation("Paper B: component-wise distance", steps, sp.Eq(d, en), sp.Eq(d, sigma ** 2), checks,
                       paper_label="Paper B's statement (\"the distance is given by the distribution's variance\"), "
-                                  "typed from its wording:")
+                                  "in symbols:")
 
 
 def paper_b_layer_distance(gain: int = 2) -> dict:
@@ -387,6 +464,20 @@ def paper_b_layer_distance(gain: int = 2) -> dict:
     order = lambda e: sp.Order(e, (n, sp.oo))
     return {"sigma^2": s2, "squared_euclidean": sq, "euclidean_bound": l2, "absolute": l1,
             "orders": {"squared_euclidean": order(sq), "euclidean_bound": order(l2), "absolute": order(l1)}}
+
+
+def paper_b_layer_distance_displayed(gain: int = 2) -> list:
+    """Chapter 5's lines for :func:`paper_b_layer_distance`, as ("math", LaTeX) pairs printed by sympy."""
+    r = paper_b_layer_distance(gain)
+    o = r["orders"]
+    then = r"\quad\Rightarrow\quad "
+    return [("math", r"\sigma^2 = " + tex(r["sigma^2"])),
+            ("math", r"\mathbb{E}\Big[\sum_{ij} w_{ij}^2\Big] = n^2\sigma^2 = " + tex(r["squared_euclidean"])
+             + then + tex(o["squared_euclidean"])),
+            ("math", r"\mathbb{E}\,\|W_o\|_F \le \sqrt{\mathbb{E}\,\|W_o\|_F^2} = " + tex(r["euclidean_bound"])
+             + then + tex(o["euclidean_bound"])),
+            ("math", r"\mathbb{E}\Big[\sum_{ij} |w_{ij}|\Big] = n^2\sigma\sqrt{2/\pi} = " + tex(r["absolute"])
+             + then + tex(o["absolute"]))]
 
 
 def paper_b_gate() -> Derivation:

@@ -18,6 +18,7 @@ import http.server
 import io
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -299,3 +300,93 @@ def test_slider_changes_plotted_data(browser, site_url):
         assert not errors, f"JavaScript errors while moving the slider: {errors}"
     finally:
         visit.close()
+
+
+# ---- nothing is cut off at the right edge ---------------------------------------------------------------------
+# Pages whose tables may be wider than the article (they scroll inside their own block): chapter 7's
+# run tables carry many columns. Everywhere else every table fits.
+TABLES_MAY_SCROLL = {"07_experiments.html"}
+OVERFLOW_JS = """(tablesMayScroll) => {
+  const article = document.querySelector('article.bd-article');
+  if (!article) return [];
+  const style = getComputedStyle(article);
+  const limit = article.getBoundingClientRect().right - parseFloat(style.paddingRight) + 1;
+  const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  const describe = (e, why) => `${why}: <${e.tagName.toLowerCase()} class="${e.getAttribute('class') || ''}"> `
+      + JSON.stringify((e.textContent || '').trim().slice(0, 60));
+  const bad = [];
+  const sel = 'pre, table, mjx-container[display="true"], svg, img, .plotly-graph-div, .jupyter-widgets';
+  for (const e of article.querySelectorAll(sel)) {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || e.closest('.modebar, mjx-container svg')) continue;
+    const tag = e.tagName.toLowerCase();
+    if (tag === 'pre' && e.scrollWidth > e.clientWidth + 1) bad.push(describe(e, 'code runs past its block'));
+    if (tag === 'mjx-container' && e.scrollWidth > e.clientWidth + 1) bad.push(describe(e, 'equation wider than the page'));
+    if (tag === 'table' && !tablesMayScroll && r.right > limit) bad.push(describe(e, 'table wider than the page'));
+    if (r.right <= limit) continue;
+    let p = e.parentElement, held = false;          // past the edge: only inside a block that scrolls
+    while (p && p !== article) {
+      if (scrolls(p) && p.getBoundingClientRect().right <= limit) { held = true; break; }
+      p = p.parentElement;
+    }
+    if (!held) bad.push(describe(e, 'cut off at the right edge'));
+  }
+  return bad;
+}"""
+
+
+@pytest.mark.parametrize("name", site_pages() or ["index.html"])
+def test_nothing_is_cut_off(browser, site_url, name):
+    """At 1280 px, after math and figures are drawn: code wraps, equations fit, tables fit (or, on
+    chapter 7, scroll inside their own block), and nothing runs past the article's right edge."""
+    html = (SITE / name).read_text(encoding="utf-8")
+    visit = PageVisit(browser, site_url + name)
+    try:
+        page = visit.page
+        if _has_math(html):
+            page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
+            page.evaluate("() => window.MathJax.startup.promise")
+        if "plotly-graph-div" in html:
+            page.wait_for_function(
+                "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(d => d._fullData)",
+                timeout=30_000,
+            )
+        page.wait_for_timeout(500)
+        bad = page.evaluate(OVERFLOW_JS, name in TABLES_MAY_SCROLL)
+        assert not bad, f"{name}: " + "\n".join(bad)
+    finally:
+        visit.close()
+
+
+# ---- no control that looks live but is frozen -------------------------------------------------------------------
+# ipywidgets controls whose effect is computed in Python stay at their build-time value in a static page.
+# Display-only widgets (tqdm's progress bar: FloatProgress, HTML, HBox) are fine.
+CONTROL_MODELS = ("SliderModel", "DropdownModel", "ButtonModel", "TextModel", "TextareaModel",
+                  "CheckboxModel", "ToggleButtonModel", "ToggleButtonsModel", "RadioButtonsModel",
+                  "SelectModel", "SelectMultipleModel", "PlayModel", "ColorPickerModel", "DatePickerModel")
+
+
+@pytest.mark.parametrize("name", site_pages() or ["index.html"])
+def test_no_frozen_widget_controls(name):
+    """The static site shows no ipywidgets control: live widgets are shown only where a kernel runs
+    (idmap_lib.book.live_widget); the sliders readers can use in the page are plotly's own."""
+    assert (SITE / "index.html").is_file(), f"{SITE} has no built site: run `make book` first"
+    html = (SITE / name).read_text(encoding="utf-8")
+    models = set(re.findall(r'"_model_name": "(\w+)"', html))
+    found = sorted(m for m in models if m.endswith(CONTROL_MODELS))
+    assert not found, f"{name}: the static page shows ipywidgets controls that do nothing there: {found}"
+
+
+# ---- launch buttons follow the repository URL setting ------------------------------------------------------------
+def test_launch_buttons_follow_the_repository_url_setting():
+    """Every chapter page opens its own notebook on Colab from the repository named in _config.yml."""
+    from idmap_lib import book
+
+    assert (SITE / "index.html").is_file(), f"{SITE} has no built site: run `make book` first"
+    url = book.repository_url()
+    owner_repo = url.removeprefix("https://github.com/")
+    for nb_path in book.chapter_notebooks():
+        html = (SITE / f"{nb_path.stem}.html").read_text(encoding="utf-8")
+        colab = f"https://colab.research.google.com/github/{owner_repo}/blob/main/book/{nb_path.name}"
+        assert colab in html, f"{nb_path.stem}.html: no Colab button for {colab}"
+        assert f'href="{url}"' in html, f"{nb_path.stem}.html: repository button does not point to {url}"

@@ -89,3 +89,31 @@ def test_drawing_rejects_bad_input():
         draw_units([layout], ["a", "b"])
     with pytest.raises(ValueError, match="per_row"):
         draw_units([layout], per_row=0)
+
+
+def test_live_widget_only_where_a_kernel_runs(monkeypatch, capsys):
+    """In the book build the widget is not built (its sliders would be frozen there) and a note says
+    where it runs; in Jupyter/Colab the widget is returned to be displayed."""
+    made = []
+
+    def make():
+        made.append(1)
+        return "widget"
+
+    monkeypatch.setenv(book.BUILD_ENV, "1")
+    assert book.live_widget(make) is None and not made
+    monkeypatch.setenv(book.BUILD_ENV, "0")
+    assert book.live_widget(make) == "widget" and made == [1]
+
+
+def test_the_gate_path_is_drawn_dashed_and_the_others_solid():
+    """Chapter 1 says the gate's path is dashed: every line of it is, and no other line is."""
+    from idmap_lib.diagrams import GATE_COLOR
+
+    gated = draw_units([im.unit_layout(im.make_unit("original", "exclusive_gating"))], ["g"])
+    lines = re.findall(r"<line [^>]*/>", gated)
+    gate_lines = [ln for ln in lines if GATE_COLOR in ln]
+    assert len(gate_lines) >= 3 and all("stroke-dasharray" in ln for ln in gate_lines)
+    assert not any("stroke-dasharray" in ln for ln in lines if GATE_COLOR not in ln)
+    plain = draw_units([im.unit_layout(im.make_unit("original", "identity"))], ["p"])
+    assert "stroke-dasharray" not in plain

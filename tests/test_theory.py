@@ -1,11 +1,15 @@
 """The book's derivations (idmap_lib.theory) reproduce the papers' equations, and the probes
 (idmap_lib.probes) measure what the equations say on real idmap_lib networks."""
+import json
 import math
+import re
+from pathlib import Path
 
 import pytest
 import sympy as sp
 import torch
 
+from idmap_lib import book
 from idmap_lib import theory as T
 
 # ---- sympy: every derived equation equals the paper's ------------------------------------------------------
@@ -64,6 +68,55 @@ def test_paper_b_layer_distance_orders():
     assert r["orders"]["squared_euclidean"] == sp.Order(n, (n, sp.oo))  # the paper's O(n)
     assert r["orders"]["euclidean_bound"] == sp.Order(sp.sqrt(n), (n, sp.oo))
     assert r["orders"]["absolute"] == sp.Order(n ** sp.Rational(3, 2), (n, sp.oo))
+
+
+# ---- what the pages display: every equation's LaTeX, as printed by sympy -------------------------------------
+DISPLAYED = json.loads((Path(__file__).parent / "theory_displayed.json").read_text())
+
+
+def _displayed_now():
+    out = {name: [s for k, s in fn().displayed() if k == "math"] for name, fn in T.ALL.items()}
+    out["gate_shortcut"] = [s for _, s in T.gate_shortcut_displayed()]
+    out["paper_b_layer_distance"] = [s for _, s in T.paper_b_layer_distance_displayed()]
+    return out
+
+
+def test_every_displayed_equation_is_the_reviewed_string():
+    """Each equation chapters 2, 3 and 5 display, exactly as reviewed (tests/theory_displayed.json)."""
+    now = _displayed_now()
+    assert set(now) == set(DISPLAYED)
+    for name, lines in now.items():
+        assert lines == DISPLAYED[name], f"{name}: the displayed LaTeX changed"
+
+
+def test_gate_lines_read_as_the_paper_writes_them():
+    h, hp, hp0 = [s for _, s in T.gate_shortcut_displayed()]
+    assert hp0 == r"h'(0) = \frac{1}{1 + e^{b_{g}}}"          # = 1 - sigma(b_g), never 1/(e + 1^{b_g})
+    assert r"\frac{1}{1 + e^{- b_{g} - w_{g} x}}" in h
+    assert "e + 1" not in h + hp + hp0
+
+
+def test_index_arithmetic_reads_l_plus_1_and_sums_keep_1_first():
+    assert T.tex(T.x[T.l + 1]) == r"\mathbf{x}_{l + 1}" and T.tex(T.x[T.L - 1]) == r"\mathbf{x}_{L - 1}"
+    assert T.tex(sp.Product(T.lam[T.j], (T.j, T.i + 1, T.L - 1))) == r"\prod_{j=i + 1}^{L - 1} \lambda_{j}"
+    b = sp.Symbol("b")
+    assert T.tex(1 / (1 + sp.exp(b))) == r"\frac{1}{1 + e^{b}}"
+    assert T.tex(1 + sp.exp(-b)) == r"1 + e^{- b}"
+    assert T.tex(T.hp[T.i]) == "h'_{i}"
+
+
+def test_long_equations_are_set_on_several_lines():
+    eq7 = T.eqn7()
+    long_steps = [T.tex_display(e) for _, e in eq7.steps if len(sp.sstr(e)) > T.WRAP]
+    assert long_steps and all(s.startswith(r"\begin{aligned}") and r"\\ &\quad + " in s for s in long_steps)
+    assert not T.tex_display(T.eqn3().result).startswith(r"\begin")
+
+
+def test_no_chapter_prints_latex_itself():
+    """Chapters display math through idmap_lib.theory (sympy's printer), never sp.latex or a regex on LaTeX."""
+    for nb in sorted((Path(__file__).parents[1] / "book").glob("0[1-5]_*.ipynb")):
+        code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+        assert "sp.latex(" not in code and "re.sub(" not in code, nb.name
 
 
 def test_gate_shortcut_derivative_at_zero():
@@ -206,14 +259,7 @@ def test_set_shortcut_scale_needs_constant_scaling():
 
 # ---- the chapters: the shared setup cell, no stored outputs -------------------------------------------------
 CHAPTERS = ["02_propagation", "03_scaled_shortcuts", "04_relu_truncation", "05_learning_identity"]
-SETUP = '''# Setup: on Colab this installs idmap_lib from the repository; elsewhere it is already installed.
-try:
-    import idmap_lib
-except ImportError:
-    %pip install -q "idmap-lib @ git+https://github.com/idmap-book/idmap"
-    import idmap_lib
-from idmap_lib.book import setup
-device = setup()'''
+SETUP = book.setup_cell(book.repository_url())  # the one URL setting (_config.yml)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -226,3 +272,19 @@ def test_chapter_notebook_shape(chapter):
     titles = [ln for c in nb["cells"] if c["cell_type"] == "markdown" for ln in "".join(c["source"]).splitlines()
               if ln.startswith("# ")]
     assert len(titles) == 1
+
+
+# Numbers a page measures are written by the page (idmap_lib.book.say with f-strings), never typed in
+# its prose: typed powers of ten, long decimals and "about half" are how measured numbers crept in.
+TYPED_MEASUREMENT = re.compile(r"10\^\{?-?\d|2\^\{?-\d|\\cdot\s*10|\d\.\d{3,}|about half|orders of magnitude")
+
+
+@pytest.mark.parametrize("chapter", ["01_residual_units"] + CHAPTERS)
+def test_prose_types_no_measured_number(chapter):
+    nb = json.loads((Path(__file__).parents[1] / "book" / f"{chapter}.ipynb").read_text())
+    typed = [ln for c in nb["cells"] if c["cell_type"] == "markdown"
+             for ln in "".join(c["source"]).splitlines()
+             if not ln.startswith("|") and TYPED_MEASUREMENT.search(ln)]     # the paper's tables are quoted
+    assert not typed, f"{chapter}: numbers typed in prose (compute them in the page):\n" + "\n".join(typed)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code" and "say(" in "".join(c["source"])]
+    assert all("remove-input" in c["metadata"].get("tags", []) for c in code), "prose cells show their code"

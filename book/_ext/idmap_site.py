@@ -8,6 +8,8 @@
 - MathJax 3, require.js and the ipywidgets html-manager come from ``.vendor/site`` (``make vendor``),
   copied through ``html_static_path`` (see ``_config.yml``); pages with widgets also get
   ``idmap_widgets_shim.js`` (MathJax 2 API and module path for html-manager, see the file).
+- ``idmap_site.css`` on every page: room for wide content (a wider article; code and outputs wrap;
+  wide tables and equations scroll inside their own block), padded tables.
 - MathJax is loaded on every page (not only those with equations of their own): chapter titles
   with math appear in every page's navigation.
 """
@@ -22,6 +24,7 @@ ROOT = HERE.parents[1]
 VENDOR = ROOT / ".vendor" / "site" / "vendor"
 NEEDED = ["mathjax/tex-svg.js", "requirejs/require.js", "html-manager/dist/embed-amd.js"]
 SHIM = "idmap_widgets_shim.js"
+CSS = "idmap_site.css"  # the book's layout rules (room for wide content), on every page
 PLOTLY_JS = "vendor/plotly/plotly.min.js"
 
 
@@ -65,11 +68,13 @@ def _copy_assets(app, exception):
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     shutil.copyfile(HERE / SHIM, Path(app.outdir) / "_static" / "vendor" / SHIM)
+    shutil.copyfile(HERE / CSS, Path(app.outdir) / "_static" / CSS)
 
 
 def setup(app):
     # MathJax on every page: chapter titles with math appear in every page's navigation
     app.set_html_assets_policy("always")
+    app.add_css_file(CSS)
     app.connect("config-inited", _check_vendor)
     app.connect("html-page-context", _page_scripts)
     app.connect("build-finished", _copy_assets)
