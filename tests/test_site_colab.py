@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = os.environ.get("IDMAP_COLAB_CHAPTER", "01_residual_units")  # a chapter that trains nothing
 # Chapters owned by other branches while this check was introduced: `python -m idmap_lib.book set-url`
 # rewrites their setup cells too once they are merged.
-PENDING_SETUP_CELL = {"06_exercises", "07_experiments"}
+PENDING_SETUP_CELL = set()
 
 
 def test_setup_cells_readme_and_intro_follow_the_url_setting():
