@@ -202,13 +202,23 @@ ABLATIONS = {a.name: a for a in [
         runs={"gresnet-d100": ("b_mnist", "gresnet-d100", {}), "resnet-d100": ("b_mnist", "resnet-d100", {})},
         baseline="resnet-d100", scales=MNIST_SCALES, checkpoint=True,
         answers={"gresnet_pruned_err": "test error of the GResNet with half its blocks removed, smallest k first",
-                 "resnet_pruned_err": "test error of the ResNet with half its blocks removed at random (seed 0)",
-                 "gated_prunes_better": "True if the pruned GResNet has the lower test error"},
+                 "gresnet_random_err": "test error of the GResNet with half its blocks removed at random (seeded)",
+                 "resnet_pruned_err": "test error of the ResNet with half its blocks removed at random (seeded)",
+                 "greedy_beats_random": "True if removing the smallest-k blocks leaves the GResNet a lower test "
+                                        "error than removing random ones",
+                 "gated_prunes_better": "True if the GResNet pruned by k has a lower test error than the ResNet "
+                                        "pruned at random"},
         truth=lambda runs: {"gresnet_pruned_err": runs["gresnet-d100"]["pruned_test_err"],
+                            "gresnet_random_err": runs["gresnet-d100"]["pruned_random_test_err"],
                             "resnet_pruned_err": runs["resnet-d100"]["pruned_test_err"],
+                            "greedy_beats_random": runs["gresnet-d100"]["pruned_test_err"]
+                            < runs["gresnet-d100"]["pruned_random_test_err"],
                             "gated_prunes_better": runs["gresnet-d100"]["pruned_test_err"]
                             < runs["resnet-d100"]["pruned_test_err"]},
-        judge={"gresnet_pruned_err": ("abs", 0.002), "resnet_pruned_err": ("abs", 0.002),
+        judge={"gresnet_pruned_err": ("abs", 0.002), "gresnet_random_err": ("abs", 0.002),
+               "resnet_pruned_err": ("abs", 0.002),
+               "greedy_beats_random": ("sign_of", "gresnet-d100", "gresnet-d100", "pruned_test_err",
+                                       "pruned_random_test_err"),
                "gated_prunes_better": ("sign_of", "gresnet-d100", "resnet-d100", "pruned_test_err")}),
 ]}
 
@@ -266,9 +276,10 @@ def _units(cfg):
 
 
 def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
-    """Test error of the trained net with `fraction` of its residual blocks removed (no retraining): a gated
-    net loses the blocks with the smallest k (k := 0 makes a block exactly the identity), an ungated one
-    blocks chosen at random (seeded), each made the identity by zeroing its branch's last layer."""
+    """Test error of the trained net with `fraction` of its residual blocks removed (no retraining): of a gated
+    net, the blocks with the smallest k (k := 0 makes a block exactly the identity), and also blocks chosen at
+    random (seeded); of an ungated one, random blocks, each made the identity by zeroing its branch's last
+    layer. The same random blocks in both nets."""
     import torch
 
     from .. import trainer
@@ -280,22 +291,33 @@ def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
     model.load_state_dict(ck["model"])
     units = residual_units(model)
     n = int(len(units) * fraction)
-    ks = gates(model)
-    with torch.no_grad():
-        if ks:
-            order = sorted(range(len(units)), key=lambda i: float(ks[i]))[:n]
-            for i in order:
-                ks[i].zero_()
-        else:
-            order = random.Random(seed).sample(range(len(units)), n)
-            for i in order:
-                last = [m for m in units[i].residual.modules() if any(True for _ in m.parameters(recurse=False))]
-                for p in last[-1].parameters(recurse=False):
-                    p.zero_()
+    state = copy.deepcopy(model.state_dict())
     device = torch.device("cpu")
     D = trainer._prepare_data(cfg, data, device)
-    _, err = trainer.evaluate(model, D, None, False, device, context(device))
-    return {"pruned_test_err": err, "pruned_blocks": sorted(order), "pruned_fraction": fraction}
+
+    def pruned_error(order):
+        model.load_state_dict(state)
+        ks = gates(model)
+        with torch.no_grad():
+            for i in order:
+                if ks:
+                    ks[i].zero_()  # ReLU(0) = 0: the block is exactly the identity
+                else:
+                    last = [m for m in units[i].residual.modules() if any(True for _ in m.parameters(recurse=False))]
+                    for p in last[-1].parameters(recurse=False):
+                        p.zero_()
+        return trainer.evaluate(model, D, None, False, device, context(device))[1]
+
+    at_random = sorted(random.Random(seed).sample(range(len(units)), n))
+    out = {"pruned_fraction": fraction, "pruned_random_blocks": at_random}
+    ks = gates(model)
+    if ks:
+        greedy = sorted(sorted(range(len(units)), key=lambda i: float(ks[i]))[:n])
+        out.update(pruned_test_err=pruned_error(greedy), pruned_blocks=greedy,
+                   pruned_random_test_err=pruned_error(at_random))
+    else:
+        out.update(pruned_test_err=pruned_error(at_random), pruned_blocks=at_random)
+    return out
 
 
 def run(name: str, prediction: str, seed: int = 0, scale: str | None = None, out_dir=None, data=None,
@@ -395,9 +417,13 @@ def _compare(name, key, judge, got, truth, runs):
         if kind == "sign":  # the difference answer judge[1]
             diff = ABLATIONS[name].truth(runs)[judge[1]]
             sp = _spread_of(name, judge[1])
-        else:  # metric judge[3] of runs judge[1] vs judge[2]
-            m = (lambda r: mean_k(r)) if judge[3] == "mean_k" else (lambda r: float(r[judge[3]]))
-            diff = m(runs[judge[2]]) - m(runs[judge[1]])
+        else:  # metric judge[3] of run judge[1] vs metric judge[4] (default: the same) of run judge[2]
+            def m(r, what):
+                return mean_k(r) if what == "mean_k" else float(r[what])
+            diff = m(runs[judge[2]], judge[-1]) - m(runs[judge[1]], judge[3])
+            sp = _spread_of(name, key) or max(
+                spread().get(name, {}).get("runs", {}).get(judge[i], {}).get(judge[j], 0.0)
+                for i, j in ((1, 3), (2, -1)))
         if abs(diff) <= sp:  # within the seed spread: the runs cannot tell, either answer stands
             return None
         return None if got == truth else (f"{key} = {got}, but your runs say {truth} (difference {diff:+.4g}, "
@@ -491,7 +517,8 @@ def table(runs):
         f = r["final"]
         rows.append({"run": k, "status": r["status"], "train loss": f["train_loss"], "train error": f["train_err"],
                      "test error": f.get("test_err"), "mean k": mean_k(r) if f.get("gates_k") else None,
-                     "pruned test error": r.get("pruned_test_err"), "steps": f["steps"], "seconds": f["wall_s"]})
+                     "pruned test error": r.get("pruned_test_err"),
+                     "pruned at random, test error": r.get("pruned_random_test_err"), "steps": f["steps"], "seconds": f["wall_s"]})
     return pd.DataFrame(rows).dropna(axis=1, how="all")
 
 
@@ -512,8 +539,9 @@ def measure(names=None, seeds=SEEDS, out_dir=None, data=None, progress=False):
             ms = {"train_loss": [final(p[k]) for p in per_seed],
                   "test_err": [p[k]["final"].get("test_err", float("nan")) for p in per_seed],
                   "wall_s": [p[k]["final"]["wall_s"] for p in per_seed]}
-            if ab.checkpoint:
-                ms["pruned_test_err"] = [p[k]["pruned_test_err"] for p in per_seed]
+            for m in ("pruned_test_err", "pruned_random_test_err"):
+                if m in per_seed[0][k]:
+                    ms[m] = [p[k][m] for p in per_seed]
             if per_seed[0][k]["final"].get("gates_k"):
                 ms["mean_k"] = [mean_k(p[k]) for p in per_seed]
             runs_sp[k] = {m: statistics.stdev(v) for m, v in ms.items() if not any(map(math.isnan, v))}
