@@ -82,6 +82,11 @@ def at_step(r, step, what="train_loss"):
     return float(min(rows, key=lambda row: abs(row["step"] - step))[what])
 
 
+def _early(r):
+    """The training loss at the first third of the run (Paper A Fig 6 is about the start of training)."""
+    return at_step(r, r["config"]["steps"] / 3)
+
+
 def mean_k(r):
     ks = r["final"].get("gates_k") or []
     return sum(ks) / len(ks) if ks else float("nan")
@@ -152,15 +157,18 @@ ABLATIONS = {a.name: a for a in [
         runs={"original": ("a_table2_activations", "original-110", {}),
               "bn_after_add": ("a_table2_activations", "bn_after_add-110", {})},
         baseline="original", scales=CIFAR_SCALES,
-        answers={"early_gap": "training loss at the first third of training (step nearest steps/3): "
-                              "BN-after-addition minus original (your runs)",
-                 "slower_start": "True if BN after addition has the higher training loss at that step"},
+        answers={"early_gap": "training loss at the first third of training (the logged step nearest "
+                              "steps/3): BN-after-addition minus original (your runs)",
+                 "slower_start": "True if BN after addition has the higher training loss at that step",
+                 "final_gap": "final training loss, BN-after-addition minus original (your runs)",
+                 "ends_worse": "True if BN after addition ends with the higher training loss"},
         truth=lambda runs: {
-            "early_gap": at_step(runs["bn_after_add"], runs["bn_after_add"]["config"]["steps"] / 3)
-                         - at_step(runs["original"], runs["original"]["config"]["steps"] / 3),
-            "slower_start": at_step(runs["bn_after_add"], runs["bn_after_add"]["config"]["steps"] / 3)
-                            > at_step(runs["original"], runs["original"]["config"]["steps"] / 3)},
-        judge={"early_gap": ("abs", 0.01), "slower_start": ("sign", "early_gap")}),
+            "early_gap": _early(runs["bn_after_add"]) - _early(runs["original"]),
+            "slower_start": _early(runs["bn_after_add"]) > _early(runs["original"]),
+            "final_gap": final(runs["bn_after_add"]) - final(runs["original"]),
+            "ends_worse": final(runs["bn_after_add"]) > final(runs["original"])},
+        judge={"early_gap": ("abs", 0.01), "slower_start": ("sign", "early_gap"),
+               "final_gap": ("abs", 0.01), "ends_worse": ("sign", "final_gap")}),
     Ablation(
         name="plain_depth", title="Where does a plain net break, and does Paper B's gate save it?",
         chapter="05_learning_identity",
@@ -198,7 +206,7 @@ ABLATIONS = {a.name: a for a in [
         name="prune_by_k", title="Prune a GResNet by its gates", chapter="05_learning_identity",
         paper="Paper B Sec 4.1 (pruning the d = 100 GResNet, smallest k first, no retraining) and Table 1",
         changes="remove half the residual blocks of a trained net (no retraining): of a GResNet, those with the "
-                "smallest k; of an ungated ResNet, at random",
+                "smallest k, or random ones; of an ungated ResNet, the same random ones",
         runs={"gresnet-d100": ("b_mnist", "gresnet-d100", {}), "resnet-d100": ("b_mnist", "resnet-d100", {})},
         baseline="resnet-d100", scales=MNIST_SCALES, checkpoint=True,
         answers={"gresnet_pruned_err": "test error of the GResNet with half its blocks removed, smallest k first",

@@ -27,11 +27,13 @@ ABLATION_GOALS = {
                         "path of the gradient",
     "exclusive_gate_bias": "see the gate's trade-off: the initial b_g sets both how close the shortcut is to the "
                            "identity and how much of F passes",
-    "bn_after_addition": "see that anything on the shortcut path after the addition (here a BN) breaks the identity "
-                         "and slows the start of training",
-    "plain_depth": "find the depth at which a plain net stops training, and see a gate rescue it",
+    "bn_after_addition": "see that anything on the path after the addition (here a BN) breaks the identity, and test "
+                         "Paper A's slow start on a net much shallower than its ResNet-110",
+    "plain_depth": "find the depth at which a plain net stops training, and test whether Paper B's gate rescues it "
+                   "when k has had only a short training to move",
     "gate_depth": "read Paper B's Table 2 trend in their own runs: deeper gated nets keep k smaller",
-    "prune_by_k": "use the learned gates as a measure of each block's importance: prune without retraining",
+    "prune_by_k": "test the learned gates as a measure of each block's importance: prune without retraining, by k "
+                  "and at random",
 }
 
 
@@ -57,12 +59,13 @@ def _expected(name):
     return f"over seeds {', '.join(map(str, sp['seeds']))} (mean ± std, or each seed's): " + "; ".join(parts)
 
 
-def instructor_guide() -> str:
-    lines = ["# Instructor guide", "",
+def instructor_guide(title=True) -> str:
+    lines = (["# Instructor guide", ""] if title else []) + [
              "Two kinds of exercises: **implementation** exercises (write a unit, a gate, a product; graded on "
              "random inputs against the library, in seconds) and **ablation** exercises (change one thing, train "
              "through the library, compare: predict, run, explain). The book's pages are the instructor edition; "
              "the student edition and the autograder package are written by Otter-Grader from them.", "",
+             
              "## Implementation exercises ([chapter](06_exercises.ipynb))", "",
              "| exercise | goes with | the student writes | goal | grader |", "|---|---|---|---|---|"]
     for ex, (name, check) in EXERCISES.items():
@@ -80,7 +83,7 @@ def instructor_guide() -> str:
         lines.append(f"| {name} | [{a.chapter}]({a.chapter}.ipynb) | {a.changes} | {t['runs']} | {cpu} | "
                      f"{t['colab_gpu_s'] / 60:.1f} min |")
     lines += ["", "CPU times are the book's runs of the whole exercise (all its runs trained together) on the 2-core "
-              "CPU the book is built on; GPU times are an estimate (an assumed Colab T4 throughput, "
+              "CPU the book is built on, shared with other jobs while they ran (an idle one is faster); GPU times are an estimate (an assumed Colab T4 throughput, "
               "`ablations.COLAB_IMG_PER_S`, plus data loading), not a measurement.", ""]
     for name, a in ab.ABLATIONS.items():
         lines += [f"### {name}: {a.title}", "", f"- **Paper**: {a.paper}.",
