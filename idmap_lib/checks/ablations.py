@@ -320,7 +320,7 @@ def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
     out = {"pruned_fraction": fraction, "pruned_random_blocks": at_random}
     ks = gates(model)
     if ks:
-        greedy = sorted(sorted(range(len(units)), key=lambda i: float(ks[i]))[:n])
+        greedy = sorted(sorted(range(len(units)), key=lambda i: float(ks[i].detach()))[:n])
         out.update(pruned_test_err=pruned_error(greedy), pruned_blocks=greedy,
                    pruned_random_test_err=pruned_error(at_random))
     else:
