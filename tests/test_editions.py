@@ -132,8 +132,8 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path):
     solved = editions.solved_notebook(BOOK / "06_ablations.ipynb", tmp_path / "nb" / "ablations.ipynb")
     nb = _as_submission(solved, made["student"])
     for c in nb["cells"]:
-        if "".join(c["source"]).startswith("explanation ="):
-            c["source"] = 'explanation = """My own words about what happened."""'
+        if "".join(c["source"]).startswith("explanation_scaling ="):
+            c["source"] = 'explanation_scaling = """My own words about what happened."""'
     solved.write_text(json.dumps(nb))
     runs = [p for p in ablations.BOOK_RUNS.glob("*__s0__*.json")]
     subs = tmp_path / "subs"
@@ -142,8 +142,9 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path):
     rows = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")
     row = rows[0]
     assert row["total"] == row["possible"] == len(ablations.ABLATIONS), row
-    assert row["explanation 1"] == "My own words about what happened."
-    assert row["prediction 1"].startswith("The scaled net")
+    assert row["explanation_scaling"] == "My own words about what happened."
+    assert row["prediction_scaling"].startswith("The scaled net")
+    assert {f"prediction_{t}" for t in ("gate_bias", "bn", "plain", "k_depth", "prune")} <= set(row)
 
 
 def test_instructor_guide_is_computed():

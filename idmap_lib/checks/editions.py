@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 CHAPTERS = {"exercises": "06_exercises.ipynb", "ablations": "06_ablations.ipynb"}
 DROP_TAGS = {"instructor", "book-only"}
-FREE_TEXT = ("prediction", "explanation")  # names whose text the batch grader collects per exercise
+FREE_TEXT = ("prediction", "explanation")  # prefixes of the names whose text the batch grader collects
 
 ASSIGNMENT_CONFIG = """\
 # ASSIGNMENT CONFIG
@@ -255,9 +255,10 @@ def assign(out="dist", chapters=None, run_tests=True):
 # ---- batch grading ---------------------------------------------------------------------------------------------
 
 def _free_text(path):
-    """{name: text} for the prediction/explanation strings a submitted notebook assigns (read, not run)."""
+    """{name: text} for the prediction_.../explanation_... strings a submitted notebook assigns (read, not
+    run); a name assigned twice keeps its last text."""
     nb = json.loads(Path(path).read_text())
-    found, i = {}, {}
+    found = {}
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
@@ -269,9 +270,8 @@ def _free_text(path):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and \
                     isinstance(node.value.value, str):
                 for t in node.targets:
-                    if isinstance(t, ast.Name) and t.id in FREE_TEXT:
-                        i[t.id] = i.get(t.id, 0) + 1
-                        found[f"{t.id} {i[t.id]}"] = " ".join(node.value.value.split())
+                    if isinstance(t, ast.Name) and t.id.startswith(FREE_TEXT):
+                        found[t.id] = " ".join(node.value.value.split())
     return found
 
 
