@@ -159,6 +159,8 @@ def test_edited_unfinished_and_missing_runs_and_unattempted_answers(quick_runs):
     stub = {a: ... for a in ablations.ABLATIONS[name].answers}
     assert ablations.status(name, runs, stub, scale="quick") == "not attempted"
     fails(name, runs, {**right, "mean_k_d2": ...}, "no answer for mean_k_d2")
+    with pytest.raises(AssertionError, match="no prediction"):
+        ablations.check(name, runs, right, "  ", scale="quick")
 
 
 def test_run_refuses_to_train_without_a_prediction(tmp_path):

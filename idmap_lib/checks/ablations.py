@@ -493,16 +493,14 @@ def _check(name, runs, answers, prediction, scale):
         raise NotImplementedError
     if missing:
         _fail(c, f"no answer for {', '.join(missing)}", "fill in every entry of `answers`")
+    if prediction is not None and (not isinstance(prediction, str) or not prediction.strip()):
+        _fail(c, "no prediction", "write what you expected before the run; it is collected with your answers")
     truth = ab.truth(runs)
     for a in ab.answers:
         bad = _compare(name, a, ab.judge[a], answers[a], truth[a], runs)
         if bad:
             _fail(c, *bad)
-    recorded = {r.get("exercise", {}).get("prediction") for r in runs.values()} - {None}
-    note = ("" if prediction is None or not recorded or prediction in recorded else
-            " (the prediction recorded with your runs differs from `prediction`; your instructor sees both)")
-    return (f"{len(ab.runs)} recorded runs of {name} at the {scale} scale; {len(ab.answers)} answers agree "
-            f"with them{note}")
+    return f"{len(ab.runs)} recorded runs of {name} at the {scale} scale; {len(ab.answers)} answers agree with them"
 
 
 CHECKS = {name: _as_ablation_grader(name) for name in ABLATIONS}
