@@ -15,28 +15,24 @@ gives a hint. Student code that still raises ``NotImplementedError`` (the stub) 
 | 4 | ``GatedResidual(F)``: u = ReLU(k) F(x) + x, Paper B | :func:`check_gated_residual` |
 | 5 | ``truncation_rate(unit, x)``: Paper A Sec 4.2 | :func:`check_truncation_rate` |
 
-Batch grading: ``python -m idmap_lib.checks student1.ipynb student2.py ...`` runs every grader whose
-name the file defines and prints a table (see :func:`grade_file`). :func:`strip_solutions` writes the
-students' copy of the chapter (the solution cells removed).
+:func:`grade` runs every grader on a namespace (the chapter's last cell). The student edition, the
+autograder package and batch grading are Otter-Grader's (see :mod:`idmap_lib.checks.editions`).
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import io
-import json
 import math
-import sys
 import textwrap
-from pathlib import Path
 
 import torch
 import torch.nn as nn
 
-from .introspect import zero_residuals
-from .probes import truncation_rates, unit_gradient_norms
-from .shortcuts import Shortcut, make_shortcut
-from .units import ResidualUnit, make_unit
+from ..introspect import zero_residuals
+from ..probes import truncation_rates, unit_gradient_norms
+from ..shortcuts import Shortcut, make_shortcut
+from ..units import ResidualUnit, make_unit
 
 TOL = 1e-6  # outputs must agree to this (absolute and relative), compared in float64
 
@@ -549,43 +545,6 @@ EXERCISES = {  # exercise -> (the name the student defines, its grader)
 }
 
 
-def _code_cells(path):
-    """The code of a notebook's code cells (IPython magics turned into Python), or of a .py file."""
-    path = Path(path)
-    if path.suffix == ".ipynb":
-        cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
-        sources = ["".join(c["source"]) for c in cells]
-        try:
-            from IPython.core.inputtransformer2 import TransformerManager
-            tm = TransformerManager()
-            sources = [tm.transform_cell(s) for s in sources]
-        except ImportError:  # no IPython: drop magic lines
-            sources = ["\n".join(ln for ln in s.splitlines() if not ln.lstrip().startswith(("%", "!")))
-                       for s in sources]
-        return sources
-    text = path.read_text()
-    if "# %%" in text:  # jupytext percent format: one chunk per cell
-        return [chunk for chunk in text.split("# %%")]
-    return [text]
-
-
-def load_answers(path):
-    """Run a student's notebook (.ipynb) or script (.py) cell by cell in a fresh namespace; a failing
-    cell (for instance a grader call that raises) is recorded and the next cells still run.
-    Returns (namespace, errors). Runs the student's code: do it in a sandbox you trust with that."""
-    ns = {"__name__": "__student__", "get_ipython": lambda: None}
-    errors = []
-    for i, src in enumerate(_code_cells(path)):
-        with contextlib.redirect_stdout(io.StringIO()):
-            try:
-                exec(compile(src, f"{path}[cell {i}]", "exec"), ns)
-            except BaseException as e:  # noqa: BLE001 - the student's cell may raise anything
-                if isinstance(e, KeyboardInterrupt):
-                    raise
-                errors.append(f"cell {i}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    return ns, errors
-
-
 def grade(namespace):
     """Run every exercise's grader on what `namespace` (a dict, e.g. globals()) defines.
     Returns {exercise: "passed" | "not attempted" | "missing" | "failed: <message>"}."""
@@ -602,59 +561,3 @@ def grade(namespace):
                 kind = "" if isinstance(e, AssertionError) else f"{type(e).__name__}: "
                 results[exercise] = f"failed: {kind}{message}"
     return results
-
-
-def grade_file(path):
-    """Grade one student's notebook or script: {exercise: result}, plus "_errors" (cells that raised)."""
-    ns, errors = load_answers(path)
-    return {**grade(ns), "_errors": errors}
-
-
-def strip_solutions(src, dst):
-    """Write the students' copy of the exercises notebook: every cell from a ``{solution-start}`` markdown
-    cell to its ``{solution-end}`` cell (inclusive) removed, outputs cleared."""
-    nb = json.loads(Path(src).read_text())
-    cells, inside = [], False
-    for cell in nb["cells"]:
-        text = "".join(cell["source"])
-        if cell["cell_type"] == "markdown" and "{solution-start}" in text:
-            inside = True
-        if not inside:
-            if cell["cell_type"] == "code":
-                cell["outputs"], cell["execution_count"] = [], None
-            cells.append(cell)
-        if cell["cell_type"] == "markdown" and "{solution-end}" in text:
-            inside = False
-    if inside:
-        raise ValueError(f"{src}: a {{solution-start}} cell has no matching {{solution-end}}")
-    nb["cells"] = cells
-    Path(dst).write_text(json.dumps(nb, indent=1) + "\n")
-    return dst
-
-
-def main(argv=None):
-    """python -m idmap_lib.checks FILE... : grade each file, print one table; exit 1 if anything failed."""
-    import argparse
-    p = argparse.ArgumentParser(prog="python -m idmap_lib.checks", description=main.__doc__)
-    p.add_argument("files", nargs="+", help="students' notebooks (.ipynb) or scripts (.py)")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    args = p.parse_args(argv)
-    torch.set_num_threads(min(2, torch.get_num_threads()))
-    report = {f: grade_file(f) for f in args.files}
-    if args.json:
-        print(json.dumps(report, indent=1))
-    else:
-        for f, res in report.items():
-            passed = sum(v == "passed" for k, v in res.items() if k != "_errors")
-            print(f"{f}: {passed}/{len(EXERCISES)} passed")
-            for k, v in res.items():
-                if k != "_errors":
-                    print(f"  {k:28s} {v}")
-            for e in res["_errors"]:
-                print(f"  (cell error) {e}")
-    failed = any(v.startswith("failed") for res in report.values() for k, v in res.items() if k != "_errors")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

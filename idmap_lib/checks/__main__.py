@@ -1,0 +1,41 @@
+"""python -m idmap_lib.checks COMMAND: the exercise chapters' editions, autograder, batch grading, guide."""
+import argparse
+import sys
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m idmap_lib.checks", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("assign", help="student notebooks and LMS autograder zips (otter assign) into OUT")
+    a.add_argument("--out", default="dist")
+    a.add_argument("--chapter", action="append", help="exercises and/or ablations (default: both)")
+    a.add_argument("--no-run-tests", action="store_true", help="skip otter's check of the solutions")
+    g = sub.add_parser("grade", help="grade a folder of submissions with Otter (no Docker) into one CSV")
+    g.add_argument("folder")
+    g.add_argument("--autograder", required=True, help="the zip `assign` wrote")
+    g.add_argument("--csv", default="grades.csv")
+    i = sub.add_parser("guide", help="write the instructor guide page (Markdown)")
+    i.add_argument("--out", default="instructor_guide.md")
+    s = sub.add_parser("spread", help="run every ablation over 3 seeds and record the seed spread")
+    s.add_argument("names", nargs="*")
+    args = p.parse_args(argv)
+    if args.cmd == "assign":
+        from .editions import assign
+        for name, made in assign(args.out, args.chapter, run_tests=not args.no_run_tests).items():
+            print(f"{name}: student edition {made['student']}\n{name}: autograder {made['autograder']}")
+    elif args.cmd == "grade":
+        from .editions import grade_folder
+        rows = grade_folder(args.folder, args.autograder, args.csv)
+        print(f"{len(rows)} submissions graded -> {args.csv}")
+    elif args.cmd == "guide":
+        from .guide import instructor_guide
+        open(args.out, "w").write(instructor_guide())
+        print(f"instructor guide -> {args.out}")
+    elif args.cmd == "spread":
+        from .ablations import measure
+        measure(args.names or None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,596 @@
+"""Ablation exercises: predict, run (through the library, recorded with provenance), explain; and their graders.
+
+Each ablation changes one thing in a recipe of ``idmap_lib.recipes`` and trains it with
+``idmap_lib.trainer`` at a *classroom* scale (a recipe's ``shrunk`` config at the depth, steps, warm-up and
+divergence rule of :data:`CIFAR_SCALES` / :data:`MNIST_SCALES`: minutes on a laptop CPU). The student
+
+1. writes a *prediction* (``run`` refuses to train without one, and stores it in the recorded run: the
+   grader can tell it was written before the run);
+2. runs the ablation: :func:`run` returns the recorded results, one per run of the exercise, each a result
+   JSON with its config, config hash and provenance (trained only when missing, like ``results.run``);
+3. answers the numeric questions from the runs (the grader compares them with the student's *own* runs);
+4. explains (free text, collected for the instructor, not auto-graded).
+
+:func:`check` grades a submission: every run exists and is intact (config hash), each run's config is the
+asked ablation at the asked scale (not the baseline, not another scale), each run finished (``ok``) or
+failed as a result (``fail``), and each answer agrees with the student's runs: readings to a reading
+tolerance, judgements (which is larger, which is best) up to the seed spread measured by the book
+(:data:`SPREAD`, from 3 seeds per run; ``python -m idmap_lib.checks spread`` measures it again).
+"""
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import math
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .. import recipes
+from ..results import config_hash, find_result, save_result
+from .implementation import _fail, _grader
+
+HERE = Path(__file__).resolve().parent
+SPREAD_FILE = HERE / "spread.json"  # measured by `python -m idmap_lib.checks spread` (package data)
+BOOK_RUNS = HERE.parents[1] / "data" / "classroom"  # the book's recorded classroom runs (a repository checkout)
+SEEDS = (0, 1, 2)  # the seeds the book measures the spread over
+
+
+def default_scale():
+    """``classroom``, or ``IDMAP_ABLATION_SCALE`` (the tests run every exercise at ``quick`` scale)."""
+    return os.environ.get("IDMAP_ABLATION_SCALE", "classroom")
+
+
+def default_runs_dir():
+    """Where the student's runs are recorded: ``IDMAP_RUNS``, else ``idmap_runs/`` next to the notebook.
+    The book's build (``IDMAP_BOOK_BUILD=1``) reads the runs recorded in the repository (data/classroom)."""
+    if os.environ.get("IDMAP_RUNS"):
+        return Path(os.environ["IDMAP_RUNS"])
+    if os.environ.get("IDMAP_BOOK_BUILD") and BOOK_RUNS.is_dir():
+        return BOOK_RUNS
+    return Path("idmap_runs")
+
+
+# ---- the exercises ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ablation:
+    name: str
+    title: str
+    paper: str       # where in the papers
+    chapter: str     # the book chapter the exercise goes with (file name without .ipynb)
+    changes: str     # the one thing changed
+    runs: dict       # key -> (experiment, recipe variant, model kwargs overrides); the runs the student trains
+    baseline: str    # the key of the unchanged net (the run a wrong submission most often is)
+    scales: dict     # scale -> {"steps": ..., "subset": ..., "depth": ..., ...} (what differs from `shrunk`)
+    answers: dict    # answer name -> what it asks
+    truth: Callable  # runs -> {answer: value from the student's runs}
+    judge: dict = field(default_factory=dict)  # answer -> how it is compared (see _compare)
+    checkpoint: bool = False  # keep the trained weights (exercises that probe the trained net)
+
+
+def final(r, what="train_loss"):
+    return float(r["final"][what])
+
+
+def at_step(r, step, what="train_loss"):
+    """The logged training loss (or error) of the window that ends nearest `step`."""
+    rows = r["history"]["train"]
+    return float(min(rows, key=lambda row: abs(row["step"] - step))[what])
+
+
+def _early(r):
+    """The training loss at the first third of the run (Paper A Fig 6 is about the start of training)."""
+    return at_step(r, r["config"]["steps"] / 3)
+
+
+def mean_k(r):
+    ks = r["final"].get("gates_k") or []
+    return sum(ks) / len(ks) if ks else float("nan")
+
+
+def failed(r):
+    """A run that failed as a result (diverged, or stuck at chance: the recipe's rule), or ended with
+    test error above 50 %."""
+    return r["status"] == "fail" or r["final"].get("test_err", 1.0) > 0.5
+
+
+# classroom: a scale a class can run in minutes on a laptop CPU, fixed here (not the experiment chapters'
+# CPU scale, which keeps the papers' depth and takes ~5 min a run): depth-20 CIFAR nets for 150 steps with a
+# 10-step warm-up, the paper's MNIST nets for 400 steps, and the rule that also fails a run stuck at chance
+# after a quarter of its steps. quick: the tests' end-to-end runs (a few steps of small batches: it checks that
+# everything runs, not what it shows).
+STUCK_AT_CHANCE = {"grace_fraction": 0.25, "chance_margin": 0.01}
+QUICK = {"steps": 4, "batch_size": 16, "subset": {"train_per_class": 8, "test_per_class": 4}}
+CIFAR_SCALES = {"classroom": {"steps": 150, "depth": 20, "warmup_steps": 10, "divergence": STUCK_AT_CHANCE},
+                "quick": {**QUICK, "depth": 20}}
+MNIST_SCALES = {"classroom": {"steps": 400, "divergence": STUCK_AT_CHANCE}, "quick": QUICK}
+
+B_G = (0, -2, -4, -6)
+PLAIN_DEPTHS = (10, 20, 30, 40, 50)
+K_DEPTHS = (2, 10, 20, 50)
+PRUNE_FRACTION = 0.5
+
+
+def _gate_runs():
+    return {f"b{b}": ("a_table1_shortcuts", "exclusive_gating-b0", {"gate_bias": float(b)}) for b in B_G}
+
+
+def _best_b(runs):
+    return min(B_G, key=lambda b: final(runs[f"b{b}"]))
+
+
+def _breaking_depth(runs, kind):
+    broken = [d for d in PLAIN_DEPTHS if failed(runs[f"{kind}-d{d}"])]
+    return min(broken) if broken else None
+
+
+ABLATIONS = {a.name: a for a in [
+    Ablation(
+        name="constant_scaling", title="Scale the shortcut by 1/2", chapter="03_scaled_shortcuts",
+        paper="Paper A Table 1 (constant scaling, 0.5 on the shortcut, 1 on F) and Eqn 8",
+        changes="h(x) = 0.5 x instead of x in every unit of the original ResNet",
+        runs={"original": ("a_table1_shortcuts", "original", {}),
+              "constant_scaling-0.5-1": ("a_table1_shortcuts", "constant_scaling-0.5-1", {})},
+        baseline="original", scales=CIFAR_SCALES,
+        answers={"direct_term": "Eqn 8: the factor prod(lambda) of the direct term from the last unit to the first",
+                 "loss_gap": "final training loss of the scaled net minus that of the original net (your runs)",
+                 "scaled_is_worse": "True if the scaled net ends with the higher training loss"},
+        truth=lambda runs: {
+            "direct_term": 0.5 ** _units(runs["constant_scaling-0.5-1"]["config"]),
+            "loss_gap": final(runs["constant_scaling-0.5-1"]) - final(runs["original"]),
+            "scaled_is_worse": final(runs["constant_scaling-0.5-1"]) > final(runs["original"])},
+        judge={"direct_term": ("rel", 1e-6), "loss_gap": ("abs", 0.01),
+               "scaled_is_worse": ("sign", "loss_gap")}),
+    Ablation(
+        name="exclusive_gate_bias", title="Sweep the exclusive gate's initial bias b_g", chapter="03_scaled_shortcuts",
+        paper="Paper A Table 1 (exclusive gating, b_g from 0 to -7) and Fig 2(c)",
+        changes="the initial gate bias b_g of the exclusive gate, in {" + ", ".join(map(str, B_G)) + "}",
+        runs=_gate_runs(), baseline="b0", scales=CIFAR_SCALES,
+        answers={"best_b_g": "the b_g whose run ends with the lowest training loss",
+                 "loss_b-6_minus_b0": "final training loss at b_g = -6 minus that at b_g = 0 (your runs)"},
+        truth=lambda runs: {"best_b_g": _best_b(runs),
+                            "loss_b-6_minus_b0": final(runs["b-6"]) - final(runs["b0"])},
+        judge={"best_b_g": ("argmin", [(b, f"b{b}") for b in B_G]), "loss_b-6_minus_b0": ("abs", 0.01)}),
+    Ablation(
+        name="bn_after_addition", title="Move BN after the addition", chapter="04_relu_truncation",
+        paper="Paper A Table 2 and Fig 4(b) (BN after addition), Sec 4.1 and Fig 6 (its slow start)",
+        changes="the original unit with its last BN moved after the addition (Fig 4b)",
+        runs={"original": ("a_table2_activations", "original-110", {}),
+              "bn_after_add": ("a_table2_activations", "bn_after_add-110", {})},
+        baseline="original", scales=CIFAR_SCALES,
+        answers={"early_gap": "training loss at the first third of training (the logged step nearest "
+                              "steps/3): BN-after-addition minus original (your runs)",
+                 "slower_start": "True if BN after addition has the higher training loss at that step",
+                 "final_gap": "final training loss, BN-after-addition minus original (your runs)",
+                 "ends_worse": "True if BN after addition ends with the higher training loss"},
+        truth=lambda runs: {
+            "early_gap": _early(runs["bn_after_add"]) - _early(runs["original"]),
+            "slower_start": _early(runs["bn_after_add"]) > _early(runs["original"]),
+            "final_gap": final(runs["bn_after_add"]) - final(runs["original"]),
+            "ends_worse": final(runs["bn_after_add"]) > final(runs["original"])},
+        judge={"early_gap": ("abs", 0.01), "slower_start": ("sign", "early_gap"),
+               "final_gap": ("abs", 0.01), "ends_worse": ("sign", "final_gap")}),
+    Ablation(
+        name="plain_depth", title="Where does a plain net break, and does Paper B's gate save it?",
+        chapter="05_learning_identity",
+        paper="Paper B Sec 4.1 and Table 1 (plain nets fail at d = 50 and 100) and its gated plain layer "
+              "u = g(k) f(x) + (1 - g(k)) x",
+        changes="the depth d of a plain MLP; then the same plain layers, each gated",
+        runs={**{f"plain-d{d}": ("b_mnist", "plain-d10", {"d": d}) for d in PLAIN_DEPTHS},
+              **{f"gated_plain-d{d}": ("b_mnist", "plain-d10", {"kind": "gated_plain", "d": d})
+                 for d in PLAIN_DEPTHS}},
+        baseline="plain-d10", scales=MNIST_SCALES,
+        answers={"plain_breaks_at": "the smallest d of the sweep at which the plain net fails (status fail, or "
+                                    "test error above 50 %); None if none does",
+                 "gated_breaks_at": "the same for the gated plain net; None if none does",
+                 "test_err_plain_d50": "the plain net's final test error at d = 50 (0-1; None if it failed "
+                                       "before the end and has none)"},
+        truth=lambda runs: {"plain_breaks_at": _breaking_depth(runs, "plain"),
+                            "gated_breaks_at": _breaking_depth(runs, "gated_plain"),
+                            "test_err_plain_d50": runs["plain-d50"]["final"].get("test_err")},
+        judge={"plain_breaks_at": ("exact",), "gated_breaks_at": ("exact",),
+               "test_err_plain_d50": ("abs", 0.005)}),
+    Ablation(
+        name="gate_depth", title="How far does k move with depth?", chapter="05_learning_identity",
+        paper="Paper B Table 2 (mean learned k falls from 5.58 at d = 2 to 0.67 at d = 100)",
+        changes="the depth d of a gated ResNet MLP (GResNet)",
+        runs={f"gresnet-d{d}": ("b_mnist", "gresnet-d10", {"d": d}) for d in K_DEPTHS},
+        baseline="gresnet-d10", scales=MNIST_SCALES,
+        answers={f"mean_k_d{d}": f"the mean learned k of the d = {d} run" for d in K_DEPTHS}
+        | {"k_falls_with_depth": "True if the mean k of the deepest run is below that of the shallowest"},
+        truth=lambda runs: {**{f"mean_k_d{d}": mean_k(runs[f"gresnet-d{d}"]) for d in K_DEPTHS},
+                            "k_falls_with_depth": mean_k(runs[f"gresnet-d{K_DEPTHS[-1]}"])
+                            < mean_k(runs[f"gresnet-d{K_DEPTHS[0]}"])},
+        judge={**{f"mean_k_d{d}": ("abs", 0.01) for d in K_DEPTHS},
+               "k_falls_with_depth": ("sign_of", f"gresnet-d{K_DEPTHS[0]}", f"gresnet-d{K_DEPTHS[-1]}", "mean_k")}),
+    Ablation(
+        name="prune_by_k", title="Prune a GResNet by its gates", chapter="05_learning_identity",
+        paper="Paper B Sec 4.1 (pruning the d = 100 GResNet, smallest k first, no retraining) and Table 1",
+        changes="remove half the residual blocks of a trained net (no retraining): of a GResNet, those with the "
+                "smallest k, or random ones; of an ungated ResNet, the same random ones",
+        runs={"gresnet-d100": ("b_mnist", "gresnet-d100", {}), "resnet-d100": ("b_mnist", "resnet-d100", {})},
+        baseline="resnet-d100", scales=MNIST_SCALES, checkpoint=True,
+        answers={"gresnet_pruned_err": "test error of the GResNet with half its blocks removed, smallest k first",
+                 "gresnet_random_err": "test error of the GResNet with half its blocks removed at random (seeded)",
+                 "resnet_pruned_err": "test error of the ResNet with half its blocks removed at random (seeded)",
+                 "greedy_beats_random": "True if removing the smallest-k blocks leaves the GResNet a lower test "
+                                        "error than removing random ones",
+                 "gated_prunes_better": "True if the GResNet pruned by k has a lower test error than the ResNet "
+                                        "pruned at random"},
+        truth=lambda runs: {"gresnet_pruned_err": runs["gresnet-d100"]["pruned_test_err"],
+                            "gresnet_random_err": runs["gresnet-d100"]["pruned_random_test_err"],
+                            "resnet_pruned_err": runs["resnet-d100"]["pruned_test_err"],
+                            "greedy_beats_random": runs["gresnet-d100"]["pruned_test_err"]
+                            < runs["gresnet-d100"]["pruned_random_test_err"],
+                            "gated_prunes_better": runs["gresnet-d100"]["pruned_test_err"]
+                            < runs["resnet-d100"]["pruned_test_err"]},
+        judge={"gresnet_pruned_err": ("abs", 0.002), "gresnet_random_err": ("abs", 0.002),
+               "resnet_pruned_err": ("abs", 0.002),
+               "greedy_beats_random": ("sign_of", "gresnet-d100", "gresnet-d100", "pruned_test_err",
+                                       "pruned_random_test_err"),
+               "gated_prunes_better": ("sign_of", "gresnet-d100", "resnet-d100", "pruned_test_err")}),
+]}
+
+
+# ---- configs ----------------------------------------------------------------------------------------------
+
+def _rescale_schedule(s, steps):
+    s = copy.deepcopy(s)
+    old = s["total"]
+    s["total"] = steps
+    if s["kind"] == "step":
+        s["milestones"] = [max(1, round(m * steps / old)) for m in s["milestones"]]
+        if s.get("warmup_steps"):
+            s["warmup_steps"] = min(s["warmup_steps"], max(1, steps // 10))
+    return s
+
+
+def config(name: str, key: str, seed: int = 0, scale: str | None = None) -> dict:
+    """The config of run `key` of ablation `name`: the recipe's ``shrunk`` config with the exercise's one change
+    and the scale's steps/subset/depth. Its ``variant`` is `key`, its ``scale`` the ablation scale."""
+    ab = ABLATIONS[name]
+    scale = scale or default_scale()
+    if key not in ab.runs:
+        raise ValueError(f"{name} has no run {key!r}; its runs: {', '.join(ab.runs)}")
+    if scale not in ab.scales:
+        raise ValueError(f"unknown ablation scale {scale!r}; valid: {', '.join(ab.scales)}")
+    experiment, variant, kwargs = ab.runs[key]
+    cfg = recipes.config(experiment, variant, "shrunk", seed)
+    cfg["model"]["kwargs"].update(kwargs)
+    s = ab.scales[scale]
+    if "depth" in s:
+        cfg["model"]["kwargs"]["depth"] = s["depth"]
+    steps = s["steps"]
+    cfg.update(steps=steps, schedule=_rescale_schedule(cfg["schedule"], steps),
+               log_every=max(1, steps // 15), eval_every=steps, variant=key, scale=f"ablation-{scale}")
+    if "subset" in s:
+        cfg["subset"] = dict(s["subset"])
+    if "batch_size" in s:
+        cfg["batch_size"] = s["batch_size"]
+    if "warmup_steps" in s and cfg["schedule"].get("warmup_steps"):
+        cfg["schedule"]["warmup_steps"] = s["warmup_steps"]
+    if "divergence" in s:
+        cfg["divergence"] = dict(s["divergence"])
+    cfg["why"] = {**cfg.get("why", {}), "ablation": f"{name}: {ab.changes}; the {scale} scale of the exercises "
+                  f"({steps} steps; see CIFAR_SCALES / MNIST_SCALES)"}
+    return cfg
+
+
+def configs(name, seed=0, scale=None):
+    return {k: config(name, k, seed, scale) for k in ABLATIONS[name].runs}
+
+
+# ---- running ------------------------------------------------------------------------------------------------
+
+def _units(cfg):
+    from ..introspect import residual_units
+    from ..trainer import build_model
+    return len(residual_units(build_model(cfg["model"])))
+
+
+def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
+    """Test error of the trained net with `fraction` of its residual blocks removed (no retraining,
+    ``idmap_lib.pruning``: a removed block is exactly the identity, as a gate at k <= 0 makes it): of a gated net,
+    the blocks with the smallest k, and also blocks chosen at random (seeded); of an ungated one, random blocks.
+    The same random blocks in both nets."""
+    import torch
+
+    from .. import pruning, trainer
+    from ..distributed import context
+    from ..introspect import gates, residual_units
+    from ..results import run_name
+    model = trainer.build_model(cfg["model"])
+    ck = torch.load(Path(ckpt_dir) / f"{run_name(cfg)}.pt", map_location="cpu", weights_only=False)
+    model.load_state_dict(ck["model"])
+    n = int(len(residual_units(model)) * fraction)
+    device = torch.device("cpu")
+    D = trainer._prepare_data(cfg, data, device)
+
+    def pruned_error(blocks):
+        with pruning.removed(model, blocks):
+            return trainer.evaluate(model, D, None, False, device, context(device))[1]
+
+    at_random = sorted(random.Random(seed).sample(range(len(residual_units(model))), n))
+    out = {"pruned_fraction": fraction, "pruned_random_blocks": at_random}
+    if gates(model):
+        greedy = sorted(pruning.by_gate(model)[:n])
+        out.update(pruned_test_err=pruned_error(greedy), pruned_blocks=greedy,
+                   pruned_random_test_err=pruned_error(at_random))
+    else:
+        out.update(pruned_test_err=pruned_error(at_random), pruned_blocks=at_random)
+    return out
+
+
+def run(name: str, prediction: str, seed: int = 0, scale: str | None = None, out_dir=None, data=None,
+        progress=True) -> dict:
+    """Train (or find, by config hash, in `out_dir`) every run of ablation `name`; returns {key: result}.
+
+    `prediction`: what you expect, written before running; it is stored with each run it starts."""
+    import time
+
+    from .. import trainer
+    ab = ABLATIONS[name]
+    out = Path(out_dir or default_runs_dir())
+    cfgs = configs(name, seed, scale)
+    found = {k: find_result(c, out) for k, c in cfgs.items()}
+    todo = [k for k, r in found.items() if r is None]
+    if todo:
+        if not isinstance(prediction, str) or len(prediction.strip()) < 10:
+            raise ValueError("write your prediction first (a sentence or two in `prediction`): the exercise is to "
+                             "predict, then run, then explain")
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        t0 = time.perf_counter()
+        ckpt = out / "checkpoints" if ab.checkpoint else None
+        new = trainer.train_many([cfgs[k] for k in todo], data=data, out_dir=out, checkpoint_dir=ckpt,
+                                 progress=progress)
+        wall = time.perf_counter() - t0  # the whole exercise: its runs train interleaved, data loaded once
+        for k, r in zip(todo, new):
+            r["exercise"] = {"name": name, "prediction": prediction, "prediction_recorded": now,
+                             "runs_trained_together": todo, "wall_s_together": wall}
+            if ab.checkpoint:
+                r.update(_prune_eval(r, cfgs[k], data, ckpt))
+            r.pop("path", None)
+            r["path"] = str(save_result(r, out))
+            found[k] = r
+    return found
+
+
+# ---- grading ------------------------------------------------------------------------------------------------
+
+def spread() -> dict:
+    """{ablation: {"runs": {key: {metric: std over seeds}}, "answers": {answer: std over seeds}}}, as measured."""
+    return json.loads(SPREAD_FILE.read_text()) if SPREAD_FILE.exists() else {}
+
+
+def _spread_of(name, answer):
+    return spread().get(name, {}).get("answers", {}).get(answer, 0.0)
+
+
+def _diagnose_config(name, key, r, scale):
+    """Why the run's config is not the asked one: the baseline, another scale, another run of the exercise."""
+    ab = ABLATIONS[name]
+    cfg, seed = r["config"], r["config"].get("seed", 0)
+    want = config(name, key, seed, scale)
+    if config_hash(cfg) == config_hash(want):
+        return None
+    for other in [name] + [n for n in ABLATIONS if n != name]:
+        for s in [scale] + [x for x in ABLATIONS[other].scales if x != scale]:
+            for k in ABLATIONS[other].runs:
+                if config_hash(cfg) == config_hash(config(other, k, seed, s)):
+                    if s != scale:
+                        return (f"run {key!r} is the {s} scale ({cfg['steps']} steps); the exercise asks for the "
+                                f"{scale} scale ({want['steps']} steps)",
+                                f"run it with ablations.run({name!r}, prediction) and the default scale")
+                    if k == ab.baseline and key != ab.baseline and other == name:
+                        return (f"run {key!r} is the baseline ({ab.baseline}), not the ablation "
+                                f"({ab.changes})", "submit the run the exercise asks for: ablations.run() makes it")
+                    return (f"run {key!r} is the config of {other}/{k}", "pass the dict ablations.run returned")
+    if cfg.get("scale") != want["scale"] or cfg.get("steps") != want["steps"]:
+        return (f"run {key!r} has scale {cfg.get('scale')!r} and {cfg.get('steps')} steps; the exercise asks for "
+                f"{want['scale']!r} with {want['steps']} steps", "do not change the recipe: run the exercise's")
+    if cfg.get("model") == config(name, ab.baseline, seed, scale)["model"] and key != ab.baseline:
+        return (f"run {key!r} trains the baseline net ({ab.baseline})", f"the ablation changes {ab.changes}")
+    diff = sorted(k for k in set(cfg) | set(want) if k != "why" and cfg.get(k) != want.get(k))
+    return (f"run {key!r} differs from the asked config in {', '.join(diff)}",
+            "train the exercise's configs (ablations.run), unchanged")
+
+
+def _compare(name, key, judge, got, truth, runs):
+    """None if `got` agrees with `truth` (from the student's runs) under `judge`, else (what, hint)."""
+    kind = judge[0]
+    sp = _spread_of(name, key)
+    if kind in ("abs", "rel"):
+        if got is None and truth is None:
+            return None
+        if not isinstance(got, (int, float)) or isinstance(got, bool) or truth is None:
+            return (f"{key} = {got!r}, your runs give {truth!r}", "a number, read from your runs")
+        tol = judge[1] * (abs(truth) if kind == "rel" else 1)
+        if not abs(got - truth) <= tol:
+            return (f"{key} = {got:.4g}, your runs give {truth:.4g}",
+                    "read it from your own recorded runs (the table the run cell printed)")
+        return None
+    if kind == "exact":
+        return None if got == truth else (f"{key} = {got!r}, your runs give {truth!r}",
+                                          "read it from the table of your runs")
+    if kind in ("sign", "sign_of"):
+        if not isinstance(got, bool):
+            return (f"{key} = {got!r}, expected True or False", "a judgement: True or False")
+        if kind == "sign":  # the difference answer judge[1]
+            diff = ABLATIONS[name].truth(runs)[judge[1]]
+            sp = _spread_of(name, judge[1])
+        else:  # metric judge[3] of run judge[1] vs metric judge[4] (default: the same) of run judge[2]
+            def m(r, what):
+                return mean_k(r) if what == "mean_k" else float(r[what])
+            diff = m(runs[judge[2]], judge[-1]) - m(runs[judge[1]], judge[3])
+            sp = _spread_of(name, key) or max(
+                spread().get(name, {}).get("runs", {}).get(judge[i], {}).get(judge[j], 0.0)
+                for i, j in ((1, 3), (2, -1)))
+        if abs(diff) <= sp:  # within the seed spread: the runs cannot tell, either answer stands
+            return None
+        return None if got == truth else (f"{key} = {got}, but your runs say {truth} (difference {diff:+.4g}, "
+                                          f"beyond the seed spread {sp:.3g})", "compare your own runs")
+    if kind == "argmin":
+        vals = {v: final(runs[k]) for v, k in judge[1]}
+        best = min(vals.values())
+        sp = max((spread().get(name, {}).get("runs", {}).get(k, {}).get("train_loss", 0.0) for _, k in judge[1]),
+                 default=0.0)
+        ok = {v for v, x in vals.items() if x - best <= sp}
+        return None if got in ok else (f"{key} = {got!r}; your runs' lowest loss is at {truth!r} "
+                                       f"(within the seed spread {sp:.3g}: {sorted(ok)})", "read your runs' table")
+    raise ValueError(kind)
+
+
+def _load(r):
+    if isinstance(r, (str, os.PathLike)):
+        return json.loads(Path(r).read_text())
+    return r
+
+
+def _as_ablation_grader(name):
+    def check(runs, answers, prediction=None, scale=None):
+        return _check(name, runs, answers, prediction, scale)
+    check.__name__ = check.__qualname__ = f"check_{name}"
+    return _grader(f"`answers` of {name} (still ...)")(check)
+
+
+def _check(name, runs, answers, prediction, scale):
+    ab, scale = ABLATIONS[name], scale or default_scale()
+    c = f"check_{name}"
+    if not isinstance(runs, dict) or not runs:
+        _fail(c, f"no runs (got {type(runs).__name__})", f"run the run cell: runs = ablations.run({name!r}, prediction)")
+    runs = {k: _load(v) for k, v in runs.items()}
+    for key in ab.runs:
+        if key not in runs:
+            _fail(c, f"the run {key!r} is missing", f"ablations.run({name!r}, prediction) trains all of: "
+                  f"{', '.join(ab.runs)}")
+        r = runs[key]
+        if not isinstance(r, dict) or "config" not in r or "config_hash" not in r:
+            _fail(c, f"run {key!r} is not a recorded run", "pass what ablations.run returned")
+        if config_hash(r["config"]) != r["config_hash"]:
+            _fail(c, f"run {key!r}: its config no longer matches its config hash (edited after the run)",
+                  "submit the recorded run unchanged")
+        why = _diagnose_config(name, key, r, scale)
+        if why:
+            _fail(c, *why)
+        if r.get("status") not in ("ok", "fail"):
+            _fail(c, f"run {key!r} has status {r.get('status')!r}: it did not finish",
+                  "let it run to the end (a failure, status 'fail', is a result too)")
+        if "provenance" not in r and "versions" not in r:
+            _fail(c, f"run {key!r} has no provenance", "pass what ablations.run returned")
+        if ab.checkpoint and "pruned_test_err" not in r:
+            _fail(c, f"run {key!r} has no pruning measurement", "ablations.run measures it after training")
+    if not isinstance(answers, dict):
+        _fail(c, f"answers is a {type(answers).__name__}, not a dict", f"answers = {{{', '.join(map(repr, ab.answers))}: ...}}")
+    missing = [a for a in ab.answers if a not in answers or answers[a] is Ellipsis]
+    if len(missing) == len(ab.answers) or all(answers.get(a) is Ellipsis for a in ab.answers):
+        raise NotImplementedError
+    if missing:
+        _fail(c, f"no answer for {', '.join(missing)}", "fill in every entry of `answers`")
+    if prediction is not None and (not isinstance(prediction, str) or not prediction.strip()):
+        _fail(c, "no prediction", "write what you expected before the run; it is collected with your answers")
+    truth = ab.truth(runs)
+    for a in ab.answers:
+        bad = _compare(name, a, ab.judge[a], answers[a], truth[a], runs)
+        if bad:
+            _fail(c, *bad)
+    return f"{len(ab.runs)} recorded runs of {name} at the {scale} scale; {len(ab.answers)} answers agree with them"
+
+
+CHECKS = {name: _as_ablation_grader(name) for name in ABLATIONS}
+
+
+def check(name, runs, answers, prediction=None, scale=None):
+    """Grade ablation `name`: prints PASSED, NOT ATTEMPTED (answers left as ...), or raises AssertionError."""
+    return CHECKS[name](runs, answers, prediction, scale)
+
+
+def status(name, runs, answers, prediction=None, scale=None):
+    return CHECKS[name].status(runs, answers, prediction, scale)
+
+
+def table(runs):
+    """One row per run: status, final training loss/error, test error, mean k, pruned error, steps, wall time."""
+    import pandas as pd
+    rows = []
+    for k, r in runs.items():
+        f = r["final"]
+        rows.append({"run": k, "status": r["status"], "train loss": f["train_loss"], "train error": f["train_err"],
+                     "test error": f.get("test_err"), "mean k": mean_k(r) if f.get("gates_k") else None,
+                     "pruned test error": r.get("pruned_test_err"),
+                     "pruned at random, test error": r.get("pruned_random_test_err"), "steps": f["steps"], "seconds": f["wall_s"]})
+    return pd.DataFrame(rows).dropna(axis=1, how="all")
+
+
+# ---- the book's measurement of the spread ----------------------------------------------------------------------
+
+def measure(names=None, seeds=SEEDS, out_dir=None, data=None, progress=False):
+    """Run every ablation at the classroom scale for each seed (recorded in `out_dir`, the book's data/classroom)
+    and write the seed spread (standard deviation over seeds) of every run's metrics and every numeric answer."""
+    import statistics
+    out = Path(out_dir or BOOK_RUNS)
+    result = spread()
+    for name in names or ABLATIONS:
+        ab = ABLATIONS[name]
+        per_seed = [run(name, f"(the book's measurement of the seed spread, seed {s})", seed=s, scale="classroom",
+                        out_dir=out, data=data, progress=progress) for s in seeds]
+        runs_sp = {}
+        for k in ab.runs:
+            ms = {"train_loss": [final(p[k]) for p in per_seed],
+                  "test_err": [p[k]["final"].get("test_err", float("nan")) for p in per_seed],
+                  "wall_s": [p[k]["final"]["wall_s"] for p in per_seed]}
+            for m in ("pruned_test_err", "pruned_random_test_err"):
+                if m in per_seed[0][k]:
+                    ms[m] = [p[k][m] for p in per_seed]
+            if per_seed[0][k]["final"].get("gates_k"):
+                ms["mean_k"] = [mean_k(p[k]) for p in per_seed]
+            runs_sp[k] = {m: statistics.stdev(v) for m, v in ms.items() if not any(map(math.isnan, v))}
+            runs_sp[k]["mean"] = {m: statistics.mean(v) for m, v in ms.items() if not any(map(math.isnan, v))}
+        truths = [ab.truth(p) for p in per_seed]
+        answers_sp = {}
+        for a in ab.answers:
+            vals = [t[a] for t in truths]
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+                answers_sp[a] = statistics.stdev(vals)
+        walls = [max(r.get("exercise", {}).get("wall_s_together") or r["final"]["wall_s"] for r in p.values())
+                 for p in per_seed]
+        result[name] = {"seeds": list(seeds), "runs": runs_sp, "answers": answers_sp,
+                        "exercise_wall_s": statistics.mean(walls), "exercise_wall_s_by_seed": walls,
+                        "answers_by_seed": {a: [t[a] for t in truths] for a in ab.answers}}
+    SPREAD_FILE.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    return result
+
+
+# ---- overview -----------------------------------------------------------------------------------------------
+
+# Throughput assumed for the Colab estimate (an estimate, not a measurement: eager PyTorch on a T4, where a
+# ResNet-20 step is bound by kernel launches and an MLP step by the optimizer's small kernels).
+COLAB_IMG_PER_S = {"cifar_resnet": 4000.0, "mlp": 30000.0}
+COLAB_OVERHEAD_S = 30.0  # data download and decoding, first CUDA kernels
+
+
+def run_times(name):
+    """{"cpu_s": measured (the book's runs, mean over seeds), "colab_gpu_s": estimated} for one exercise."""
+    ab = ABLATIONS[name]
+    sp = spread().get(name, {})
+    cpu = sp.get("exercise_wall_s")
+    cfgs = configs(name, 0, "classroom")
+    imgs = {}
+    for c in cfgs.values():
+        imgs[c["model"]["builder"]] = imgs.get(c["model"]["builder"], 0) + c["steps"] * c["batch_size"]
+    gpu = COLAB_OVERHEAD_S + sum(n / COLAB_IMG_PER_S[b] for b, n in imgs.items())
+    return {"cpu_s": cpu, "colab_gpu_s": gpu, "runs": len(ab.runs)}
+
+
+def overview():
+    """One row per ablation exercise: the chapter, what changes, how many runs, and the run times."""
+    import pandas as pd
+    rows = []
+    for name, ab in ABLATIONS.items():
+        t = run_times(name)
+        rows.append({"exercise": name, "paper": ab.paper, "chapter": ab.chapter, "runs": t["runs"],
+                     "CPU, 2 cores (measured, s)": t["cpu_s"], "Colab GPU (estimated, s)": t["colab_gpu_s"]})
+    return pd.DataFrame(rows).style.format(precision=0, na_rep="not measured").hide(axis="index")

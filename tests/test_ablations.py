@@ -1,0 +1,198 @@
+"""The ablation exercises run end to end (the chapter's notebook, at the quick scale), and their graders pass
+correct submissions and reject the typical wrong ones: the baseline submitted, another scale, an answer
+that disagrees with the student's own runs, an edited or unfinished run; answers within the seed spread are
+accepted either way."""
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from idmap_lib.checks import ablations, editions
+from idmap_lib.results import config_hash
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER = ROOT / "book" / "06_ablations.ipynb"
+NAMES = list(ablations.ABLATIONS)
+PRED = "A prediction written before running, long enough."
+
+pytestmark = pytest.mark.skipif(not (os.environ.get("IDMAP_DATA") or (ROOT / "data" / "cache").is_dir()),
+                                reason="needs CIFAR-10 and MNIST (IDMAP_DATA)")
+
+
+@pytest.fixture(scope="module")
+def quick_runs(tmp_path_factory):
+    """Execute the ablations chapter as a student who solved it would (editions.solved_notebook: the book's
+    solutions in place of the starters) at the quick scale: every exercise trains its runs through the library
+    and its grading cell passes. Returns the runs' folder and the notebook's printed output."""
+    import nbformat
+    from nbclient import NotebookClient
+    # IDMAP_TEST_RUNS: a folder kept between sessions (runs recorded there are looked up, not trained again)
+    runs_dir = Path(os.environ.get("IDMAP_TEST_RUNS") or tmp_path_factory.mktemp("idmap_runs"))
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    env = {"IDMAP_ABLATION_SCALE": "quick", "IDMAP_RUNS": str(runs_dir), "OMP_NUM_THREADS": "1"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        solved = editions.solved_notebook(CHAPTER, runs_dir.parent / "solved.ipynb")
+        nb = nbformat.read(solved, as_version=4)
+        NotebookClient(nb, timeout=600, kernel_name="python3",
+                       resources={"metadata": {"path": str(runs_dir.parent)}}).execute()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    outputs = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    return runs_dir, outputs
+
+
+def runs_of(name, runs_dir):
+    return ablations.run(name, PRED, scale="quick", out_dir=runs_dir, progress=False)
+
+
+def truth(name, runs):
+    return ablations.ABLATIONS[name].truth(runs)
+
+
+def fails(name, runs, answers, *words, scale="quick"):
+    with pytest.raises(AssertionError) as e:
+        ablations.check(name, runs, answers, scale=scale)
+    flat = " ".join(str(e.value).split())
+    for w in words:
+        assert w in flat, f"expected {w!r} in:\n{e.value}"
+    return flat
+
+
+def test_chapter_runs_end_to_end_and_every_solution_passes(quick_runs):
+    runs_dir, out = quick_runs
+    for name in NAMES:
+        assert f"PASSED check_{name}" in out, name
+    recorded = [json.loads(p.read_text()) for p in runs_dir.glob("*.json")]
+    assert {r["config"]["scale"] for r in recorded} == {"ablation-quick"}
+    assert len(recorded) == sum(len(ab.runs) for ab in ablations.ABLATIONS.values())
+    for r in recorded:  # recorded through the library, with provenance and the prediction
+        assert r["config_hash"] == config_hash(r["config"]) and "versions" in r and "git" in r
+        assert r["exercise"]["prediction"].strip()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_correct_answers_pass(quick_runs, name):
+    runs = runs_of(name, quick_runs[0])
+    assert ablations.status(name, runs, truth(name, runs), PRED, scale="quick") == "passed"
+    # a submission is also accepted as the result files' paths (as the autograder finds them)
+    paths = {k: r["path"] for k, r in runs.items()}
+    assert ablations.status(name, paths, truth(name, runs), scale="quick") == "passed"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_baseline_submitted_as_the_ablation_is_named(quick_runs, name):
+    ab = ablations.ABLATIONS[name]
+    runs = runs_of(name, quick_runs[0])
+    other = next(k for k in ab.runs if k != ab.baseline)
+    bad = {**runs, other: runs[ab.baseline]}
+    fails(name, bad, truth(name, runs), "is the baseline", ab.baseline)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrong_scale_is_named(quick_runs, name):
+    runs = runs_of(name, quick_runs[0])
+    fails(name, runs, truth(name, runs), "quick scale", "asks for the classroom scale", scale="classroom")
+
+
+def test_recipe_run_instead_of_the_exercise_is_another_scale(quick_runs):
+    runs = runs_of("constant_scaling", quick_runs[0])
+    r = copy.deepcopy(runs["constant_scaling-0.5-1"])
+    import idmap_lib as im
+    r["config"] = im.config("a_table1_shortcuts", "constant_scaling-0.5-1", "shrunk", 0)
+    r["config_hash"] = config_hash(r["config"])
+    fails("constant_scaling", {**runs, "constant_scaling-0.5-1": r}, truth("constant_scaling", runs),
+          "scale 'shrunk'")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_answer_that_disagrees_with_own_runs_fails(quick_runs, name):
+    ab = ablations.ABLATIONS[name]
+    runs = runs_of(name, quick_runs[0])
+    right = truth(name, runs)
+    key = next(a for a in ab.answers if ab.judge[a][0] in ("abs", "rel", "exact"))
+    wrong = {**right, key: (right[key] or 0) + 1 if ab.judge[key][0] != "exact" else "not a depth"}
+    fails(name, runs, wrong, key, "your runs give")
+
+
+def test_judgement_against_own_runs_beyond_and_within_the_spread(quick_runs, monkeypatch):
+    runs = runs_of("constant_scaling", quick_runs[0])
+    right = truth("constant_scaling", runs)
+    wrong = {**right, "scaled_is_worse": not right["scaled_is_worse"]}
+    monkeypatch.setattr(ablations, "spread", lambda: {})
+    fails("constant_scaling", runs, wrong, "scaled_is_worse", "beyond the seed spread")
+    gap = abs(right["loss_gap"])
+    monkeypatch.setattr(ablations, "spread", lambda: {"constant_scaling": {"answers": {"loss_gap": gap + 1}}})
+    assert ablations.status("constant_scaling", runs, wrong, scale="quick") == "passed"  # runs cannot tell
+
+
+def test_argmin_within_spread(quick_runs, monkeypatch):
+    runs = runs_of("exclusive_gate_bias", quick_runs[0])
+    right = truth("exclusive_gate_bias", runs)
+    losses = {b: ablations.final(runs[f"b{b}"]) for b in ablations.B_G}
+    worst = max(losses, key=losses.get)
+    monkeypatch.setattr(ablations, "spread", lambda: {})
+    fails("exclusive_gate_bias", runs, {**right, "best_b_g": worst}, "best_b_g", "lowest loss")
+    sp = {f"b{b}": {"train_loss": losses[worst] - min(losses.values()) + 1e-6} for b in ablations.B_G}
+    monkeypatch.setattr(ablations, "spread", lambda: {"exclusive_gate_bias": {"runs": sp}})
+    assert ablations.status("exclusive_gate_bias", runs, {**right, "best_b_g": worst}, scale="quick") == "passed"
+
+
+def test_edited_unfinished_and_missing_runs_and_unattempted_answers(quick_runs):
+    name = "gate_depth"
+    runs = runs_of(name, quick_runs[0])
+    right = truth(name, runs)
+    edited = copy.deepcopy(runs)
+    edited["gresnet-d2"]["config"]["steps"] += 1
+    fails(name, edited, right, "edited after the run")
+    stopped = copy.deepcopy(runs)
+    stopped["gresnet-d2"]["status"] = "stopped"
+    fails(name, stopped, right, "did not finish")
+    fails(name, {k: v for k, v in runs.items() if k != "gresnet-d50"}, right, "'gresnet-d50' is missing")
+    stub = {a: ... for a in ablations.ABLATIONS[name].answers}
+    assert ablations.status(name, runs, stub, scale="quick") == "not attempted"
+    fails(name, runs, {**right, "mean_k_d2": ...}, "no answer for mean_k_d2")
+    with pytest.raises(AssertionError, match="no prediction"):
+        ablations.check(name, runs, right, "  ", scale="quick")
+
+
+def test_run_refuses_to_train_without_a_prediction(tmp_path):
+    with pytest.raises(ValueError, match="prediction first"):
+        ablations.run("gate_depth", "   ", scale="quick", out_dir=tmp_path)
+
+
+def test_configs_change_one_thing_and_keep_the_papers_recipe():
+    import idmap_lib as im
+    for name, ab in ablations.ABLATIONS.items():
+        cfgs = ablations.configs(name, 0, "classroom")
+        base = cfgs[ab.baseline]
+        for key, cfg in cfgs.items():
+            exp, variant, kw = ab.runs[key]
+            shrunk = im.config(exp, variant, "shrunk", 0)
+            assert cfg["optimizer"] == shrunk["optimizer"] and cfg["dataset"] == shrunk["dataset"]
+            assert cfg["steps"] == ablations.ABLATIONS[name].scales["classroom"]["steps"]
+            assert cfg["subset"] == shrunk["subset"] and cfg["batch_size"] == shrunk["batch_size"]
+            changed = {k for k in set(cfg["model"]["kwargs"]) | set(base["model"]["kwargs"])
+                       if cfg["model"]["kwargs"].get(k) != base["model"]["kwargs"].get(k)}
+            assert key == ab.baseline or changed, (name, key)
+
+
+def test_committed_spread_matches_the_recorded_runs():
+    """spread.json (package data, read by the graders) is what the book's recorded runs give."""
+    import statistics
+    sp = ablations.spread()
+    assert set(sp) == set(NAMES)
+    for name in NAMES:
+        assert len(sp[name]["seeds"]) >= 3
+        per_seed = [ablations.run(name, "", seed=s, scale="classroom", out_dir=ablations.BOOK_RUNS)
+                    for s in sp[name]["seeds"]]
+        for a, std in sp[name]["answers"].items():
+            vals = [ablations.ABLATIONS[name].truth(p)[a] for p in per_seed]
+            assert std == pytest.approx(statistics.stdev(vals)), (name, a)

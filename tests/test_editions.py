@@ -1,0 +1,158 @@
+"""The student edition (otter assign) has no solution text and no instructor notes and its graders still run;
+the autograder package grades submissions (otter run, no Docker); a folder of submissions becomes one CSV
+row per student, with the free-text answers collected; the instructor guide computes its numbers."""
+import csv
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from idmap_lib.checks import ablations, editions
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+
+pytest.importorskip("otter")
+
+
+def _text(nb_path):
+    nb = json.loads(Path(nb_path).read_text())
+    return nb, "\n".join("".join(c["source"]) for c in nb["cells"])
+
+
+def _solution_cells(chapter, other=False):
+    """The code of every cell of the book's solution blocks and of its instructor-tagged cells (other=True:
+    the remaining cells)."""
+    nb = json.loads((BOOK / chapter).read_text())
+    inside, found, rest = False, [], []
+    for c in nb["cells"]:
+        src = "".join(c["source"])
+        if "{solution-start}" in src:
+            inside = True
+        if (inside and c["cell_type"] == "code") or set(c["metadata"].get("tags", [])) & editions.DROP_TAGS:
+            found.append(src)
+        else:
+            rest.append(src)
+        if "{solution-end}" in src:
+            inside = False
+    return rest if other else found
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    return editions.assign(out, run_tests=False)
+
+
+@pytest.mark.parametrize("chapter", ["exercises", "ablations"])
+def test_student_edition_has_no_solutions_and_no_instructor_notes(dist, chapter):
+    made = dist[chapter]
+    nb, text = _text(made["student"])
+    for word in ("solution", "hidden", "instructor", "open it after"):
+        assert not re.search(word, text, re.I), f"{word!r} in the student edition of {chapter}"
+    solutions = _solution_cells(editions.CHAPTERS[chapter])
+    elsewhere = {ln.strip() for src in _solution_cells(editions.CHAPTERS[chapter], other=True)
+                 for ln in src.splitlines()}
+    student_lines = {ln.strip() for ln in text.splitlines()}
+    leaked = [ln.strip() for sol in solutions for ln in sol.splitlines()
+              if len(ln.strip()) > 12 and ln.strip() not in elsewhere and ln.strip() in student_lines]
+    assert not leaked, f"solution lines in the student edition of {chapter}: {leaked[:5]}"
+    assert sum(len(s.splitlines()) for s in solutions) > 20  # there were solutions to leak
+    # the stubs, the graders (with their hints) and Otter's checks are there
+    n_ex = sum(1 for k, _ in editions.split_chapter(json.loads((BOOK / editions.CHAPTERS[chapter]).read_text()))
+               if k == "exercise")
+    assert text.count("grader.check(") == n_ex
+    assert text.count("checks.check_") + text.count("ablations.check(") >= n_ex
+    assert made["autograder"].exists() and zipfile.is_zipfile(made["autograder"])
+    with zipfile.ZipFile(made["autograder"]) as z:
+        names = z.namelist()
+    assert any(n.startswith("files/idmap_lib/checks/") for n in names) and "run_autograder" in names
+
+
+def test_book_pages_keep_the_instructor_notes_the_student_edition_drops():
+    """Issue 9 item 8: the book's chapter still has its notes (tagged), and the sentences about hidden
+    solutions sit in a book-only cell instead of the intro that students get."""
+    nb = json.loads((BOOK / "06_exercises.ipynb").read_text())
+    tagged = {t for c in nb["cells"] for t in c["metadata"].get("tags", [])}
+    assert {"instructor", "book-only"} <= tagged
+    untagged = "\n".join("".join(c["source"]) for c in nb["cells"]
+                         if not set(c["metadata"].get("tags", [])) & editions.DROP_TAGS and c["cell_type"] == "markdown"
+                         and "{solution" not in "".join(c["source"]))
+    assert "hidden solution" not in untagged and "Notes for instructors" not in untagged
+
+
+def _as_submission(solved, student_edition):
+    """A solved notebook with the student edition's metadata (Otter checks the assignment's name)."""
+    nb = json.loads(Path(solved).read_text())
+    nb["metadata"] = json.loads(Path(student_edition).read_text())["metadata"]
+    return nb
+
+
+def _submission_zip(nb_path, dest, runs=None):
+    with zipfile.ZipFile(dest, "w") as z:
+        z.write(nb_path, Path(nb_path).name)
+        for p in (runs or []):
+            z.write(p, f"idmap_runs/{Path(p).name}")
+    return dest
+
+
+def test_grade_folder_one_row_per_student(dist, tmp_path):
+    made = dist["exercises"]
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(made["student"], subs / "ada.ipynb")  # untouched: nothing attempted
+    solved = editions.solved_notebook(BOOK / "06_exercises.ipynb", subs / "grace.ipynb")  # everything right
+    nb = _as_submission(solved, made["student"])
+    solved.write_text(json.dumps(nb))
+    nb = _as_submission(solved, made["student"])  # one wrong answer: a sum instead of a product
+    for c in nb["cells"]:
+        if "".join(c["source"]).startswith("def direct_term"):
+            c["source"] = "def direct_term(lams):\n    return sum(lams)\n\n\ndef vanishing_depth(lam, eps):\n" \
+                          "    import math\n    return math.ceil(math.log(eps) / math.log(lam))\n"
+    (subs / "alan.ipynb").write_text(json.dumps(nb))
+    rows = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv") as f:
+        table = {r["student"]: r for r in csv.DictReader(f)}
+    assert set(table) == {"ada", "grace", "alan"} and len(rows) == 3
+    assert float(table["grace"]["total"]) == float(table["grace"]["possible"]) > 0
+    assert float(table["ada"]["total"]) == 0
+    assert float(table["alan"]["ex_direct"]) == 0
+    assert float(table["alan"]["total"]) == float(table["alan"]["possible"]) - 1
+
+
+@pytest.mark.skipif(not ablations.BOOK_RUNS.is_dir(), reason="the book's classroom runs are not recorded")
+def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path):
+    """The LMS path for the ablations: a zip with the notebook and its recorded runs is graded by the
+    autograder without training; predictions and explanations land in the CSV as text."""
+    made = dist["ablations"]
+    (tmp_path / "nb").mkdir()
+    solved = editions.solved_notebook(BOOK / "06_ablations.ipynb", tmp_path / "nb" / "ablations.ipynb")
+    nb = _as_submission(solved, made["student"])
+    for c in nb["cells"]:
+        if "".join(c["source"]).startswith("explanation_scaling ="):
+            c["source"] = 'explanation_scaling = """My own words about what happened."""'
+    solved.write_text(json.dumps(nb))
+    runs = [p for p in ablations.BOOK_RUNS.glob("*__s0__*.json")]
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    _submission_zip(solved, subs / "ada.zip", runs)
+    rows = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")
+    row = rows[0]
+    assert row["total"] == row["possible"] == len(ablations.ABLATIONS), row
+    assert row["explanation_scaling"] == "My own words about what happened."
+    assert row["prediction_scaling"].startswith("The scaled net")
+    assert {f"prediction_{t}" for t in ("gate_bias", "bn", "plain", "k_depth", "prune")} <= set(row)
+
+
+def test_instructor_guide_is_computed():
+    from idmap_lib.checks.guide import instructor_guide
+    text = instructor_guide()
+    for name in ablations.ABLATIONS:
+        assert f"### {name}" in text
+    assert "python -m idmap_lib.checks assign" in text and "python -m idmap_lib.checks grade" in text
+    sp = ablations.spread()
+    for name in sp:  # the measured run time of every exercise is in the guide, as the library computes it
+        assert f"{sp[name]['exercise_wall_s'] / 60:.1f} min" in text
