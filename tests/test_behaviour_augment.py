@@ -57,3 +57,11 @@ def test_every_crop_offset_from_0_to_2pad_occurs_equally_often(pad, flip):
 def test_pad_0_is_the_image_itself():
     x = _images(50)
     assert torch.equal(crop_flip(x, pad=0, flip=False, generator=torch.Generator().manual_seed(0)), x)
+
+
+def test_memory_layout_is_nchw_unless_channels_last_is_asked_for():
+    x = _images(4).expand(4, 3, 6, 6).contiguous()
+    for pad in (0, 2):
+        a = crop_flip(x, pad=pad, generator=torch.Generator().manual_seed(0))
+        b = crop_flip(x, pad=pad, generator=torch.Generator().manual_seed(0), channels_last=True)
+        assert a.is_contiguous() and b.is_contiguous(memory_format=torch.channels_last) and torch.equal(a, b)
