@@ -89,6 +89,43 @@ def test_training_and_test_batches_are_normalised_with_the_training_statistics(e
     torch.testing.assert_close(x_te, want_test, rtol=0, atol=1e-5)
 
 
+def test_augmented_training_batches_are_crops_of_the_zero_padded_normalised_images():
+    """Normalise, then pad with zeros (0 = the mean pixel) and crop + flip: every input is a window of one
+    padded normalised training image, plain or mirrored, and not all are the plain image itself."""
+    d = _synthetic()
+    cfg = _tiny_cfg("a_table2_activations", "full_preact-110", {"depth": 8}, augment={"pad": 4, "flip": True},
+                    batch=16)
+    xtr = d.x_train.double() / 255
+    want = ((xtr - xtr.mean(0, keepdim=True)).float())
+    windows = F.pad(want, [4] * 4).unfold(2, 8, 1).unfold(3, 8, 1)  # (N, C, 9, 9, 8, 8)
+    run = Run(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32", channels_last=True)
+    seen = []
+    run.raw.register_forward_pre_hook(lambda m, i: seen.append(i[0].detach().clone()) if m.training else None)
+    run.advance()
+    (x,) = seen
+    assert x.shape == (16, 3, 8, 8) and x.is_contiguous(memory_format=torch.channels_last)
+    kinds = set()
+    for row in x:
+        for mirrored, r in ((False, row), (True, row.flip(-1))):
+            err = (windows - r[None, :, None, None]).abs().amax((1, 4, 5))  # (N, 9, 9)
+            if err.min() < 1e-5:
+                n, dy, dx = [int(v) for v in torch.nonzero(err == err.min())[0]]
+                kinds.add((mirrored, (dy, dx) != (4, 4)))
+                break
+        else:
+            raise AssertionError("a training input is no crop of a padded normalised training image")
+    assert (False, True) in kinds or (True, True) in kinds  # some crops are shifted
+    assert {m for m, _ in kinds} == {False, True}           # plain and mirrored both occur
+
+
+def test_schedule_errors_name_the_valid_range_and_the_kind():
+    s = config("a_table2_activations", "full_preact-110", "full")["schedule"]
+    with pytest.raises(ValueError, match=r"iterations 0\.\.63999 and stops at 64000"):
+        im.recipes.lr_at(s, 64000)
+    with pytest.raises(ValueError, match="unknown schedule kind 'cosine'; valid: step, constant"):
+        im.recipes.lr_at({**s, "kind": "cosine"}, 0)
+
+
 # --- optimizer: weight decay per group -----------------------------------------------------------
 
 def _decay_steps(model, opt):
