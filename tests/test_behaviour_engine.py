@@ -126,6 +126,22 @@ def test_schedule_errors_name_the_valid_range_and_the_kind():
         im.recipes.lr_at({**s, "kind": "cosine"}, 0)
 
 
+def test_prepare_data_loads_the_recipes_dataset_and_takes_a_stratified_subset(monkeypatch):
+    from idmap_lib import trainer
+    d = _synthetic(n_train=60, n_test=30)
+    calls = []
+    monkeypatch.setattr(data_mod, "load", lambda name, path: calls.append((name, path)) or d)
+    cfg = _tiny_cfg("a_table2_activations", "full_preact-110", {"depth": 8})
+    cfg["subset"] = {"train_per_class": 2, "test_per_class": 1}
+    D = trainer._prepare_data(cfg, "/some/where", torch.device("cpu"))
+    assert calls == [("cifar10", "/some/where")]
+    assert D["y_train"].bincount().tolist() == [2] * 10 and D["y_test"].bincount().tolist() == [1] * 10
+    sub = d.x_train[data_mod.stratified_subset(d.y_train, 2, 0)]
+    assert torch.equal(D["x_train"], sub)                                # the images of the subset ...
+    torch.testing.assert_close(D["mean"], sub.double().div(255).mean(0, keepdim=True).float(), rtol=0, atol=1e-6)
+    assert D["num_classes"] == 10 and D["source"] == {"kind": "synthetic"}  # ... and the subset's mean
+
+
 # --- optimizer: weight decay per group -----------------------------------------------------------
 
 def _decay_steps(model, opt):

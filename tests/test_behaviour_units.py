@@ -109,6 +109,17 @@ def test_unit_that_keeps_dimensions_adds_the_raw_input(kind):
         torch.testing.assert_close(unit(x), x + G(P(x)), rtol=1e-10, atol=1e-10)
 
 
+def test_paper_b_dense_layer_is_dot_bn_relu():
+    torch.manual_seed(0)
+    layer = im.units.dense_layer(6, 4).double().train()
+    x = torch.randn(32, 6, dtype=torch.float64) * 3 + 1
+    lin = layer[0]
+    assert lin.bias is None                                   # BN follows: no bias
+    z = x @ lin.weight.T
+    want = torch.relu((z - z.mean(0)) / torch.sqrt(z.var(0, unbiased=False) + 1e-5))  # BN weight 1, bias 0
+    torch.testing.assert_close(layer(x), want, rtol=1e-8, atol=1e-8)
+
+
 # --- strides, per convolution ---------------------------------------------------------------------
 
 def _conv_strides(module, x):
