@@ -187,6 +187,14 @@ def test_gates_get_weight_decay_only_when_the_recipe_says_so(variant, gates_deca
     assert all(k.item() == pytest.approx(1 - step if gates_decay else 1.0, rel=1e-12) for k in im.gates(model))
 
 
+def test_a_recipe_without_weight_decay_decays_nothing():
+    torch.manual_seed(0)
+    model = im.cifar_resnet(8, gated=True).double()
+    opt = build_optimizer(model, {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False}, "cpu")
+    assert [g["weight_decay"] for g in opt.param_groups] == [0.0, 0.0]
+    assert all(c == (0.0, 0.0) for c in _decay_steps(model, opt).values())
+
+
 @pytest.mark.parametrize("experiment, variant, model_kwargs, wd", [
     ("b_resnet32", "gated", {"depth": 8}, 1e-4),
     ("b_resnet32", "gated-k_decay", {"depth": 8}, 1e-4),
