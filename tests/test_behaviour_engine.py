@@ -195,6 +195,22 @@ def test_a_recipe_without_weight_decay_decays_nothing():
     assert all(c == (0.0, 0.0) for c in _decay_steps(model, opt).values())
 
 
+def test_optimizer_hyperparameters_come_from_the_recipe():
+    torch.manual_seed(0)
+    model = im.cifar_resnet(8)
+    o = config("b_resnet32", "original", "full")["optimizer"]
+    for device in ("cpu", None):
+        sgd = build_optimizer(model, o, device)
+        assert type(sgd) is torch.optim.SGD and not sgd.defaults.get("fused")  # the fused kernel is CUDA's
+        assert (sgd.defaults["lr"], sgd.defaults["momentum"], sgd.defaults["nesterov"]) == (0.1, 0.9, True)
+    mlp = im.mlp("gresnet", 2)
+    nadam = build_optimizer(mlp, {**config("b_mnist", "gresnet-d2", "full")["optimizer"], "betas": [0.8, 0.99]},
+                            "cpu", capturable=True)
+    assert type(nadam) is torch.optim.NAdam and nadam.defaults["lr"] == 0.002
+    assert nadam.defaults["betas"] == (0.8, 0.99) and nadam.defaults["momentum_decay"] == 4e-3  # Keras' 0.004
+    assert not nadam.defaults.get("capturable")  # device-side step counters: only for CUDA graphs
+
+
 @pytest.mark.parametrize("experiment, variant, model_kwargs, wd", [
     ("b_resnet32", "gated", {"depth": 8}, 1e-4),
     ("b_resnet32", "gated-k_decay", {"depth": 8}, 1e-4),
