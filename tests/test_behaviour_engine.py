@@ -58,6 +58,19 @@ def test_normalization_statistics_on_known_pixels():
     assert torch.equal(m, torch.zeros(1, 3, 1, 1)) and torch.equal(s, torch.ones(1, 3, 1, 1))
 
 
+def test_normalization_over_many_chunks_is_exact_even_for_a_small_spread():
+    """More images than one chunk of the float64 sums, all near grey 200 (a spread of 1/255): a float32 sum
+    or one that keeps only the last chunk shows in the mean or, through cancellation, in the std."""
+    g = torch.Generator().manual_seed(0)
+    x = (200 + torch.randint(0, 2, (10000, 2, 2, 2), generator=g)).to(torch.uint8)
+    xf = x.double() / 255
+    mean, _ = data_mod.normalization("per_pixel_mean", x)
+    torch.testing.assert_close(mean.double(), xf.mean(0, keepdim=True), rtol=1e-7, atol=0)
+    m, s = data_mod.normalization("mean_std", x)
+    torch.testing.assert_close(m.double().flatten(), xf.mean((0, 2, 3)), rtol=1e-7, atol=0)
+    torch.testing.assert_close(s.double().flatten(), xf.transpose(0, 1).reshape(2, -1).std(1), rtol=1e-5, atol=0)
+
+
 @pytest.mark.parametrize("experiment, variant, kwargs, kind", [
     ("a_table2_activations", "full_preact-110", {"depth": 8}, "per_pixel_mean"),     # Paper A
     ("b_wrn", "plain", {"depth": 10}, "mean_std"),                                    # Paper B's WRN
