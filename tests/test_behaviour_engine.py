@@ -67,6 +67,7 @@ def test_normalization_over_many_chunks_is_exact_even_for_a_small_spread():
     mean, _ = data_mod.normalization("per_pixel_mean", x)
     torch.testing.assert_close(mean.double(), xf.mean(0, keepdim=True), rtol=1e-7, atol=0)
     m, s = data_mod.normalization("mean_std", x)
+    assert m.shape == s.shape == (1, 2, 1, 1)
     torch.testing.assert_close(m.double().flatten(), xf.mean((0, 2, 3)), rtol=1e-7, atol=0)
     torch.testing.assert_close(s.double().flatten(), xf.transpose(0, 1).reshape(2, -1).std(1), rtol=1e-5, atol=0)
 
