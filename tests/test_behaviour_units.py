@@ -120,6 +120,21 @@ def test_paper_b_dense_layer_is_dot_bn_relu():
     torch.testing.assert_close(layer(x), want, rtol=1e-8, atol=1e-8)
 
 
+def test_dropout_shortcut_in_training_adds_the_residual_to_the_masked_shortcut():
+    torch.manual_seed(0)
+    u = im.make_unit("full_preact", "dropout", p=0.25).double().train()
+    assert im.unit_layout(u)["on_shortcut"] == "dropout 0.25"
+    s = torch.ones(1, 16, 32, 32, dtype=torch.float64)
+    r = torch.randn_like(s)
+    mask = u.shortcut(s, r) - r                       # y = m * h(s) + r with m in {0, 1}, mean 1 - p
+    assert set(mask.round(decimals=12).unique().tolist()) == {0.0, 1.0}
+    assert mask.mean().item() == pytest.approx(0.75, abs=0.03)
+    assert torch.equal(im.make_unit("full_preact", "dropout", p=0.0).train().shortcut(s.float(), r.float()),
+                       s.float() + r.float())     # p = 0 is allowed: the identity shortcut
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        im.make_unit("full_preact", "dropout", p=1.0)
+
+
 # --- strides, per convolution ---------------------------------------------------------------------
 
 def _conv_strides(module, x):
