@@ -17,7 +17,7 @@ CHROMIUM     := /usr/bin/chromium
 # Every build re-executes every chapter (--all): pages always show what the current code computes.
 BOOK_FLAGS   ?= --all -W --keep-going
 
-.PHONY: setup vendor book test clean
+.PHONY: setup vendor book test clean mutation mutation-results
 
 setup: $(STAMP)
 
@@ -48,6 +48,21 @@ $(CHROMIUM):
 
 test: book $(CHROMIUM)
 	$(PY) -m pytest
+
+# Mutation testing on demand (slow on 2 cores: NOT part of `make test` or CI). mutmut plants one small change
+# at a time in the core modules and runs the fast tests that reach it ([tool.mutmut] in pyproject.toml);
+# tests/MUTATION.md records the score and the survivors we accept. Narrow a run with a glob of mutant names:
+#   make mutation MUTANTS='idmap_lib.units.* idmap_lib.shortcuts.*'
+# mutmut keeps its results in mutants/ and re-runs only what changed.
+MUTANTS       ?=
+MUTATION_JOBS ?= 2
+mutation: setup
+	$(PY) -m pip install -q -r requirements-mutation.txt
+	IDMAP_ROOT=$(abspath data) OMP_NUM_THREADS=1 nice -n 15 $(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS) $(MUTANTS) || true
+	$(MAKE) --no-print-directory mutation-results
+
+mutation-results:
+	$(PY) tools/mutation_summary.py
 
 clean:
 	rm -rf _build

@@ -33,6 +33,12 @@ def test_better_is_decided_by_twice_the_standard_error_both_ways():
     assert compare(t, [0.40, 0.41, 0.42], [0.50, 0.51, 0.52])["verdict"] == "reproduced"
     assert compare(t, [0.50, 0.51, 0.52], [0.40, 0.41, 0.42])["verdict"] == "contradicted"
     assert compare(t, [0.40, 0.50, 0.45], [0.44, 0.48, 0.46])["verdict"] == "inconclusive"
+    # the bar is twice the standard error: a difference of 1.5 se is inconclusive, 2.5 se decides
+    xa = [0.40, 0.41, 0.42]
+    se1 = math.sqrt(2 * 0.0001 / 3)
+    assert compare(t, xa, [x + 1.5 * se1 for x in xa])["verdict"] == "inconclusive"
+    assert compare(t, xa, [x + 2.5 * se1 for x in xa])["verdict"] == "reproduced"
+    assert compare(t, xa, [x - 2.5 * se1 for x in xa])["verdict"] == "contradicted"
     r = compare(t, [0.40, 0.41, 0.42], [0.50, 0.51, 0.52])
     assert r["mean_a"] == pytest.approx(0.41) and r["se"] == pytest.approx(math.sqrt(2 * 0.0001 / 3))
     # a margin moves the bar: "far behind" by more than 0.05
