@@ -24,9 +24,10 @@ while true; do
      --no-progress) || { echo "sweep: training failed; stop"; exit 1; }
   f=$(ls -t "$OUT"/"${exp}__${variant}__shrunk__s${seed}__"*.json 2>/dev/null | head -1)
   [[ -z $f ]] && { echo "sweep: no result file for $exp $variant $seed; stop"; exit 1; }
-  for try in 1 2 3 4 5; do  # the index may be locked by a commit in progress: retry
-    git -C "$REPO" add -- "$f" && git -C "$REPO" commit -q -m "result: $exp $variant seed $seed (CPU scale)" -- "$f" \
-      && break
-    sleep 5
+  for try in 1 2 3 4 5 6 7 8 9 10; do  # a commit or merge may be in progress: retry; a result left uncommitted
+    # by an earlier failure goes with this one (the whole results folder is committed, nothing else)
+    git -C "$REPO" add -- data/results && git -C "$REPO" commit -q -m "result: $exp $variant seed $seed (CPU scale)" \
+      -- data/results && break
+    sleep 30
   done
 done
