@@ -6,7 +6,6 @@ trains. A run that is missing is shown as missing, with the command that makes i
 """
 from __future__ import annotations
 
-import math
 import statistics
 
 from . import claims, paper_numbers, recipes, results

@@ -199,71 +199,84 @@ class Run:
         self.compile, self.deterministic = bool(compile), bool(deterministic)
         self.show = progress and ctx.rank == 0
         self.chash = config_hash(cfg)
-        self.seed = seed = int(cfg["seed"])
+        self.seed = int(cfg["seed"])
         self.total, self.B = cfg["steps"], cfg["batch_size"]
         self.log_every, self.eval_every = cfg["log_every"], cfg["eval_every"]
         if self.B % ctx.world:
             raise ValueError(f"batch size {self.B} is not divisible by the number of processes {ctx.world}")
-        cuda = device.type == "cuda"
-        self.stream = torch.cuda.Stream(device) if cuda else None
-
+        self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         with self._on_stream():
-            self.D = D = _prepare_data(cfg, data, device)
-            torch.manual_seed(seed)
-            model = build_model(cfg["model"]).to(device)
-            self.cl = _has_conv(model) if channels_last == "auto" else bool(channels_last)
-            if self.cl:
-                model = model.to(memory_format=torch.channels_last)
-            self.raw = model
-            self.dtype = amp_dtype(device, amp)
-            self.scaler = torch.amp.GradScaler("cuda") if self.dtype == torch.float16 and cuda else None
-            why_not = self._graph_blocker(cuda_graph, cuda)
-            self.graph_on, self.graph_note = why_not is None and bool(cuda_graph), why_not
-            self.opt = build_optimizer(model, cfg["optimizer"], device, capturable=self.graph_on)
-            if ctx.world > 1:
-                model = ctx.wrap(model)
-            self.fwd = torch.compile(model) if compile else model
-            if ctx.world > 1:  # same init everywhere (above), but each rank its own dropout masks
-                torch.manual_seed(seed * 1000 + 17 + ctx.rank)
+            self._build(data, amp, channels_last, compile, cuda_graph)
+            self._fresh_state(checkpoint_dir, checkpoint_every, resume)
+        self._start(max_steps, cuda_graph)
 
-            self.gen_order = torch.Generator().manual_seed(seed)  # data order: identical on every rank
-            self.gen_aug = torch.Generator(device=device).manual_seed(seed * 1000 + 1 + ctx.rank)
-            self.N = len(D["y_train"])
-            self.perm, self.pos = _to_device(torch.randperm(self.N, generator=self.gen_order), device), 0
-            # loss sum, error sum, count, first non-finite step (-1: none) -- all on the device
-            self.acc = torch.tensor([0.0, 0.0, 0.0, -1.0], device=device, dtype=torch.float64)
-            self.step_t = torch.zeros((), device=device, dtype=torch.float64)  # the step, as the device sees it
-            self.history = {"train": [], "test": []}
-            self.step, self.elapsed, self.status, self.fail = 0, 0.0, "running", None
+    def _build(self, data, amp, channels_last, compile, cuda_graph):
+        """Data on the device, model (seeded), precision, optimizer, generators."""
+        cfg, ctx, device, seed = self.cfg, self.ctx, self.device, self.seed
+        cuda = device.type == "cuda"
+        self.D = _prepare_data(cfg, data, device)
+        torch.manual_seed(seed)
+        model = build_model(cfg["model"]).to(device)
+        self.cl = _has_conv(model) if channels_last == "auto" else bool(channels_last)
+        if self.cl:
+            model = model.to(memory_format=torch.channels_last)
+        self.raw = model
+        self.dtype = amp_dtype(device, amp)
+        self.scaler = torch.amp.GradScaler("cuda") if self.dtype == torch.float16 and cuda else None
+        self.graph_note = self._graph_blocker(cuda_graph, cuda)
+        self.graph_on = bool(cuda_graph) and self.graph_note is None
+        self.opt = build_optimizer(model, cfg["optimizer"], device, capturable=self.graph_on)
+        if ctx.world > 1:
+            model = ctx.wrap(model)
+        self.model = model
+        self.fwd = torch.compile(model) if compile else model
+        if ctx.world > 1:  # same init everywhere (above), but each rank its own dropout masks
+            torch.manual_seed(seed * 1000 + 17 + ctx.rank)
+        self.gen_order = torch.Generator().manual_seed(seed)  # data order: identical on every rank
+        self.gen_aug = torch.Generator(device=device).manual_seed(seed * 1000 + 1 + ctx.rank)
 
-            self.ckpt_path = Path(checkpoint_dir) / f"{run_name(cfg)}.pt" if checkpoint_dir else None
-            ce = self.eval_every if checkpoint_every is None else checkpoint_every
-            self.checkpoint_every = max(self.log_every, math.ceil(ce / self.log_every) * self.log_every)
-            if resume and self.ckpt_path is not None and self.ckpt_path.exists():
-                self._resume()
-            self.step_t.fill_(self.step)
+    def _fresh_state(self, checkpoint_dir, checkpoint_every, resume):
+        """Data order and position, device-side sums, history; then the checkpoint's, when resuming."""
+        self.N = len(self.D["y_train"])
+        self.perm, self.pos = _to_device(torch.randperm(self.N, generator=self.gen_order), self.device), 0
+        # loss sum, error sum, count, first non-finite step (-1: none) -- all on the device
+        self.acc = torch.tensor([0.0, 0.0, 0.0, -1.0], device=self.device, dtype=torch.float64)
+        self.step_t = torch.zeros((), device=self.device, dtype=torch.float64)  # the step, as the device sees it
+        self.history = {"train": [], "test": []}
+        self.step, self.elapsed, self.status, self.fail = 0, 0.0, "running", None
+        self.ckpt_path = Path(checkpoint_dir) / f"{run_name(self.cfg)}.pt" if checkpoint_dir else None
+        ce = self.eval_every if checkpoint_every is None else checkpoint_every
+        self.checkpoint_every = max(self.log_every, math.ceil(ce / self.log_every) * self.log_every)
+        if resume and self.ckpt_path is not None and self.ckpt_path.exists():
+            self._resume()
+        self.step_t.fill_(self.step)
 
+    def _start(self, max_steps, cuda_graph):
+        """The fail rule, the stop, the progress bar and the first report."""
         from tqdm.auto import tqdm
+
+        cfg, device = self.cfg, self.device
         self.bar = tqdm(total=self.total, initial=self.step, disable=not self.show, dynamic_ncols=True,
                         desc=f"{cfg['experiment']}/{cfg['variant']}/{cfg['scale']}")
         div = cfg["divergence"]
         self.grace = None if div.get("grace_fraction") is None else \
             max(int(div["grace_fraction"] * self.total), 2 * self.log_every)
         self.chance_margin = div.get("chance_margin", 0.01)
-        self.chance_err = 1.0 - 1.0 / D["num_classes"]
+        self.chance_err = 1.0 - 1.0 / self.D["num_classes"]
         self.stop = self.total if max_steps is None else min(self.total, max_steps)
         self.graph, self.graph_lr, self.static = None, None, None
         self.eager_since = self.step  # graph capture waits GRAPH_WARMUP eager steps after every (re)start
-        model.train()
+        self.model.train()
         self.t_window, self.imgs_window = time.perf_counter(), 0
         at = self.step + GRAPH_WARMUP + 2  # timed after the first steps (and a graph's capture)
         self._probe = {"at": min(at, self.stop), "until": min(at + 10, self.stop)}
         self.rng = self._rng_state()  # this run's global RNG streams (dropout), swapped in by train_many
+        cuda = device.type == "cuda"
         self._say(f"{run_name(cfg)}: {device}" + (f" ({torch.cuda.get_device_name(device)})" if cuda else "")
                   + f", {precision_name(self.dtype)}" + (" + GradScaler" if self.scaler else "")
                   + (", channels_last" if self.cl else "") + (", CUDA graph" if self.graph_on else "")
                   + (f" (no CUDA graph: {self.graph_note})" if cuda_graph and not self.graph_on else "")
-                  + (", compiled" if compile else "") + f"; {self.total - self.step} steps to go")
+                  + (", compiled" if self.compile else "") + f"; {self.total - self.step} steps to go")
 
     # -- small helpers
     def _on_stream(self):
