@@ -41,7 +41,9 @@ def _peak_rss_mb(children=False):
 
 def block_for(depth: int) -> str:
     """The block Paper A uses at this depth: bottleneck for ResNet-164 and -1001, basic otherwise."""
-    return "bottleneck" if depth in (164, 1001) else "basic"
+    from .networks import cifar_block
+
+    return cifar_block(depth)[0]
 
 
 def _engine(depth, steps, warmup, batch_size, data, device, compile, cuda_graph=False, unit="full_preact"):

@@ -218,19 +218,26 @@ class Verdict:
     missing: list = field(default_factory=list)  # (variant, seeds missing)
 
 
-def values(experiment, variant, scale, metric, results_dir=None, seeds=SEEDS):
-    """Per-seed metric values of one variant's recorded runs whose config is today's recipe."""
+def seed_runs(experiment, variant, scale="shrunk", seeds=SEEDS, results_dir=None):
+    """The recorded runs of one variant whose config is today's recipe, one per seed found, and the seeds
+    still missing."""
     from .recipes import config
     from .results import find_result
 
-    out, missing = [], []
+    found, missing = [], []
     for s in seeds:
         r = find_result(config(experiment, variant, scale, s), results_dir)
         if r is None:
             missing.append(s)
         else:
-            out.append(METRICS[metric](r))
-    return out, missing
+            found.append(r)
+    return found, missing
+
+
+def values(experiment, variant, scale, metric, results_dir=None, seeds=SEEDS):
+    """Per-seed metric values of one variant's recorded runs, and the seeds still missing."""
+    runs, missing = seed_runs(experiment, variant, scale, seeds, results_dir)
+    return [METRICS[metric](r) for r in runs], missing
 
 
 def evaluate(claim: Claim, scale="shrunk", results_dir=None, seeds=SEEDS) -> Verdict:

@@ -16,11 +16,20 @@ SEEDS = claims.SEEDS
 
 def seed_runs(experiment, variant, scale="shrunk", seeds=SEEDS, out_dir=None):
     """The recorded runs of one variant, one per seed found, and the seeds still missing."""
-    found, missing = [], []
-    for s in seeds:
-        r = results.find_result(recipes.config(experiment, variant, scale, s), out_dir)
-        (found if r is not None else missing).append(r if r is not None else s)
-    return found, missing
+    return claims.seed_runs(experiment, variant, scale, seeds, out_dir)
+
+
+def committed_checkpoint(cfg, checkpoint_dir=None):
+    """The checkpoint of this config's run under `checkpoint_dir` (default data/checkpoints/), loaded on the
+    CPU, and its path; (None, path) if there is none."""
+    import torch
+
+    from .data import DEFAULT_ROOT
+
+    path = (checkpoint_dir or DEFAULT_ROOT / "checkpoints") / f"{results.run_name(cfg)}.pt"
+    if not path.exists():
+        return None, path
+    return torch.load(path, map_location="cpu", weights_only=True), path
 
 
 def seeds_command(experiment, variants, seeds, scale="shrunk") -> str:
@@ -178,22 +187,17 @@ def band_curves(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None,
 def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
     """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the command."""
     import pandas as pd
-    import torch
 
-    from .data import DEFAULT_ROOT
-
-    ck_dir = checkpoint_dir or DEFAULT_ROOT / "checkpoints"
     rows = []
     for v in variants:
         cfg = recipes.config(experiment, v, "full", seed)
         r = results.find_result(cfg, out_dir)
         p = paper_numbers.paper_number(experiment, v) or {}
         row = {"variant": v, "network": net_name(cfg), "paper: error %": p.get("value", float("nan"))}
-        ck = ck_dir / f"{results.run_name(cfg)}.pt"
+        c = None if r is not None else committed_checkpoint(cfg, checkpoint_dir)[0]
         if r is not None:
             row.update({"ours: error %": 100 * claims.final_test_err(r), "state": f"finished on {hardware(r)}"})
-        elif ck.exists():
-            c = torch.load(ck, map_location="cpu", weights_only=True)
+        elif c is not None:
             last = c["history"]["test"][-1] if c["history"]["test"] else {}
             row.update({"ours: error %": float("nan"),
                         "state": f"under way: step {c['step']:,} of {cfg['steps']:,} (test error "
@@ -223,16 +227,12 @@ def train_missing(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=Non
 def trained_model(experiment, variant, scale="full", seed=0, checkpoint_dir=None):
     """The network of a run, with the weights of its committed checkpoint (data/checkpoints/), in eval mode;
     and a line saying which step of which recipe on which device they come from. None if there is none."""
-    import torch
-
-    from .data import DEFAULT_ROOT
     from .trainer import build_model
 
     cfg = recipes.config(experiment, variant, scale, seed)
-    path = (checkpoint_dir or DEFAULT_ROOT / "checkpoints") / f"{results.run_name(cfg)}.pt"
-    if not path.exists():
+    ck, _ = committed_checkpoint(cfg, checkpoint_dir)
+    if ck is None:
         return None, f"no checkpoint of {results.run_name(cfg)}"
-    ck = torch.load(path, map_location="cpu", weights_only=True)
     net = build_model(ck["config"]["model"])
     net.load_state_dict(ck["model"])
     return net.eval(), (f"{net_name(cfg)} after {ck['step']:,} of {cfg['steps']:,} steps of the paper's recipe "

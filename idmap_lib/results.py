@@ -91,9 +91,8 @@ def provenance(device, world_size: int = 1) -> dict:
 
 def save_result(result: dict, out_dir=None) -> Path:
     """Write atomically as <out_dir>/<experiment>__<variant>__<scale>__s<seed>__<hash12>.json."""
-    out = Path(out_dir or RESULTS_DIR)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{run_name(result['config'])}__{result['config_hash'][:12]}.json"
+    path = result_path(result["config"], out_dir, result["config_hash"])
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
     os.replace(tmp, path)
@@ -114,10 +113,18 @@ def load_results(out_dir=None, experiment=None, variant=None, scale=None, seed=N
     return found
 
 
+def result_path(cfg: dict, out_dir=None, chash: str | None = None) -> Path:
+    """Where ``save_result`` writes the result of this config: the run's name and its config hash."""
+    return Path(out_dir or RESULTS_DIR) / f"{run_name(cfg)}__{(chash or config_hash(cfg))[:12]}.json"
+
+
 def find_result(cfg: dict, out_dir=None) -> dict | None:
-    """The stored result whose config hash equals this config's, or None."""
-    h = config_hash(cfg)
-    for r in load_results(out_dir, cfg["experiment"], cfg["variant"], cfg["scale"], cfg["seed"]):
-        if r.get("config_hash") == h:
-            return r
-    return None
+    """The stored result whose config hash equals this config's, or None (one file read, by its name)."""
+    path = result_path(cfg, out_dir)
+    if not path.is_file():
+        return None
+    r = json.loads(path.read_text())
+    if r.get("config_hash") != config_hash(cfg):
+        return None
+    r["path"] = str(path)
+    return r

@@ -563,15 +563,15 @@ def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
     with _EngineSettings(kwargs.get("deterministic"), kwargs.get("device")):
         runs = [Run(cfg, data=data if isinstance(data, data_mod.Data) else data[cfg["dataset"]], **kwargs)
                 for cfg in cfgs]
-        if len(runs) == 1:
-            while not runs[0].done:
-                runs[0].advance()
+        several = len(runs) > 1
         while not all(r.done for r in runs):
             for r in runs:  # each run draws from its own global RNG streams (dropout), as if it ran alone
                 if not r.done:
-                    r._set_rng_state(r.rng)
+                    if several:
+                        r._set_rng_state(r.rng)
                     r.advance()
-                    r.rng = r._rng_state()
+                    if several:
+                        r.rng = r._rng_state()
         return [r.finish() for r in runs]
 
 

@@ -167,6 +167,12 @@ def _has_math(html: str) -> bool:
     return 'class="math' in html
 
 
+def _typeset(page):
+    """Wait until MathJax has typeset the page."""
+    page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
+    page.evaluate("() => window.MathJax.startup.promise")
+
+
 @pytest.mark.parametrize("name", site_pages() or ["index.html"])
 def test_page_loads_offline_clean(browser, site_url, name):
     html = (SITE / name).read_text(encoding="utf-8")
@@ -174,8 +180,7 @@ def test_page_loads_offline_clean(browser, site_url, name):
     try:
         page = visit.page
         if _has_math(html):
-            page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
-            page.evaluate("() => window.MathJax.startup.promise")
+            _typeset(page)
             unrendered = page.evaluate(
                 "() => Array.from(document.querySelectorAll('.math')).filter("
                 "e => !e.querySelector('mjx-container')).length"
@@ -344,8 +349,7 @@ def test_nothing_is_cut_off(browser, site_url, name):
     try:
         page = visit.page
         if _has_math(html):
-            page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
-            page.evaluate("() => window.MathJax.startup.promise")
+            _typeset(page)
         if "plotly-graph-div" in html:
             page.wait_for_function(
                 "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(d => d._fullData)",
