@@ -5,6 +5,7 @@
         (several variants or seeds train together in one process: on a GPU they share it, each on its stream)
     python -m idmap_lib list
     python -m idmap_lib sweep [--claims KEY,..] [--seeds 0,1,2] [--next] [--run]   (the claims' CPU-scale runs)
+    python -m idmap_lib mnist [--depths 100,10,50,20,2] [--seeds 0,1,2] [--list]   (Paper B's MNIST grid, full recipe)
     python -m idmap_lib bench [--steps N] [--data PATH]
     torchrun --nproc_per_node=N -m idmap_lib train ...      (DDP: gloo on CPU, nccl on CUDA)
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from .mnist_grid import DEPTHS
 
 
 def _parser():
@@ -51,6 +54,15 @@ def _parser():
     w.add_argument("--next", action="store_true", help="print the next missing run as 'EXPERIMENT VARIANT SEED'")
     w.add_argument("--run", action="store_true", help="train every missing run, in order")
     w.add_argument("--data", default=None)
+    m = sub.add_parser("mnist", help="Paper B's MNIST grid at the full recipe: list it, or train each depth's "
+                                     "missing runs together as one stacked network (recorded runs are skipped)")
+    m.add_argument("--depths", default=",".join(map(str, DEPTHS)))
+    m.add_argument("--seeds", default="0,1,2")
+    m.add_argument("--out", default=None, help="results directory (default data/results)")
+    m.add_argument("--weights-dir", default=None, help="where the d = 100 nets' weights go (default data/weights)")
+    m.add_argument("--checkpoint-dir", default="checkpoints", help="checkpoints of a depth in training (resumed)")
+    m.add_argument("--list", action="store_true", help="only list the runs, recorded or missing")
+    m.add_argument("--data", default=None)
     b = sub.add_parser("bench", help="this engine vs a naive DataLoader loop, same model and data")
     b.add_argument("--steps", type=int, default=30)
     b.add_argument("--depth", type=int, default=20)
@@ -74,6 +86,8 @@ def main(argv=None) -> int:
         return 0
     if args.cmd == "sweep":
         return _sweep(args)
+    if args.cmd == "mnist":
+        return _mnist(args)
     if args.cmd == "bench" and args.modes:
         from .bench import modes
         report = modes(data=args.data, device=args.device)
@@ -149,6 +163,28 @@ def _sweep(args) -> int:
     from .trainer import train
     for e, v, seed in missing:
         train(config(e, v, "shrunk", seed), data=args.data, out_dir=args.out)
+    return 0
+
+
+def _mnist(args) -> int:
+    from .mnist_grid import configs, missing, train_depth
+    from .results import run_name
+
+    depths, seeds = [int(d) for d in args.depths.split(",")], [int(s) for s in args.seeds.split(",")]
+    bad = [d for d in depths if d not in DEPTHS]
+    if bad:
+        print(f"error: depths {bad} are not in Paper B's grid {DEPTHS}", file=sys.stderr)
+        return 2
+    if args.list:
+        for d in depths:
+            todo = {run_name(c) for c in missing(d, seeds, args.out)}
+            for c in configs(d, seeds):
+                print(("  missing  " if run_name(c) in todo else "  recorded ") + run_name(c))
+        return 0
+    for d in depths:
+        for r in train_depth(d, seeds, data=args.data, out_dir=args.out, weights_dir=args.weights_dir,
+                             checkpoint_dir=args.checkpoint_dir):
+            print(f"{run_name(r['config'])}: {r['status']}, test error {r['final'].get('test_err')}")
     return 0
 
 

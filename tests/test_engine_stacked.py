@@ -1,0 +1,159 @@
+"""Stacked training (idmap_lib.stacked): R networks trained as one equal R networks trained alone."""
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from idmap_lib import data, gates, mlp
+from idmap_lib.recipes import config
+from idmap_lib.stacked import StackedMLP, check_stackable, train_stacked
+from idmap_lib.trainer import train
+
+SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+KINDS = ("plain", "resnet", "gresnet")
+
+
+@pytest.fixture(scope="module")
+def mnist():
+    return data.load("mnist", SHARED, verbose=False)
+
+
+def tiny(kind, seed, d=4, steps=14, log=4, eval_every=8):
+    """Paper B's full MNIST recipe (NAdam 0.002, batch 128) made tiny: d = 4, 14 steps, 600 + 200 images."""
+    cfg = config("b_mnist", f"{kind}-d10", "full", seed)
+    cfg["model"]["kwargs"]["d"] = d
+    cfg.update(steps=steps, log_every=log, eval_every=eval_every, schedule={"kind": "constant", "total": steps,
+               "base": 0.002}, subset={"train_per_class": 60, "test_per_class": 20})
+    return cfg
+
+
+def _close(a, b, atol=2e-5):
+    return all(torch.allclose(a[k].float(), b[k].float(), atol=atol, rtol=1e-4) for k in a)
+
+
+def test_stacked_module_is_exactly_the_nets_it_stacks():
+    torch.manual_seed(0)
+    nets = [mlp(k, 6) for k in KINDS] + [mlp("gresnet", 6)]
+    with torch.no_grad():
+        for n in nets:  # trained-looking gates and BN statistics, one k at <= 0 (a removed block)
+            for p in n.parameters():
+                p.add_(0.1 * torch.randn_like(p))
+            for m in n.modules():
+                if isinstance(m, torch.nn.BatchNorm1d):
+                    m.running_mean.normal_()
+                    m.running_var.uniform_(0.5, 2)
+        nets[2][3].k.fill_(-0.5)
+    s = StackedMLP(nets, list(KINDS) + ["gresnet"]).eval()
+    x = torch.randn(4, 32, 1, 28, 28)
+    out = s(x)
+    for r, n in enumerate(nets):
+        assert torch.allclose(out[r], n.eval()(x[r]), atol=1e-5)
+    fresh = [mlp(k, 6) for k in list(KINDS) + ["gresnet"]]
+    s.unstack(fresh)  # unstacking gives back every weight, gate and statistic
+    for a, b in zip(nets, fresh):
+        assert _close(a.state_dict(), b.state_dict(), atol=0)
+
+
+def test_stacked_training_equals_each_run_alone(mnist, tmp_path):
+    cfgs = [tiny(k, s) for k in KINDS for s in (0, 1)]
+    results, nets = train_stacked(cfgs, data=mnist, out_dir=tmp_path / "stacked", progress=False)
+    for cfg, r in zip(cfgs, results):
+        alone = train(cfg, data=mnist, out_dir=tmp_path / "alone", progress=False, amp="fp32")
+        assert r["status"] == alone["status"] == "ok" and r["config_hash"] == alone["config_hash"]
+        for a, b in zip(r["history"]["train"], alone["history"]["train"]):
+            assert a["step"] == b["step"] and abs(a["train_loss"] - b["train_loss"]) < 1e-4
+            assert a["train_err"] == pytest.approx(b["train_err"], abs=1 / 128 + 1e-9)
+        assert [h["step"] for h in r["history"]["test"]] == [8, 14]
+        assert r["final"]["test_err"] == pytest.approx(alone["final"]["test_err"], abs=1e-9 + 1 / 200)
+        assert r["final"]["test_loss"] == pytest.approx(alone["final"]["test_loss"], abs=1e-4)
+        assert ("gates_k" in r["final"]) == (cfg["model"]["kwargs"]["kind"] == "gresnet")
+        if "gates_k" in r["final"]:
+            assert r["final"]["gates_k"] == pytest.approx(alone["final"]["gates_k"], abs=1e-5)
+        assert r["stacked"]["runs"] == 6 and Path(r["path"]).parent == tmp_path / "stacked"
+    # the seeds differ and so do the kinds: six different networks came out
+    assert len({round(r["final"]["train_loss"], 6) for r in results}) == 6
+
+
+def test_stacked_weights_equal_the_weights_of_a_run_alone(mnist, tmp_path):
+    cfgs = [tiny(k, 3) for k in KINDS]
+    _, nets = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
+    from idmap_lib.trainer import Run
+
+    for cfg, net in zip(cfgs, nets):
+        run = Run(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
+        while not run.done:
+            run.advance()
+        assert _close(run.raw.state_dict(), net.state_dict())
+
+
+def test_stacked_resume_equals_uninterrupted(mnist, tmp_path):
+    cfgs = [tiny(k, 0, steps=12) for k in KINDS]
+    full, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
+    part, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path,
+                            checkpoint_every=4, max_steps=8)
+    assert {p["status"] for p in part} == {"stopped"}
+    done, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path,
+                            resume=True)
+    for a, b in zip(full, done):
+        assert [h["train_loss"] for h in a["history"]["train"]] == [h["train_loss"] for h in b["history"]["train"]]
+        assert a["final"]["test_err"] == b["final"]["test_err"]
+
+
+def test_a_diverging_run_is_a_fail_and_the_others_go_on(mnist, monkeypatch):
+    cfgs = [tiny(k, 0) for k in KINDS]
+    clean, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
+    real = StackedMLP.__init__
+
+    def poisoned(self, nets, kinds):
+        real(self, nets, kinds)
+        with torch.no_grad():
+            self.w_out[1].fill_(float("inf"))  # the ResNet's classifier: its loss is not finite from step 0
+
+    monkeypatch.setattr(StackedMLP, "__init__", poisoned)
+    res, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
+    assert [r["status"] for r in res] == ["ok", "fail", "ok"]
+    assert res[1]["fail"] == {"step": 0, "reason": "non-finite training loss"} and "test_err" not in res[1]["final"]
+    for r in (0, 2):  # the others trained exactly as without the poisoned run
+        assert res[r]["final"]["train_loss"] == pytest.approx(clean[r]["final"]["train_loss"], abs=1e-6)
+        assert res[r]["final"]["test_err"] == clean[r]["final"]["test_err"]
+
+
+def test_only_one_recipe_and_depth_stack():
+    a, b = tiny("plain", 0), tiny("resnet", 0, d=6)
+    with pytest.raises(ValueError, match="share the network's d"):
+        check_stackable([a, b])
+    with pytest.raises(ValueError, match="differ in 'steps'"):
+        check_stackable([a, tiny("resnet", 0, steps=20)])
+    with pytest.raises(ValueError, match="appears twice"):
+        check_stackable([a, tiny("plain", 0)])
+    with pytest.raises(ValueError, match="only Paper B's MLPs"):
+        check_stackable([config("b_resnet32", "gated", "shrunk")])
+
+
+def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_path, monkeypatch):
+    from idmap_lib import mnist_grid
+
+    monkeypatch.setattr(mnist_grid, "config", lambda e, v, scale, seed: tiny(v.split("-")[0], seed, d=6))
+    monkeypatch.setattr(mnist_grid, "PRUNE_DEPTH", 6)
+    kw = dict(data=mnist, out_dir=tmp_path / "res", weights_dir=tmp_path / "w", progress=False)
+    new = mnist_grid.train_depth(6, [0, 1], **kw)
+    assert len(new) == 6 and mnist_grid.train_depth(6, [0, 1], **kw) == []  # recorded runs are not retrained
+    assert [r["config"]["seed"] for r in mnist_grid.train_depth(6, [0, 2], **kw)] == [2, 2, 2]
+    x, y = mnist_grid.test_set(new[0]["config"], mnist)
+    for r in new:
+        kind = r["config"]["model"]["kwargs"]["kind"]
+        if kind == "plain":
+            assert "analysis" not in r and not mnist_grid.weights_path(r["config"], tmp_path / "w").exists()
+            continue
+        p = r["analysis"]["pruning"]
+        assert p["blocks"] == 3 and len(p["at_random"]) == mnist_grid.RANDOM_ORDERS
+        assert ("by_gate" in p) == (kind == "gresnet")
+        for c in p["at_random"] + ([p["by_gate"]] if "by_gate" in p else []):
+            assert len(c) == 4 and c[0] == pytest.approx(r["final"]["test_err"], abs=1.01 / len(y))
+        net = mnist_grid.trained_net(r["config"], tmp_path / "w")  # the kept weights are the trained net
+        assert mnist_grid.test_error(net, x, y) == p["at_random"][0][0]
+        if kind == "gresnet":
+            assert [float(k.detach()) for k in gates(net)] == pytest.approx(r["final"]["gates_k"])
+    with pytest.raises(FileNotFoundError, match="python -m idmap_lib mnist --depths 6"):
+        mnist_grid.trained_net(tiny("resnet", 5, d=6), tmp_path / "w")
