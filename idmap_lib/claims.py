@@ -12,7 +12,8 @@ the metric read from each run, and the test. Every test is a comparison of means
 - A claim made of several comparisons (``all_of``) is reproduced if every part is, contradicted if any part is,
   inconclusive otherwise (a conjunction is false when one of its parts is).
 
-A run that failed (non-finite loss) counts at chance: test error 1 - 1/C, training loss ln C. Fewer than
+A run that failed (non-finite loss) counts at chance: test error 1 - 1/C (also with blocks removed), training
+loss ln C. Fewer than
 ``MIN_SEEDS`` seeds of a run give **not run yet**, with the command that trains the missing seeds.
 """
 from __future__ import annotations
@@ -63,9 +64,60 @@ def early_train_loss(result):
     return statistics.fmean(losses)
 
 
-METRICS = {"test_err": final_test_err, "train_loss": final_train_loss, "early_train_loss": early_train_loss}
+def mean_k(result):
+    """Mean of the learned gates k at the end of training (Paper B Table 2)."""
+    return statistics.fmean(result["final"]["gates_k"])
+
+
+def _pruning(result):
+    p = (result.get("analysis") or {}).get("pruning")
+    if p is None:
+        raise ValueError(f"{result.get('path', 'this result')} has no pruning curves (they are recorded with the "
+                         f"d = 100 MNIST runs: python -m idmap_lib mnist)")
+    return p
+
+
+def pruned_half(result):
+    """Test error with half of the blocks removed without retraining: by Paper B's order (smallest k first)
+    for a gated net, the mean over random orders for an ungated one (Paper B Fig 5)."""
+    if result["status"] == "fail":
+        return _chance(result)[0]
+    p = _pruning(result)
+    half = p["blocks"] // 2
+    if "by_gate" in p:
+        return p["by_gate"][half]
+    return statistics.fmean(c[half] for c in p["at_random"])
+
+
+def _removal_mean(curve, p):
+    return statistics.fmean(curve[1:p["blocks"] // 2 + 1])
+
+
+def pruned_greedy(result):
+    """Mean test error over removing 1, 2, ..., half of the blocks by smallest k first (Paper B Fig 5)."""
+    if result["status"] == "fail":
+        return _chance(result)[0]
+    p = _pruning(result)
+    return _removal_mean(p["by_gate"], p)
+
+
+def pruned_random(result):
+    """Mean test error over removing 1, 2, ..., half of the blocks in random orders (mean over the orders)."""
+    if result["status"] == "fail":
+        return _chance(result)[0]
+    p = _pruning(result)
+    return statistics.fmean(_removal_mean(c, p) for c in p["at_random"])
+
+
+METRICS = {"test_err": final_test_err, "train_loss": final_train_loss, "early_train_loss": early_train_loss,
+           "mean_k": mean_k, "pruned_half": pruned_half, "pruned_greedy": pruned_greedy,
+           "pruned_random": pruned_random}
 METRIC_WORDS = {"test_err": "final test error", "train_loss": "final training loss",
-                "early_train_loss": "mean training loss over the first half of training"}
+                "early_train_loss": "mean training loss over the first half of training",
+                "mean_k": "mean learned k", "pruned_half": "test error with half of the blocks removed",
+                "pruned_greedy": "mean test error removing up to half of the blocks, smallest k first",
+                "pruned_random": "mean test error removing up to half of the blocks at random"}
+PERCENT = ("test_err", "pruned_half", "pruned_greedy", "pruned_random")  # metrics shown in %
 
 
 # ----------------------------------------------------------------------------------------------
@@ -78,17 +130,24 @@ class Compare:
     b: str
     metric: str = "test_err"
     margin: float = 0.0
+    metric_b: str | None = None  # b's metric, when a and b are two readings of one variant
+
+    @property
+    def metric_of_b(self) -> str:
+        return self.metric_b or self.metric
 
     def words(self) -> str:
         m = METRIC_WORDS[self.metric]
+        if self.metric_b:
+            return f"{m} < {METRIC_WORDS[self.metric_b]} ({self.a})"
         if self.kind == "better":
             by = f" by more than {self.margin:g}" if self.margin else ""
             return f"{m}: {self.a} < {self.b}{by}"
         return f"{m}: |{self.a} - {self.b}| < {self.margin:g}"
 
 
-def better(a, b, metric="test_err", margin=0.0):
-    return Compare("better", a, b, metric, margin)
+def better(a, b, metric="test_err", margin=0.0, metric_b=None):
+    return Compare("better", a, b, metric, margin, metric_b)
 
 
 def similar(a, b, metric="test_err", margin=0.02):
@@ -139,6 +198,7 @@ class Claim:
     experiment: str
     tests: tuple                    # Compare, ... (all must hold)
     scale_note: str = ""            # what this scale can and cannot show about it
+    scale: str = "shrunk"           # the scale its runs are recorded at (Paper B's MNIST nets: the full recipe)
 
     @property
     def variants(self) -> list[str]:
@@ -202,12 +262,44 @@ CLAIMS = [
           "a statement about the end of the full recipe (converged training loss): a short run is far from "
           "it, so only the full recipe can reproduce it; shown here for what it is"),
 ]
+MNIST, R32, WRN = "b_mnist", "b_resnet32", "b_wrn"
+CLAIMS += [
+    Claim("b_plain_breaks_deep",
+          "Plain networks break at d >= 50 (60.37 % and 90.20 % error); ResNets and GResNets of the same depth do "
+          "not (1.62 % and below).", "Paper B Table 1", MNIST,
+          tuple(better(f"{k}-d{d}", f"plain-d{d}", margin=0.05) for d in (50, 100) for k in ("resnet", "gresnet")),
+          "far behind: more than 5 points of test error", scale="full"),
+    Claim("b_gresnet_beats_resnet",
+          "The gated ResNet has a lower error than the ResNet, most clearly at d = 100 (1.26 % vs 1.50 %).",
+          "Paper B Table 1", MNIST, (better("gresnet-d100", "resnet-d100"),), scale="full"),
+    Claim("b_k_falls_with_depth",
+          "The mean learned k falls as the network deepens (5.58 at d = 2, 2.54 at d = 10, 0.67 at d = 100): "
+          "deeper nets lean more on their identity.", "Paper B Table 2", MNIST,
+          (better("gresnet-d100", "gresnet-d10", "mean_k"), better("gresnet-d10", "gresnet-d2", "mean_k")),
+          scale="full"),
+    Claim("b_greedy_pruning_beats_random",
+          "Removing blocks of a trained GResNet by smallest k first is better than removing them at random.",
+          "Paper B Sec 4.1, Fig 5", MNIST,
+          (better("gresnet-d100", "gresnet-d100", "pruned_greedy", metric_b="pruned_random"),),
+          "d = 100 (50 blocks), removals of 1 to 25 blocks, no retraining", scale="full"),
+    Claim("b_gresnet_survives_pruning",
+          "A GResNet keeps most of its accuracy with half of its blocks removed; a ResNet degrades after a few.",
+          "Paper B Sec 4.1, Fig 5", MNIST, (better("gresnet-d100", "resnet-d100", "pruned_half"),),
+          "d = 100, 25 of 50 blocks removed (GResNet: smallest k first; ResNet: random orders)", scale="full"),
+    Claim("b_gated_resnet32_better",
+          "Gating the pre-activation ResNet-32 lowers its error (6.67 % vs 7.16 %); weight decay on k takes part "
+          "of the gain back (7.04 %).", "Paper B Table 3", R32,
+          (better("gated", "original"), better("gated", "gated-k_decay"))),
+    Claim("b_gated_wrn_better",
+          "Gating the Wide ResNet lowers its error (WRN-28-10: 3.65 % vs 3.89 %).", "Paper B Table 3", WRN,
+          (better("gated", "plain"),), "WRN-28-1: the depth of WRN-28-10 at a tenth of its width"),
+]
 CLAIMS_BY_KEY = {c.key: c for c in CLAIMS}
 # the order the sweep trains them in: the claims each run settles soonest first (Table 2's 15 runs settle three)
 SWEEP_ORDER = ("t2_full_preact_best", "t2_bn_after_add_worst", "fig6_bn_after_add_slow_start",
-               "t1_gating_bias", "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start",
+               "b_gated_resnet32_better", "b_gated_wrn_better", "t1_gating_bias", "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start",
                "t3_preact_1layer_skip", "t1_fail_rows_far_behind", "t1_identity_best", "s42_preact164_regularises")
-assert sorted(SWEEP_ORDER) == sorted(CLAIMS_BY_KEY)
+assert sorted(SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale == "shrunk")
 
 
 @dataclass
@@ -240,12 +332,13 @@ def values(experiment, variant, scale, metric, results_dir=None, seeds=SEEDS):
     return [METRICS[metric](r) for r in runs], missing
 
 
-def evaluate(claim: Claim, scale="shrunk", results_dir=None, seeds=SEEDS) -> Verdict:
-    """Apply the claim's pre-registered tests to the recorded runs."""
+def evaluate(claim: Claim, scale=None, results_dir=None, seeds=SEEDS) -> Verdict:
+    """Apply the claim's pre-registered tests to the runs recorded at `scale` (default: the claim's)."""
+    scale = scale or claim.scale
     parts, missing = [], {}
     for t in claim.tests:
         xa, ma = values(claim.experiment, t.a, scale, t.metric, results_dir, seeds)
-        xb, mb = values(claim.experiment, t.b, scale, t.metric, results_dir, seeds)
+        xb, mb = values(claim.experiment, t.b, scale, t.metric_of_b, results_dir, seeds)
         for v, m in ((t.a, ma), (t.b, mb)):
             if m:
                 missing[v] = m
@@ -253,8 +346,10 @@ def evaluate(claim: Claim, scale="shrunk", results_dir=None, seeds=SEEDS) -> Ver
     return Verdict(claim, combine([p[1]["verdict"] for p in parts]), parts, sorted(missing.items()))
 
 
-def runs_needed(claims=CLAIMS, seeds=SEEDS):
-    """(experiment, variant, seed) of every run the claims need, claim by claim, without repeats."""
+def runs_needed(claims=None, seeds=SEEDS):
+    """(experiment, variant, seed) of every run the claims need (default: the CPU sweep's claims, in
+    SWEEP_ORDER), claim by claim, without repeats."""
+    claims = [CLAIMS_BY_KEY[k] for k in SWEEP_ORDER] if claims is None else claims
     out = []
     for c in claims:
         for s in seeds:

@@ -147,7 +147,12 @@ def _sweep(args) -> int:
     try:
         claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims else SWEEP_ORDER)]
     except KeyError as e:
-        print(f"error: unknown claim {e}; valid: {', '.join(CLAIMS_BY_KEY)}", file=sys.stderr)
+        print(f"error: unknown claim {e}; valid: {', '.join(SWEEP_ORDER)}", file=sys.stderr)
+        return 2
+    full = [c.key for c in claims if c.scale != "shrunk"]
+    if full:
+        print(f"error: {', '.join(full)} rest on Paper B's MNIST grid at the full recipe: python -m idmap_lib mnist",
+              file=sys.stderr)
         return 2
     runs = runs_needed(claims, tuple(int(s) for s in args.seeds.split(",")))
     missing = [r for r in runs if find_result(config(r[0], r[1], "shrunk", r[2]), args.out) is None]

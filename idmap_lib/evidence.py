@@ -103,16 +103,18 @@ DATASET_SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist":
 def _evidence(test, res) -> str:
     if res["verdict"] == "not run yet":
         return f"{res['n'][0]} and {res['n'][1]} seeds recorded"
-    unit = 100 if test.metric == "test_err" else 1
+    unit = 100 if test.metric in claims.PERCENT else 1
     fmt = ".1f" if unit == 100 else ".3f"
-    return (f"{test.a} {unit * res['mean_a']:{fmt}} ± {unit * res['sd_a']:{fmt}} vs {test.b} "
+    a, b = (test.metric, test.metric_b) if test.metric_b else (test.a, test.b)
+    return (f"{a} {unit * res['mean_a']:{fmt}} ± {unit * res['sd_a']:{fmt}} vs {b} "
             f"{unit * res['mean_b']:{fmt}} ± {unit * res['sd_b']:{fmt}}; d = {unit * res['d']:{fmt}}, "
             f"2 se = {unit * 2 * res['se']:{fmt}}")
 
 
-def claims_table(keys=None, scale="shrunk", out_dir=None):
+def claims_table(keys=None, scale=None, out_dir=None):
     """One row per claim: where it comes from, its words, its pre-registered test, our verdict and the
-    evidence (means ± sd over seeds, the difference d against twice its standard error)."""
+    evidence (means ± sd over seeds, the difference d against twice its standard error). scale: default each
+    claim's own (Paper A's and Paper B's CIFAR claims: the CPU scale; Paper B's MNIST claims: the full recipe)."""
     import pandas as pd
 
     rows = []

@@ -7,9 +7,9 @@ from idmap_lib import claims, recipes, results
 from idmap_lib.claims import CLAIMS, Claim, better, combine, compare, similar
 
 
-def result(experiment, variant, seed, test_err=0.5, losses=(2.3, 1.5, 1.2, 1.0), status="ok"):
+def result(experiment, variant, seed, test_err=0.5, losses=(2.3, 1.5, 1.2, 1.0), status="ok", scale="shrunk"):
     """A recorded run of today's recipe with the given numbers (nothing trained)."""
-    cfg = recipes.config(experiment, variant, "shrunk", seed)
+    cfg = recipes.config(experiment, variant, scale, seed)
     n = cfg["steps"]
     train = [{"step": round((i + 1) * n / len(losses)), "train_loss": l, "train_err": 0.5, "lr": 0.1,
               "img_per_s": 100.0, "wall_s": 1.0} for i, l in enumerate(losses)]
@@ -104,12 +104,52 @@ def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
     for c in CLAIMS:
         assert isinstance(c, Claim) and c.tests and c.words and c.source
         for v in c.variants:
-            recipes.config(c.experiment, v, "shrunk")  # raises for a variant that does not exist
+            recipes.config(c.experiment, v, c.scale)  # raises for a variant that does not exist
         for t in c.tests:
-            assert t.metric in claims.METRICS and t.kind in ("better", "similar")
+            assert t.metric in claims.METRICS and t.metric_of_b in claims.METRICS and t.kind in ("better", "similar")
     runs = claims.runs_needed()
     assert len(runs) == len(set(runs)) and {s for _, _, s in runs} == set(claims.SEEDS)
-    assert sorted(claims.SWEEP_ORDER) == sorted(c.key for c in CLAIMS)
+    # the CPU sweep trains every claim at the CPU scale; Paper B's MNIST claims rest on the full-recipe grid
+    assert sorted(claims.SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale == "shrunk")
+    assert {c.experiment for c in CLAIMS if c.scale == "full"} == {"b_mnist"}
+    assert all(e != "b_mnist" for e, _, _ in runs)
+
+
+def mnist_run(variant, seed, test_err=0.015, ks=None, pruning=None, status="ok"):
+    r = result("b_mnist", variant, seed, test_err=test_err, status=status, scale="full")
+    if ks is not None:
+        r["final"]["gates_k"] = ks
+    if pruning is not None:
+        r["analysis"] = {"pruning": pruning}
+    return r
+
+
+def test_paper_b_metrics_read_gates_and_pruning_curves():
+    curve = lambda start, step: [start + step * i for i in range(5)]  # noqa: E731  (4 blocks: half = 2)
+    gated = {"blocks": 4, "by_gate": curve(0.01, 0.01), "at_random": [curve(0.01, 0.1), curve(0.01, 0.2)]}
+    r = mnist_run("gresnet-d100", 0, ks=[1.0, 0.5, 3.0], pruning=gated)
+    assert claims.mean_k(r) == pytest.approx(1.5)
+    assert claims.pruned_half(r) == pytest.approx(0.03)                      # by_gate after removing 2 blocks
+    assert claims.pruned_greedy(r) == pytest.approx((0.02 + 0.03) / 2)       # removals 1 and 2, not 0
+    assert claims.pruned_random(r) == pytest.approx(((0.11 + 0.21) / 2 + (0.21 + 0.41) / 2) / 2)
+    ungated = mnist_run("resnet-d100", 0, pruning={"blocks": 4, "at_random": [curve(0.01, 0.1), curve(0.01, 0.2)]})
+    assert claims.pruned_half(ungated) == pytest.approx((0.21 + 0.41) / 2)  # the mean over the random orders
+    assert claims.pruned_half(mnist_run("resnet-d100", 1, status="fail")) == pytest.approx(0.9)
+    with pytest.raises(ValueError, match="python -m idmap_lib mnist"):
+        claims.pruned_half(mnist_run("resnet-d100", 2))
+
+
+def test_a_claim_on_two_readings_of_one_variant(tmp_path):
+    """b_greedy_pruning_beats_random compares two metrics of the same GResNets, at the full recipe."""
+    c = claims.CLAIMS_BY_KEY["b_greedy_pruning_beats_random"]
+    for seed in range(3):
+        p = {"blocks": 2, "by_gate": [0.01, 0.02 + seed / 1000, 0.5], "at_random": [[0.01, 0.30 + seed / 1000, 0.9]]}
+        results.save_result(mnist_run("gresnet-d100", seed, pruning=p), tmp_path)
+    v = claims.evaluate(c, results_dir=tmp_path)
+    assert v.verdict == "reproduced" and v.parts[0][1]["mean_a"] == pytest.approx(0.021)
+    from idmap_lib import evidence
+    ev = evidence.claims_table([c.key], out_dir=tmp_path).loc[c.key, "evidence"]
+    assert ev.startswith("pruned_greedy 2.1 ± 0.1 vs pruned_random 30.1 ± 0.1")
 
 
 # ---------------------------------------------------------------------------------------------- on the page
