@@ -1,0 +1,156 @@
+"""Paper B's experiments on the page: the MNIST grid beside Tables 1-2, the learned gates k block by block, and
+the pruning curves of Fig 5 (plotly figures, so they work in the static site).
+
+Everything here reads recorded runs (``results.find_result``: config hash equal to today's recipe); nothing
+trains. A missing run is shown as missing, with the command that makes it.
+"""
+from __future__ import annotations
+
+import statistics
+
+import torch.nn as nn
+
+from . import claims, paper_numbers, recipes
+from .introspect import residual_units
+from .mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
+from .reports import hardware
+
+SEEDS = claims.SEEDS
+KIND_NAMES = {"plain": "plain", "resnet": "ResNet", "gresnet": "GResNet"}
+
+
+def _runs(experiment, variant, scale, seeds, out_dir):
+    return claims.seed_runs(experiment, variant, scale, seeds, out_dir)[0]
+
+
+def _mean_sd(xs, digits=2):
+    if not xs:
+        return "–"
+    m = statistics.fmean(xs)
+    return f"{m:.{digits}f}" + (f" ± {statistics.stdev(xs):.{digits}f}" if len(xs) > 1 else "")
+
+
+def mnist_table(seeds=SEEDS, out_dir=None):
+    """Paper B Tables 1-2 beside ours: one row per depth d; test error % of each kind (paper | ours, mean ± sd
+    over seeds), the GResNet's mean learned k (paper | ours), the seeds found and the command for what is
+    missing."""
+    import pandas as pd
+
+    rows = []
+    for d in sorted(DEPTHS):
+        row, missing = {"d": d}, False
+        for k in KINDS:
+            runs = _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, out_dir)
+            missing |= len(runs) < len(seeds)
+            p = paper_numbers.paper_number(EXPERIMENT, f"{k}-d{d}")
+            row[f"{KIND_NAMES[k]}: paper %"] = f"{p['value']:.2f}"
+            row[f"{KIND_NAMES[k]}: ours %"] = _mean_sd([100 * claims.final_test_err(r) for r in runs])
+            if k == "gresnet":
+                row["mean k: paper"] = f"{p['mean_k']:.2f}"
+                row["mean k: ours"] = _mean_sd([claims.mean_k(r) for r in runs if r["status"] == "ok"])
+                row["seeds"] = len(runs)
+        row["to run"] = f"python -m idmap_lib mnist --depths {d}" if missing else ""
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("d")
+
+
+def _band(fig, x, per, name, colour, col=1, dash=None, group=None):
+    """Mean line with a ± sd band over the lists in `per` (one list of values per x)."""
+    import plotly.graph_objects as go
+
+    mean = [statistics.fmean(p) for p in per]
+    sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in per]
+    group = group or name
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=[m + s for m, s in zip(mean, sd)]
+                             + [m - s for m, s in zip(mean, sd)][::-1], fill="toself", fillcolor=colour,
+                             opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
+                             legendgroup=group), 1, col)
+    fig.add_trace(go.Scatter(x=list(x), y=mean, name=name, legendgroup=group, line={"color": colour, "dash": dash},
+                             mode="lines+markers", marker={"size": 4},
+                             hovertemplate=f"{name}<br>%{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
+
+
+def dimension_changing_blocks(cfg) -> list[int]:
+    """1-based indices of the residual blocks of a config's network whose shortcut is not the identity."""
+    from .trainer import build_model
+
+    units = residual_units(build_model(cfg["model"]))
+    return [i + 1 for i, u in enumerate(units) if not isinstance(getattr(u.shortcut, "h", None), nn.Identity)]
+
+
+def k_figure(seeds=SEEDS, out_dir=None):
+    """The learned k block by block, mean ± sd over seeds: the d = 100 GResNet on MNIST (full recipe) and the
+    gated ResNet-32 and WRN-28-1 on CIFAR-10 (CPU scale), dimension-changing blocks marked."""
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
+    panels = [(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full"), ("b_resnet32", "gated", "shrunk"),
+              ("b_wrn", "gated", "shrunk")]
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[
+        f"MNIST GResNet d = {PRUNE_DEPTH} (full recipe)", "CIFAR-10 gated ResNet-32 (CPU scale)",
+        "CIFAR-10 gated WRN-28-1 (CPU scale)"])
+    notes = []
+    for col, (e, v, scale) in enumerate(panels, 1):
+        runs = [r for r in _runs(e, v, scale, seeds, None if out_dir is None else out_dir) if r["status"] == "ok"]
+        if not runs:
+            notes.append(f"{e} {v}: not run yet")
+            continue
+        ks = [r["final"]["gates_k"] for r in runs]
+        x = range(1, len(ks[0]) + 1)
+        _band(fig, x, list(zip(*ks)), f"{e} {v} ({len(runs)} seeds)", qualitative.Plotly[col - 1], col)
+        for b in dimension_changing_blocks(recipes.config(e, v, scale)):
+            fig.add_vline(x=b, line={"dash": "dot", "color": "grey"}, row=1, col=col)
+        notes.append(f"{e}: {'; '.join(sorted({hardware(r) for r in runs}))}")
+    fig.update_xaxes(title_text="block")
+    fig.update_yaxes(title_text="learned k", col=1)
+    fig.update_layout(title={"text": "Paper B: the gates k after training<br><sup>mean ± sd over seeds; dotted: "
+                                     "dimension-changing blocks; " + " | ".join(notes) + "</sup>"},
+                      height=430, margin={"t": 110}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def pruning_figure(seeds=SEEDS, out_dir=None):
+    """Paper B Fig 5: test error of the trained d = 100 nets against the number of blocks removed without
+    retraining -- GResNet by smallest k first, GResNet and ResNet at random; mean ± sd over seeds (and random
+    orders)."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+
+    fig = go.Figure().set_subplots(rows=1, cols=1)
+    lines = [("gresnet", "by_gate", "GResNet, smallest k first", None),
+             ("gresnet", "at_random", "GResNet, random order", "dash"),
+             ("resnet", "at_random", "ResNet, random order", "dash")]
+    notes = []
+    for i, (kind, order, name, dash) in enumerate(lines):
+        runs = [r for r in _runs(EXPERIMENT, f"{kind}-d{PRUNE_DEPTH}", "full", seeds, out_dir)
+                if (r.get("analysis") or {}).get("pruning")]
+        if not runs:
+            notes.append(f"{name}: not run yet")
+            continue
+        curves = [c for r in runs for c in ([r["analysis"]["pruning"][order]] if order == "by_gate"
+                                             else r["analysis"]["pruning"][order])]
+        per = [[100 * c[n] for c in curves] for n in range(len(curves[0]))]
+        _band(fig, range(len(per)), per, f"{name} ({len(runs)} seeds, {len(curves)} curves)",
+              qualitative.Plotly[i], dash=dash)
+    fig.update_xaxes(title_text="blocks removed (of 50)")
+    fig.update_yaxes(title_text="test error % (log scale)", type="log")
+    sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes else "")
+    fig.update_layout(title={"text": f"Paper B Fig 5: removing residual blocks of a trained d = {PRUNE_DEPTH} "
+                                     f"net<br><sup>{sub}</sup>"}, height=440, margin={"t": 100})
+    return fig
+
+
+def stacked_note(out_dir=None, seeds=SEEDS) -> str:
+    """How the recorded MNIST runs were trained: how many together, on what, how long (from the results)."""
+    runs = [r for d in DEPTHS for k in KINDS for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, out_dir)]
+    if not runs:
+        return "No MNIST run is recorded yet: `python -m idmap_lib mnist` trains the grid."
+    groups = {}
+    for r in runs:
+        d = r["config"]["model"]["kwargs"]["d"]
+        groups.setdefault(d, r)
+    hours = sum(r["final"]["wall_s"] for r in groups.values()) / 3600
+    together = sorted({r.get("stacked", {}).get("runs", 1) for r in runs})
+    return (f"{len(runs)} runs recorded, trained {' or '.join(map(str, together))} at a time as one stacked "
+            f"network (`idmap_lib.stacked`), on {'; '.join(sorted({hardware(r) for r in runs}))}: "
+            f"{hours:.1f} hours of training for the depths recorded ({', '.join(map(str, sorted(groups)))}).")

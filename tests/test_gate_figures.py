@@ -1,0 +1,51 @@
+"""Paper B on the page (gate_figures): the MNIST table beside Tables 1-2, the k figure, the pruning figure."""
+import pytest
+
+from idmap_lib import gate_figures as gf, recipes, results
+
+
+def mnist_result(kind, d, seed, err, ks=None, pruning=None):
+    cfg = recipes.config("b_mnist", f"{kind}-d{d}", "full", seed)
+    r = {"config": cfg, "config_hash": results.config_hash(cfg), "status": "ok", "fail": None, "seed": seed,
+         "final": {"test_err": err, "train_loss": 0.01, "train_err": 0.0, "steps": cfg["steps"], "wall_s": 3600.0},
+         "history": {"train": [], "test": []}, "hardware": {"device": "cpu", "cpu": "test CPU"},
+         "versions": {"torch": "2.x"}, "stacked": {"runs": 9}}
+    if ks is not None:
+        r["final"]["gates_k"] = ks
+    if pruning is not None:
+        r["analysis"] = {"pruning": pruning}
+    return r
+
+
+def test_mnist_table_puts_ours_beside_the_papers_and_names_the_missing(tmp_path):
+    for s, e in enumerate((0.012, 0.014, 0.013)):
+        results.save_result(mnist_result("gresnet", 100, s, e, ks=[0.5, 1.0]), tmp_path)
+    t = gf.mnist_table(out_dir=tmp_path)
+    assert list(t.index) == [2, 10, 20, 50, 100]
+    assert t.loc[100, "GResNet: paper %"] == "1.26" and t.loc[100, "plain: paper %"] == "90.20"
+    assert t.loc[100, "GResNet: ours %"] == "1.30 ± 0.10" and t.loc[100, "mean k: ours"] == "0.75 ± 0.00"
+    assert t.loc[100, "mean k: paper"] == "0.67" and t.loc[100, "ResNet: ours %"] == "–"
+    assert t.loc[100, "to run"] == "python -m idmap_lib mnist --depths 100"
+    assert t.loc[2, "seeds"] == 0
+
+
+def test_pruning_figure_draws_each_order_from_the_recorded_curves(tmp_path):
+    for s in range(3):
+        results.save_result(mnist_result("gresnet", 100, s, 0.01, ks=[1.0] * 50, pruning={
+            "blocks": 2, "by_gate": [0.01, 0.02, 0.03], "at_random": [[0.01, 0.05, 0.5], [0.01, 0.07, 0.5]]}),
+            tmp_path)
+    fig = gf.pruning_figure(out_dir=tmp_path)
+    lines = {t.name.split(" (")[0]: t for t in fig.data if t.mode}
+    assert set(lines) == {"GResNet, smallest k first", "GResNet, random order"}
+    assert list(lines["GResNet, random order"].y) == pytest.approx([1.0, 6.0, 50.0])  # mean over seeds and orders
+    assert "ResNet, random order: not run yet" in fig.layout.title.text
+    k = gf.k_figure(out_dir=tmp_path)
+    assert [t for t in k.data if t.mode][0].y == pytest.approx((1.0,) * 50)
+    assert "b_resnet32: not run yet" not in k.layout.title.text and "b_resnet32 gated: not run yet" in \
+        k.layout.title.text
+
+
+def test_dimension_changing_blocks_are_the_stage_transitions():
+    assert gf.dimension_changing_blocks(recipes.config("b_resnet32", "gated", "full")) == [6, 11]
+    assert gf.dimension_changing_blocks(recipes.config("b_wrn", "gated", "full")) == [1, 5, 9]  # 16 -> 160 first
+    assert gf.dimension_changing_blocks(recipes.config("b_wrn", "gated", "shrunk")) == [5, 9]   # 16 -> 16 first
