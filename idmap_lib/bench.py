@@ -242,3 +242,38 @@ def modes(data=None, depths=(110, 1001), steps=None, device=None):
                   f"({total} steps of {B}) in {m['projected_full_min']:.1f} min  [{m}]", flush=True)
         report[depth] = r
     return report
+
+
+def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
+    """Paper B's MNIST grid at one depth: its plain/ResNet/GResNet runs one after another through the engine
+    (``trainer.train``, its default precision) vs all of them as one stacked network (``stacked.py``), the
+    same number of steps each; prints images/s and the ratio, both measured here and now."""
+    import torch
+
+    from .data import load
+    from .mnist_grid import KINDS, configs
+    from .stacked import _Stack
+    from .trainer import _prepare_data, pick_device
+
+    cfgs = configs(depth, seeds)
+    data = load("mnist", data)
+    log = max(steps // 4, 2)
+    alone = {k: _rate([c], steps, data, log)["img_per_s_total"] for k, c in zip(KINDS, cfgs[::len(seeds)])}
+    s_alone = sum(len(seeds) * steps * c["batch_size"] / alone[c["model"]["kwargs"]["kind"]] for c in cfgs[::len(seeds)])
+    device = pick_device()
+    st = _Stack(cfgs, _prepare_data(cfgs[0], data, device), device, None, None, False, False)
+    for _ in range(3):
+        st.train_step()
+    t = time.perf_counter()
+    for _ in range(steps):
+        st.train_step()
+    float(st.acc.sum())  # wait for the device
+    s_stacked = time.perf_counter() - t
+    n = len(cfgs) * steps * cfgs[0]["batch_size"]
+    report = {"depth": depth, "runs": len(cfgs), "steps": steps, "threads": torch.get_num_threads(),
+              "alone_img_per_s": {k: round(v) for k, v in alone.items()},
+              "alone_img_per_s_total": round(n / s_alone), "stacked_img_per_s_total": round(n / s_stacked),
+              "speedup": round(s_alone / s_stacked, 2)}
+    print(f"MNIST d={depth}: {len(cfgs)} runs one after another {report['alone_img_per_s_total']} img/s, "
+          f"stacked {report['stacked_img_per_s_total']} img/s -> {report['speedup']}x  [{report}]", flush=True)
+    return report

@@ -65,7 +65,7 @@ def _parser():
     m.add_argument("--data", default=None)
     b = sub.add_parser("bench", help="this engine vs a naive DataLoader loop, same model and data")
     b.add_argument("--steps", type=int, default=30)
-    b.add_argument("--depth", type=int, default=20)
+    b.add_argument("--depth", type=int, default=None, help="default 20 (--stacked: 100)")
     b.add_argument("--batch-size", type=int, default=128)
     b.add_argument("--data", default=None)
     b.add_argument("--workers", type=int, default=2)
@@ -74,7 +74,9 @@ def _parser():
     b.add_argument("--cuda-graph", action="store_true")
     b.add_argument("--modes", action="store_true", help="instead: eager vs CUDA graph vs two runs at once, "
                                                         "ResNet-110 and ResNet-1001 at the full recipe's batch")
-    b.add_argument("--json", default=None, help="with --modes: also write the report here")
+    b.add_argument("--stacked", action="store_true", help="instead: Paper B's MNIST runs of one depth (--depth, "
+                                                          "default 100) one after another vs stacked")
+    b.add_argument("--json", default=None, help="with --modes or --stacked: also write the report here")
     return p
 
 
@@ -88,16 +90,17 @@ def main(argv=None) -> int:
         return _sweep(args)
     if args.cmd == "mnist":
         return _mnist(args)
-    if args.cmd == "bench" and args.modes:
-        from .bench import modes
-        report = modes(data=args.data, device=args.device)
+    if args.cmd == "bench" and (args.modes or args.stacked):
+        from .bench import modes, stacked
+        report = modes(data=args.data, device=args.device) if args.modes else \
+            stacked(depth=args.depth or 100, steps=args.steps, data=args.data)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=1)
         return 0
     if args.cmd == "bench":
         from .bench import main as bench_main
-        bench_main(steps=args.steps, depth=args.depth, batch_size=args.batch_size, data=args.data,
+        bench_main(steps=args.steps, depth=args.depth or 20, batch_size=args.batch_size, data=args.data,
                    workers=args.workers, device=args.device, compile=args.compile, cuda_graph=args.cuda_graph)
         return 0
     from .recipes import config
