@@ -295,9 +295,10 @@ CLAIMS += [
           (better("gated", "plain"),), "WRN-28-1: the depth of WRN-28-10 at a tenth of its width"),
 ]
 CLAIMS_BY_KEY = {c.key: c for c in CLAIMS}
-# the order the sweep trains them in: the claims each run settles soonest first (Table 2's 15 runs settle three)
-SWEEP_ORDER = ("t2_full_preact_best", "t2_bn_after_add_worst", "fig6_bn_after_add_slow_start",
-               "b_gated_resnet32_better", "b_gated_wrn_better", "t1_gating_bias", "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start",
+# the order the sweep trains them in: the claims each CPU hour settles soonest first (Paper B's ResNet-32 and
+# WRN-28-1 runs are a few minutes each; then Table 2's 15 ResNet-110 runs settle three)
+SWEEP_ORDER = ("b_gated_resnet32_better", "b_gated_wrn_better", "t2_full_preact_best", "t2_bn_after_add_worst",
+               "fig6_bn_after_add_slow_start", "t1_gating_bias", "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start",
                "t3_preact_1layer_skip", "t1_fail_rows_far_behind", "t1_identity_best", "s42_preact164_regularises")
 assert sorted(SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale == "shrunk")
 
