@@ -250,3 +250,40 @@ def test_images(experiment, variant, n=256, data=None):
     cfg = recipes.config(experiment, variant, "full")
     D = _prepare_data(cfg, data, torch.device("cpu"))
     return D["x_test"][:n].float().div(255).sub(D["mean"]).div(D["std"]), D["y_test"][:n]
+
+
+def ended_at_chance(result) -> bool:
+    """A run that ended where it began: diverged, or its final training loss still within 3 % of ln C."""
+    import math
+
+    if result["status"] == "fail":
+        return True
+    c = result["config"]["model"]["kwargs"].get("num_classes", 10)
+    return result["final"]["train_loss"] >= 0.97 * math.log(c)
+
+
+def stuck_note(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None) -> str:
+    """Which variants ended a run at chance at this scale, and whether that is the paper's kind of failure
+    (the paper marks the variant "fail": error > 20 % after its full recipe) or the short schedule's (the paper
+    trains it to a low error). Markdown; empty when no recorded run ended at chance."""
+    own, schedule = [], []
+    for v in variants:
+        runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
+        n = sum(ended_at_chance(r) for r in runs)
+        if not n:
+            continue
+        p = (paper_numbers.paper_number(experiment, v) or {}).get("value")
+        failed_in_paper = p == paper_numbers.FAIL or (isinstance(p, float) and p > 20)
+        label = f"**{v}** ({n} of {len(runs)} seeds; the paper: " + (f"{p:.2f} %" if isinstance(p, float) else
+                                                                     str(p)) + ")"
+        (own if failed_in_paper else schedule).append(label)
+    out = []
+    if own:
+        out.append("Ended at chance, as the paper's own runs *fail* (error > 20 % after the full recipe): "
+                   + ", ".join(own) + ".")
+    if schedule:
+        out.append("Ended at chance **at this scale only**: " + ", ".join(schedule) + ". The paper trains these "
+                   "to a low error, so this is the short schedule's kind of failure -- a network that has not "
+                   "started within a few hundred steps -- not the paper's. A test of final errors then reads a "
+                   "slow start as a worse end: it says which unit starts faster, not where each would finish.")
+    return "\n\n".join(out)

@@ -192,3 +192,18 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     assert df.loc["full_preact-110", "state"].startswith("under way: step 29,000 of 64,000 (test error 16.2 %")
     assert df.loc["full_preact-164", "state"] == ("not run: python -m idmap_lib train --experiment "
                                                  "a_table2_activations --variant full_preact-164 --scale full --cuda-graph")
+
+
+def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
+    from idmap_lib import evidence
+    for seed in range(3):  # the original ResNet-110 at chance: the paper trains it (6.61 %)
+        results.save_result(result("a_table1_shortcuts", "original", seed, losses=(2.3, 2.31, 2.30, 2.302)),
+                            tmp_path)
+        results.save_result(result("a_table1_shortcuts", "dropout-0.5", seed, status="fail" if seed else "ok",
+                                   losses=(2.3, 2.3, 2.3, 2.3 if seed else 1.0)), tmp_path)
+        results.save_result(result("a_table1_shortcuts", "conv1x1", seed), tmp_path)  # trained: loss 1.0
+    note = evidence.stuck_note("a_table1_shortcuts", ["original", "dropout-0.5", "conv1x1"], out_dir=tmp_path)
+    own, schedule = note.split("\n\n")
+    assert "**dropout-0.5** (2 of 3 seeds; the paper: fail)" in own and "original" not in own
+    assert "**original** (3 of 3 seeds; the paper: 6.61 %)" in schedule and "conv1x1" not in note
+    assert evidence.stuck_note("a_table1_shortcuts", ["conv1x1"], out_dir=tmp_path) == ""
