@@ -287,9 +287,11 @@ CLAIMS += [
           "Paper B Sec 4.1, Fig 5", MNIST, (better("gresnet-d100", "resnet-d100", "pruned_half"),),
           "d = 100, 25 of 50 blocks removed (GResNet: smallest k first; ResNet: random orders)", scale="full"),
     Claim("b_gated_resnet32_better",
-          "Gating the pre-activation ResNet-32 lowers its error (6.67 % vs 7.16 %); weight decay on k takes part "
-          "of the gain back (7.04 %).", "Paper B Table 3", R32,
-          (better("gated", "original"), better("gated", "gated-k_decay"))),
+          "Gating the pre-activation ResNet-32 lowers its error (6.67 % vs 7.16 %).", "Paper B Table 3", R32,
+          (better("gated", "original"),)),
+    Claim("b_resnet32_k_decay_worse",
+          "Weight decay on the gates k takes part of the gain back (ResNet-32: 7.04 % vs 6.67 % without).",
+          "Paper B Table 3", R32, (better("gated", "gated-k_decay"),)),
     Claim("b_gated_wrn_better",
           "Gating the Wide ResNet lowers its error (WRN-28-10: 3.65 % vs 3.89 %).", "Paper B Table 3", WRN,
           (better("gated", "plain"),), "WRN-28-1: the depth of WRN-28-10 at a tenth of its width"),
@@ -297,9 +299,10 @@ CLAIMS += [
 CLAIMS_BY_KEY = {c.key: c for c in CLAIMS}
 # the order the sweep trains them in: the claims each CPU hour settles soonest first (Paper B's ResNet-32 and
 # WRN-28-1 runs are a few minutes each; then Table 2's 15 ResNet-110 runs settle three)
-SWEEP_ORDER = ("b_gated_resnet32_better", "b_gated_wrn_better", "t2_full_preact_best", "t2_bn_after_add_worst",
-               "fig6_bn_after_add_slow_start", "t1_gating_bias", "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start",
-               "t3_preact_1layer_skip", "t1_fail_rows_far_behind", "t1_identity_best", "s42_preact164_regularises")
+SWEEP_ORDER = ("b_gated_resnet32_better", "b_resnet32_k_decay_worse", "b_gated_wrn_better",
+               "t2_full_preact_best", "t2_bn_after_add_worst", "fig6_bn_after_add_slow_start", "t1_gating_bias",
+               "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start", "t3_preact_1layer_skip",
+               "t1_fail_rows_far_behind", "t1_identity_best", "s42_preact164_regularises")
 assert sorted(SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale == "shrunk")
 
 

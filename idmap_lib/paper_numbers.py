@@ -23,6 +23,7 @@ _A2 = "Paper A Table 2"
 _A3 = "Paper A Table 3"
 _B1 = "Paper B Table 1"
 _B3 = "Paper B Table 3"
+_B4 = "Paper B Table 4"
 _MEDIAN = "ResNet-110, CIFAR-10, median of 5 runs"
 
 PAPER = {
@@ -81,6 +82,9 @@ PAPER = {
     "b_wrn": {
         "plain": _e(3.89, _B3, "Wide ResNet (4,10) + dropout 0.3 = WRN-28-10, 36.5M parameters"),
         "gated": _e(3.65, _B3, "Wide Gated ResNet (4,10) + dropout 0.3 (12 gates k)"),
+        "gated-k_decay": _e(3.74, _B3, "Wide Gated ResNet (4,10) + dropout 0.3, weight decay on k"),
+        "c100-plain": _e(18.85, _B4, "CIFAR-100, Wide ResNet (4,10) + dropout 0.3"),
+        "c100-gated": _e(18.27, _B4, "CIFAR-100, Wide Gated ResNet (4,10) + dropout 0.3"),
     },
 }
 

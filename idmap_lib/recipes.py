@@ -148,14 +148,15 @@ def paper_b_resnet(gated, k_decay, scale="full"):
     return cfg
 
 
-def paper_b_wrn(gated, scale="full"):
+def paper_b_wrn(gated, scale="full", k_decay=False, dataset="cifar10"):
     """Paper B Table 3-4, WRN-28-10 + dropout 0.3: SGD Nesterov 0.9, wd 5e-4, lr 0.1 /5 at 30/60/80%."""
     opt = {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 5e-4,
-           "decay_gates": False}
-    kw = {"depth": 28, "widen": 10, "dropout": 0.3, "gated": gated, "num_classes": 10}
+           "decay_gates": k_decay}
+    kw = {"depth": 28, "widen": 10, "dropout": 0.3, "gated": gated,
+          "num_classes": 100 if dataset == "cifar100" else 10}
     if scale != "full":
         kw.update(widen=1)
-    cfg = _base("cifar10", {"builder": "wide_resnet", "kwargs": kw}, opt, "mean_std", AUG)
+    cfg = _base(dataset, {"builder": "wide_resnet", "kwargs": kw}, opt, "mean_std", AUG)
     if scale == "full":
         total = 200 * (50000 // 128)
         cfg.update(steps=total, schedule=step_schedule(total, 0.1, 5, fractions=[0.3, 0.6, 0.8]),
@@ -255,9 +256,12 @@ EXPERIMENTS = {
                      "gated-k_decay": lambda scale: paper_b_resnet(True, True, scale)},
         "baseline": "original"},
     "b_wrn": {
-        "title": "Paper B Tables 3-4: Wide ResNet 28-10 + dropout, plain vs gated (CIFAR-10)",
+        "title": "Paper B Tables 3-4: Wide ResNet 28-10 + dropout, plain vs gated (CIFAR-10, CIFAR-100)",
         "variants": {"plain": lambda scale: paper_b_wrn(False, scale),
-                     "gated": lambda scale: paper_b_wrn(True, scale)},
+                     "gated": lambda scale: paper_b_wrn(True, scale),
+                     "gated-k_decay": lambda scale: paper_b_wrn(True, scale, k_decay=True),
+                     "c100-plain": lambda scale: paper_b_wrn(False, scale, dataset="cifar100"),
+                     "c100-gated": lambda scale: paper_b_wrn(True, scale, dataset="cifar100")},
         "baseline": "plain"},
 }
 SCALES = ("shrunk", "full")
