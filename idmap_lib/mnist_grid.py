@@ -15,20 +15,15 @@ import torch
 from . import pruning
 from .data import DEFAULT_ROOT
 from .introspect import residual_units
-from .recipes import config
+from .recipes import MNIST_KINDS as KINDS, mnist_configs as configs
 from .results import config_hash, find_result, run_name, save_result
 from .stacked import train_stacked
 
 EXPERIMENT = "b_mnist"
 DEPTHS = (100, 10, 50, 20, 2)  # the order they train in: d = 100 (and then 10) settle the most claims
-KINDS = ("plain", "resnet", "gresnet")
 PRUNE_DEPTH = 100
 RANDOM_ORDERS = 5  # random removal orders per net (seeds 0..4 of pruning.at_random)
 WEIGHTS_DIR = DEFAULT_ROOT / "weights"
-
-
-def configs(d, seeds, kinds=KINDS):
-    return [config(EXPERIMENT, f"{k}-d{d}", "full", int(s)) for k in kinds for s in seeds]
 
 
 def missing(d, seeds, out_dir=None, kinds=KINDS):

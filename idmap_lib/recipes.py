@@ -281,6 +281,15 @@ def config(experiment: str, variant: str, scale: str = "shrunk", seed: int = 0) 
     return cfg
 
 
+MNIST_KINDS = ("plain", "resnet", "gresnet")  # Paper B Sec 4.1: the three nets of each depth
+
+
+def mnist_configs(d, seeds, kinds=MNIST_KINDS) -> list:
+    """Paper B's MNIST runs of depth d at the full recipe (Sec 4.1, Tables 1-2), kind by kind and seed by seed:
+    what trains together as one stacked network (stacked.py, mnist_grid.py) and what ``bench --stacked`` times."""
+    return [config("b_mnist", f"{k}-d{d}", "full", int(s)) for k in kinds for s in seeds]
+
+
 def listing() -> str:
     lines = []
     for name, e in EXPERIMENTS.items():

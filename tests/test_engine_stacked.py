@@ -134,7 +134,8 @@ def test_only_one_recipe_and_depth_stack():
 def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_path, monkeypatch):
     from idmap_lib import mnist_grid
 
-    monkeypatch.setattr(mnist_grid, "config", lambda e, v, scale, seed: tiny(v.split("-")[0], seed, d=6))
+    monkeypatch.setattr(mnist_grid, "configs", lambda d, seeds, kinds=KINDS: [tiny(k, s, d=6) for k in kinds
+                                                                                for s in seeds])
     monkeypatch.setattr(mnist_grid, "PRUNE_DEPTH", 6)
     kw = dict(data=mnist, out_dir=tmp_path / "res", weights_dir=tmp_path / "w", progress=False)
     new = mnist_grid.train_depth(6, [0, 1], **kw)
