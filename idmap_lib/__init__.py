@@ -12,11 +12,8 @@ Where things live
   (exercise graders). Import those as submodules (``from idmap_lib import theory``).
 """
 
-from .introspect import gates, residual_units, unit_layout, zero_residuals
-from .mlp import mlp
-from .networks import cifar_resnet, imagenet_resnet, wide_resnet
-from .registry import BLOCKS, MLP_KINDS, SHORTCUTS, UNITS
-from .units import make_unit
+from .models import (BLOCKS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, gates, imagenet_resnet, make_unit, mlp,
+                     residual_units, unit_layout, wide_resnet, zero_residuals)
 from .data import load as load_data
 from .recipes import EXPERIMENTS, config, lr_at
 from .results import load_results

@@ -11,7 +11,7 @@ import statistics
 import torch.nn as nn
 
 from . import claims, paper_numbers, recipes
-from .introspect import residual_units
+from .models.introspect import residual_units
 from .mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from .reports import hardware
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import torch
 
-from . import pruning
+from .models import pruning
 from .data import DEFAULT_ROOT
-from .introspect import residual_units
+from .models.introspect import residual_units
 from .recipes import MNIST_KINDS as KINDS, mnist_configs as configs
 from .results import config_hash, find_result, run_name, save_result
 from .stacked import train_stacked

@@ -17,7 +17,7 @@ def net_name(cfg: dict) -> str:
     16/32/64), WRN-28-1, MLP gresnet d=10."""
     m, kw = cfg["model"]["builder"], cfg["model"]["kwargs"]
     if m == "cifar_resnet":
-        from .networks import cifar_block
+        from .models.networks import cifar_block
         block, _ = cifar_block(kw["depth"], kw.get("block"))
         scale = kw.get("width_scale", 1)
         width = ""

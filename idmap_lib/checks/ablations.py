@@ -287,21 +287,22 @@ def configs(name, seed=0, scale=None):
 # ---- running ------------------------------------------------------------------------------------------------
 
 def _units(cfg):
-    from ..introspect import residual_units
+    from ..models.introspect import residual_units
     from ..trainer import build_model
     return len(residual_units(build_model(cfg["model"])))
 
 
 def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
     """Test error of the trained net with `fraction` of its residual blocks removed (no retraining,
-    ``idmap_lib.pruning``: a removed block is exactly the identity, as a gate at k <= 0 makes it): of a gated net,
+    ``idmap_lib.models.pruning``: a removed block is exactly the identity, as a gate at k <= 0 makes it): of a gated net,
     the blocks with the smallest k, and also blocks chosen at random (seeded); of an ungated one, random blocks.
     The same random blocks in both nets."""
     import torch
 
-    from .. import pruning, trainer
+    from ..models import pruning
+    from .. import trainer
     from ..distributed import context
-    from ..introspect import gates, residual_units
+    from ..models.introspect import gates, residual_units
     from ..results import run_name
     model = trainer.build_model(cfg["model"])
     ck = torch.load(Path(ckpt_dir) / f"{run_name(cfg)}.pt", map_location="cpu", weights_only=False)

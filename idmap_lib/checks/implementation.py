@@ -29,10 +29,10 @@ import textwrap
 import torch
 import torch.nn as nn
 
-from ..introspect import zero_residuals
+from ..models.introspect import zero_residuals
 from ..probes import truncation_rates, unit_gradient_norms
-from ..shortcuts import Shortcut, make_shortcut
-from ..units import ResidualUnit, make_unit
+from ..models.shortcuts import Shortcut, make_shortcut
+from ..models.units import ResidualUnit, make_unit
 
 TOL = 1e-6  # outputs must agree to this (absolute and relative), compared in float64
 
