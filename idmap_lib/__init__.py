@@ -14,10 +14,10 @@ Where things live
 
 from .models import (BLOCKS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, gates, imagenet_resnet, make_unit, mlp,
                      residual_units, unit_layout, wide_resnet, zero_residuals)
-from .data import load as load_data
-from .recipes import EXPERIMENTS, config, lr_at
-from .results import load_results
-from .trainer import run, train
+from .engine.data import load as load_data
+from .engine.recipes import EXPERIMENTS, config, lr_at
+from .engine.results import load_results
+from .engine.trainer import run, train
 
 __version__ = "0.1.0"
 

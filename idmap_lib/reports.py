@@ -3,7 +3,7 @@ a run, the hardware and commit behind a number, and one provenance line per run 
 chapters are in evidence.py and gate_figures.py)."""
 from __future__ import annotations
 
-from . import recipes, results
+from .engine import recipes, results
 
 
 def command(experiment: str, variant: str, scale: str, seed: int = 0) -> str:

@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from idmap_lib import claims, recipes, results
+from idmap_lib import claims
+from idmap_lib.engine import recipes, results
 from idmap_lib.claims import CLAIMS, Claim, better, combine, compare, similar
 
 

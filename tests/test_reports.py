@@ -2,7 +2,8 @@
 
 import pytest
 
-from idmap_lib import recipes, reports, results
+from idmap_lib.engine import recipes, results
+from idmap_lib import reports
 from idmap_lib.paper_numbers import PAPER
 
 

@@ -41,7 +41,7 @@ def _peak_rss_mb(children=False):
 
 def block_for(depth: int) -> str:
     """The block Paper A uses at this depth: bottleneck for ResNet-164 and -1001, basic otherwise."""
-    from .models.networks import cifar_block
+    from ..models.networks import cifar_block
 
     return cifar_block(depth)[0]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 
-from .models.registry import UNITS
+from ..models.registry import UNITS
 
 # ----------------------------------------------------------------------------------------------
 # learning-rate schedules: pure functions of the iteration
