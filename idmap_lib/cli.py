@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from .mnist_grid import DEPTHS
+from .book.mnist_grid import DEPTHS
 
 
 def _parser():
@@ -143,7 +143,7 @@ def main(argv=None) -> int:
 
 
 def _sweep(args) -> int:
-    from .claims import CLAIMS_BY_KEY, SWEEP_ORDER, runs_needed
+    from .book.claims import CLAIMS_BY_KEY, SWEEP_ORDER, runs_needed
     from .engine.recipes import config
     from .engine.results import find_result
 
@@ -175,7 +175,7 @@ def _sweep(args) -> int:
 
 
 def _mnist(args) -> int:
-    from .mnist_grid import configs, missing, train_depth
+    from .book.mnist_grid import configs, missing, train_depth
     from .engine.results import run_name
 
     depths, seeds = [int(d) for d in args.depths.split(",")], [int(s) for s in args.seeds.split(",")]

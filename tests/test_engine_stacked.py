@@ -133,7 +133,7 @@ def test_only_one_recipe_and_depth_stack():
 
 
 def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_path, monkeypatch):
-    from idmap_lib import mnist_grid
+    from idmap_lib.book import mnist_grid
 
     monkeypatch.setattr(mnist_grid, "configs", lambda d, seeds, kinds=KINDS: [tiny(k, s, d=6) for k in kinds
                                                                                 for s in seeds])

@@ -1,7 +1,7 @@
 """Paper B on the page (gate_figures): the MNIST table beside Tables 1-2, the k figure, the pruning figure."""
 import pytest
 
-from idmap_lib import gate_figures as gf
+from idmap_lib.book import gate_figures as gf
 from idmap_lib.engine import recipes, results
 
 

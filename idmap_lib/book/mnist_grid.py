@@ -12,12 +12,12 @@ from pathlib import Path
 
 import torch
 
-from .models import pruning
-from .engine.data import DEFAULT_ROOT
-from .models.introspect import residual_units
-from .engine.recipes import MNIST_KINDS as KINDS, mnist_configs as configs
-from .engine.results import config_hash, find_result, run_name, save_result
-from .engine.stacked import train_stacked
+from ..models import pruning
+from ..engine.data import DEFAULT_ROOT
+from ..models.introspect import residual_units
+from ..engine.recipes import MNIST_KINDS as KINDS, mnist_configs as configs
+from ..engine.results import config_hash, find_result, run_name, save_result
+from ..engine.stacked import train_stacked
 
 EXPERIMENT = "b_mnist"
 DEPTHS = (100, 10, 50, 20, 2)  # the order they train in: d = 100 (and then 10) settle the most claims
@@ -37,7 +37,7 @@ def weights_path(cfg, weights_dir=None) -> Path:
 
 def trained_net(cfg, weights_dir=None):
     """The trained network of a recorded run whose weights were kept (the d = 100 ResNets and GResNets)."""
-    from .engine.trainer import build_model
+    from ..engine.trainer import build_model
 
     path = weights_path(cfg, weights_dir)
     if not path.is_file():
@@ -50,7 +50,7 @@ def trained_net(cfg, weights_dir=None):
 
 def test_set(cfg, data=None):
     """(x, y) of the whole test set, preprocessed as the recipe says."""
-    from .engine.trainer import _prepare_data
+    from ..engine.trainer import _prepare_data
 
     D = _prepare_data(cfg, data, torch.device("cpu"))
     return D["x_test"].float().div_(255).sub_(D["mean"]).div_(D["std"]), D["y_test"]

@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]   # the repository checkout (for set-url / check)
+ROOT = Path(__file__).resolve().parents[2]   # the repository checkout (for set-url / check)
 CONFIG = "_config.yml"
 DOCS = ("README.md", "book/intro.md")        # pages that quote the repository URL
 SETUP_FIRST_LINE = "# Setup."
