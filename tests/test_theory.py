@@ -9,8 +9,7 @@ import pytest
 import sympy as sp
 import torch
 
-from idmap_lib import book
-from idmap_lib.book import theory as T
+from idmap_lib.book import repository, theory as T
 
 # ---- sympy: every derived equation equals the paper's ------------------------------------------------------
 
@@ -259,7 +258,7 @@ def test_set_shortcut_scale_needs_constant_scaling():
 
 # ---- the chapters: the shared setup cell, no stored outputs -------------------------------------------------
 CHAPTERS = ["02_propagation", "03_scaled_shortcuts", "04_relu_truncation", "05_learning_identity"]
-SETUP = book.setup_cell(book.repository_url())  # the one URL setting (_config.yml)
+SETUP = repository.setup_cell(repository.repository_url())  # the one URL setting (_config.yml)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
