@@ -103,10 +103,10 @@ def main(argv=None) -> int:
         bench_main(steps=args.steps, depth=args.depth or 20, batch_size=args.batch_size, data=args.data,
                    workers=args.workers, device=args.device, compile=args.compile, cuda_graph=args.cuda_graph)
         return 0
+    from .engine import distributed
     from .engine.recipes import config
     from .engine.results import find_result
     from .engine.trainer import train_many
-    from .engine import distributed
 
     try:
         cfgs = [config(args.experiment, v, args.scale, int(sd)) for v in args.variant.split(",")

@@ -4,8 +4,8 @@ import math
 import pytest
 
 from idmap_lib.book import claims
-from idmap_lib.engine import recipes, results
 from idmap_lib.book.claims import CLAIMS, Claim, better, combine, compare, similar
+from idmap_lib.engine import recipes, results
 
 
 def result(experiment, variant, seed, test_err=0.5, losses=(2.3, 1.5, 1.2, 1.0), status="ok", scale="shrunk"):

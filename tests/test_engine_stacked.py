@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from idmap_lib.engine import data
 from idmap_lib import gates, mlp
+from idmap_lib.engine import data
 from idmap_lib.engine.recipes import config
 from idmap_lib.engine.stacked import StackedMLP, check_stackable, train_stacked
 from idmap_lib.engine.trainer import train

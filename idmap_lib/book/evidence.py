@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import statistics
 
-from . import claims, paper_numbers
 from ..engine import recipes, results
+from . import claims, paper_numbers
 from .reports import command, hardware, net_name
 
 SEEDS = claims.SEEDS

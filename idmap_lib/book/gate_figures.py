@@ -10,9 +10,9 @@ import statistics
 
 import torch.nn as nn
 
-from . import claims, paper_numbers
 from ..engine import recipes
 from ..models.introspect import residual_units
+from . import claims, paper_numbers
 from .mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from .reports import hardware
 

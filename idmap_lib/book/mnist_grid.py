@@ -12,12 +12,12 @@ from pathlib import Path
 
 import torch
 
-from ..models import pruning
 from ..engine.data import DEFAULT_ROOT
-from ..models.introspect import residual_units
 from ..engine.recipes import MNIST_KINDS as KINDS, mnist_configs as configs
 from ..engine.results import config_hash, find_result, run_name, save_result
 from ..engine.stacked import train_stacked
+from ..models import pruning
+from ..models.introspect import residual_units
 
 EXPERIMENT = "b_mnist"
 DEPTHS = (100, 10, 50, 20, 2)  # the order they train in: d = 100 (and then 10) settle the most claims

@@ -287,23 +287,23 @@ def configs(name, seed=0, scale=None):
 # ---- running ------------------------------------------------------------------------------------------------
 
 def _units(cfg):
-    from ..models.introspect import residual_units
     from ..engine.trainer import build_model
+    from ..models.introspect import residual_units
     return len(residual_units(build_model(cfg["model"])))
 
 
 def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
     """Test error of the trained net with `fraction` of its residual blocks removed (no retraining,
-    ``idmap_lib.models.pruning``: a removed block is exactly the identity, as a gate at k <= 0 makes it): of a gated net,
-    the blocks with the smallest k, and also blocks chosen at random (seeded); of an ungated one, random blocks.
-    The same random blocks in both nets."""
+    ``idmap_lib.models.pruning``: a removed block is exactly the identity, as a gate at k <= 0 makes it): of a
+    gated net, the blocks with the smallest k, and also blocks chosen at random (seeded); of an ungated one,
+    random blocks. The same random blocks in both nets."""
     import torch
 
-    from ..models import pruning
     from ..engine import trainer
     from ..engine.distributed import context
-    from ..models.introspect import gates, residual_units
     from ..engine.results import run_name
+    from ..models import pruning
+    from ..models.introspect import gates, residual_units
     model = trainer.build_model(cfg["model"])
     ck = torch.load(Path(ckpt_dir) / f"{run_name(cfg)}.pt", map_location="cpu", weights_only=False)
     model.load_state_dict(ck["model"])

@@ -22,9 +22,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..models.introspect import gates
 from . import data as data_mod
 from .checkpoint import load_checkpoint, save_checkpoint
-from ..models.introspect import gates
 from .recipes import lr_at
 from .results import config_hash, provenance, run_name, save_result
 from .trainer import _prepare_data, build_model, format_duration, pick_device
