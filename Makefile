@@ -52,7 +52,7 @@ test: book $(CHROMIUM)
 # Mutation testing on demand (slow on 2 cores: NOT part of `make test` or CI). mutmut plants one small change
 # at a time in the core modules and runs the fast tests that reach it ([tool.mutmut] in pyproject.toml);
 # tests/MUTATION.md records the score and the survivors we accept. Narrow a run with a glob of mutant names:
-#   make mutation MUTANTS='idmap_lib.units.* idmap_lib.shortcuts.*'
+#   make mutation MUTANTS='idmap_lib.models.units.* idmap_lib.models.shortcuts.*'
 # mutmut keeps its results in mutants/ and re-runs only what changed.
 MUTANTS       ?=
 MUTATION_JOBS ?= 2

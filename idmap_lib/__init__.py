@@ -2,25 +2,25 @@
 Residual Networks") and Savarese et al. 2016 (Paper B, "Learning Identity Mappings with Residual
 Gates"), with the trainer and the helpers the book's chapters use.
 
-Where things live
-- models: registry.py (variant names), units.py (Fig 4 units, Paper B gates), shortcuts.py (Fig 2
+Where things live: three layers, each a folder, none importing a layer above it (tests/test_layers.py)
+- models/: registry.py (variant names), units.py (Fig 4 units, Paper B gates), shortcuts.py (Fig 2
   shortcuts), networks.py (CIFAR, Wide and ImageNet ResNets), mlp.py (Paper B MNIST nets), init.py
-  (He init), introspect.py (units, gates, identity point, layouts);
-- training: recipes.py (every experiment as data), data.py, augment.py, trainer.py, checkpoint.py,
-  results.py, distributed.py, cli.py (``python -m idmap_lib``), bench.py;
-- the book: theory.py (sympy derivations), probes.py (measurements), book.py, diagrams.py, checks.py
-  (exercise graders). Import those as submodules (``from idmap_lib import theory``).
+  (He init), introspect.py (units, gates, identity point, layouts), pruning.py (removing blocks);
+- engine/ (on models): recipes.py (every experiment as data), data.py, augment.py, trainer.py,
+  checkpoint.py, results.py, distributed.py, stacked.py (Paper B's MNIST nets trained as one), bench.py;
+- book/ (on both; what the chapters call): the setup and prose helpers (``from idmap_lib.book import
+  setup, say``), repository.py (the URL setting, ``python -m idmap_lib.book``), theory.py (sympy
+  derivations), probes.py (measurements), diagrams.py, claims.py, evidence.py, paper_numbers.py,
+  reports.py, mnist_grid.py, gate_figures.py; checks/ (exercise graders, ``python -m idmap_lib.checks``)
+  sits beside it, on the same layer. Import those as submodules (``from idmap_lib.book import theory``).
+On top: this file (the ``im.`` API below) and cli.py (``python -m idmap_lib``).
 """
-
-from .introspect import gates, residual_units, unit_layout, zero_residuals
-from .mlp import mlp
-from .networks import cifar_resnet, imagenet_resnet, wide_resnet
-from .registry import BLOCKS, MLP_KINDS, SHORTCUTS, UNITS
-from .units import make_unit
-from .data import load as load_data
-from .recipes import EXPERIMENTS, config, lr_at
-from .results import load_results
-from .trainer import run, train
+from .models import (BLOCKS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, gates, imagenet_resnet, make_unit, mlp,
+                     residual_units, unit_layout, wide_resnet, zero_residuals)
+from .engine.data import load as load_data
+from .engine.recipes import EXPERIMENTS, config, lr_at
+from .engine.results import load_results
+from .engine.trainer import run, train
 
 __version__ = "0.1.0"
 

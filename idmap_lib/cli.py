@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from .mnist_grid import DEPTHS
+from .book.mnist_grid import DEPTHS
 
 
 def _parser():
@@ -83,7 +83,7 @@ def _parser():
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "list":
-        from .recipes import listing
+        from .engine.recipes import listing
         print(listing())
         return 0
     if args.cmd == "sweep":
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     if args.cmd == "mnist":
         return _mnist(args)
     if args.cmd == "bench" and (args.modes or args.stacked):
-        from .bench import modes, stacked
+        from .engine.bench import modes, stacked
         report = modes(data=args.data, device=args.device) if args.modes else \
             stacked(depth=args.depth or 100, steps=args.steps, data=args.data)
         if args.json:
@@ -99,14 +99,14 @@ def main(argv=None) -> int:
                 json.dump(report, f, indent=1)
         return 0
     if args.cmd == "bench":
-        from .bench import main as bench_main
+        from .engine.bench import main as bench_main
         bench_main(steps=args.steps, depth=args.depth or 20, batch_size=args.batch_size, data=args.data,
                    workers=args.workers, device=args.device, compile=args.compile, cuda_graph=args.cuda_graph)
         return 0
-    from .recipes import config
-    from .results import find_result
-    from .trainer import train_many
-    from . import distributed
+    from .engine import distributed
+    from .engine.recipes import config
+    from .engine.results import find_result
+    from .engine.trainer import train_many
 
     try:
         cfgs = [config(args.experiment, v, args.scale, int(sd)) for v in args.variant.split(",")
@@ -143,9 +143,9 @@ def main(argv=None) -> int:
 
 
 def _sweep(args) -> int:
-    from .claims import CLAIMS_BY_KEY, SWEEP_ORDER, runs_needed
-    from .recipes import config
-    from .results import find_result
+    from .book.claims import CLAIMS_BY_KEY, SWEEP_ORDER, runs_needed
+    from .engine.recipes import config
+    from .engine.results import find_result
 
     try:
         claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims else SWEEP_ORDER)]
@@ -168,15 +168,15 @@ def _sweep(args) -> int:
             print(("  missing  " if r in missing else "  recorded ") + " ".join(map(str, r)))
         print(f"{len(runs) - len(missing)} of {len(runs)} runs recorded")
         return 0
-    from .trainer import train
+    from .engine.trainer import train
     for e, v, seed in missing:
         train(config(e, v, "shrunk", seed), data=args.data, out_dir=args.out)
     return 0
 
 
 def _mnist(args) -> int:
-    from .mnist_grid import configs, missing, train_depth
-    from .results import run_name
+    from .book.mnist_grid import configs, missing, train_depth
+    from .engine.results import run_name
 
     depths, seeds = [int(d) for d in args.depths.split(",")], [int(s) for s in args.seeds.split(",")]
     bad = [d for d in depths if d not in DEPTHS]

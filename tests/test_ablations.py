@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from idmap_lib.checks import ablations, editions
-from idmap_lib.results import config_hash
+from idmap_lib.engine.results import config_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "06_ablations.ipynb"

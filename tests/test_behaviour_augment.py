@@ -6,7 +6,7 @@ offset (dy, dx) the crop was cut at (and whether it was mirrored).
 import pytest
 import torch
 
-from idmap_lib.augment import crop_flip
+from idmap_lib.engine.augment import crop_flip
 
 
 def _offsets(x, out, pad):

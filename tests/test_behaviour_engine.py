@@ -15,10 +15,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import idmap_lib as im
-from idmap_lib import data as data_mod
-from idmap_lib.distributed import Single
-from idmap_lib.recipes import config
-from idmap_lib.trainer import Run, build_optimizer, evaluate
+from idmap_lib.engine import data as data_mod
+from idmap_lib.engine.distributed import Single
+from idmap_lib.engine.recipes import config
+from idmap_lib.engine.trainer import Run, build_optimizer, evaluate
 
 torch.set_num_threads(2)
 
@@ -135,13 +135,13 @@ def test_augmented_training_batches_are_crops_of_the_zero_padded_normalised_imag
 def test_schedule_errors_name_the_valid_range_and_the_kind():
     s = config("a_table2_activations", "full_preact-110", "full")["schedule"]
     with pytest.raises(ValueError, match=r"iterations 0\.\.63999 and stops at 64000"):
-        im.recipes.lr_at(s, 64000)
+        im.engine.recipes.lr_at(s, 64000)
     with pytest.raises(ValueError, match="unknown schedule kind 'cosine'; valid: step, constant"):
-        im.recipes.lr_at({**s, "kind": "cosine"}, 0)
+        im.engine.recipes.lr_at({**s, "kind": "cosine"}, 0)
 
 
 def test_prepare_data_loads_the_recipes_dataset_and_takes_a_stratified_subset(monkeypatch):
-    from idmap_lib import trainer
+    from idmap_lib.engine import trainer
     d = _synthetic(n_train=60, n_test=30)
     calls = []
     monkeypatch.setattr(data_mod, "load", lambda name, path: calls.append((name, path)) or d)

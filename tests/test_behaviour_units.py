@@ -111,7 +111,7 @@ def test_unit_that_keeps_dimensions_adds_the_raw_input(kind):
 
 def test_paper_b_dense_layer_is_dot_bn_relu():
     torch.manual_seed(0)
-    layer = im.units.dense_layer(6, 4).double().train()
+    layer = im.models.units.dense_layer(6, 4).double().train()
     x = torch.randn(32, 6, dtype=torch.float64) * 3 + 1
     lin = layer[0]
     assert lin.bias is None                                   # BN follows: no bias

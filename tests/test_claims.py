@@ -3,8 +3,9 @@ import math
 
 import pytest
 
-from idmap_lib import claims, recipes, results
-from idmap_lib.claims import CLAIMS, Claim, better, combine, compare, similar
+from idmap_lib.book import claims
+from idmap_lib.book.claims import CLAIMS, Claim, better, combine, compare, similar
+from idmap_lib.engine import recipes, results
 
 
 def result(experiment, variant, seed, test_err=0.5, losses=(2.3, 1.5, 1.2, 1.0), status="ok", scale="shrunk"):
@@ -147,7 +148,7 @@ def test_a_claim_on_two_readings_of_one_variant(tmp_path):
         results.save_result(mnist_run("gresnet-d100", seed, pruning=p), tmp_path)
     v = claims.evaluate(c, results_dir=tmp_path)
     assert v.verdict == "reproduced" and v.parts[0][1]["mean_a"] == pytest.approx(0.021)
-    from idmap_lib import evidence
+    from idmap_lib.book import evidence
     ev = evidence.claims_table([c.key], out_dir=tmp_path).loc[c.key, "evidence"]
     assert ev.startswith("pruned_greedy 2.1 ± 0.1 vs pruned_random 30.1 ± 0.1")
 
@@ -155,7 +156,7 @@ def test_a_claim_on_two_readings_of_one_variant(tmp_path):
 # ---------------------------------------------------------------------------------------------- on the page
 
 def test_variant_table_and_claims_table_read_the_seeds(tmp_path):
-    from idmap_lib import evidence
+    from idmap_lib.book import evidence
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61])
     t = evidence.variant_table("a_table1_shortcuts", ["exclusive_gating-b-6", "exclusive_gating-b0"], out_dir=tmp_path)
@@ -173,7 +174,7 @@ def test_variant_table_and_claims_table_read_the_seeds(tmp_path):
 
 
 def test_band_curves_draw_mean_and_band_per_variant_and_name_the_missing(tmp_path):
-    from idmap_lib import evidence
+    from idmap_lib.book import evidence
     save(tmp_path, "a_table1_shortcuts", "original", [0.5, 0.5, 0.5], losses=(2.0, 1.0, 0.5, 0.25))
     fig = evidence.band_curves("a_table1_shortcuts", ["original", "conv1x1"], out_dir=tmp_path)
     lines = [d for d in fig.data if d.fill != "toself"]
@@ -183,7 +184,7 @@ def test_band_curves_draw_mean_and_band_per_variant_and_name_the_missing(tmp_pat
 
 def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     import torch
-    from idmap_lib import evidence
+    from idmap_lib.book import evidence
     cfg = recipes.config("a_table2_activations", "full_preact-110", "full")
     torch.save({"step": 29000, "history": {"test": [{"step": 28000, "test_err": 0.162}]}},
                tmp_path / f"{results.run_name(cfg)}.pt")

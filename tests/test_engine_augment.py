@@ -2,7 +2,7 @@
 import torch
 import torch.nn.functional as F
 
-from idmap_lib.augment import crop_flip
+from idmap_lib.engine.augment import crop_flip
 
 
 def _windows(xp, h, w):

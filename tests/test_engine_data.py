@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from idmap_lib import data
+from idmap_lib.engine import data
 
 SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 

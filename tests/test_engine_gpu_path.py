@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from idmap_lib import data, distributed, trainer
-from idmap_lib.checkpoint import CheckpointError
-from idmap_lib.recipes import config, step_schedule
-from idmap_lib.trainer import Run, amp_dtype, build_optimizer, train, train_many
+from idmap_lib.engine import data, distributed, trainer
+from idmap_lib.engine.checkpoint import CheckpointError
+from idmap_lib.engine.recipes import config, step_schedule
+from idmap_lib.engine.trainer import Run, amp_dtype, build_optimizer, train, train_many
 
 SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 CUDA = torch.cuda.is_available()
@@ -128,7 +128,7 @@ def test_run_reports_device_and_projected_time(cifar, capsys):
 
 
 def test_duration_format_and_bench_block():
-    from idmap_lib.bench import block_for
+    from idmap_lib.engine.bench import block_for
     assert block_for(1001) == block_for(164) == "bottleneck" and block_for(110) == "basic"
     assert trainer.format_duration(42) == "42 s"
     assert trainer.format_duration(5 * 60) == "5 min"
@@ -166,8 +166,8 @@ def test_cuda_graph_step_records_a_diverging_run_as_fail(cifar):
 def test_committed_checkpoints_still_fit_their_recipes():
     """A full-recipe run started on a lent GPU resumes on the next one only if its recipe (config hash)
     and model are unchanged: a recipe edit that would orphan it fails here first."""
-    from idmap_lib.results import config_hash
-    from idmap_lib.trainer import build_model
+    from idmap_lib.engine.results import config_hash
+    from idmap_lib.engine.trainer import build_model
     found = sorted((Path(__file__).resolve().parents[1] / "data" / "checkpoints").glob("*.pt"))
     for path in found:
         ck = torch.load(path, map_location="cpu", weights_only=True)

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from idmap_lib.recipes import EXPERIMENTS, config, lr_at
-from idmap_lib.results import config_hash
+from idmap_lib.engine.recipes import EXPERIMENTS, config, lr_at
+from idmap_lib.engine.results import config_hash
 
 
 def test_paper_a_lr_schedule_boundaries():

@@ -1,14 +1,15 @@
-"""Stacked training (idmap_lib.stacked): R networks trained as one equal R networks trained alone."""
+"""Stacked training (idmap_lib.engine.stacked): R networks trained as one equal R networks trained alone."""
 import os
 from pathlib import Path
 
 import pytest
 import torch
 
-from idmap_lib import data, gates, mlp
-from idmap_lib.recipes import config
-from idmap_lib.stacked import StackedMLP, check_stackable, train_stacked
-from idmap_lib.trainer import train
+from idmap_lib import gates, mlp
+from idmap_lib.engine import data
+from idmap_lib.engine.recipes import config
+from idmap_lib.engine.stacked import StackedMLP, check_stackable, train_stacked
+from idmap_lib.engine.trainer import train
 
 SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 KINDS = ("plain", "resnet", "gresnet")
@@ -78,7 +79,7 @@ def test_stacked_training_equals_each_run_alone(mnist, tmp_path):
 def test_stacked_weights_equal_the_weights_of_a_run_alone(mnist, tmp_path):
     cfgs = [tiny(k, 3) for k in KINDS]
     _, nets = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
-    from idmap_lib.trainer import Run
+    from idmap_lib.engine.trainer import Run
 
     for cfg, net in zip(cfgs, nets):
         run = Run(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
@@ -132,9 +133,10 @@ def test_only_one_recipe_and_depth_stack():
 
 
 def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_path, monkeypatch):
-    from idmap_lib import mnist_grid
+    from idmap_lib.book import mnist_grid
 
-    monkeypatch.setattr(mnist_grid, "config", lambda e, v, scale, seed: tiny(v.split("-")[0], seed, d=6))
+    monkeypatch.setattr(mnist_grid, "configs", lambda d, seeds, kinds=KINDS: [tiny(k, s, d=6) for k in kinds
+                                                                                for s in seeds])
     monkeypatch.setattr(mnist_grid, "PRUNE_DEPTH", 6)
     kw = dict(data=mnist, out_dir=tmp_path / "res", weights_dir=tmp_path / "w", progress=False)
     new = mnist_grid.train_depth(6, [0, 1], **kw)

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from idmap_lib import data
-from idmap_lib.checkpoint import CheckpointError
-from idmap_lib.recipes import config, step_schedule
-from idmap_lib.results import config_hash, load_results
-from idmap_lib.trainer import pick_device, run, train
+from idmap_lib.engine import data
+from idmap_lib.engine.checkpoint import CheckpointError
+from idmap_lib.engine.recipes import config, step_schedule
+from idmap_lib.engine.results import config_hash, load_results
+from idmap_lib.engine.trainer import pick_device, run, train
 
 SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 
@@ -111,7 +111,7 @@ def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, m
                 "dataset_source", "date"):
         assert key in saved, key
     assert saved["config_hash"] == config_hash(saved["config"])
-    from idmap_lib.results import library_sha256
+    from idmap_lib.engine.results import library_sha256
     assert saved["library_sha256"] == library_sha256() and len(library_sha256()) == 64
     assert saved["versions"]["torch"] == torch.__version__ and "cuda" in saved["versions"]
     assert saved["dataset_source"]["kind"] == "local" and saved["dataset_source"]["sha256"].startswith("d34c68")
@@ -121,8 +121,8 @@ def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, m
     # run(): a stored result with the recipe's hash is returned without training
     cfg = config("b_wrn", "plain", "shrunk")
     fake = {**saved, "config": cfg, "config_hash": config_hash(cfg), "final": {"test_err": 0.5}}
-    from idmap_lib.results import save_result
+    from idmap_lib.engine.results import save_result
     save_result(fake, tmp_path)
-    import idmap_lib.trainer
-    monkeypatch.setattr(idmap_lib.trainer, "train", lambda *a, **k: pytest.fail("trained again"))
+    import idmap_lib.engine.trainer
+    monkeypatch.setattr(idmap_lib.engine.trainer, "train", lambda *a, **k: pytest.fail("trained again"))
     assert run("b_wrn", "plain", "shrunk", out_dir=tmp_path)["final"]["test_err"] == 0.5

@@ -1,7 +1,8 @@
 """Paper B on the page (gate_figures): the MNIST table beside Tables 1-2, the k figure, the pruning figure."""
 import pytest
 
-from idmap_lib import gate_figures as gf, recipes, results
+from idmap_lib.book import gate_figures as gf
+from idmap_lib.engine import recipes, results
 
 
 def mnist_result(kind, d, seed, err, ks=None, pruning=None):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import idmap_lib as im
-from idmap_lib import pruning
+from idmap_lib.models import pruning
 
 
 def _net(kind="gresnet", d=10):

@@ -2,8 +2,9 @@
 
 import pytest
 
-from idmap_lib import recipes, reports, results
-from idmap_lib.paper_numbers import PAPER
+from idmap_lib.book import reports
+from idmap_lib.book.paper_numbers import PAPER
+from idmap_lib.engine import recipes, results
 
 
 def fake_result(experiment, variant, scale="shrunk", test_err=0.4321, status="ok", fail=None,

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from idmap_lib import book
+from idmap_lib.book import repository
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = os.environ.get("IDMAP_COLAB_CHAPTER", "01_residual_units")  # a chapter that trains nothing
@@ -30,21 +31,21 @@ PENDING_SETUP_CELL = set()
 
 
 def test_setup_cells_readme_and_intro_follow_the_url_setting():
-    problems = [p for p in book.check() if not any(name in p for name in PENDING_SETUP_CELL)]
+    problems = [p for p in repository.check() if not any(name in p for name in PENDING_SETUP_CELL)]
     assert not problems, "\n".join(problems)
-    assert book.chapter_notebooks(), "no chapter notebook with a setup cell"
+    assert repository.chapter_notebooks(), "no chapter notebook with a setup cell"
 
 
 def test_set_url_writes_one_setting_everywhere(tmp_path):
-    for rel in [book.CONFIG, *book.DOCS, *[p.relative_to(ROOT) for p in book.chapter_notebooks()]]:
+    for rel in [repository.CONFIG, *repository.DOCS, *[p.relative_to(ROOT) for p in repository.chapter_notebooks()]]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes((ROOT / rel).read_bytes())
     url = "https://github.com/someone/idmap-fork"
-    changed = book.set_url(url, root=tmp_path)
-    assert book.repository_url(tmp_path) == url
-    assert book.check(tmp_path, expect=url) == []
+    changed = repository.set_url(url, root=tmp_path)
+    assert repository.repository_url(tmp_path) == url
+    assert repository.check(tmp_path, expect=url) == []
     assert {p.name for p in changed} >= {"_config.yml", "README.md", "intro.md", f"{CHAPTER}.ipynb"}
-    assert book.check(tmp_path, expect=book.repository_url(ROOT)) != []   # CI's guard sees a mismatch
+    assert repository.check(tmp_path, expect=repository.repository_url(ROOT)) != []   # CI's guard sees a mismatch
 
 
 def _overlay(tmp: Path) -> Path:
@@ -93,8 +94,8 @@ def test_a_chapter_runs_from_a_clone_in_a_clean_environment(tmp_path):
     nb_path = ROOT / "book" / f"{CHAPTER}.ipynb"
     nb = nbformat.read(nb_path, as_version=4)
     setup = next(c for c in nb.cells if c.cell_type == "code")
-    assert setup.source == book.setup_cell(book.repository_url())      # the cell readers get ...
-    setup.source = book.setup_cell(ROOT.as_uri())                       # ... with a local clone's URL
+    assert setup.source == repository.setup_cell(repository.repository_url())  # the cell readers get ...
+    setup.source = repository.setup_cell(ROOT.as_uri())                         # ... with a local clone's URL
     nb.cells.append(nbformat.v4.new_code_cell(
         "import json, subprocess\n"
         "print(json.dumps({'library': idmap_lib.__file__, 'results': len(idmap_lib.load_results()),\n"

@@ -10,7 +10,7 @@ import torch
 
 import idmap_lib as im
 from idmap_lib import book
-from idmap_lib.diagrams import _lines, draw_units
+from idmap_lib.book.diagrams import _lines, draw_units
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_live_widget_only_where_a_kernel_runs(monkeypatch, capsys):
 
 def test_the_gate_path_is_drawn_dashed_and_the_others_solid():
     """Chapter 1 says the gate's path is dashed: every line of it is, and no other line is."""
-    from idmap_lib.diagrams import GATE_COLOR
+    from idmap_lib.book.diagrams import GATE_COLOR
 
     gated = draw_units([im.unit_layout(im.make_unit("original", "exclusive_gating"))], ["g"])
     lines = re.findall(r"<line [^>]*/>", gated)

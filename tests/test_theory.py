@@ -1,5 +1,5 @@
-"""The book's derivations (idmap_lib.theory) reproduce the papers' equations, and the probes
-(idmap_lib.probes) measure what the equations say on real idmap_lib networks."""
+"""The book's derivations (idmap_lib.book.theory) reproduce the papers' equations, and the probes
+(idmap_lib.book.probes) measure what the equations say on real idmap_lib networks."""
 import json
 import math
 import re
@@ -9,8 +9,7 @@ import pytest
 import sympy as sp
 import torch
 
-from idmap_lib import book
-from idmap_lib import theory as T
+from idmap_lib.book import repository, theory as T
 
 # ---- sympy: every derived equation equals the paper's ------------------------------------------------------
 
@@ -113,7 +112,7 @@ def test_long_equations_are_set_on_several_lines():
 
 
 def test_no_chapter_prints_latex_itself():
-    """Chapters display math through idmap_lib.theory (sympy's printer), never sp.latex or a regex on LaTeX."""
+    """Chapters display math through idmap_lib.book.theory (sympy's printer), never sp.latex or a regex on LaTeX."""
     for nb in sorted((Path(__file__).parents[1] / "book").glob("0[1-5]_*.ipynb")):
         code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
         assert "sp.latex(" not in code and "re.sub(" not in code, nb.name
@@ -133,7 +132,7 @@ from pathlib import Path
 import torch.nn as nn
 
 import idmap_lib as im
-from idmap_lib import probes
+from idmap_lib.book import probes
 
 
 def _stack(n, unit="full_preact", shortcut="identity", channels=4, **opts):
@@ -259,7 +258,7 @@ def test_set_shortcut_scale_needs_constant_scaling():
 
 # ---- the chapters: the shared setup cell, no stored outputs -------------------------------------------------
 CHAPTERS = ["02_propagation", "03_scaled_shortcuts", "04_relu_truncation", "05_learning_identity"]
-SETUP = book.setup_cell(book.repository_url())  # the one URL setting (_config.yml)
+SETUP = repository.setup_cell(repository.repository_url())  # the one URL setting (_config.yml)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

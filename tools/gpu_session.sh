@@ -40,7 +40,7 @@ CUDA=$("$PY" -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev/nul
 if [[ $CUDA == 0 && ${GPU_SESSION_ALLOW_CPU:-0} != 1 ]]; then say "no CUDA device; stop"; exit 3; fi
 DRY=$(( 1 - CUDA ))
 
-step data_cache 120 "$PY" -c "from idmap_lib import data; print(data.load('cifar10', '$DATA').source)"
+step data_cache 120 "$PY" -c "from idmap_lib.engine import data; print(data.load('cifar10', '$DATA').source)"
 
 # the engine's tests on this device (pick_device() -> CUDA): first the CUDA-graph ones, which decide the runs
 step graph_tests 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py -k "graph"; RC=$?
@@ -50,7 +50,7 @@ step tests 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path
 
 # eager vs CUDA graph vs two runs at once, ResNet-110 and ResNet-1001, full recipes' batch
 if (( DRY )); then
-  step modes 200 "$PY" -c "from idmap_lib import bench; import json; json.dump(bench.modes(depths=(110,),
+  step modes 200 "$PY" -c "from idmap_lib.engine import bench; import json; json.dump(bench.modes(depths=(110,),
 steps={110: (8, 12)}), open('$OUT/modes.json', 'w'), indent=1)"
 else
   step modes 150 "$PY" -m idmap_lib bench --modes --json "$OUT/modes.json"

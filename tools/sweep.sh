@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU-scale sweep the claims need (idmap_lib/claims.py), run in the background across sessions:
+# The CPU-scale sweep the claims need (idmap_lib/book/claims.py), run in the background across sessions:
 # resumable (a recorded run is skipped; a run cut off mid-way resumes from its checkpoint) and every finished
 # result committed on its own. It trains from a clean checkout of main's latest commit (a second worktree),
 # so each result's provenance names exactly the code that made it, and writes the results into this checkout.

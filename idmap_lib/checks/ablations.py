@@ -1,7 +1,7 @@
 """Ablation exercises: predict, run (through the library, recorded with provenance), explain; and their graders.
 
-Each ablation changes one thing in a recipe of ``idmap_lib.recipes`` and trains it with
-``idmap_lib.trainer`` at a *classroom* scale (a recipe's ``shrunk`` config at the depth, steps, warm-up and
+Each ablation changes one thing in a recipe of ``idmap_lib.engine.recipes`` and trains it with
+``idmap_lib.engine.trainer`` at a *classroom* scale (a recipe's ``shrunk`` config at the depth, steps, warm-up and
 divergence rule of :data:`CIFAR_SCALES` / :data:`MNIST_SCALES`: minutes on a laptop CPU). The student
 
 1. writes a *prediction* (``run`` refuses to train without one, and stores it in the recorded run: the
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import recipes
-from ..results import config_hash, find_result, save_result
+from ..engine import recipes
+from ..engine.results import config_hash, find_result, save_result
 from .implementation import _fail, _grader
 
 HERE = Path(__file__).resolve().parent
@@ -287,22 +287,23 @@ def configs(name, seed=0, scale=None):
 # ---- running ------------------------------------------------------------------------------------------------
 
 def _units(cfg):
-    from ..introspect import residual_units
-    from ..trainer import build_model
+    from ..engine.trainer import build_model
+    from ..models.introspect import residual_units
     return len(residual_units(build_model(cfg["model"])))
 
 
 def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
     """Test error of the trained net with `fraction` of its residual blocks removed (no retraining,
-    ``idmap_lib.pruning``: a removed block is exactly the identity, as a gate at k <= 0 makes it): of a gated net,
-    the blocks with the smallest k, and also blocks chosen at random (seeded); of an ungated one, random blocks.
-    The same random blocks in both nets."""
+    ``idmap_lib.models.pruning``: a removed block is exactly the identity, as a gate at k <= 0 makes it): of a
+    gated net, the blocks with the smallest k, and also blocks chosen at random (seeded); of an ungated one,
+    random blocks. The same random blocks in both nets."""
     import torch
 
-    from .. import pruning, trainer
-    from ..distributed import context
-    from ..introspect import gates, residual_units
-    from ..results import run_name
+    from ..engine import trainer
+    from ..engine.distributed import context
+    from ..engine.results import run_name
+    from ..models import pruning
+    from ..models.introspect import gates, residual_units
     model = trainer.build_model(cfg["model"])
     ck = torch.load(Path(ckpt_dir) / f"{run_name(cfg)}.pt", map_location="cpu", weights_only=False)
     model.load_state_dict(ck["model"])
@@ -332,7 +333,7 @@ def run(name: str, prediction: str, seed: int = 0, scale: str | None = None, out
     `prediction`: what you expect, written before running; it is stored with each run it starts."""
     import time
 
-    from .. import trainer
+    from ..engine import trainer
     ab = ABLATIONS[name]
     out = Path(out_dir or default_runs_dir())
     cfgs = configs(name, seed, scale)

@@ -29,10 +29,10 @@ import textwrap
 import torch
 import torch.nn as nn
 
-from ..introspect import zero_residuals
-from ..probes import truncation_rates, unit_gradient_norms
-from ..shortcuts import Shortcut, make_shortcut
-from ..units import ResidualUnit, make_unit
+from ..models.introspect import zero_residuals
+from ..book.probes import truncation_rates, unit_gradient_norms
+from ..models.shortcuts import Shortcut, make_shortcut
+from ..models.units import ResidualUnit, make_unit
 
 TOL = 1e-6  # outputs must agree to this (absolute and relative), compared in float64
 
@@ -497,7 +497,7 @@ def check_truncation_rate(truncation_rate, seed=0):
     y_l = h(x_l) + F(x_l) (Eqn 1) that the original unit's f = ReLU sets to zero (those with y_l < 0),
     for an idmap_lib ``original`` unit (Fig 4a) in train mode.
 
-    Compared with idmap_lib.probes.truncation_rates, to 1e-9, on same-shape and downsampling units.
+    Compared with idmap_lib.book.probes.truncation_rates, to 1e-9, on same-shape and downsampling units.
     """
     check = "check_truncation_rate"
     cases = [(4, 4, 1), (8, 8, 1), (4, 8, 2)]

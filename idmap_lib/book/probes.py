@@ -19,9 +19,9 @@ import math
 import torch
 import torch.nn as nn
 
-from .introspect import residual_units
-from .shortcuts import Shortcut
-from .units import make_unit
+from ..models.introspect import residual_units
+from ..models.shortcuts import Shortcut
+from ..models.units import make_unit
 
 
 @contextlib.contextmanager
@@ -249,7 +249,7 @@ def direct_path_survival(model, x):
 
 def set_shortcut_scale(model, lam):
     """Set lambda (Eqn 6) on every constant_scaling shortcut of `model`; returns the model."""
-    from .shortcuts import ConstantScaling
+    from ..models.shortcuts import ConstantScaling
     found = [u.shortcut for u in _units(model) if isinstance(u.shortcut, ConstantScaling)]
     if not found:
         raise ValueError("the model has no constant_scaling shortcuts (make it with shortcut='constant_scaling')")
@@ -277,7 +277,7 @@ def gradient_decay(lams, depth=1000, channels=4, size=8, batch=4, zero=False, se
 
     Tiny tensors: runs on one thread, which is faster here than two (per-op overhead dominates).
     """
-    from .introspect import zero_residuals
+    from ..models.introspect import zero_residuals
     with _threads(1):
         model = lambda_stack(depth, 1.0, channels=channels, seed=seed)
         if zero:

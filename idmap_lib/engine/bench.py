@@ -41,7 +41,7 @@ def _peak_rss_mb(children=False):
 
 def block_for(depth: int) -> str:
     """The block Paper A uses at this depth: bottleneck for ResNet-164 and -1001, basic otherwise."""
-    from .networks import cifar_block
+    from ..models.networks import cifar_block
 
     return cifar_block(depth)[0]
 
@@ -251,14 +251,15 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     import torch
 
     from .data import load
-    from .mnist_grid import KINDS, configs
+    from .recipes import MNIST_KINDS, mnist_configs
     from .stacked import _Stack
     from .trainer import _prepare_data, pick_device
 
-    cfgs = configs(depth, seeds)
+    cfgs = mnist_configs(depth, seeds)
     data = load("mnist", data)
     log = max(steps // 4, 2)
-    alone = {k: _rate([c], steps, data, log)["img_per_s_total"] for k, c in zip(KINDS, cfgs[::len(seeds)])}
+    alone = {k: _rate([c], steps, data, log)["img_per_s_total"]
+             for k, c in zip(MNIST_KINDS, cfgs[::len(seeds)])}
     s_alone = sum(len(seeds) * steps * c["batch_size"] / alone[c["model"]["kwargs"]["kind"]] for c in cfgs[::len(seeds)])
     device = pick_device()
     st = _Stack(cfgs, _prepare_data(cfgs[0], data, device), device, None, None, False, False)

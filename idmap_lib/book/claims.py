@@ -317,8 +317,8 @@ class Verdict:
 def seed_runs(experiment, variant, scale="shrunk", seeds=SEEDS, results_dir=None):
     """The recorded runs of one variant whose config is today's recipe, one per seed found, and the seeds
     still missing."""
-    from .recipes import config
-    from .results import find_result
+    from ..engine.recipes import config
+    from ..engine.results import find_result
 
     found, missing = [], []
     for s in seeds:

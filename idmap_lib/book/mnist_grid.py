@@ -12,23 +12,18 @@ from pathlib import Path
 
 import torch
 
-from . import pruning
-from .data import DEFAULT_ROOT
-from .introspect import residual_units
-from .recipes import config
-from .results import config_hash, find_result, run_name, save_result
-from .stacked import train_stacked
+from ..engine.data import DEFAULT_ROOT
+from ..engine.recipes import MNIST_KINDS as KINDS, mnist_configs as configs
+from ..engine.results import config_hash, find_result, run_name, save_result
+from ..engine.stacked import train_stacked
+from ..models import pruning
+from ..models.introspect import residual_units
 
 EXPERIMENT = "b_mnist"
 DEPTHS = (100, 10, 50, 20, 2)  # the order they train in: d = 100 (and then 10) settle the most claims
-KINDS = ("plain", "resnet", "gresnet")
 PRUNE_DEPTH = 100
 RANDOM_ORDERS = 5  # random removal orders per net (seeds 0..4 of pruning.at_random)
 WEIGHTS_DIR = DEFAULT_ROOT / "weights"
-
-
-def configs(d, seeds, kinds=KINDS):
-    return [config(EXPERIMENT, f"{k}-d{d}", "full", int(s)) for k in kinds for s in seeds]
 
 
 def missing(d, seeds, out_dir=None, kinds=KINDS):
@@ -42,7 +37,7 @@ def weights_path(cfg, weights_dir=None) -> Path:
 
 def trained_net(cfg, weights_dir=None):
     """The trained network of a recorded run whose weights were kept (the d = 100 ResNets and GResNets)."""
-    from .trainer import build_model
+    from ..engine.trainer import build_model
 
     path = weights_path(cfg, weights_dir)
     if not path.is_file():
@@ -55,7 +50,7 @@ def trained_net(cfg, weights_dir=None):
 
 def test_set(cfg, data=None):
     """(x, y) of the whole test set, preprocessed as the recipe says."""
-    from .trainer import _prepare_data
+    from ..engine.trainer import _prepare_data
 
     D = _prepare_data(cfg, data, torch.device("cpu"))
     return D["x_test"].float().div_(255).sub_(D["mean"]).div_(D["std"]), D["y_test"]

@@ -34,11 +34,12 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from .. import models  # noqa: E402
+from ..models.introspect import gates  # noqa: E402
 from . import data as data_mod  # noqa: E402
 from . import distributed as dist_mod  # noqa: E402
 from .augment import crop_flip  # noqa: E402
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
-from .introspect import gates  # noqa: E402
 from .recipes import lr_at  # noqa: E402
 from .results import config_hash, find_result, provenance, run_name, save_result  # noqa: E402
 
@@ -83,10 +84,8 @@ def precision_name(dtype) -> str:
 
 
 def build_model(spec: dict) -> nn.Module:
-    """The model named by the config, from the model library (idmap_lib.cifar_resnet, wide_resnet, mlp)."""
-    import idmap_lib
-
-    return getattr(idmap_lib, spec["builder"])(**spec["kwargs"])
+    """The model named by the config: a builder of the model library (models.cifar_resnet, wide_resnet, mlp)."""
+    return getattr(models, spec["builder"])(**spec["kwargs"])
 
 
 def build_optimizer(model: nn.Module, opt: dict, device=None, capturable=False):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import statistics
 
-from . import claims, paper_numbers, recipes, results
+from ..engine import recipes, results
+from . import claims, paper_numbers
 from .reports import command, hardware, net_name
 
 SEEDS = claims.SEEDS
@@ -24,7 +25,7 @@ def committed_checkpoint(cfg, checkpoint_dir=None):
     CPU, and its path; (None, path) if there is none."""
     import torch
 
-    from .data import DEFAULT_ROOT
+    from ..engine.data import DEFAULT_ROOT
 
     path = (checkpoint_dir or DEFAULT_ROOT / "checkpoints") / f"{results.run_name(cfg)}.pt"
     if not path.exists():
@@ -215,7 +216,7 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
 def train_missing(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None, **train_kwargs):
     """Train the missing seeds of `variants` (what a reader asks for with RUN = True; a page never trains on
     its own). Runs one after another with a progress bar; returns their results."""
-    from .trainer import train
+    from ..engine.trainer import train
 
     done = []
     for v in variants:
@@ -229,7 +230,7 @@ def train_missing(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=Non
 def trained_model(experiment, variant, scale="full", seed=0, checkpoint_dir=None):
     """The network of a run, with the weights of its committed checkpoint (data/checkpoints/), in eval mode;
     and a line saying which step of which recipe on which device they come from. None if there is none."""
-    from .trainer import build_model
+    from ..engine.trainer import build_model
 
     cfg = recipes.config(experiment, variant, scale, seed)
     ck, _ = committed_checkpoint(cfg, checkpoint_dir)
@@ -245,7 +246,7 @@ def test_images(experiment, variant, n=256, data=None):
     """The first n test images of a recipe's dataset, normalised as that recipe trains, with their labels."""
     import torch
 
-    from .trainer import _prepare_data
+    from ..engine.trainer import _prepare_data
 
     cfg = recipes.config(experiment, variant, "full")
     D = _prepare_data(cfg, data, torch.device("cpu"))

@@ -10,8 +10,9 @@ import statistics
 
 import torch.nn as nn
 
-from . import claims, paper_numbers, recipes
-from .introspect import residual_units
+from ..engine import recipes
+from ..models.introspect import residual_units
+from . import claims, paper_numbers
 from .mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from .reports import hardware
 
@@ -72,7 +73,7 @@ def _band(fig, x, per, name, colour, col=1, dash=None, group=None):
 
 def dimension_changing_blocks(cfg) -> list[int]:
     """1-based indices of the residual blocks of a config's network whose shortcut is not the identity."""
-    from .trainer import build_model
+    from ..engine.trainer import build_model
 
     units = residual_units(build_model(cfg["model"]))
     return [i + 1 for i, u in enumerate(units) if not isinstance(getattr(u.shortcut, "h", None), nn.Identity)]
@@ -152,5 +153,5 @@ def stacked_note(out_dir=None, seeds=SEEDS) -> str:
     hours = sum(r["final"]["wall_s"] for r in groups.values()) / 3600
     together = sorted({r.get("stacked", {}).get("runs", 1) for r in runs})
     return (f"{len(runs)} runs recorded, trained {' or '.join(map(str, together))} at a time as one stacked "
-            f"network (`idmap_lib.stacked`), on {'; '.join(sorted({hardware(r) for r in runs}))}: "
+            f"network (`idmap_lib.engine.stacked`), on {'; '.join(sorted({hardware(r) for r in runs}))}: "
             f"{hours:.1f} hours of training for the depths recorded ({', '.join(map(str, sorted(groups)))}).")

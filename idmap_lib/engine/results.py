@@ -18,6 +18,7 @@ from pathlib import Path
 from .data import DEFAULT_ROOT
 
 RESULTS_DIR = DEFAULT_ROOT / "results"
+PACKAGE = Path(__file__).resolve().parents[1]  # idmap_lib/: the whole library, every layer
 
 
 def canonical(cfg: dict) -> str:
@@ -37,20 +38,18 @@ def library_sha256() -> str:
     """sha256 over the library's source files (names and contents): names the code that ran even where no
     git checkout is at hand (a copy of the tree on a remote GPU, an installed wheel)."""
     h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    for p in sorted(here.rglob("*.py")):
-        h.update(str(p.relative_to(here)).encode() + b"\0" + p.read_bytes() + b"\0")
+    for p in sorted(PACKAGE.rglob("*.py")):
+        h.update(str(p.relative_to(PACKAGE)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 
 
 def _git_commit():
-    here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE, capture_output=True, text=True,
                                 timeout=10).stdout.strip() or None
         # the library as run differs from that commit if any of its files are modified or untracked
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "."],
-                               cwd=here, capture_output=True, text=True, timeout=10).stdout.split("\n")
+                               cwd=PACKAGE, capture_output=True, text=True, timeout=10).stdout.split("\n")
         changed = sorted(line[3:] for line in dirty if line.strip() and line[3:].endswith(".py"))
         if commit:
             return {"commit": commit, "library_modified": bool(changed), "modified_files": changed}

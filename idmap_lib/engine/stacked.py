@@ -22,9 +22,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..models.introspect import gates
 from . import data as data_mod
 from .checkpoint import load_checkpoint, save_checkpoint
-from .introspect import gates
 from .recipes import lr_at
 from .results import config_hash, provenance, run_name, save_result
 from .trainer import _prepare_data, build_model, format_duration, pick_device
@@ -322,7 +322,7 @@ def _result(st, r, write, out_dir, device, source):
               "precision": "float32", "channels_last": False, "compiled": False, "cuda_graph": False,
               "deterministic": False,
               "stacked": {"runs": st.R, "with": [run_name(c) for c in st.cfgs],
-                          "note": "trained together as one stacked network (idmap_lib.stacked); each run's "
+                          "note": "trained together as one stacked network (idmap_lib.engine.stacked); each run's "
                                   "img_per_s is its own images per second"},
               **provenance(device)}
     if write:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 
-from .registry import UNITS
+from ..models.registry import UNITS
 
 # ----------------------------------------------------------------------------------------------
 # learning-rate schedules: pure functions of the iteration
@@ -283,6 +283,15 @@ def config(experiment: str, variant: str, scale: str = "shrunk", seed: int = 0) 
     # "fail" (test error > 20 % after the full recipe) or, at the CPU scale, by the claims' tests (claims.py).
     cfg.setdefault("divergence", {"grace_fraction": None})
     return cfg
+
+
+MNIST_KINDS = ("plain", "resnet", "gresnet")  # Paper B Sec 4.1: the three nets of each depth
+
+
+def mnist_configs(d, seeds, kinds=MNIST_KINDS) -> list:
+    """Paper B's MNIST runs of depth d at the full recipe (Sec 4.1, Tables 1-2), kind by kind and seed by seed:
+    what trains together as one stacked network (stacked.py, mnist_grid.py) and what ``bench --stacked`` times."""
+    return [config("b_mnist", f"{k}-d{d}", "full", int(s)) for k in kinds for s in seeds]
 
 
 def listing() -> str:

@@ -36,7 +36,7 @@ DATASETS = {
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "mnist": 10}
 ENV_VAR = "IDMAP_DATA"
 # data/ of the repository checkout when the package is used from one (tests, book build), else ./data
-_REPO_DATA = Path(__file__).resolve().parents[1] / "data"
+_REPO_DATA = Path(__file__).resolve().parents[2] / "data"
 DEFAULT_ROOT = Path(os.environ.get("IDMAP_ROOT") or (_REPO_DATA if _REPO_DATA.is_dir() else "data"))
 
 

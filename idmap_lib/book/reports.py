@@ -3,7 +3,7 @@ a run, the hardware and commit behind a number, and one provenance line per run 
 chapters are in evidence.py and gate_figures.py)."""
 from __future__ import annotations
 
-from . import recipes, results
+from ..engine import recipes, results
 
 
 def command(experiment: str, variant: str, scale: str, seed: int = 0) -> str:
@@ -17,7 +17,7 @@ def net_name(cfg: dict) -> str:
     16/32/64), WRN-28-1, MLP gresnet d=10."""
     m, kw = cfg["model"]["builder"], cfg["model"]["kwargs"]
     if m == "cifar_resnet":
-        from .networks import cifar_block
+        from ..models.networks import cifar_block
         block, _ = cifar_block(kw["depth"], kw.get("block"))
         scale = kw.get("width_scale", 1)
         width = ""

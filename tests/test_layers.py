@@ -1,0 +1,102 @@
+"""The package's three layers, as its folders show them: models <- engine <- book (with the exercise graders,
+checks/), and the command line and the ``import idmap_lib as im`` API on top. No module imports upward: read
+from every module's source (``ast``), at module level and inside functions alike."""
+import ast
+from pathlib import Path
+
+import pytest
+
+import idmap_lib as im
+
+PACKAGE = Path(im.__file__).resolve().parent
+LAYERS = {"models": 0, "engine": 1, "book": 2, "checks": 2}
+TOP = 3  # idmap_lib/__init__.py (the im. API), __main__.py, cli.py
+TOP_MODULES = {"idmap_lib", "idmap_lib.__main__", "idmap_lib.cli"}
+NAMES = ["models", "engine", "book", "top"]
+
+
+def modules():
+    """{module name: path} of every module of the package."""
+    out = {}
+    for p in sorted(PACKAGE.rglob("*.py")):
+        parts = list(p.relative_to(PACKAGE.parent).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return out
+
+
+MODULES = modules()
+
+
+def layer(module: str) -> int:
+    if module in TOP_MODULES:
+        return TOP
+    sub = module.split(".")[1]
+    if sub not in LAYERS:
+        raise AssertionError(f"{module} is in no layer: put it under models/, engine/ or book/")
+    return LAYERS[sub]
+
+
+def imported(name: str, path: Path, source: str | None = None):
+    """(line, module) of every idmap_lib module that the module `name` imports, anywhere in its source: a name
+    imported from a package is that package's submodule where one exists, else the package itself."""
+    tree = ast.parse(source if source is not None else path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module", "__import__")):
+            targets = [node.args[0].value]
+        else:
+            continue
+        for t in targets:
+            if isinstance(t, str) and (t == "idmap_lib" or t.startswith("idmap_lib.")):
+                yield node.lineno, t
+
+
+def upward(name: str, path: Path, source: str | None = None) -> list:
+    return [f"{path.relative_to(PACKAGE.parent)}:{line}: {NAMES[layer(name)]} imports {t} ({NAMES[layer(t)]})"
+            for line, t in sorted(set(imported(name, path, source))) if layer(t) > layer(name)]
+
+
+def test_every_module_is_in_a_layer():
+    assert {n.split(".")[1] for n in MODULES if n not in TOP_MODULES} == set(LAYERS)
+    for name in MODULES:
+        layer(name)
+
+
+def test_no_module_imports_upward():
+    problems = [p for name, path in MODULES.items() for p in upward(name, path)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("module, planted", [
+    ("idmap_lib.models.units", "from ..engine import recipes"),
+    ("idmap_lib.models.pruning", "import idmap_lib"),
+    ("idmap_lib.engine.trainer", "def f():\n    from ..book.claims import CLAIMS\n"),
+    ("idmap_lib.engine.bench", "def f():\n    from idmap_lib import cli\n"),
+    ("idmap_lib.engine.stacked", "from .. import book"),
+    ("idmap_lib.book.evidence", "def f():\n    import importlib\n    importlib.import_module('idmap_lib.cli')\n"),
+])
+def test_a_planted_upward_import_is_caught(module, planted):
+    path = MODULES[module]
+    assert upward(module, path) == []
+    assert len(upward(module, path, path.read_text() + "\n\n" + planted + "\n")) == 1
+
+
+def test_the_stable_api_and_the_recipes_builders():
+    """``im.x`` names stay where chapters and scripts use them; every builder a recipe names is a model."""
+    assert set(im.__all__) == {
+        "UNITS", "SHORTCUTS", "BLOCKS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp", "imagenet_resnet",
+        "make_unit", "residual_units", "zero_residuals", "gates", "unit_layout", "EXPERIMENTS", "config", "lr_at",
+        "train", "run", "load_results", "load_data"}
+    assert all(hasattr(im, n) for n in im.__all__)
+    builders = {im.config(e, v)["model"]["builder"] for e, x in im.EXPERIMENTS.items() for v in x["variants"]}
+    assert builders == {"cifar_resnet", "wide_resnet", "mlp"}
+    assert all(getattr(im, b) is getattr(im.models, b) for b in builders)
