@@ -196,7 +196,7 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
 
 
 def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
-    from idmap_lib import evidence
+    from idmap_lib.book import evidence
     for seed in range(3):  # the original ResNet-110 at chance: the paper trains it (6.61 %)
         results.save_result(result("a_table1_shortcuts", "original", seed, losses=(2.3, 2.31, 2.30, 2.302)),
                             tmp_path)
