@@ -18,7 +18,9 @@ import idmap_lib as im
 from idmap_lib.engine import data as data_mod
 from idmap_lib.engine.distributed import Single
 from idmap_lib.engine.recipes import config
-from idmap_lib.engine.trainer import Run, build_optimizer, evaluate
+from idmap_lib.engine.batches import evaluate
+from idmap_lib.engine.build import build_optimizer
+from idmap_lib.engine.trainer import Run
 
 torch.set_num_threads(2)
 
@@ -141,13 +143,13 @@ def test_schedule_errors_name_the_valid_range_and_the_kind():
 
 
 def test_prepare_data_loads_the_recipes_dataset_and_takes_a_stratified_subset(monkeypatch):
-    from idmap_lib.engine import trainer
+    from idmap_lib.engine import batches
     d = _synthetic(n_train=60, n_test=30)
     calls = []
     monkeypatch.setattr(data_mod, "load", lambda name, path: calls.append((name, path)) or d)
     cfg = _tiny_cfg("a_table2_activations", "full_preact-110", {"depth": 8})
     cfg["subset"] = {"train_per_class": 2, "test_per_class": 1}
-    D = trainer._prepare_data(cfg, "/some/where", torch.device("cpu"))
+    D = batches.prepare_data(cfg, "/some/where", torch.device("cpu"))
     assert calls == [("cifar10", "/some/where")]
     assert D["y_train"].bincount().tolist() == [2] * 10 and D["y_test"].bincount().tolist() == [1] * 10
     sub = d.x_train[data_mod.stratified_subset(d.y_train, 2, 0)]

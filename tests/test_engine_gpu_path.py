@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from idmap_lib.engine import data, distributed, trainer
+from idmap_lib.engine import data, device, distributed
 from idmap_lib.engine.checkpoint import CheckpointError
 from idmap_lib.engine.recipes import config, step_schedule
-from idmap_lib.engine.trainer import Run, amp_dtype, build_optimizer, train, train_many
+from idmap_lib.engine.build import build_optimizer
+from idmap_lib.engine.device import amp_dtype
+from idmap_lib.engine.trainer import Run, train, train_many
 
 SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 CUDA = torch.cuda.is_available()
@@ -63,12 +65,12 @@ def test_sgd_is_fused_on_cuda_only_and_nadam_capturable_for_graphs():
 
 def test_cudnn_benchmark_on_for_cuda_runs_and_restored(monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
-    with trainer._EngineSettings(deterministic=False, device="cuda"):
+    with device.EngineSettings(deterministic=False, device="cuda"):
         assert torch.backends.cudnn.benchmark is True
     assert torch.backends.cudnn.benchmark is False
-    with trainer._EngineSettings(deterministic=True, device="cuda"):
+    with device.EngineSettings(deterministic=True, device="cuda"):
         assert torch.backends.cudnn.benchmark is False  # benchmark picks algorithms by timing: not reproducible
-    with trainer._EngineSettings(deterministic=False, device="cpu"):
+    with device.EngineSettings(deterministic=False, device="cpu"):
         assert torch.backends.cudnn.benchmark is False
 
 
@@ -89,7 +91,7 @@ def test_resume_on_another_device_type_or_precision_is_a_clear_error(cifar, tmp_
     train(cfg, data=cifar, checkpoint_dir=tmp_path, max_steps=3, progress=False, device="cpu")
     path = next(tmp_path.glob("*.pt"))
     ck = torch.load(path, weights_only=True)
-    assert ck["device_type"] == "cpu" and ck["precision"] == trainer.precision_name(amp_dtype(torch.device("cpu")))
+    assert ck["device_type"] == "cpu" and ck["precision"] == device.precision_name(amp_dtype(torch.device("cpu")))
     torch.save({**ck, "device_type": "cuda", "precision": "float16"}, path)  # as a T4 would write it
     with pytest.raises(CheckpointError, match="written on cuda in float16"):
         train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False, device="cpu")
@@ -120,8 +122,8 @@ def test_run_reports_device_and_projected_time(cifar, capsys):
     r = train(tiny(steps=20), data=cifar, write_result=False, cuda_graph=True)
     out = capsys.readouterr()
     text = out.out + out.err
-    dev = trainer.pick_device()
-    assert f": {dev.type}" in text and trainer.precision_name(amp_dtype(dev)) in text
+    dev = device.pick_device()
+    assert f": {dev.type}" in text and device.precision_name(amp_dtype(dev)) in text
     assert "img/s after the first steps -> the remaining 5 steps take about" in text
     if not CUDA:  # the option is refused with its reason, and the result says what ran
         assert "no CUDA graph: CUDA graphs need a CUDA device" in text and r["cuda_graph"] is False
@@ -130,9 +132,9 @@ def test_run_reports_device_and_projected_time(cifar, capsys):
 def test_duration_format_and_bench_block():
     from idmap_lib.engine.bench import block_for
     assert block_for(1001) == block_for(164) == "bottleneck" and block_for(110) == "basic"
-    assert trainer.format_duration(42) == "42 s"
-    assert trainer.format_duration(5 * 60) == "5 min"
-    assert trainer.format_duration(17 * 3600) == "17.0 h"
+    assert device.format_duration(42) == "42 s"
+    assert device.format_duration(5 * 60) == "5 min"
+    assert device.format_duration(17 * 3600) == "17.0 h"
 
 
 # ---------------------------------------------------------------- the CUDA graph step (GPU only)
@@ -167,7 +169,7 @@ def test_committed_checkpoints_still_fit_their_recipes():
     """A full-recipe run started on a lent GPU resumes on the next one only if its recipe (config hash)
     and model are unchanged: a recipe edit that would orphan it fails here first."""
     from idmap_lib.engine.results import config_hash
-    from idmap_lib.engine.trainer import build_model
+    from idmap_lib.engine.build import build_model
     found = sorted((Path(__file__).resolve().parents[1] / "data" / "checkpoints").glob("*.pt"))
     for path in found:
         ck = torch.load(path, map_location="cpu", weights_only=True)

@@ -230,7 +230,7 @@ def train_missing(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=Non
 def trained_model(experiment, variant, scale="full", seed=0, checkpoint_dir=None):
     """The network of a run, with the weights of its committed checkpoint (data/checkpoints/), in eval mode;
     and a line saying which step of which recipe on which device they come from. None if there is none."""
-    from ..engine.trainer import build_model
+    from ..engine.build import build_model
 
     cfg = recipes.config(experiment, variant, scale, seed)
     ck, _ = committed_checkpoint(cfg, checkpoint_dir)
@@ -246,10 +246,10 @@ def test_images(experiment, variant, n=256, data=None):
     """The first n test images of a recipe's dataset, normalised as that recipe trains, with their labels."""
     import torch
 
-    from ..engine.trainer import _prepare_data
+    from ..engine.batches import prepare_data
 
     cfg = recipes.config(experiment, variant, "full")
-    D = _prepare_data(cfg, data, torch.device("cpu"))
+    D = prepare_data(cfg, data, torch.device("cpu"))
     return D["x_test"][:n].float().div(255).sub(D["mean"]).div(D["std"]), D["y_test"][:n]
 
 

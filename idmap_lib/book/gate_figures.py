@@ -73,7 +73,7 @@ def _band(fig, x, per, name, colour, col=1, dash=None, group=None):
 
 def dimension_changing_blocks(cfg) -> list[int]:
     """1-based indices of the residual blocks of a config's network whose shortcut is not the identity."""
-    from ..engine.trainer import build_model
+    from ..engine.build import build_model
 
     units = residual_units(build_model(cfg["model"]))
     return [i + 1 for i, u in enumerate(units) if not isinstance(getattr(u.shortcut, "h", None), nn.Identity)]

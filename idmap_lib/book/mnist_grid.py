@@ -37,7 +37,7 @@ def weights_path(cfg, weights_dir=None) -> Path:
 
 def trained_net(cfg, weights_dir=None):
     """The trained network of a recorded run whose weights were kept (the d = 100 ResNets and GResNets)."""
-    from ..engine.trainer import build_model
+    from ..engine.build import build_model
 
     path = weights_path(cfg, weights_dir)
     if not path.is_file():
@@ -50,9 +50,9 @@ def trained_net(cfg, weights_dir=None):
 
 def test_set(cfg, data=None):
     """(x, y) of the whole test set, preprocessed as the recipe says."""
-    from ..engine.trainer import _prepare_data
+    from ..engine.batches import prepare_data
 
-    D = _prepare_data(cfg, data, torch.device("cpu"))
+    D = prepare_data(cfg, data, torch.device("cpu"))
     return D["x_test"].float().div_(255).sub_(D["mean"]).div_(D["std"]), D["y_test"]
 
 

@@ -287,7 +287,7 @@ def configs(name, seed=0, scale=None):
 # ---- running ------------------------------------------------------------------------------------------------
 
 def _units(cfg):
-    from ..engine.trainer import build_model
+    from ..engine.build import build_model
     from ..models.introspect import residual_units
     return len(residual_units(build_model(cfg["model"])))
 
@@ -299,21 +299,22 @@ def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
     random blocks. The same random blocks in both nets."""
     import torch
 
-    from ..engine import trainer
+    from ..engine.batches import evaluate, prepare_data
+    from ..engine.build import build_model
     from ..engine.distributed import context
     from ..engine.results import run_name
     from ..models import pruning
     from ..models.introspect import gates, residual_units
-    model = trainer.build_model(cfg["model"])
+    model = build_model(cfg["model"])
     ck = torch.load(Path(ckpt_dir) / f"{run_name(cfg)}.pt", map_location="cpu", weights_only=False)
     model.load_state_dict(ck["model"])
     n = int(len(residual_units(model)) * fraction)
     device = torch.device("cpu")
-    D = trainer._prepare_data(cfg, data, device)
+    D = prepare_data(cfg, data, device)
 
     def pruned_error(blocks):
         with pruning.removed(model, blocks):
-            return trainer.evaluate(model, D, None, False, device, context(device))[1]
+            return evaluate(model, D, None, False, device, context(device))[1]
 
     at_random = sorted(random.Random(seed).sample(range(len(residual_units(model))), n))
     out = {"pruned_fraction": fraction, "pruned_random_blocks": at_random}

@@ -6,7 +6,9 @@ helpers or the command line (tests/test_layers.py).
 - recipes.py: every experiment of He et al. 2016 (Paper A) and Savarese et al. 2016 (Paper B) as data, at
   ``shrunk`` and ``full`` scale;
 - data.py (datasets as uint8 tensors), augment.py (on-device crop and flip, Paper A Sec 4.2);
-- trainer.py (one config in, one result out), checkpoint.py (atomic checkpoints), distributed.py (DDP);
+- trainer.py (one config in, one result out), with device.py (device, precision), build.py (model and
+  optimizer), batches.py (data on the device, evaluation); checkpoint.py (atomic checkpoints), distributed.py
+  (DDP);
 - results.py: one JSON file per finished run, with provenance; looked up by config hash;
 - stacked.py: Paper B's MNIST MLPs of one depth trained as one network; bench.py: the benchmarks.
 """

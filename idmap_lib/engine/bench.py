@@ -28,7 +28,7 @@ import time
 import torchvision
 from PIL import Image
 
-from .trainer import format_duration
+from .device import format_duration
 
 
 WINDOW = 5  # steps per timing window; the median window is reported (the CPU here is shared and noisy)
@@ -50,7 +50,8 @@ def _engine(depth, steps, warmup, batch_size, data, device, compile, cuda_graph=
     import torch
 
     from .recipes import config, step_schedule
-    from .trainer import pick_device, train
+    from .device import pick_device
+    from .trainer import train
 
     cfg = config("a_table2_activations", "full_preact-110", "shrunk")
     cfg["model"]["kwargs"].update(depth=depth, unit=unit, block=block_for(depth))
@@ -96,7 +97,8 @@ def _naive(depth, steps, warmup, batch_size, data, device, workers):
     from PIL import Image
 
     from . import data as data_mod
-    from .trainer import build_model, pick_device
+    from .build import build_model
+    from .device import pick_device
 
     dev = pick_device(device)
     d = data_mod.load("cifar10", data, verbose=False)
@@ -253,7 +255,8 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     from .data import load
     from .recipes import MNIST_KINDS, mnist_configs
     from .stacked import _Stack
-    from .trainer import _prepare_data, pick_device
+    from .batches import prepare_data
+    from .device import pick_device
 
     cfgs = mnist_configs(depth, seeds)
     data = load("mnist", data)
@@ -262,7 +265,7 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
              for k, c in zip(MNIST_KINDS, cfgs[::len(seeds)])}
     s_alone = sum(len(seeds) * steps * c["batch_size"] / alone[c["model"]["kwargs"]["kind"]] for c in cfgs[::len(seeds)])
     device = pick_device()
-    st = _Stack(cfgs, _prepare_data(cfgs[0], data, device), device, None, None, False, False)
+    st = _Stack(cfgs, prepare_data(cfgs[0], data, device), device, None, None, False, False)
     for _ in range(3):
         st.train_step()
     t = time.perf_counter()

@@ -27,7 +27,9 @@ from . import data as data_mod
 from .checkpoint import load_checkpoint, save_checkpoint
 from .recipes import lr_at
 from .results import config_hash, provenance, run_name, save_result
-from .trainer import _prepare_data, build_model, format_duration, pick_device
+from .batches import prepare_data
+from .build import build_model
+from .device import format_duration, pick_device
 
 KINDS = ("plain", "resnet", "gresnet")
 SAME = ("dataset", "steps", "batch_size", "schedule", "optimizer", "preprocess", "augment", "subset", "log_every",
@@ -281,7 +283,7 @@ def train_stacked(cfgs: list[dict], data=None, device=None, out_dir=None, checkp
     check_stackable(cfgs)
     device = pick_device(device)
     d = data if isinstance(data, data_mod.Data) else data_mod.load(cfgs[0]["dataset"], data)
-    st = _Stack(cfgs, _prepare_data(cfgs[0], d, device), device, checkpoint_dir, checkpoint_every, resume,
+    st = _Stack(cfgs, prepare_data(cfgs[0], d, device), device, checkpoint_dir, checkpoint_every, resume,
                 progress)
     stop = st.total if max_steps is None else min(st.total, max_steps)
     st._say(f"stacked: {st.R} runs of {run_name(cfgs[0])} ... on {device}, float32; "

@@ -1,5 +1,8 @@
 """The training engine: one recipe config in, one result (with provenance) out.
 
+Its parts: device.py (device, precision, process-wide switches), build.py (the recipe's model and optimizer),
+batches.py (the data on the device, batches, evaluation); here one ``Run``, and ``train``, ``train_many``, ``run``.
+
 - best device (CUDA, then CPU); the whole uint8 dataset on that device; batches gathered by index from a
   seeded permutation, normalised and augmented there (augment.py) -- no DataLoader, no PIL;
 - autocast: bf16 where the hardware has it (GPUs of compute capability >= 8; CPUs with AVX512-BF16/AMX),
@@ -31,155 +34,19 @@ from pathlib import Path
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from .. import models  # noqa: E402
 from ..models.introspect import gates  # noqa: E402
 from . import data as data_mod  # noqa: E402
 from . import distributed as dist_mod  # noqa: E402
-from .augment import crop_flip  # noqa: E402
+from .batches import evaluate, prepare_data, to_device, train_batch  # noqa: E402
+from .build import build_model, build_optimizer, has_conv  # noqa: E402
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
+from .device import EngineSettings, amp_dtype, format_duration, pick_device, precision_name  # noqa: E402
 from .recipes import lr_at  # noqa: E402
 from .results import config_hash, find_result, provenance, run_name, save_result  # noqa: E402
 
 GRAPH_WARMUP = 3  # eager steps before the first capture (lazy init of cuDNN/cuBLAS handles, optimizer state)
-
-
-# ----------------------------------------------------------------------------------------------
-# device, precision, model, optimizer
-
-def pick_device(device=None) -> torch.device:
-    if device is not None:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def amp_dtype(device: torch.device, amp="auto"):
-    """bf16 / fp16 / None (fp32) for autocast on `device`.
-
-    On CUDA bf16 needs compute capability >= 8 (Ampere and later): ``torch.cuda.is_bf16_supported()`` also
-    counts *emulated* bf16 and says yes on a T4 (7.5), where cuDNN has no bf16 convolutions; there fp16 with
-    a GradScaler is the fast path."""
-    if amp in (None, False, "fp32", "off"):
-        return None
-    if amp == "bf16":
-        return torch.bfloat16
-    if amp == "fp16":
-        return torch.float16
-    if amp != "auto":
-        raise ValueError(f"unknown amp {amp!r}; valid: auto, bf16, fp16, fp32")
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.get_device_capability(device)[0] >= 8 else torch.float16
-    if device.type == "cpu":
-        try:  # native bf16 (AVX512-BF16 / AMX); emulated bf16 would be slower than fp32
-            return torch.bfloat16 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else None
-        except (AttributeError, RuntimeError):
-            return None
-    return None
-
-
-def precision_name(dtype) -> str:
-    return str(dtype).replace("torch.", "") if dtype is not None else "float32"
-
-
-def build_model(spec: dict) -> nn.Module:
-    """The model named by the config: a builder of the model library (models.cifar_resnet, wide_resnet, mlp)."""
-    return getattr(models, spec["builder"])(**spec["kwargs"])
-
-
-def build_optimizer(model: nn.Module, opt: dict, device=None, capturable=False):
-    """SGD / NAdam per the recipe. Gates k get no weight decay unless the recipe says ``decay_gates``
-    (Paper B Table 3, 'gated with weight decay on k'). On CUDA, SGD is the fused kernel (fewer launches, and
-    a GradScaler step without a host sync); ``capturable`` NAdam keeps its step counters on the device so that
-    a CUDA graph can hold its update."""
-    gate_ids = {id(p) for p in gates(model)}
-    wd = opt.get("weight_decay", 0.0)
-    rest = [p for p in model.parameters() if id(p) not in gate_ids]
-    k = [p for p in model.parameters() if id(p) in gate_ids]
-    groups = [{"params": rest, "weight_decay": wd}]
-    if k:
-        groups.append({"params": k, "weight_decay": wd if opt.get("decay_gates") else 0.0})
-    cuda = device is not None and torch.device(device).type == "cuda"
-    if opt["name"] == "sgd":
-        return torch.optim.SGD(groups, lr=opt["lr"], momentum=opt["momentum"], nesterov=opt["nesterov"],
-                               **({"fused": True} if cuda else {}))
-    if opt["name"] == "nadam":
-        return torch.optim.NAdam(groups, lr=opt["lr"], betas=tuple(opt["betas"]), momentum_decay=4e-3,
-                                 **({"capturable": True} if cuda and capturable else {}))
-    raise ValueError(f"unknown optimizer {opt['name']!r}; valid: sgd, nadam")
-
-
-def _has_conv(model):
-    return any(isinstance(m, nn.Conv2d) for m in model.modules())
-
-
-def format_duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-# ----------------------------------------------------------------------------------------------
-# data
-
-def _prepare_data(cfg, data, device):
-    d = data if isinstance(data, data_mod.Data) else data_mod.load(cfg["dataset"], data)
-    xtr, ytr, xte, yte = d.x_train, d.y_train, d.x_test, d.y_test
-    sub = cfg.get("subset")
-    if sub:
-        seed = sub.get("seed", 0)
-        i = data_mod.stratified_subset(ytr, sub["train_per_class"], seed)
-        j = data_mod.stratified_subset(yte, sub["test_per_class"], seed)
-        xtr, ytr, xte, yte = xtr[i], ytr[i], xte[j], yte[j]
-    mean, std = data_mod.normalization(cfg["preprocess"], xtr)
-    return dict(x_train=xtr.to(device), y_train=ytr.to(device), x_test=xte.to(device), y_test=yte.to(device),
-                mean=mean.to(device), std=std.to(device), num_classes=d.num_classes, source=d.source)
-
-
-def _batch(D, idx, aug, gen, channels_last):
-    """Training batch: gather uint8 images by index, normalise, augment (pad + crop + flip) on the device."""
-    x = D["x_train"][idx].float().div_(255).sub_(D["mean"]).div_(D["std"])
-    if aug:
-        x = crop_flip(x, aug["pad"], aug["flip"], generator=gen, channels_last=channels_last)
-    elif channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-    return x
-
-
-def _to_device(t, device):
-    """Host -> device copy that does not block the host (pinned memory on CUDA)."""
-    if device.type == "cuda":
-        return t.pin_memory().to(device, non_blocking=True)
-    return t.to(device)
-
-
-@torch.no_grad()
-def evaluate(model, D, dtype, channels_last, device, ctx, batch=1000):
-    """Test loss and error on D's test set (sharded over DDP ranks, summed). BN in eval mode: the running
-    statistics, not the batch's."""
-    was = model.training
-    model.eval()
-    n_all = len(D["y_test"])
-    idx_all = torch.arange(n_all, device=device)[ctx.rank::ctx.world]
-    acc = torch.zeros(3, device=device, dtype=torch.float64)
-    for s in range(0, len(idx_all), batch):
-        idx = idx_all[s:s + batch]
-        x = D["x_test"][idx].float().div_(255).sub_(D["mean"]).div_(D["std"])
-        if channels_last:
-            x = x.contiguous(memory_format=torch.channels_last)
-        y = D["y_test"][idx]
-        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            out = model(x)
-        acc[0] += F.cross_entropy(out.float(), y, reduction="sum")
-        acc[1] += (out.argmax(1) != y).sum()
-        acc[2] += len(y)
-    ctx.all_reduce(acc)
-    model.train(was)
-    loss, err, n = acc.tolist()
-    return loss / n, err / n
 
 
 # ----------------------------------------------------------------------------------------------
@@ -213,10 +80,10 @@ class Run:
         """Data on the device, model (seeded), precision, optimizer, generators."""
         cfg, ctx, device, seed = self.cfg, self.ctx, self.device, self.seed
         cuda = device.type == "cuda"
-        self.D = _prepare_data(cfg, data, device)
+        self.D = prepare_data(cfg, data, device)
         torch.manual_seed(seed)
         model = build_model(cfg["model"]).to(device)
-        self.cl = _has_conv(model) if channels_last == "auto" else bool(channels_last)
+        self.cl = has_conv(model) if channels_last == "auto" else bool(channels_last)
         if self.cl:
             model = model.to(memory_format=torch.channels_last)
         self.raw = model
@@ -237,7 +104,7 @@ class Run:
     def _fresh_state(self, checkpoint_dir, checkpoint_every, resume):
         """Data order and position, device-side sums, history; then the checkpoint's, when resuming."""
         self.N = len(self.D["y_train"])
-        self.perm, self.pos = _to_device(torch.randperm(self.N, generator=self.gen_order), self.device), 0
+        self.perm, self.pos = to_device(torch.randperm(self.N, generator=self.gen_order), self.device), 0
         # loss sum, error sum, count, first non-finite step (-1: none) -- all on the device
         self.acc = torch.tensor([0.0, 0.0, 0.0, -1.0], device=self.device, dtype=torch.float64)
         self.step_t = torch.zeros((), device=self.device, dtype=torch.float64)  # the step, as the device sees it
@@ -415,10 +282,10 @@ class Run:
         for g in self.opt.param_groups:
             g["lr"] = lr
         if self.pos + B > self.N:  # new epoch (the last partial batch is dropped)
-            self.perm, self.pos = _to_device(torch.randperm(self.N, generator=self.gen_order), self.device), 0
+            self.perm, self.pos = to_device(torch.randperm(self.N, generator=self.gen_order), self.device), 0
         idx = self.perm[self.pos:self.pos + B][ctx.rank::ctx.world]
         self.pos += B
-        x = _batch(self.D, idx, cfg.get("augment") or None, self.gen_aug, self.cl)
+        x = train_batch(self.D, idx, cfg.get("augment") or None, self.gen_aug, self.cl)
         y = self.D["y_train"][idx]
         if self.graph_on and self.step - self.eager_since >= GRAPH_WARMUP:
             if self.graph is None or lr != self.graph_lr:
@@ -513,23 +380,6 @@ class Run:
 # ----------------------------------------------------------------------------------------------
 # entry points
 
-class _EngineSettings:
-    """Process-wide switches a run needs, restored afterwards: deterministic algorithms, cudnn.benchmark."""
-
-    def __init__(self, deterministic, device):
-        self.deterministic, self.cuda = deterministic, pick_device(device).type == "cuda"
-
-    def __enter__(self):
-        self.saved = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark
-        if self.deterministic:  # on CUDA a few kernels have no deterministic version: warn, don't stop
-            torch.use_deterministic_algorithms(True, warn_only=self.cuda)
-        torch.backends.cudnn.benchmark = self.cuda and not self.deterministic
-
-    def __exit__(self, *exc):
-        torch.use_deterministic_algorithms(self.saved[0])
-        torch.backends.cudnn.benchmark = self.saved[1]
-
-
 def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
           resume=False, max_steps=None, compile=False, on_log=None, progress=True, deterministic=False,
           amp="auto", channels_last="auto", write_result=True, cuda_graph=False) -> dict:
@@ -559,7 +409,7 @@ def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
     data = kwargs.pop("data", None)
     if not isinstance(data, data_mod.Data):  # load each dataset once for all runs
         data = {name: data_mod.load(name, data) for name in sorted({c["dataset"] for c in cfgs})}
-    with _EngineSettings(kwargs.get("deterministic"), kwargs.get("device")):
+    with EngineSettings(kwargs.get("deterministic"), kwargs.get("device")):
         runs = [Run(cfg, data=data if isinstance(data, data_mod.Data) else data[cfg["dataset"]], **kwargs)
                 for cfg in cfgs]
         several = len(runs) > 1
