@@ -121,19 +121,20 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
     lines = [("gresnet", "by_gate", "GResNet, smallest k first", None),
              ("gresnet", "at_random", "GResNet, random order", "dash"),
              ("resnet", "at_random", "ResNet, random order", "dash")]
-    notes = []
+    notes, blocks = [], PRUNE_DEPTH // 2
     for i, (kind, order, name, dash) in enumerate(lines):
         runs = [r for r in _runs(EXPERIMENT, f"{kind}-d{PRUNE_DEPTH}", "full", seeds, out_dir)
                 if (r.get("analysis") or {}).get("pruning")]
         if not runs:
             notes.append(f"{name}: not run yet")
             continue
+        blocks = runs[0]["analysis"]["pruning"]["blocks"]
         curves = [c for r in runs for c in ([r["analysis"]["pruning"][order]] if order == "by_gate"
                                              else r["analysis"]["pruning"][order])]
         per = [[100 * c[n] for c in curves] for n in range(len(curves[0]))]
         _band(fig, range(len(per)), per, f"{name} ({len(runs)} seeds, {len(curves)} curves)",
               qualitative.Plotly[i], dash=dash)
-    fig.update_xaxes(title_text="blocks removed (of 50)")
+    fig.update_xaxes(title_text=f"blocks removed (of {blocks})")
     fig.update_yaxes(title_text="test error % (log scale)", type="log")
     sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes else "")
     fig.update_layout(title={"text": f"Paper B Fig 5: removing residual blocks of a trained d = {PRUNE_DEPTH} "
