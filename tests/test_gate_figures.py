@@ -40,6 +40,7 @@ def test_pruning_figure_draws_each_order_from_the_recorded_curves(tmp_path):
     assert set(lines) == {"GResNet, smallest k first", "GResNet, random order"}
     assert list(lines["GResNet, random order"].y) == pytest.approx([1.0, 6.0, 50.0])  # mean over seeds and orders
     assert "ResNet, random order: not run yet" in fig.layout.title.text
+    assert fig.layout.xaxis.title.text == "blocks removed (of 2)"
     k = gf.k_figure(out_dir=tmp_path)
     assert [t for t in k.data if t.mode][0].y == pytest.approx((1.0,) * 50)
     assert "b_resnet32: not run yet" not in k.layout.title.text and "b_resnet32 gated: not run yet" in \
