@@ -51,3 +51,13 @@ def test_dimension_changing_blocks_are_the_stage_transitions():
     assert gf.dimension_changing_blocks(recipes.config("b_resnet32", "gated", "full")) == [6, 11]
     assert gf.dimension_changing_blocks(recipes.config("b_wrn", "gated", "full")) == [1, 5, 9]  # 16 -> 160 first
     assert gf.dimension_changing_blocks(recipes.config("b_wrn", "gated", "shrunk")) == [5, 9]   # 16 -> 16 first
+
+
+def test_speedup_note_reads_the_recorded_benchmark(tmp_path):
+    import json
+    assert "bench --stacked --json" in gf.speedup_note(tmp_path / "none.json")
+    r = {"depth": 100, "runs": 9, "threads": 1, "alone_img_per_s_total": 2607, "stacked_img_per_s_total": 12334,
+         "speedup": 4.73, "date": "2026-11-30T04:40:59+00:00", "hardware": {"cpu": "Test CPU", "cpu_count": 2}}
+    (tmp_path / "b.json").write_text(json.dumps(r))
+    note = gf.speedup_note(tmp_path / "b.json")
+    assert "2026-11-30, CPU Test CPU (2 cores), 1 thread" in note and "2,607" in note and "**4.7x**" in note

@@ -156,3 +156,21 @@ def stacked_note(out_dir=None, seeds=SEEDS) -> str:
     return (f"{len(runs)} runs recorded, trained {' or '.join(map(str, together))} at a time as one stacked "
             f"network (`idmap_lib.engine.stacked`), on {'; '.join(sorted({hardware(r) for r in runs}))}: "
             f"{hours:.1f} hours of training for the depths recorded ({', '.join(map(str, sorted(groups)))}).")
+
+
+def speedup_note(path=None) -> str:
+    """The recorded benchmark of stacked training (``python -m idmap_lib bench --stacked --json ...``) in words."""
+    import json
+    from pathlib import Path
+
+    from ..engine.data import DEFAULT_ROOT
+
+    path = Path(path or DEFAULT_ROOT / "bench" / "stacked-d100-cpu.json")
+    if not path.is_file():
+        return ("Not measured here yet: `python -m idmap_lib bench --stacked --json data/bench/stacked-d100-cpu.json` "
+                "times the runs of one depth one after another against the same runs stacked.")
+    r = json.loads(path.read_text())
+    return (f"Measured ({r['date'][:10]}, {hardware(r)}, {r['threads']} thread{'s' if r['threads'] > 1 else ''}, "
+            f"`python -m idmap_lib bench --stacked`): the {r['runs']} runs of d = {r['depth']} train at "
+            f"{r['alone_img_per_s_total']:,} images/s one after another through the engine and at "
+            f"{r['stacked_img_per_s_total']:,} stacked, **{r['speedup']:.1f}x** faster.")

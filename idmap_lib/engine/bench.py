@@ -257,6 +257,7 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     from .stacked import _Stack
     from .batches import prepare_data
     from .device import pick_device
+    from .results import provenance
 
     cfgs = mnist_configs(depth, seeds)
     data = load("mnist", data)
@@ -277,7 +278,7 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     report = {"depth": depth, "runs": len(cfgs), "steps": steps, "threads": torch.get_num_threads(),
               "alone_img_per_s": {k: round(v) for k, v in alone.items()},
               "alone_img_per_s_total": round(n / s_alone), "stacked_img_per_s_total": round(n / s_stacked),
-              "speedup": round(s_alone / s_stacked, 2)}
+              "speedup": round(s_alone / s_stacked, 2), **provenance(device)}
     print(f"MNIST d={depth}: {len(cfgs)} runs one after another {report['alone_img_per_s_total']} img/s, "
-          f"stacked {report['stacked_img_per_s_total']} img/s -> {report['speedup']}x  [{report}]", flush=True)
+          f"stacked {report['stacked_img_per_s_total']} img/s -> {report['speedup']}x", flush=True)
     return report
