@@ -61,3 +61,16 @@ def test_speedup_note_reads_the_recorded_benchmark(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps(r))
     note = gf.speedup_note(tmp_path / "b.json")
     assert "2026-11-30, CPU Test CPU (2 cores), 1 thread" in note and "2,607" in note and "**4.7x**" in note
+
+
+def test_closed_gates_and_pruning_notes_count_what_the_runs_recorded(tmp_path):
+    assert gf.closed_gates_note(out_dir=tmp_path) == "" and gf.pruning_note(out_dir=tmp_path) == ""
+    ks = [0.5, 0.4, 0.3, 0.2, 0.1, 0.05] + [-0.01] * 4  # 10 blocks: the last 4 closed
+    for s in range(3):
+        results.save_result(mnist_result("gresnet", 100, s, 0.02, ks=ks, pruning={
+            "blocks": 10, "by_gate": [0.02] * 5 + [0.03, 0.05, 0.1, 0.2, 0.4, 0.9], "at_random": [[0.02] * 11]}),
+            tmp_path)
+    note = gf.closed_gates_note(out_dir=tmp_path)
+    assert "4, 4, 4 of 10 gates ended **closed**" in note and "from block 7-7 on" in note
+    assert "smallest in the last third" in note and "Paper B's 0.67" in note
+    assert "for the first 4, 4, 4 removals" in gf.pruning_note(out_dir=tmp_path)
