@@ -301,7 +301,8 @@ def test_gates_reach_identity_with_one_scalar():
     (lambda: im.wide_resnet(28, 0), ["widen"]),
     (lambda: im.mlp("highway", 10), ["plain", "resnet", "gresnet"]),
     (lambda: im.mlp("resnet", 5), ["even"]),
-    (lambda: im.imagenet_resnet(151), ["152", "200"]),
+    (lambda: im.imagenet_resnet(151), ["50, 101, 152, 200", "151"]),
+    (lambda: im.imagenet_resnet(50, "preact"), ["unknown unit 'preact'", "full_preact"]),
     (lambda: im.make_unit("full_preact", preact="somewhere"), ["shared", "residual"]),
     (lambda: im.make_unit("full_preact", "dropout", p=1.5), ["[0, 1)"]),
 ])
@@ -310,3 +311,17 @@ def test_bad_arguments_raise_one_clear_value_error(call, words):
         call()
     for word in words:
         assert word in str(err.value)
+
+
+def test_imagenet_stem_is_7x7_stride_2_bn_relu_then_3x3_stride_2_max_pool():
+    """Paper A Table 5's nets (fb.resnet.torch): the stem halves a 224 image twice, to 56 x 56 maps, and its
+    activation is the input of the first (pre-activation-less) unit."""
+    net = im.imagenet_resnet(50)
+    conv, bn, relu, pool = net.stem
+    assert (conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, conv.bias) == \
+        (3, 64, (7, 7), (2, 2), (3, 3), None)
+    assert isinstance(bn, torch.nn.BatchNorm2d) and isinstance(relu, torch.nn.ReLU)
+    assert (pool.kernel_size, pool.stride, pool.padding) == (3, 2, 1)
+    x = torch.randn(2, 3, 224, 224)
+    assert net.stem.eval()(x).shape == (2, 64, 56, 56)
+    assert (net.stem(x) >= 0).all()  # after the ReLU (and max pooling of non-negative maps)
