@@ -325,3 +325,23 @@ def test_imagenet_stem_is_7x7_stride_2_bn_relu_then_3x3_stride_2_max_pool():
     x = torch.randn(2, 3, 224, 224)
     assert net.stem.eval()(x).shape == (2, 64, 56, 56)
     assert (net.stem(x) >= 0).all()  # after the ReLU (and max pooling of non-negative maps)
+
+
+@pytest.mark.parametrize("depth", [50, 101])
+def test_imagenet_preact_nets_pre_activate_every_unit_but_the_first_and_end_with_bn_relu(depth):
+    """Pre-activation ImageNet nets (Paper A Table 5, fb.resnet.torch): the first unit takes the stem's activation
+    (no BN-ReLU of its own); every dimension-changing unit pre-activates once, before the split; every other unit
+    starts its residual with BN-ReLU; an extra BN-ReLU follows the last addition. The original unit has neither."""
+    net = im.imagenet_resnet(depth)
+    units = im.residual_units(net)
+    first_of_stage = {0, 3, 3 + 4, 3 + 4 + (6 if depth == 50 else 23)}
+    for i, u in enumerate(units):
+        ops = [type(m).__name__ for m in u.residual][:2]
+        if i == 0:
+            assert isinstance(u.preact, torch.nn.Identity) and ops[0] == "Conv2d"
+        elif i in first_of_stage:
+            assert [type(m).__name__ for m in u.preact] == ["BatchNorm2d", "ReLU"] and ops[0] == "Conv2d"
+        else:
+            assert isinstance(u.preact, torch.nn.Identity) and ops == ["BatchNorm2d", "ReLU"], i
+    assert [type(m).__name__ for m in net.final] == ["BatchNorm2d", "ReLU"] and net.final[0].num_features == 2048
+    assert isinstance(im.imagenet_resnet(depth, "original").final, torch.nn.Identity)
