@@ -299,6 +299,9 @@ def test_gates_reach_identity_with_one_scalar():
     (lambda: im.cifar_resnet(110, num_classes=0), ["num_classes"]),
     (lambda: im.wide_resnet(27, 10), ["6n+4"]),
     (lambda: im.wide_resnet(28, 0), ["widen"]),
+    (lambda: im.wide_resnet(28.0, 10), ["6n+4", "28.0"]),
+    (lambda: im.wide_resnet(28, 10, dropout=1.0), ["dropout must be in [0, 1)", "1.0"]),
+    (lambda: im.wide_resnet(28, 10, dropout=-0.1), ["dropout must be in [0, 1)"]),
     (lambda: im.mlp("highway", 10), ["plain", "resnet", "gresnet"]),
     (lambda: im.mlp("resnet", 5), ["even"]),
     (lambda: im.imagenet_resnet(151), ["50, 101, 152, 200", "151"]),
@@ -345,3 +348,9 @@ def test_imagenet_preact_nets_pre_activate_every_unit_but_the_first_and_end_with
             assert isinstance(u.preact, torch.nn.Identity) and ops == ["BatchNorm2d", "ReLU"], i
     assert [type(m).__name__ for m in net.final] == ["BatchNorm2d", "ReLU"] and net.final[0].num_features == 2048
     assert isinstance(im.imagenet_resnet(depth, "original").final, torch.nn.Identity)
+
+
+def test_wide_resnet_defaults_no_dropout_and_ten_classes():
+    net = im.wide_resnet(16, 1)
+    assert not any(isinstance(m, torch.nn.Dropout) for m in net.modules()) and net.fc.out_features == 10
+    assert sum(isinstance(m, torch.nn.Dropout) for m in im.wide_resnet(16, 1, dropout=0.3).modules()) == 6
