@@ -354,3 +354,5 @@ def test_wide_resnet_defaults_no_dropout_and_ten_classes():
     net = im.wide_resnet(16, 1)
     assert not any(isinstance(m, torch.nn.Dropout) for m in net.modules()) and net.fc.out_features == 10
     assert sum(isinstance(m, torch.nn.Dropout) for m in im.wide_resnet(16, 1, dropout=0.3).modules()) == 6
+    first = im.residual_units(net)[0]  # 16 -> 16 channels at k = 1, and still one shared pre-activation
+    assert [type(m).__name__ for m in first.preact] == ["BatchNorm2d", "ReLU"]

@@ -114,7 +114,8 @@ def wide_resnet(depth, widen, dropout=0.0, gated=False, num_classes=10):
     """WRN-`depth`-`widen` (Zagoruyko & Komodakis 2016) as used by Paper B Tables 3-4.
 
     Full pre-activation basic units, widths 16k/32k/64k, depth 6n+4, dropout between the two
-    convolutions, 1x1 conv projections on the three dimension-changing units.
+    convolutions, 1x1 conv projections on the three dimension-changing units. The first unit pre-activates the
+    stem's output once, before the split (as Paper A's first unit), also where it keeps the dimensions (k = 1).
     """
     n, rest = divmod(depth - 4, 6) if isinstance(depth, int) else (0, 1)
     if rest or n < 1:
