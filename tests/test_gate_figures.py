@@ -74,3 +74,13 @@ def test_closed_gates_and_pruning_notes_count_what_the_runs_recorded(tmp_path):
     assert "4, 4, 4 of 10 gates ended **closed**" in note and "from block 7-7 on" in note
     assert "smallest in the last third" in note and "Paper B's 0.67" in note
     assert "for the first 4, 4, 4 removals" in gf.pruning_note(out_dir=tmp_path)
+
+
+def test_k_vs_paper_note_compares_every_recorded_depth(tmp_path):
+    assert gf.k_vs_paper_note(out_dir=tmp_path) == ""
+    for s in range(3):
+        results.save_result(mnist_result("gresnet", 100, s, 0.02, ks=[0.1, 0.1]), tmp_path)
+        results.save_result(mnist_result("gresnet", 10, s, 0.02, ks=[3.0] * 5), tmp_path)
+    note = gf.k_vs_paper_note(out_dir=tmp_path)
+    assert note.startswith("Our gates end lower than the paper's at d = 100 (d = 10: ours 3.00, the paper's 2.54; "
+                           "d = 100: ours 0.10, the paper's 0.67)")

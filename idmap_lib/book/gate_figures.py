@@ -221,3 +221,27 @@ def pruning_note(seeds=SEEDS, out_dir=None) -> str:
             f"{', '.join(map(str, flat))} removals (per seed; their closed gates: {', '.join(map(str, closed))}): "
             f"removing a closed block changes nothing, it already is the identity. The greedy order's advantage "
             f"over a random one is, here, largely that it removes these first.")
+
+
+def k_vs_paper_note(seeds=SEEDS, out_dir=None) -> str:
+    """Our mean learned k against Paper B Table 2 at every depth recorded, and what might explain a gap."""
+    rows = []
+    for d in sorted(DEPTHS):
+        runs = [r for r in _runs(EXPERIMENT, f"gresnet-d{d}", "full", seeds, out_dir) if r["status"] == "ok"]
+        if runs:
+            ours = statistics.fmean(claims.mean_k(r) for r in runs)
+            rows.append((d, ours, paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")["mean_k"]))
+    if not rows:
+        return ""
+    lower = [d for d, o, p in rows if o < p]
+    text = "; ".join(f"d = {d}: ours {o:.2f}, the paper's {p:.2f}" for d, o, p in rows)
+    if len(lower) == len(rows):
+        verdict = "Our gates end lower than the paper's at every depth recorded"
+    elif not lower:
+        verdict = "Our gates end at or above the paper's at every depth recorded"
+    else:
+        verdict = f"Our gates end lower than the paper's at d = {', '.join(map(str, lower))}"
+    return (f"{verdict} ({text}). *Argued, not tested*: Paper B leaves the initialisation and the batch-norm "
+            f"settings unstated. Common defaults differ: Keras (whose Nadam the recipe follows) uses Glorot-uniform "
+            f"weights and BN momentum 0.99 with epsilon 0.001, where this library uses PyTorch's defaults (uniform ±1/√fan_in, momentum "
+            f"0.1, epsilon 1e-5). These change how fast W and k move against each other, and so where k ends.")
