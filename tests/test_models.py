@@ -356,3 +356,24 @@ def test_wide_resnet_defaults_no_dropout_and_ten_classes():
     assert sum(isinstance(m, torch.nn.Dropout) for m in im.wide_resnet(16, 1, dropout=0.3).modules()) == 6
     first = im.residual_units(net)[0]  # 16 -> 16 channels at k = 1, and still one shared pre-activation
     assert [type(m).__name__ for m in first.preact] == ["BatchNorm2d", "ReLU"]
+
+
+@pytest.mark.parametrize("widen", [1, 2])
+def test_wide_resnet_layout_stem_strides_preactivation_and_final(widen):
+    """WRN-16-k (n = 2): a bare 3x3 conv stem; each stage's first unit pre-activates once before the split (and
+    downsamples by 2 from the second stage on), the other units start their residual with BN-ReLU; a final
+    BN-ReLU after the last addition. Maps: 32 -> 32 -> 16 -> 8."""
+    net = im.wide_resnet(16, widen).eval()
+    assert isinstance(net.stem, torch.nn.Conv2d) and (net.stem.in_channels, net.stem.out_channels) == (3, 16)
+    assert [type(m).__name__ for m in net.final] == ["BatchNorm2d", "ReLU"] and net.final[0].num_features == 64 * widen
+    units, x, sizes = im.residual_units(net), net.stem(torch.randn(1, 3, 32, 32)), []
+    for i, u in enumerate(units):
+        first = i % 2 == 0
+        if first:
+            assert [type(m).__name__ for m in u.preact] == ["BatchNorm2d", "ReLU"], i
+        else:
+            assert isinstance(u.preact, torch.nn.Identity) and \
+                [type(m).__name__ for m in u.residual][:2] == ["BatchNorm2d", "ReLU"], i
+        x = u(x)
+        sizes.append(x.shape[-1])
+    assert sizes == [32, 32, 16, 16, 8, 8]
