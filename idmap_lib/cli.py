@@ -4,7 +4,7 @@
         [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile] [--cuda-graph]
         (several variants or seeds train together in one process: on a GPU they share it, each on its stream)
     python -m idmap_lib list
-    python -m idmap_lib sweep [--claims KEY,..] [--seeds 0,1,2] [--next] [--run]   (the claims' CPU-scale runs)
+    python -m idmap_lib sweep [--claims KEY,..] [--seeds 0,1,2] [--next|--missing] [--run]   (the claims' CPU-scale runs)
     python -m idmap_lib mnist [--depths 100,10,50,20,2] [--seeds 0,1,2] [--list]   (Paper B's MNIST grid, full recipe)
     python -m idmap_lib bench [--steps N] [--data PATH]
     torchrun --nproc_per_node=N -m idmap_lib train ...      (DDP: gloo on CPU, nccl on CUDA)
@@ -52,6 +52,8 @@ def _parser():
     w.add_argument("--seeds", default="0,1,2")
     w.add_argument("--out", default=None, help="results directory (default data/results)")
     w.add_argument("--next", action="store_true", help="print the next missing run as 'EXPERIMENT VARIANT SEED'")
+    w.add_argument("--missing", action="store_true", help="print every missing run, in order, one "
+                                                          "'EXPERIMENT VARIANT SEED' a line (for parallel workers)")
     w.add_argument("--run", action="store_true", help="train every missing run, in order")
     w.add_argument("--data", default=None)
     m = sub.add_parser("mnist", help="Paper B's MNIST grid at the full recipe: list it, or train each depth's "
@@ -159,9 +161,9 @@ def _sweep(args) -> int:
         return 2
     runs = runs_needed(claims, tuple(int(s) for s in args.seeds.split(",")))
     missing = [r for r in runs if find_result(config(r[0], r[1], "shrunk", r[2]), args.out) is None]
-    if args.next:
-        if missing:
-            print(*missing[0])
+    if args.next or args.missing:
+        for r in missing[:1] if args.next else missing:
+            print(*r)
         return 0
     if not args.run:
         for r in runs:

@@ -116,6 +116,17 @@ def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
     assert all(e != "b_mnist" for e, _, _ in runs)
 
 
+def test_sweep_lists_the_missing_runs_in_order_and_skips_the_recorded(tmp_path, capsys):
+    from idmap_lib.cli import main
+    todo = claims.runs_needed()
+    main(["sweep", "--missing", "--out", str(tmp_path)])
+    assert [tuple(l.split()) for l in capsys.readouterr().out.splitlines()] == [(e, v, str(s)) for e, v, s in todo]
+    e, v, s = todo[0]
+    results.save_result(result(e, v, s), tmp_path)
+    main(["sweep", "--next", "--out", str(tmp_path)])
+    assert capsys.readouterr().out.split() == [todo[1][0], todo[1][1], str(todo[1][2])]
+
+
 def mnist_run(variant, seed, test_err=0.015, ks=None, pruning=None, status="ok"):
     r = result("b_mnist", variant, seed, test_err=test_err, status=status, scale="full")
     if ks is not None:
