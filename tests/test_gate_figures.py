@@ -43,8 +43,9 @@ def test_pruning_figure_draws_each_order_from_the_recorded_curves(tmp_path):
     assert fig.layout.xaxis.title.text == "blocks removed (of 2)"
     k = gf.k_figure(out_dir=tmp_path)
     assert [t for t in k.data if t.mode][0].y == pytest.approx((1.0,) * 50)
-    assert "b_resnet32: not run yet" not in k.layout.title.text and "b_resnet32 gated: not run yet" in \
-        k.layout.title.text
+    notes = " ".join(a.text for a in k.layout.annotations)
+    assert "gresnet-d100: not run yet" not in notes and "b_resnet32 gated: not run yet" in notes
+    assert "(3 seeds)" in k.layout.annotations[0].text and "(0 seeds)" in k.layout.annotations[1].text
 
 
 def test_dimension_changing_blocks_are_the_stage_transitions():

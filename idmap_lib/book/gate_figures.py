@@ -81,32 +81,42 @@ def dimension_changing_blocks(cfg) -> list[int]:
 
 def k_figure(seeds=SEEDS, out_dir=None):
     """The learned k block by block, mean ± sd over seeds: the d = 100 GResNet on MNIST (full recipe) and the
-    gated ResNet-32 and WRN-28-1 on CIFAR-10 (CPU scale), dimension-changing blocks marked."""
+    gated ResNet-32 and WRN-28-1 on CIFAR-10 (CPU scale), dimension-changing blocks marked. A panel without
+    runs says so, with the command that makes them; the hardware the runs trained on is printed under the
+    panels."""
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    panels = [(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full"), ("b_resnet32", "gated", "shrunk"),
-              ("b_wrn", "gated", "shrunk")]
-    fig = make_subplots(rows=1, cols=3, subplot_titles=[
-        f"MNIST GResNet d = {PRUNE_DEPTH} (full recipe)", "CIFAR-10 gated ResNet-32 (CPU scale)",
-        "CIFAR-10 gated WRN-28-1 (CPU scale)"])
-    notes = []
-    for col, (e, v, scale) in enumerate(panels, 1):
-        runs = [r for r in _runs(e, v, scale, seeds, None if out_dir is None else out_dir) if r["status"] == "ok"]
+    panels = [(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", f"MNIST GResNet d = {PRUNE_DEPTH}<br>full recipe",
+               f"python -m idmap_lib mnist --depths {PRUNE_DEPTH}"),
+              ("b_resnet32", "gated", "shrunk", "CIFAR-10 gated ResNet-32<br>CPU scale",
+               "python -m idmap_lib sweep --run --claims b_gated_resnet32_better"),
+              ("b_wrn", "gated", "shrunk", "CIFAR-10 gated WRN-28-1<br>CPU scale",
+               "python -m idmap_lib sweep --run --claims b_gated_wrn_better")]
+    found = [[r for r in _runs(e, v, scale, seeds, out_dir) if r["status"] == "ok"] for e, v, scale, _, _ in panels]
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[f"{title} ({len(runs)} seeds)"
+                                                        for (*_, title, _), runs in zip(panels, found)])
+    machines = set()
+    for col, ((e, v, scale, title, command), runs) in enumerate(zip(panels, found), 1):
         if not runs:
-            notes.append(f"{e} {v}: not run yet")
+            fig.add_annotation(text=f"{e} {v}: not run yet<br><code>{command}</code>", showarrow=False,
+                               xref=f"x{col} domain", yref=f"y{col} domain", x=0.5, y=0.5)
             continue
         ks = [r["final"]["gates_k"] for r in runs]
-        x = range(1, len(ks[0]) + 1)
-        _band(fig, x, list(zip(*ks)), f"{e} {v} ({len(runs)} seeds)", qualitative.Plotly[col - 1], col)
+        _band(fig, range(1, len(ks[0]) + 1), list(zip(*ks)), title.replace("<br>", ", "),
+              qualitative.Plotly[col - 1], col)
         for b in dimension_changing_blocks(recipes.config(e, v, scale)):
             fig.add_vline(x=b, line={"dash": "dot", "color": "grey"}, row=1, col=col)
-        notes.append(f"{e}: {'; '.join(sorted({hardware(r) for r in runs}))}")
+        machines |= {hardware(r) for r in runs}
     fig.update_xaxes(title_text="block")
     fig.update_yaxes(title_text="learned k", col=1)
+    fig.update_annotations(font_size=12)
+    if machines:
+        fig.add_annotation(text="trained on: " + "; ".join(sorted(machines)), showarrow=False, xref="paper",
+                           yref="paper", x=0, y=-0.28, xanchor="left", font={"size": 11, "color": "grey"})
     fig.update_layout(title={"text": "Paper B: the gates k after training<br><sup>mean ± sd over seeds; dotted: "
-                                     "dimension-changing blocks; " + " | ".join(notes) + "</sup>"},
-                      height=430, margin={"t": 110}, legend={"orientation": "h", "y": -0.25})
+                                     "dimension-changing blocks</sup>"},
+                      height=460, margin={"t": 120, "b": 90}, showlegend=False)
     return fig
 
 
@@ -138,7 +148,8 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
     fig.update_yaxes(title_text="test error % (log scale)", type="log")
     sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes else "")
     fig.update_layout(title={"text": f"Paper B Fig 5: removing residual blocks of a trained d = {PRUNE_DEPTH} "
-                                     f"net<br><sup>{sub}</sup>"}, height=440, margin={"t": 100})
+                                     f"net<br><sup>{sub}</sup>"}, height=480, margin={"t": 100},
+                      legend={"orientation": "h", "y": -0.25})
     return fig
 
 
