@@ -16,6 +16,7 @@ import json
 import sys
 
 from .book.mnist_grid import DEPTHS
+from .engine.recipes import KERAS_PROBE, MNIST_KINDS
 
 
 def _parser():
@@ -59,6 +60,9 @@ def _parser():
     m = sub.add_parser("mnist", help="Paper B's MNIST grid at the full recipe: list it, or train each depth's "
                                      "missing runs together as one stacked network (recorded runs are skipped)")
     m.add_argument("--depths", default=",".join(map(str, DEPTHS)))
+    m.add_argument("--kinds", default=",".join(MNIST_KINDS),
+                   help=f"variant prefixes (default the paper's grid; {','.join(KERAS_PROBE)}: chapter 10's probe "
+                        f"of Keras's initialisation and BN settings)")
     m.add_argument("--seeds", default="0,1,2")
     m.add_argument("--out", default=None, help="results directory (default data/results)")
     m.add_argument("--weights-dir", default=None, help="where the d = 100 nets' weights go (default data/weights)")
@@ -181,19 +185,24 @@ def _mnist(args) -> int:
     from .engine.results import run_name
 
     depths, seeds = [int(d) for d in args.depths.split(",")], [int(s) for s in args.seeds.split(",")]
+    kinds = tuple(args.kinds.split(","))
     bad = [d for d in depths if d not in DEPTHS]
     if bad:
         print(f"error: depths {bad} are not in Paper B's grid {DEPTHS}", file=sys.stderr)
         return 2
+    bad = [k for k in kinds if k not in MNIST_KINDS + KERAS_PROBE]
+    if bad:
+        print(f"error: unknown kinds {bad}; choose from {', '.join(MNIST_KINDS + KERAS_PROBE)}", file=sys.stderr)
+        return 2
     if args.list:
         for d in depths:
-            todo = {run_name(c) for c in missing(d, seeds, args.out)}
-            for c in configs(d, seeds):
+            todo = {run_name(c) for c in missing(d, seeds, args.out, kinds)}
+            for c in configs(d, seeds, kinds):
                 print(("  missing  " if run_name(c) in todo else "  recorded ") + run_name(c))
         return 0
     for d in depths:
         for r in train_depth(d, seeds, data=args.data, out_dir=args.out, weights_dir=args.weights_dir,
-                             checkpoint_dir=args.checkpoint_dir):
+                             checkpoint_dir=args.checkpoint_dir, kinds=kinds):
             print(f"{run_name(r['config'])}: {r['status']}, test error {r['final'].get('test_err')}")
     return 0
 

@@ -102,7 +102,7 @@ def test_a_failed_run_counts_at_chance():
 
 
 def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
-    for c in CLAIMS:
+    for c in CLAIMS + claims.PROBES:
         assert isinstance(c, Claim) and c.tests and c.words and c.source
         for v in c.variants:
             recipes.config(c.experiment, v, c.scale)  # raises for a variant that does not exist
@@ -114,6 +114,7 @@ def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
     assert sorted(claims.SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale == "shrunk")
     assert {c.experiment for c in CLAIMS if c.scale == "full"} == {"b_mnist"}
     assert all(e != "b_mnist" for e, _, _ in runs)
+    assert not {c.key for c in CLAIMS} & {p.key for p in claims.PROBES}  # our probes are not the papers' claims
 
 
 def test_sweep_lists_the_missing_runs_in_order_and_skips_the_recorded(tmp_path, capsys):

@@ -130,6 +130,27 @@ def test_only_one_recipe_and_depth_stack():
         check_stackable([a, tiny("plain", 0)])
     with pytest.raises(ValueError, match="only Paper B's MLPs"):
         check_stackable([config("b_resnet32", "gated", "shrunk")])
+    keras = tiny("gresnet", 1)
+    keras["model"]["kwargs"]["defaults"] = "keras"  # another BN epsilon: one stack cannot hold both
+    with pytest.raises(ValueError, match="share the network's defaults"):
+        check_stackable([a, keras])
+
+
+def test_stacked_keras_nets_equal_each_alone():
+    torch.manual_seed(0)
+    nets = [mlp(k, 4, defaults="keras") for k in KINDS]
+    with torch.no_grad():
+        for n in nets:
+            for m in n.modules():
+                if isinstance(m, torch.nn.BatchNorm1d):
+                    m.running_var.uniform_(1e-3, 1e-2)  # where epsilon 1e-3 vs 1e-5 shows
+    s = StackedMLP(nets, list(KINDS))
+    x = torch.randn(3, 16, 784)
+    for mode in ("eval", "train", "eval"):  # the second eval reads the statistics the training step updated
+        out = getattr(s, mode)()(x)
+        for r, n in enumerate(nets):
+            assert torch.allclose(out[r], getattr(n, mode)()(x[r]), rtol=1e-4, atol=1e-4), mode
+    assert s.eps == 1e-3 and s.momentum == 0.01
 
 
 def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_path, monkeypatch):

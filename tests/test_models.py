@@ -92,6 +92,23 @@ def test_mlp_shapes_and_counts():
     assert count(im.mlp("gresnet", 20)) == count(im.mlp("resnet", 20)) + 10
 
 
+def test_mlp_keras_defaults_are_glorot_uniform_and_keras_batch_norm():
+    torch.manual_seed(0)
+    ours, keras = im.mlp("gresnet", 10), im.mlp("gresnet", 10, defaults="keras")
+    assert count(ours) == count(keras)
+    for net, eps, momentum in ((ours, 1e-5, 0.1), (keras, 1e-3, 0.01)):
+        bns = [m for m in net.modules() if isinstance(m, nn.BatchNorm1d)]
+        assert len(bns) == 11 and all(b.eps == eps and b.momentum == momentum for b in bns)
+    for a, b in zip((m for m in ours.modules() if isinstance(m, nn.Linear)),
+                    (m for m in keras.modules() if isinstance(m, nn.Linear))):
+        fan_out, fan_in = b.weight.shape
+        glorot, torch_default = (6 / (fan_in + fan_out)) ** 0.5, fan_in ** -0.5
+        assert b.weight.abs().max() <= glorot and b.weight.abs().max() > 0.95 * glorot   # uniform +-glorot
+        assert a.weight.abs().max() <= torch_default and a.weight.abs().max() > 0.95 * torch_default
+    with pytest.raises(ValueError, match="unknown mlp defaults 'tf'"):
+        im.mlp("resnet", 2, defaults="tf")
+
+
 # --- the identity property (Eqns 4-5 with F = 0; Eqn 8) ------------------------------------------
 
 def stack(units):

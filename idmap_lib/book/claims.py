@@ -296,7 +296,22 @@ CLAIMS += [
           "Gating the Wide ResNet lowers its error (WRN-28-10: 3.65 % vs 3.89 %).", "Paper B Table 3", WRN,
           (better("gated", "plain"),), "WRN-28-1: the depth of WRN-28-10 at a tenth of its width"),
 ]
-CLAIMS_BY_KEY = {c.key: c for c in CLAIMS}
+# Our own hypotheses, tested by the same rule and fixed before their runs were read (chapter 10): our learned k
+# is far below Paper B's Table 2; is it Paper B's unstated initialisation and BN settings? The probe trains the
+# GResNet with Keras's defaults (models/mlp.py), the framework whose Nadam the recipe names.
+KERAS = "Keras's defaults (Glorot-uniform weights, BN epsilon 1e-3 and momentum 0.99)"
+PROBES = [
+    Claim("probe_keras_k_d10", f"Ours: with {KERAS} the d = 10 GResNet learns a larger mean k than with PyTorch's.",
+          "ours (chapter 10), on Paper B Table 2", MNIST, (better("gresnet-d10", "gresnet_keras-d10", "mean_k"),),
+          scale="full"),
+    Claim("probe_keras_k_d100", f"Ours: with {KERAS} the d = 100 GResNet learns a larger mean k than with "
+          "PyTorch's.", "ours (chapter 10), on Paper B Table 2", MNIST,
+          (better("gresnet-d100", "gresnet_keras-d100", "mean_k"),), scale="full"),
+    Claim("probe_keras_err_d10", f"Ours: with {KERAS} the d = 10 GResNet reaches a lower test error than with "
+          "PyTorch's.", "ours (chapter 10), on Paper B Table 1", MNIST,
+          (better("gresnet_keras-d10", "gresnet-d10"),), scale="full"),
+]
+CLAIMS_BY_KEY = {c.key: c for c in CLAIMS + PROBES}
 # the order the sweep trains them in: the claims each CPU hour settles soonest first (Paper B's ResNet-32 and
 # WRN-28-1 runs are a few minutes each; then Table 2's 15 ResNet-110 runs settle three)
 SWEEP_ORDER = ("b_gated_resnet32_better", "b_resnet32_k_decay_worse", "b_gated_wrn_better",

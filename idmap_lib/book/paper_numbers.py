@@ -99,6 +99,9 @@ for _d, _errs in _B_MNIST.items():
             _entry["mean_k"] = _B_MEAN_K[_d]
             _entry["remark"] += f"; mean learned k {_B_MEAN_K[_d]} (Paper B Table 2)"
         PAPER["b_mnist"][f"{_kind}-d{_d}"] = _entry
+    # chapter 10's probe trains Paper B's GResNet with Keras's defaults: the paper's number is the GResNet's
+    PAPER["b_mnist"][f"gresnet_keras-d{_d}"] = {**_entry, "remark": _entry["remark"] + " (the paper's GResNet; "
+                                                "ours with Keras's initialisation and BN settings)"}
 del _d, _errs, _kind, _err, _entry
 
 

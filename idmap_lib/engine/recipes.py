@@ -172,16 +172,21 @@ def paper_b_wrn(gated, scale="full", k_decay=False, dataset="cifar10"):
     return cfg
 
 
-def paper_b_mnist(kind, d, scale="full"):
+def paper_b_mnist(kind, d, scale="full", defaults="torch"):
     """Paper B Sec 4.1: Linear(784->50), d layers of 50 (plain / resnet / gresnet), NAdam lr 0.002
-    momentum 0.9, 100 epochs, batch 128, pixels / 255."""
+    momentum 0.9, 100 epochs, batch 128, pixels / 255. defaults="keras": Keras's initialisation and BN
+    settings instead of PyTorch's (models/mlp.py; Paper B states neither)."""
     opt = {"name": "nadam", "lr": 0.002, "betas": [0.9, 0.999], "weight_decay": 0.0, "decay_gates": False}
-    cfg = _base("mnist", {"builder": "mlp", "kwargs": {"kind": kind, "d": d, "width": 50, "num_classes": 10}},
-                opt, "scale", None)
+    kwargs = {"kind": kind, "d": d, "width": 50, "num_classes": 10}
+    if defaults != "torch":
+        kwargs["defaults"] = defaults
+    cfg = _base("mnist", {"builder": "mlp", "kwargs": kwargs}, opt, "scale", None)
     why = {"optimizer": "Nadam as Keras (schedule_decay 0.004 = torch NAdam momentum_decay 4e-3), beta1 = "
                         "Paper B's momentum 0.9, beta2 0.999 (Keras default; unstated)",
            "init": "unstated in Paper B; the library's: PyTorch's default for linear layers (uniform "
-                   "+-1/sqrt(fan_in), as Torch7's), BN weight 1 and bias 0",
+                   "+-1/sqrt(fan_in), as Torch7's), BN weight 1 and bias 0" if defaults == "torch" else
+                   "unstated in Paper B; Keras's defaults (a probe of that choice): Glorot-uniform linear "
+                   "weights, BN epsilon 1e-3 and momentum 0.99 (PyTorch 0.01), BN weight 1 and bias 0",
            "augment": "none (Paper B mentions none for MNIST)"}
     if scale == "full":
         total = 100 * (60000 // 128)
@@ -193,6 +198,10 @@ def paper_b_mnist(kind, d, scale="full"):
                    why={**why, "scale": "shrunk: the paper's network (same d), 400 steps (~1 epoch of a "
                                         "50k stratified subset), 5k test images; ~10-30 s on 2 CPU cores"})
     return cfg
+
+
+MNIST_KINDS = ("plain", "resnet", "gresnet")  # Paper B Sec 4.1: the three nets of each depth
+KERAS_PROBE = ("gresnet_keras",)  # chapter 10's probe: the GResNet with Keras's initialisation and BN settings
 
 
 # ----------------------------------------------------------------------------------------------
@@ -246,8 +255,11 @@ EXPERIMENTS = {
         "variants": _table3(), "baseline": "c10-110-full_preact"},
     "b_mnist": {
         "title": "Paper B Table 1-2: plain / ResNet / gated ResNet MLPs on MNIST at depth d",
-        "variants": {f"{k}-d{d}": (lambda scale, k=k, d=d: paper_b_mnist(k, d, scale))
-                     for d in (2, 10, 20, 50, 100) for k in ("plain", "resnet", "gresnet")},
+        "variants": {**{f"{k}-d{d}": (lambda scale, k=k, d=d: paper_b_mnist(k, d, scale))
+                        for d in (2, 10, 20, 50, 100) for k in MNIST_KINDS},
+                     # our probe of Paper B's unstated settings (chapter 10): the GResNet with Keras's defaults
+                     **{f"gresnet_keras-d{d}": (lambda scale, d=d: paper_b_mnist("gresnet", d, scale, "keras"))
+                        for d in (2, 10, 20, 50, 100)}},
         "baseline": "gresnet-d10"},
     "b_resnet32": {
         "title": "Paper B Table 3: pre-activation ResNet-32, original vs gated (CIFAR-10)",
@@ -283,9 +295,6 @@ def config(experiment: str, variant: str, scale: str = "shrunk", seed: int = 0) 
     # "fail" (test error > 20 % after the full recipe) or, at the CPU scale, by the claims' tests (claims.py).
     cfg.setdefault("divergence", {"grace_fraction": None})
     return cfg
-
-
-MNIST_KINDS = ("plain", "resnet", "gresnet")  # Paper B Sec 4.1: the three nets of each depth
 
 
 def mnist_configs(d, seeds, kinds=MNIST_KINDS) -> list:

@@ -137,7 +137,7 @@ def check_stackable(cfgs):
     for key in SAME:
         if len({repr(c.get(key)) for c in cfgs}) > 1:
             raise ValueError(f"stacked runs must share their recipe; they differ in {key!r}: group them by it")
-    for key in ("d", "width", "num_classes"):
+    for key in ("d", "width", "num_classes", "defaults"):
         if len({c["model"]["kwargs"].get(key) for c in cfgs}) > 1:
             raise ValueError(f"stacked runs must share the network's {key}; group them by it")
     if len({config_hash(c) for c in cfgs}) < len(cfgs):

@@ -153,7 +153,7 @@ def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_chann
     return he_init(module)
 
 
-def dense_layer(in_features, out_features):
+def dense_layer(in_features, out_features, bn_eps=1e-5, bn_momentum=0.1):
     """Paper B Sec 4.1: a 'Dot-BN-ReLU' fully connected layer (no bias: BN follows)."""
     return nn.Sequential(nn.Linear(in_features, out_features, bias=False),
-                         nn.BatchNorm1d(out_features), nn.ReLU())
+                         nn.BatchNorm1d(out_features, eps=bn_eps, momentum=bn_momentum), nn.ReLU())
