@@ -42,6 +42,9 @@ def test_pruning_figure_draws_each_order_from_the_recorded_curves(tmp_path):
     assert "ResNet, random order: not run yet" in fig.layout.title.text
     assert fig.layout.xaxis.title.text == "blocks removed (of 2)"
     k = gf.k_figure(out_dir=tmp_path)
+    empty = [a for a in gf.k_figure(out_dir=tmp_path / "none").layout.annotations if "not run yet" in a.text]
+    assert [(a.xref, a.text.split(":")[0]) for a in empty] == [
+        ("x domain", "b_mnist gresnet-d100"), ("x2 domain", "b_resnet32 gated"), ("x3 domain", "b_wrn gated")]
     assert [t for t in k.data if t.mode][0].y == pytest.approx((1.0,) * 50)
     notes = " ".join(a.text for a in k.layout.annotations)
     assert "gresnet-d100: not run yet" not in notes and "b_resnet32 gated: not run yet" in notes
@@ -85,3 +88,24 @@ def test_k_vs_paper_note_compares_every_recorded_depth(tmp_path):
     note = gf.k_vs_paper_note(out_dir=tmp_path)
     assert note.startswith("Our gates end lower than the paper's at d = 100 (d = 10: ours 3.00, the paper's 2.54; "
                            "d = 100: ours 0.10, the paper's 0.67)")
+
+
+def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
+    from idmap_lib.book import claims, keras_probe
+    for s in range(3):
+        results.save_result(mnist_result("gresnet", 10, s, 0.020, ks=[0.5, 0.5, 0.5, 0.5, -0.1]), tmp_path)
+        results.save_result(mnist_result("gresnet_keras", 10, s, 0.016 + 0.001 * s, ks=[2.0 + s] * 5), tmp_path)
+        results.save_result(mnist_result("gresnet", 100, s, 0.019, ks=[0.1] * 50), tmp_path)
+    fig = keras_probe.probe_figure(out_dir=tmp_path)
+    lines = [t for t in fig.data if t.mode]
+    assert [(t.name, t.xaxis) for t in lines] == [("PyTorch's defaults (ours) (3 seeds)", "x"),
+                                                  ("Keras's defaults (3 seeds)", "x"),
+                                                  ("PyTorch's defaults (ours) (3 seeds)", "x2")]
+    assert list(lines[1].y) == pytest.approx([3.0] * 5) and [t.showlegend for t in lines] == [True, True, False]
+    assert any("Keras's defaults: not run yet" in a.text and "--depths 100" in a.text for a in fig.layout.annotations)
+    note = keras_probe.probe_note(out_dir=tmp_path)
+    assert "mean k **0.38** with PyTorch's defaults, **3.00** with Keras's, **2.54** in Paper B" in note
+    assert "gates closed (k ≤ 0): 1.0 vs 0.0 of 5" in note and "test error 2.00 % vs 1.70 %" in note
+    assert "d = 100: the Keras runs are not recorded yet" in note
+    v = claims.evaluate(claims.CLAIMS_BY_KEY["probe_keras_k_d10"], results_dir=tmp_path)
+    assert v.verdict == "reproduced"  # Keras's k above ours by far more than 2 se

@@ -394,3 +394,25 @@ def test_wide_resnet_layout_stem_strides_preactivation_and_final(widen):
         x = u(x)
         sizes.append(x.shape[-1])
     assert sizes == [32, 32, 16, 16, 8, 8]
+
+
+def test_a_paper_b_gate_trades_off_with_the_last_bn_scale_and_shift():
+    """Chapter 10's argument: for k > 0, k·ReLU(γẑ + β) = ReLU(kγẑ + kβ), so k alone is not identified."""
+    torch.manual_seed(0)
+    net = im.mlp("gresnet", 2).eval()
+    block = im.residual_units(net)[0]
+    last_bn = block.residual[-1][1]   # the block's second Dot-BN-ReLU layer
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, nn.BatchNorm1d):
+                m.running_mean.normal_()
+                m.running_var.uniform_(0.5, 2)
+                m.weight.normal_()
+                m.bias.normal_()
+        x = torch.randn(8, 784)
+        reference = net(x)                # k = 1
+        block.k.fill_(2.5)
+        assert not torch.allclose(net(x), reference, atol=1e-3)   # k alone changes the function ...
+        last_bn.weight.div_(2.5)
+        last_bn.bias.div_(2.5)
+        assert torch.allclose(net(x), reference, atol=1e-5)       # ... k with γ / k and β / k does not

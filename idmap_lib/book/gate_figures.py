@@ -71,6 +71,12 @@ def _band(fig, x, per, name, colour, col=1, dash=None, group=None):
                              hovertemplate=f"{name}<br>%{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
 
 
+def panel_note(fig, col, text, y=0.5):
+    """Text in the middle of subplot `col` (row 1), e.g. what is not run yet there."""
+    axis = "" if col == 1 else col
+    fig.add_annotation(text=text, showarrow=False, xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.5, y=y)
+
+
 def dimension_changing_blocks(cfg) -> list[int]:
     """1-based indices of the residual blocks of a config's network whose shortcut is not the identity."""
     from ..engine.build import build_model
@@ -99,8 +105,7 @@ def k_figure(seeds=SEEDS, out_dir=None):
     machines = set()
     for col, ((e, v, scale, title, command), runs) in enumerate(zip(panels, found), 1):
         if not runs:
-            fig.add_annotation(text=f"{e} {v}: not run yet<br><code>{command}</code>", showarrow=False,
-                               xref=f"x{col} domain", yref=f"y{col} domain", x=0.5, y=0.5)
+            panel_note(fig, col, f"{e} {v}: not run yet<br><code>{command}</code>")
             continue
         ks = [r["final"]["gates_k"] for r in runs]
         _band(fig, range(1, len(ks[0]) + 1), list(zip(*ks)), title.replace("<br>", ", "),
@@ -252,7 +257,9 @@ def k_vs_paper_note(seeds=SEEDS, out_dir=None) -> str:
         verdict = "Our gates end at or above the paper's at every depth recorded"
     else:
         verdict = f"Our gates end lower than the paper's at d = {', '.join(map(str, lower))}"
-    return (f"{verdict} ({text}). *Argued, not tested*: Paper B leaves the initialisation and the batch-norm "
-            f"settings unstated. Common defaults differ: Keras (whose Nadam the recipe follows) uses Glorot-uniform "
-            f"weights and BN momentum 0.99 with epsilon 0.001, where this library uses PyTorch's defaults (uniform ±1/√fan_in, momentum "
-            f"0.1, epsilon 1e-5). These change how fast W and k move against each other, and so where k ends.")
+    return (f"{verdict} ({text}). Paper B leaves the initialisation and the batch-norm settings unstated; the probe "
+            f"further down trains the GResNet with Keras's defaults to test whether they explain the gap. *Argued*: "
+            f"k alone is not what a block computes. Its residual branch ends in BN-ReLU, and for k > 0 a ReLU is "
+            f"positively homogeneous, so k·ReLU(γẑ + β) = ReLU(kγẑ + kβ): the gate and that BN's scale γ and "
+            f"shift β trade off freely, and where k ends depends on how the optimiser moves the three, not only on "
+            f"the function learned. Only k ≤ 0, a closed block, is not such a trade.")

@@ -1,0 +1,78 @@
+"""Chapter 10's probe of Paper B's unstated settings: is our smaller learned k (against Table 2) the initialisation
+and batch-norm settings? The GResNet trained with Keras's defaults (``mlp(defaults="keras")``, variants
+``gresnet_keras-d*``) beside the same net with PyTorch's, at the full recipe; the tests are ``claims.PROBES``,
+fixed before the runs were read. Reads recorded runs only; a missing run is shown as missing, with its command.
+"""
+from __future__ import annotations
+
+import statistics
+
+from . import claims, paper_numbers
+from .gate_figures import SEEDS, _band, _runs, panel_note
+from .mnist_grid import EXPERIMENT
+
+DEPTHS = (10, 100)
+SETTINGS = {"gresnet": "PyTorch's defaults (ours)", "gresnet_keras": "Keras's defaults"}
+COMMAND = "python -m idmap_lib mnist --kinds gresnet_keras --depths {d}"
+
+
+def _ok(prefix, d, seeds, out_dir):
+    return [r for r in _runs(EXPERIMENT, f"{prefix}-d{d}", "full", seeds, out_dir) if r["status"] == "ok"]
+
+
+def probe_figure(seeds=SEEDS, out_dir=None):
+    """k block by block, mean ± sd over seeds, of the GResNet with PyTorch's and with Keras's defaults, at d = 10
+    and d = 100 (one panel each); Paper B's mean k as a dotted line."""
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=len(DEPTHS), subplot_titles=[f"GResNet d = {d}" for d in DEPTHS])
+    for col, d in enumerate(DEPTHS, 1):
+        for i, (prefix, name) in enumerate(SETTINGS.items()):
+            runs = _ok(prefix, d, seeds, out_dir)
+            if not runs:
+                panel_note(fig, col, f"{name}: not run yet<br><code>{COMMAND.format(d=d)}</code>", 0.9 - 0.2 * i)
+                continue
+            ks = [r["final"]["gates_k"] for r in runs]
+            _band(fig, range(1, len(ks[0]) + 1), list(zip(*ks)), f"{name} ({len(runs)} seeds)",
+                  qualitative.Plotly[i], col, group=name)
+        paper = paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")["mean_k"]
+        fig.add_hline(y=paper, line={"dash": "dot", "color": "grey"}, row=1, col=col,
+                      annotation_text=f"Paper B's mean k {paper}", annotation_position="top left")
+    seen = set()
+    for t in fig.data:  # one legend entry per setting
+        if t.showlegend is None:
+            t.showlegend = t.legendgroup not in seen
+            seen.add(t.legendgroup)
+    fig.update_xaxes(title_text="block")
+    fig.update_yaxes(title_text="learned k", col=1)
+    fig.update_layout(title={"text": "Does the initialisation set k? The GResNet with PyTorch's and Keras's "
+                                     "defaults<br><sup>mean ± sd over seeds; MNIST, full recipe; dotted: Paper "
+                                     "B's mean k (Table 2)</sup>"},
+                      height=470, margin={"t": 110}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def probe_note(seeds=SEEDS, out_dir=None) -> str:
+    """The probe's measurements at each depth: mean k (ours, Keras's, the paper's), closed gates, test error."""
+    lines = []
+    for d in DEPTHS:
+        torch_runs, keras_runs = (_ok(p, d, seeds, out_dir) for p in SETTINGS)
+        if not keras_runs:
+            lines.append(f"d = {d}: the Keras runs are not recorded yet (`{COMMAND.format(d=d)}`).")
+            continue
+        paper = paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")
+
+        def stats(runs):
+            k = statistics.fmean(claims.mean_k(r) for r in runs)
+            closed = statistics.fmean(sum(x <= 0 for x in r["final"]["gates_k"]) for r in runs)
+            err = statistics.fmean(100 * claims.final_test_err(r) for r in runs)
+            return k, closed, err
+
+        (kt, ct, et), (kk, ck, ek) = stats(torch_runs), stats(keras_runs)
+        blocks = len(keras_runs[0]["final"]["gates_k"])
+        lines.append(f"d = {d} ({len(torch_runs)} and {len(keras_runs)} seeds): mean k **{kt:.2f}** with PyTorch's "
+                     f"defaults, **{kk:.2f}** with Keras's, **{paper['mean_k']:.2f}** in Paper B; gates closed "
+                     f"(k ≤ 0): {ct:.1f} vs {ck:.1f} of {blocks} on average; test error {et:.2f} % vs {ek:.2f} % "
+                     f"(Paper B {paper['value']:.2f} %).")
+    return "\n\n".join(f"- {line}" for line in lines)
