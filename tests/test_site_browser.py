@@ -173,14 +173,25 @@ def _typeset(page):
     page.evaluate("() => window.MathJax.startup.promise")
 
 
-@pytest.mark.parametrize("name", site_pages() or ["index.html"])
-def test_page_loads_offline_clean(browser, site_url, name):
+def _open_typeset(browser, site_url, name):
+    """The page's HTML, and the page opened (PageVisit) with its math typeset if it has any."""
     html = (SITE / name).read_text(encoding="utf-8")
     visit = PageVisit(browser, site_url + name)
+    if _has_math(html):
+        try:
+            _typeset(visit.page)
+        except Exception:
+            visit.close()
+            raise
+    return html, visit
+
+
+@pytest.mark.parametrize("name", site_pages() or ["index.html"])
+def test_page_loads_offline_clean(browser, site_url, name):
+    html, visit = _open_typeset(browser, site_url, name)
     try:
         page = visit.page
         if _has_math(html):
-            _typeset(page)
             unrendered = page.evaluate(
                 "() => Array.from(document.querySelectorAll('.math')).filter("
                 "e => !e.querySelector('mjx-container')).length"
@@ -344,12 +355,9 @@ OVERFLOW_JS = """(tablesMayScroll) => {
 def test_nothing_is_cut_off(browser, site_url, name):
     """At 1280 px, after math and figures are drawn: code wraps, equations fit, tables fit (or, on
     chapter 7, scroll inside their own block), and nothing runs past the article's right edge."""
-    html = (SITE / name).read_text(encoding="utf-8")
-    visit = PageVisit(browser, site_url + name)
+    html, visit = _open_typeset(browser, site_url, name)
     try:
         page = visit.page
-        if _has_math(html):
-            _typeset(page)
         if "plotly-graph-div" in html:
             page.wait_for_function(
                 "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(d => d._fullData)",
