@@ -72,9 +72,10 @@ def _band(fig, x, per, name, colour, col=1, dash=None, group=None):
 
 
 def panel_note(fig, col, text, y=0.5):
-    """Text in the middle of subplot `col` (row 1), e.g. what is not run yet there."""
+    """Text in subplot `col` (row 1), on a white box over whatever is drawn there: e.g. what is not run yet."""
     axis = "" if col == 1 else col
-    fig.add_annotation(text=text, showarrow=False, xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.5, y=y)
+    fig.add_annotation(text=text, showarrow=False, xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.5, y=y,
+                       font={"size": 11}, bgcolor="rgba(255,255,255,0.85)")
 
 
 def dimension_changing_blocks(cfg) -> list[int]:
@@ -105,7 +106,7 @@ def k_figure(seeds=SEEDS, out_dir=None):
     machines = set()
     for col, ((e, v, scale, title, command), runs) in enumerate(zip(panels, found), 1):
         if not runs:
-            panel_note(fig, col, f"{e} {v}: not run yet<br><code>{command}</code>")
+            panel_note(fig, col, f"{e} {v}: not run yet<br>{command.replace(' --', '<br>--')}")
             continue
         ks = [r["final"]["gates_k"] for r in runs]
         _band(fig, range(1, len(ks[0]) + 1), list(zip(*ks)), title.replace("<br>", ", "),

@@ -31,7 +31,8 @@ def probe_figure(seeds=SEEDS, out_dir=None):
         for i, (prefix, name) in enumerate(SETTINGS.items()):
             runs = _ok(prefix, d, seeds, out_dir)
             if not runs:
-                panel_note(fig, col, f"{name}: not run yet<br><code>{COMMAND.format(d=d)}</code>", 0.9 - 0.2 * i)
+                panel_note(fig, col, f"{name}: not run yet<br>{COMMAND.format(d=d).replace(' --', '<br>--')}",
+                           0.85 - 0.3 * i)
                 continue
             ks = [r["final"]["gates_k"] for r in runs]
             _band(fig, range(1, len(ks[0]) + 1), list(zip(*ks)), f"{name} ({len(runs)} seeds)",
