@@ -114,3 +114,18 @@ def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
     assert "explain little of the gap" in keras_probe.probe_note(out_dir=tmp_path)
     v = claims.evaluate(claims.CLAIMS_BY_KEY["probe_keras_k_d10"], results_dir=tmp_path)
     assert v.verdict == "reproduced"  # Keras's k above ours by far more than 2 se
+
+
+def test_cifar_k_note_ranks_the_dimension_changing_and_last_blocks(tmp_path):
+    assert gf.cifar_k_note(out_dir=tmp_path) == ""
+    for s in range(3):
+        cfg = recipes.config("b_resnet32", "gated", "shrunk", s)
+        ks = [1.0 + 0.01 * b for b in range(15)]
+        ks[5], ks[10] = 0.1, 0.2   # blocks 6 and 11 (the dimension-changing ones) smallest; the last largest
+        results.save_result({"config": cfg, "config_hash": results.config_hash(cfg), "status": "ok", "fail": None,
+                             "seed": s, "final": {"test_err": 0.5, "gates_k": ks}, "history": {"train": [],
+                             "test": []}}, tmp_path)
+    note = gf.cifar_k_note(out_dir=tmp_path)
+    assert ("gated ResNet-32 (3 seeds, 15 blocks): smallest k at block 6, largest at block 15; the "
+            "dimension-changing blocks 6, 11 rank 1, 2 of 15 from the smallest, the last block 15") in note
+    assert "WRN" not in note.split(".")[0]

@@ -264,3 +264,26 @@ def k_vs_paper_note(seeds=SEEDS, out_dir=None) -> str:
             f"positively homogeneous, so k·ReLU(γẑ + β) = ReLU(kγẑ + kβ): the gate and that BN's scale γ and "
             f"shift β trade off freely, and where k ends depends on how the optimiser moves the three, not only on "
             f"the function learned. Only k ≤ 0, a closed block, is not such a trade.")
+
+
+def cifar_k_note(seeds=SEEDS, out_dir=None) -> str:
+    """Where the gated CIFAR nets' k ends lowest and highest (mean over seeds), against Paper B's reading of its
+    Wide GResNet: lowest at the dimension-increasing blocks, highest at the last."""
+    parts = []
+    for e, v, name in (("b_resnet32", "gated", "gated ResNet-32"), ("b_wrn", "gated", "gated WRN-28-1")):
+        runs = [r for r in _runs(e, v, "shrunk", seeds, out_dir) if r["status"] == "ok"]
+        if not runs:
+            continue
+        mean = [statistics.fmean(ks) for ks in zip(*(r["final"]["gates_k"] for r in runs))]
+        order = sorted(range(len(mean)), key=mean.__getitem__)          # blocks by mean k, smallest first
+        rank = {b + 1: i + 1 for i, b in enumerate(order)}              # 1 = smallest k
+        changing = dimension_changing_blocks(recipes.config(e, v, "shrunk"))
+        n = len(mean)
+        parts.append(f"{name} ({len(runs)} seeds, {n} blocks): smallest k at block {order[0] + 1}, largest at "
+                     f"block {order[-1] + 1}; the dimension-changing blocks {', '.join(map(str, changing))} rank "
+                     f"{', '.join(str(rank[b]) for b in changing)} of {n} from the smallest, the last block {rank[n]}")
+    if not parts:
+        return ""
+    return ("Measured, at the CPU scale: " + "; ".join(parts) + ". Paper B's reading of its trained WRN-28-10 "
+            "(smallest at the dimension-increasing blocks, largest at the last) is about the full network after "
+            "200 epochs; these short runs are a first look, not a test.")
