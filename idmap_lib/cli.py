@@ -151,7 +151,7 @@ def main(argv=None) -> int:
 def _sweep(args) -> int:
     from .book.claims import CLAIMS_BY_KEY, SWEEP_ORDER, runs_needed
     from .engine.recipes import config
-    from .engine.results import find_result
+    from .engine.results import find_result, pace
 
     try:
         claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims else SWEEP_ORDER)]
@@ -164,7 +164,8 @@ def _sweep(args) -> int:
               file=sys.stderr)
         return 2
     runs = runs_needed(claims, tuple(int(s) for s in args.seeds.split(",")))
-    missing = [r for r in runs if find_result(config(r[0], r[1], "shrunk", r[2]), args.out) is None]
+    found = {r: find_result(config(r[0], r[1], "shrunk", r[2]), args.out) for r in runs}
+    missing = [r for r in runs if found[r] is None]
     if args.next or args.missing:
         for r in missing[:1] if args.next else missing:
             print(*r)
@@ -172,7 +173,9 @@ def _sweep(args) -> int:
     if not args.run:
         for r in runs:
             print(("  missing  " if r in missing else "  recorded ") + " ".join(map(str, r)))
-        print(f"{len(runs) - len(missing)} of {len(runs)} runs recorded")
+        hours, untimed = pace([config(e, v, "shrunk", s) for e, v, s in missing], [f for f in found.values() if f])
+        print(f"{len(runs) - len(missing)} of {len(runs)} runs recorded; the missing ones take about {hours:.1f} "
+              f"CPU core-hours at the recorded pace" + (f", plus {untimed} of a network not timed yet" if untimed else ""))
         return 0
     from .engine.trainer import train
     for e, v, seed in missing:

@@ -127,3 +127,24 @@ def find_result(cfg: dict, out_dir=None) -> dict | None:
         return None
     r["path"] = str(path)
     return r
+
+
+def _work(cfg: dict) -> str:
+    """What sets a run's cost: the network, the steps and the batch (not the seed, not the shortcut's options)."""
+    m = cfg["model"]["kwargs"]
+    return canonical({k: m.get(k) for k in ("depth", "block", "width_scale", "widen", "d", "width")}
+                     | {"builder": cfg["model"]["builder"], "steps": cfg["steps"], "batch": cfg["batch_size"]})
+
+
+def pace(todo: list[dict], done: list[dict]) -> tuple[float, int]:
+    """Core-hours the configs `todo` will take at the pace of the recorded results `done` of the same network,
+    steps and batch (median training wall time x torch threads), and how many of `todo` have no such record."""
+    import statistics
+
+    cost = {}
+    for r in done:
+        wall, threads = r["final"].get("wall_s"), (r.get("hardware") or {}).get("torch_threads")
+        if wall and threads:
+            cost.setdefault(_work(r["config"]), []).append(wall * threads)
+    known = [statistics.median(cost[_work(c)]) for c in todo if _work(c) in cost]
+    return sum(known) / 3600, len(todo) - len(known)
