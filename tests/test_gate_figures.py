@@ -86,8 +86,10 @@ def test_k_vs_paper_note_compares_every_recorded_depth(tmp_path):
         results.save_result(mnist_result("gresnet", 100, s, 0.02, ks=[0.1, 0.1]), tmp_path)
         results.save_result(mnist_result("gresnet", 10, s, 0.02, ks=[3.0] * 5), tmp_path)
     note = gf.k_vs_paper_note(out_dir=tmp_path)
-    assert note.startswith("Our gates end lower than the paper's at d = 100 (d = 10: ours 3.00, the paper's 2.54; "
-                           "d = 100: ours 0.10, the paper's 0.67)")
+    assert note.startswith("Our gates end lower than the paper's at d = 100 (d = 10: ours 3.00, the paper's 2.54 "
+                           "(ratio 1.18); d = 100: ours 0.10, the paper's 0.67 (ratio 0.15)); the ratio ours / "
+                           "paper's lies between 0.15 and 1.18.")
+    assert gf.SYMMETRY in note
 
 
 def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):

@@ -397,7 +397,7 @@ def test_wide_resnet_layout_stem_strides_preactivation_and_final(widen):
 
 
 def test_a_paper_b_gate_trades_off_with_the_last_bn_scale_and_shift():
-    """Chapter 10's argument: for k > 0, k·ReLU(γẑ + β) = ReLU(kγẑ + kβ), so k alone is not identified."""
+    """For k > 0, k·ReLU(γẑ + β) = ReLU(kγẑ + kβ): one block's k trades with its last BN's scale and shift."""
     torch.manual_seed(0)
     net = im.mlp("gresnet", 2).eval()
     block = im.residual_units(net)[0]
@@ -416,3 +416,28 @@ def test_a_paper_b_gate_trades_off_with_the_last_bn_scale_and_shift():
         last_bn.weight.div_(2.5)
         last_bn.bias.div_(2.5)
         assert torch.allclose(net(x), reference, atol=1e-5)       # ... k with γ / k and β / k does not
+
+
+def test_a_gresnet_computes_the_same_function_with_every_k_scaled_by_c():
+    """Chapter 10's symmetry: every branch starts with BN, which ignores the scale of its input, so multiplying
+    every k and the input layer's BN scale and shift by c > 0 and dividing the classifier's weights by c leaves
+    the function unchanged (training-mode BN; eps -> 0). The level of k is therefore not fixed by the function."""
+    torch.manual_seed(0)
+    net = im.mlp("gresnet", 6).double().train()
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm1d):
+            m.eps = 1e-12
+    x = torch.randn(64, 784, dtype=torch.double)
+    with torch.no_grad():
+        for u in im.residual_units(net):
+            u.k.uniform_(-0.5, 2.0)           # some gates closed, some open
+        reference = net(x)
+        c = 7.0
+        bn0, out = net[1][1], net[-1]
+        bn0.weight.mul_(c)
+        bn0.bias.mul_(c)
+        assert not torch.allclose(net(x), reference, atol=1e-3)   # the stream's scale alone changes the logits
+        for u in im.residual_units(net):
+            u.k.mul_(c)
+        out.weight.div_(c)
+        assert torch.allclose(net(x), reference, atol=1e-8)

@@ -88,8 +88,6 @@ def probe_note(seeds=SEEDS, out_dir=None) -> str:
         text += (f"\n\nMeasured: at the depths run, Keras's initialisation and BN settings {reading} between our "
                  f"mean k and Paper B's (at most {100 * abs(most):.0f} % of it).")
         if abs(most) < 0.25:
-            text += (" So the cause of our smaller k is not these settings; the book has not found it. Argued, not "
-                     "tested: the trade-off between k and the last BN's γ and β (above) leaves k free to settle "
-                     "wherever the optimiser's details put it -- Paper B's exact Nadam, its k's learning rate or a "
-                     "constraint on γ would each move it without changing the function.")
+            text += (" Our smaller k is not these settings' doing; by the symmetry above its level is not a property "
+                     "of the function learned, and the training detail that set Paper B's is not known.")
     return text
