@@ -146,6 +146,32 @@ class Compare:
         return f"{m}: |{self.a} - {self.b}| < {self.margin:g}"
 
 
+def test_words(tests) -> str:
+    """The tests in words, runs of plain comparisons that share their metric, margin and one side said once:
+    'final test error: original < each of a, b, c'."""
+    groups = []
+    for t in tests:
+        last = groups[-1] if groups else None
+        plain = t.kind == "better" and not t.metric_b
+        if last and plain and last[0].kind == "better" and not last[0].metric_b and \
+                (last[0].metric, last[0].margin) == (t.metric, t.margin) and \
+                (all(x.a == t.a for x in last) or all(x.b == t.b for x in last)):
+            last.append(t)
+        else:
+            groups.append([t])
+    out = []
+    for g in groups:
+        if len(g) == 1:
+            out.append(g[0].words())
+            continue
+        t, by = g[0], f" by more than {g[0].margin:g}" if g[0].margin else ""
+        same_a = all(x.a == t.a for x in g)
+        sides = (t.a, "each of " + ", ".join(x.b for x in g)) if same_a else \
+            ("each of " + ", ".join(x.a for x in g), t.b)
+        out.append(f"{METRIC_WORDS[t.metric]}: {sides[0]} < {sides[1]}{by}")
+    return "; ".join(out)
+
+
 def better(a, b, metric="test_err", margin=0.0, metric_b=None):
     return Compare("better", a, b, metric, margin, metric_b)
 

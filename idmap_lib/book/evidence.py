@@ -103,7 +103,7 @@ DATASET_SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist":
 
 def _evidence(test, res) -> str:
     if res["verdict"] == "not run yet":
-        return f"{res['n'][0]} and {res['n'][1]} seeds recorded"
+        return ""
     unit = 100 if test.metric in claims.PERCENT else 1
     fmt = ".1f" if unit == 100 else ".3f"
     a, b = (test.metric, test.metric_b) if test.metric_b else (test.a, test.b)
@@ -122,10 +122,10 @@ def claims_table(keys=None, scale=None, out_dir=None):
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
         v = claims.evaluate(c, scale, out_dir)
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
-                     "test (fixed before the runs)": "; ".join(t.words() for t in c.tests)
+                     "test (fixed before the runs)": claims.test_words(c.tests)
                      + (f" ({c.scale_note})" if c.scale_note else ""),
                      "verdict": v.verdict,
-                     "evidence": " | ".join(_evidence(t, r) for t, r in v.parts),
+                     "evidence": " | ".join(filter(None, (_evidence(t, r) for t, r in v.parts))) or "–",
                      "missing runs": sum(len(s) for _, s in v.missing)})
     return pd.DataFrame(rows).set_index("claim")
 
@@ -144,7 +144,8 @@ def styled(df):
     if "verdict" in df.columns:
         s = s.map(lambda v: f"background-color: {colour.get(v, '')}", subset=["verdict"])
     return s.set_table_styles([{"selector": "td, th", "props": "font-size: 0.85em; padding: 0.2em 0.6em; "
-                                                               "vertical-align: top; text-align: left;"}])
+                                                               "vertical-align: top; text-align: left;"},
+                               {"selector": "th.row_heading", "props": "overflow-wrap: anywhere; min-width: 7em;"}])
 
 
 def band_curves(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None, title=None):
