@@ -143,11 +143,11 @@ def test_pace_prices_missing_runs_by_the_recorded_runs_of_the_same_network():
 
 
 def test_tests_in_words_say_a_shared_side_once():
-    assert claims.test_words([better("a", "x"), better("a", "y"), better("b", "y", margin=0.05),
+    assert claims.tests_in_words([better("a", "x"), better("a", "y"), better("b", "y", margin=0.05),
                               better("c", "y", margin=0.05), similar("a", "z")]) == (
         "final test error: a < each of x, y; final test error: each of b, c < y by more than 0.05; "
         "final test error: |a - z| < 0.02")
-    assert claims.test_words([better("a", "x", "mean_k"), better("a", "y")]) == \
+    assert claims.tests_in_words([better("a", "x", "mean_k"), better("a", "y")]) == \
         "mean learned k: a < x; final test error: a < y"   # another metric: said apart
 
 

@@ -146,7 +146,7 @@ class Compare:
         return f"{m}: |{self.a} - {self.b}| < {self.margin:g}"
 
 
-def test_words(tests) -> str:
+def tests_in_words(tests) -> str:
     """The tests in words, runs of plain comparisons that share their metric, margin and one side said once:
     'final test error: original < each of a, b, c'."""
     groups = []

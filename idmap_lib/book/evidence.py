@@ -122,7 +122,7 @@ def claims_table(keys=None, scale=None, out_dir=None):
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
         v = claims.evaluate(c, scale, out_dir)
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
-                     "test (fixed before the runs)": claims.test_words(c.tests)
+                     "test (fixed before the runs)": claims.tests_in_words(c.tests)
                      + (f" ({c.scale_note})" if c.scale_note else ""),
                      "verdict": v.verdict,
                      "evidence": " | ".join(filter(None, (_evidence(t, r) for t, r in v.parts))) or "–",
