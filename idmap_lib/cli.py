@@ -4,8 +4,10 @@
         [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile] [--cuda-graph]
         (several variants or seeds train together in one process: on a GPU they share it, each on its stream)
     python -m idmap_lib list
-    python -m idmap_lib sweep [--claims KEY,..] [--seeds 0,1,2] [--next|--missing] [--run]   (the claims' CPU-scale runs)
-    python -m idmap_lib mnist [--depths 100,10,50,20,2] [--seeds 0,1,2] [--list]   (Paper B's MNIST grid, full recipe)
+    python -m idmap_lib sweep [--claims KEY,..] [--seeds 0,1,2] [--next|--missing] [--run]
+        (the claims' CPU-scale runs)
+    python -m idmap_lib mnist [--depths 100,10,50,20,2] [--kinds plain,resnet,gresnet] [--seeds 0,1,2] [--list]
+        (Paper B's MNIST grid, full recipe)
     python -m idmap_lib bench [--steps N] [--data PATH]
     torchrun --nproc_per_node=N -m idmap_lib train ...      (DDP: gloo on CPU, nccl on CUDA)
 """
@@ -164,7 +166,8 @@ def _sweep(args) -> int:
               file=sys.stderr)
         return 2
     runs = runs_needed(claims, tuple(int(s) for s in args.seeds.split(",")))
-    found = {r: find_result(config(r[0], r[1], "shrunk", r[2]), args.out) for r in runs}
+    cfgs = {r: config(r[0], r[1], "shrunk", r[2]) for r in runs}
+    found = {r: find_result(cfgs[r], args.out) for r in runs}
     missing = [r for r in runs if found[r] is None]
     if args.next or args.missing:
         for r in missing[:1] if args.next else missing:
@@ -173,13 +176,14 @@ def _sweep(args) -> int:
     if not args.run:
         for r in runs:
             print(("  missing  " if r in missing else "  recorded ") + " ".join(map(str, r)))
-        hours, untimed = pace([config(e, v, "shrunk", s) for e, v, s in missing], [f for f in found.values() if f])
+        hours, untimed = pace([cfgs[r] for r in missing], [f for f in found.values() if f])
         print(f"{len(runs) - len(missing)} of {len(runs)} runs recorded; the missing ones take about {hours:.1f} "
-              f"CPU core-hours at the recorded pace" + (f", plus {untimed} of a network not timed yet" if untimed else ""))
+              f"CPU core-hours at the recorded pace"
+              + (f", plus {untimed} of a network not timed yet" if untimed else ""))
         return 0
     from .engine.trainer import train
-    for e, v, seed in missing:
-        train(config(e, v, "shrunk", seed), data=args.data, out_dir=args.out)
+    for r in missing:
+        train(cfgs[r], data=args.data, out_dir=args.out)
     return 0
 
 

@@ -24,6 +24,11 @@ def _runs(experiment, variant, scale, seeds, out_dir):
     return claims.seed_runs(experiment, variant, scale, seeds, out_dir)[0]
 
 
+def ok_runs(experiment, variant, scale, seeds=SEEDS, out_dir=None):
+    """The recorded runs of one variant (today's recipe) that trained to the end: the ones with gates to read."""
+    return [r for r in _runs(experiment, variant, scale, seeds, out_dir) if r["status"] == "ok"]
+
+
 def _mean_sd(xs, digits=2):
     if not xs:
         return "–"
@@ -100,7 +105,7 @@ def k_figure(seeds=SEEDS, out_dir=None):
                "python -m idmap_lib sweep --run --claims b_gated_resnet32_better"),
               ("b_wrn", "gated", "shrunk", "CIFAR-10 gated WRN-28-1<br>CPU scale",
                "python -m idmap_lib sweep --run --claims b_gated_wrn_better")]
-    found = [[r for r in _runs(e, v, scale, seeds, out_dir) if r["status"] == "ok"] for e, v, scale, _, _ in panels]
+    found = [ok_runs(e, v, scale, seeds, out_dir) for e, v, scale, _, _ in panels]
     fig = make_subplots(rows=1, cols=3, subplot_titles=[f"{title} ({len(runs)} seeds)"
                                                         for (*_, title, _), runs in zip(panels, found)])
     machines = set()
@@ -196,7 +201,7 @@ def speedup_note(path=None) -> str:
 def closed_gates_note(seeds=SEEDS, out_dir=None) -> str:
     """How many gates of the trained d = 100 GResNets ended closed (k <= 0), and where: a closed block is exactly
     the identity, and a ReLU gate passes no gradient to k <= 0, so a block once closed stays closed."""
-    runs = [r for r in _runs(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", seeds, out_dir) if r["status"] == "ok"]
+    runs = ok_runs(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", seeds, out_dir)
     if not runs:
         return ""
     ks = [r["final"]["gates_k"] for r in runs]
@@ -254,7 +259,7 @@ def k_vs_paper_note(seeds=SEEDS, out_dir=None) -> str:
     k cannot be compared across implementations (SYMMETRY)."""
     rows = []
     for d in sorted(DEPTHS):
-        runs = [r for r in _runs(EXPERIMENT, f"gresnet-d{d}", "full", seeds, out_dir) if r["status"] == "ok"]
+        runs = ok_runs(EXPERIMENT, f"gresnet-d{d}", "full", seeds, out_dir)
         if runs:
             ours = statistics.fmean(claims.mean_k(r) for r in runs)
             rows.append((d, ours, paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")["mean_k"]))
@@ -278,7 +283,7 @@ def cifar_k_note(seeds=SEEDS, out_dir=None) -> str:
     Wide GResNet: lowest at the dimension-increasing blocks, highest at the last."""
     parts = []
     for e, v, name in (("b_resnet32", "gated", "gated ResNet-32"), ("b_wrn", "gated", "gated WRN-28-1")):
-        runs = [r for r in _runs(e, v, "shrunk", seeds, out_dir) if r["status"] == "ok"]
+        runs = ok_runs(e, v, "shrunk", seeds, out_dir)
         if not runs:
             continue
         mean = [statistics.fmean(ks) for ks in zip(*(r["final"]["gates_k"] for r in runs))]

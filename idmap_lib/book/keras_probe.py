@@ -8,16 +8,12 @@ from __future__ import annotations
 import statistics
 
 from . import claims, paper_numbers
-from .gate_figures import SEEDS, _band, _runs, panel_note
+from .gate_figures import SEEDS, _band, ok_runs, panel_note
 from .mnist_grid import EXPERIMENT
 
 DEPTHS = (10, 100)
 SETTINGS = {"gresnet": "PyTorch's defaults (ours)", "gresnet_keras": "Keras's defaults"}
 COMMAND = "python -m idmap_lib mnist --kinds gresnet_keras --depths {d}"
-
-
-def _ok(prefix, d, seeds, out_dir):
-    return [r for r in _runs(EXPERIMENT, f"{prefix}-d{d}", "full", seeds, out_dir) if r["status"] == "ok"]
 
 
 def probe_figure(seeds=SEEDS, out_dir=None):
@@ -29,7 +25,7 @@ def probe_figure(seeds=SEEDS, out_dir=None):
     fig = make_subplots(rows=1, cols=len(DEPTHS), subplot_titles=[f"GResNet d = {d}" for d in DEPTHS])
     for col, d in enumerate(DEPTHS, 1):
         for i, (prefix, name) in enumerate(SETTINGS.items()):
-            runs = _ok(prefix, d, seeds, out_dir)
+            runs = ok_runs(EXPERIMENT, f"{prefix}-d{d}", "full", seeds, out_dir)
             if not runs:
                 panel_note(fig, col, f"{name}: not run yet<br>{COMMAND.format(d=d).replace(' --', '<br>--')}",
                            0.85 - 0.3 * i)
@@ -66,7 +62,7 @@ def probe_note(seeds=SEEDS, out_dir=None) -> str:
     and how much of the gap in k between ours and Paper B's the Keras defaults close."""
     lines, shares = [], []
     for d in DEPTHS:
-        torch_runs, keras_runs = (_ok(p, d, seeds, out_dir) for p in SETTINGS)
+        torch_runs, keras_runs = (ok_runs(EXPERIMENT, f"{p}-d{d}", "full", seeds, out_dir) for p in SETTINGS)
         if not (torch_runs and keras_runs):
             lines.append(f"d = {d}: the Keras runs are not recorded yet (`{COMMAND.format(d=d)}`).")
             continue
