@@ -44,10 +44,10 @@ while true; do
   rm -rf "$CKPT/locks/${exp}__${variant}__s${seed}"
   f=$(ls -t "$OUT"/"${exp}__${variant}__shrunk__s${seed}__"*.json 2>/dev/null | head -1)
   [[ -z $f ]] && { echo "sweep: no result file for $exp $variant $seed; stop"; exit 1; }
-  for try in 1 2 3 4 5 6 7 8 9 10; do  # another worker may be committing: retry; a result left uncommitted
-    # by an earlier failure goes with this one (the whole results folder is committed, nothing else)
-    git -C "$REPO" add -- data/results && git -C "$REPO" commit -q -m "result: $exp $variant seed $seed (CPU scale)" \
-      -- data/results && break
+  for try in 1 2 3 4 5 6 7 8 9 10; do  # another worker may be committing: retry. Only this run's result is
+    # committed: anything else in data/results (a test's stray output) is not the sweep's to record
+    git -C "$REPO" add -- "$f" && git -C "$REPO" commit -q -m "result: $exp $variant seed $seed (CPU scale)" \
+      -- "$f" && break
     sleep 30
   done
 done
