@@ -1,11 +1,18 @@
-"""Score of the last `make mutation` run, per module, from mutmut's records in mutants/.
+"""Score of the last mutmut run, per module, from mutmut's records in mutants/.
 
 score = killed / (killed + survived), over the mutants that were run, leaving out those judged equivalent in
 tests/mutation_equivalent.txt (one mutant name per line, then '#' and why). Timeouts count as killed (the
 mutant made the tests hang: the suite noticed). Mutants mutmut has not run yet ("not checked") are counted
 apart, so a partial run says how partial it is. Survivors that are not judged equivalent are listed.
+
+`--draw N` prints a simple random sample of N of all generated mutants (seeded: the same N and the same
+mutants give the same draw) for `make mutation-sample`; `--sample N` scores that sample alone and gives the
+score's 95 % Wilson interval: an unbiased estimate of the whole run's score for a fraction of its time.
 """
+import argparse
 import json
+import math
+import random
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -13,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 STATUS = {1: "killed", 3: "killed", 0: "survived", None: "not checked", 5: "no tests", 33: "no tests",
           34: "skipped", 36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout"}
+COLS = ["killed", "timeout", "survived", "equivalent", "no tests", "not checked", "suspicious"]
 
 
 def equivalent(path=ROOT / "tests" / "mutation_equivalent.txt"):
@@ -21,38 +29,79 @@ def equivalent(path=ROOT / "tests" / "mutation_equivalent.txt"):
     return {line.split("#")[0].strip() for line in path.read_text().splitlines() if line.split("#")[0].strip()}
 
 
-def main(mutants=ROOT / "mutants"):
+def records(mutants=ROOT / "mutants"):
+    """{mutant name: (module, mutmut's exit code or None)} for every generated mutant."""
     metas = sorted(mutants.glob("**/*.py.meta"))
     if not metas:
         sys.exit("no mutmut results in mutants/: run `make mutation` first")
-    eq = equivalent()
-    per = defaultdict(Counter)
-    survivors = []
-    for meta in metas:
-        module = meta.name[: -len(".py.meta")]
-        for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-            status = STATUS.get(code, "suspicious")
-            if status == "survived" and name in eq:
-                status = "equivalent"
-            per[module][status] += 1
-            if status == "survived":
-                survivors.append(name)
-    cols = ["killed", "timeout", "survived", "equivalent", "no tests", "not checked", "suspicious"]
-    print(f"{'module':<12}" + "".join(f"{c:>13}" for c in cols) + f"{'score':>9}")
+    return {name: (meta.name[: -len(".py.meta")], code) for meta in metas
+            for name, code in json.loads(meta.read_text())["exit_code_by_key"].items()}
+
+
+def draw(names, n, seed=0):
+    """A simple random sample of n of the mutant names (sorted first, so the draw depends only on the names)."""
+    names = sorted(names)
+    if not 0 < n <= len(names):
+        sys.exit(f"--draw/--sample N must be between 1 and the {len(names)} generated mutants, not {n}")
+    return sorted(random.Random(seed).sample(names, n))
+
+
+def summarize(recs, eq):
+    per, survivors = defaultdict(Counter), []
+    for name, (module, code) in sorted(recs.items()):
+        status = STATUS.get(code, "suspicious")
+        if status == "survived" and name in eq:
+            status = "equivalent"
+        per[module][status] += 1
+        if status == "survived":
+            survivors.append(name)
+    return per, survivors
+
+
+def score(c):
+    done = c["killed"] + c["timeout"] + c["survived"]
+    return (c["killed"] + c["timeout"]) / done if done else None
+
+
+def wilson(k, n, z=1.96):
+    """The 95 % Wilson score interval of a proportion k / n."""
+    p, d = k / n, 1 + z * z / n
+    mid, half = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return mid - half, mid + half
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--draw", type=int, metavar="N", help="print a seeded random sample of N mutant names")
+    ap.add_argument("--sample", type=int, metavar="N", help="score only the sample --draw N gives")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    recs = records()
+    if a.draw:
+        print("\n".join(draw(recs, a.draw, a.seed)))
+        return
+    if a.sample:
+        recs = {k: recs[k] for k in draw(recs, a.sample, a.seed)}
+    per, survivors = summarize(recs, equivalent())
+    print(f"{'module':<12}" + "".join(f"{c:>13}" for c in COLS) + f"{'score':>9}")
     total = Counter()
     for module, c in sorted(per.items()):
         total.update(c)
-        print(f"{module:<12}" + "".join(f"{c[k]:>13}" for k in cols) + f"{_score(c):>9}")
-    print(f"{'all':<12}" + "".join(f"{total[k]:>13}" for k in cols) + f"{_score(total):>9}")
+        print(f"{module:<12}" + "".join(f"{c[k]:>13}" for k in COLS) + f"{_pct(score(c)):>9}")
+    print(f"{'all':<12}" + "".join(f"{total[k]:>13}" for k in COLS) + f"{_pct(score(total)):>9}")
+    done = total["killed"] + total["timeout"] + total["survived"]
+    if a.sample and done:
+        lo, hi = wilson(total["killed"] + total["timeout"], done)
+        print(f"\nA random sample of {a.sample} of all generated mutants (seed {a.seed}): the whole run's score lies "
+              f"in [{_pct(lo)}, {_pct(hi)}] with 95 % confidence (Wilson), {total['not checked']} not run yet.")
     if survivors:
         print(f"\n{len(survivors)} survivors not judged equivalent (`mutmut show NAME` shows the change):")
         for s in survivors:
             print("  " + s)
 
 
-def _score(c):
-    done = c["killed"] + c["timeout"] + c["survived"]
-    return f"{100 * (c['killed'] + c['timeout']) / done:.1f}%" if done else "-"
+def _pct(x):
+    return "-" if x is None else f"{100 * x:.1f}%"
 
 
 if __name__ == "__main__":
