@@ -75,3 +75,46 @@ def test_offline_without_data_is_one_clear_error(tmp_path, monkeypatch):
         data.load("cifar10", tmp_path / "nowhere", root=tmp_path / "empty")
     with pytest.raises(ValueError, match="valid"):
         data.load("imagenet")
+
+
+def test_the_environment_variable_names_a_local_copy_decoded_under_root(tmp_path, monkeypatch):
+    tree = _fake_tree(tmp_path / "mnist-jpeg", per_class=1)
+    monkeypatch.setenv("IDMAP_DATA", str(tmp_path))  # a directory holding mnist-jpeg/
+    clock = iter([10.0, 11.23456])  # the decode, timed: 1.23456 s
+    monkeypatch.setattr(data.time, "perf_counter", lambda: next(clock))
+    d = data.load("mnist", root=tmp_path / "r", verbose=False)
+    (cache,) = (tmp_path / "r" / "cache").glob("mnist-*.pt")
+    assert d.name == "mnist" and d.x_train.shape == (10, 1, 28, 28) and d.y_test.tolist() == list(range(10))
+    assert d.source == {"kind": "local", "path": str(tree.resolve()), "sha256": d.source["sha256"],
+                        "cache": str(cache.resolve()), "decode_seconds": d.source["decode_seconds"]}
+    assert cache.name == f"mnist-{d.source['sha256'][:16]}.pt" and len(d.source["sha256"]) == 64
+    assert d.source["decode_seconds"] == 1.23
+
+
+class _FakeTorchvision:
+    """torchvision's dataset classes without the network: records how it was called, serves known pixels."""
+    calls = []
+
+    def __init__(self, root, train, download):
+        self.calls.append((type(self).__name__, root, train, download))
+        n = 3 if train else 2
+        shape = (n, 28, 28) if type(self).__name__ == "MNIST" else (n, 32, 32, 3)
+        self.data = torch.arange(n * torch.Size(shape[1:]).numel()).reshape(shape).remainder(251).to(torch.uint8)
+        self.targets = list(range(n))
+
+
+@pytest.mark.parametrize("name, cls, shape", [("mnist", "MNIST", (1, 28, 28)), ("cifar10", "CIFAR10", (3, 32, 32)),
+                                              ("cifar100", "CIFAR100", (3, 32, 32))])
+def test_torchvision_downloads_into_root_in_the_local_copys_layout(tmp_path, monkeypatch, name, cls, shape):
+    import torchvision.datasets as tvd
+    monkeypatch.setattr(tvd, cls, type(cls, (_FakeTorchvision,), {}))
+    monkeypatch.delenv("IDMAP_DATA", raising=False)
+    _FakeTorchvision.calls.clear()
+    d = data.load(name, root=tmp_path)
+    assert _FakeTorchvision.calls == [(cls, str(tmp_path), True, True), (cls, str(tmp_path), False, True)]
+    assert d.name == name and d.x_train.shape == (3, *shape) and d.x_test.shape == (2, *shape)
+    assert d.x_train.dtype == torch.uint8 and d.x_train.is_contiguous() and d.y_train.dtype == torch.int64
+    raw = tvd.__dict__[cls](str(tmp_path), train=True, download=True).data  # N,H,W (MNIST) or N,H,W,C (CIFAR)
+    want = raw.unsqueeze(1) if raw.ndim == 3 else raw.permute(0, 3, 1, 2)  # channels first, pixel for pixel
+    assert torch.equal(d.x_train, want) and d.y_train.tolist() == [0, 1, 2] and d.y_test.tolist() == [0, 1]
+    assert d.source == {"kind": "torchvision", "dataset": cls, "root": str(tmp_path.resolve())}

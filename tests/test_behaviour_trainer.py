@@ -1,0 +1,163 @@
+"""The trainer's contract, on networks small enough to train in a blink (Paper B's MNIST MLP at d = 4):
+what a result, a stopped run and a checkpoint hold; when checkpoints are written; exact resume; a non-finite
+loss or a run stuck at chance as a recorded "fail"; the options `train` passes on. (test_engine_trainer.py
+checks the same engine end to end on real CIFAR-10 networks, too slowly to rerun for every mutant.)"""
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from idmap_lib.engine import data, trainer
+from idmap_lib.engine.recipes import config, lr_at, step_schedule
+from idmap_lib.engine.results import config_hash, provenance
+
+SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+RESULT_KEYS = {"config", "config_hash", "status", "fail", "final", "history", "seed", "dataset_source", "precision",
+               "channels_last", "compiled", "cuda_graph", "deterministic"}
+CHECKPOINT_KEYS = {"format", "config", "config_hash", "world_size", "device_type", "precision", "step", "model",
+                   "optimizer", "scheduler", "scaler", "rng", "data", "acc", "history", "elapsed", "status", "fail"}
+
+
+@pytest.fixture(scope="module")
+def mnist():
+    return data.load("mnist", SHARED, verbose=False)
+
+
+def tiny(steps=12, kind="gresnet", seed=0, lr=0.002, log=3, eval_every=6):
+    """Paper B's MNIST recipe (NAdam) made tiny: d = 4, 600 + 200 images, a step schedule to see the lr move."""
+    cfg = config("b_mnist", f"{kind}-d10", "full", seed)
+    cfg["model"]["kwargs"]["d"] = 4
+    cfg.update(steps=steps, log_every=log, eval_every=eval_every, schedule=step_schedule(steps, lr, 10, [0.5]),
+               subset={"train_per_class": 60, "test_per_class": 20})
+    return cfg
+
+
+def quiet(cfg, mnist, **kw):
+    return trainer.train(cfg, data=mnist, progress=False, **{"write_result": False, **kw})
+
+
+def test_a_finished_result_holds_what_the_book_reads(mnist, tmp_path):
+    cfg = tiny()
+    seen = []
+    r = quiet(cfg, mnist, out_dir=tmp_path, write_result=True, amp="fp32",
+              on_log=lambda h: seen.append((len(h["train"]), len(h["test"]))))
+    assert set(r) == RESULT_KEYS | set(provenance(torch.device("cpu"), 1)) | {"path"}
+    assert r["status"] == "ok" and r["fail"] is None and r["config"] == cfg and r["config_hash"] == config_hash(cfg)
+    assert (r["seed"], r["precision"], r["channels_last"], r["compiled"], r["cuda_graph"], r["deterministic"]) == \
+        (0, "float32", False, False, False, False)  # an MLP has no convolution: no channels_last
+    assert r["dataset_source"] == mnist.source
+    tr, te = r["history"]["train"], r["history"]["test"]
+    assert [h["step"] for h in tr] == [3, 6, 9, 12] and [h["step"] for h in te] == [6, 12]
+    assert all(set(h) == {"step", "train_loss", "train_err", "lr", "img_per_s", "wall_s"} for h in tr)
+    assert all(set(h) == {"step", "test_loss", "test_err"} for h in te)
+    assert [h["lr"] for h in tr] == [lr_at(cfg["schedule"], s - 1) for s in (3, 6, 9, 12)] == [2e-3, 2e-3, 2e-4, 2e-4]
+    assert seen == [(1, 0), (2, 1), (3, 1), (4, 2)]  # on_log sees the history after each log and evaluation
+    f = r["final"]
+    assert set(f) == {"train_loss", "train_err", "steps", "wall_s", "img_per_s", "test_err", "test_loss", "gates_k"}
+    assert (f["train_loss"], f["train_err"], f["steps"]) == (tr[-1]["train_loss"], tr[-1]["train_err"], 12)
+    assert (f["test_err"], f["test_loss"]) == (te[-1]["test_err"], te[-1]["test_loss"])
+    assert f["img_per_s"] == pytest.approx(sum(h["img_per_s"] for h in tr[1:]) / 3)  # the first window warms up
+    assert f["wall_s"] == tr[-1]["wall_s"] > 0 and len(f["gates_k"]) == 2  # d = 4: two gated blocks of 2 layers
+    assert json.loads(Path(r["path"]).read_text()) == json.loads(json.dumps({k: v for k, v in r.items()
+                                                                              if k != "path"}))
+    assert "gates_k" not in quiet(tiny(kind="resnet"), mnist)["final"]
+    assert "path" not in quiet(cfg, mnist, out_dir=tmp_path / "none") and not (tmp_path / "none").exists()
+
+
+def test_a_stopped_run_says_where_it_stopped_and_its_checkpoint_holds_the_whole_state(mnist, tmp_path):
+    cfg = tiny()
+    r = quiet(cfg, mnist, checkpoint_dir=tmp_path, max_steps=6)
+    ck_path = tmp_path / f"{cfg['experiment']}__{cfg['variant']}__{cfg['scale']}__s0.pt"
+    assert r == {"status": "stopped", "step": 6, "config": cfg, "config_hash": config_hash(cfg),
+                 "history": r["history"], "checkpoint": str(ck_path)}
+    assert [h["step"] for h in r["history"]["train"]] == [3, 6]
+    ck = torch.load(ck_path, weights_only=True)
+    assert set(ck) == CHECKPOINT_KEYS
+    assert (ck["format"], ck["config"], ck["config_hash"], ck["world_size"], ck["device_type"], ck["step"]) == \
+        (1, cfg, config_hash(cfg), 1, "cpu", 6)
+    assert ck["scheduler"]["step"] == 6 and ck["scaler"] is None and ck["data"]["pos"] == 6 % (600 // 128) * 128
+    # (an epoch is the 4 whole batches of 600 images: the last partial batch is dropped)
+    assert (ck["status"], ck["fail"], ck["history"]) == ("running", None, r["history"])
+    assert set(ck["rng"]) == {"torch", "cuda", "order", "augment"} and ck["rng"]["cuda"] is None
+    assert ck["acc"].tolist() == [0.0, 0.0, 0.0, -1.0]  # stopped on a log: the window's sums were just reported
+    assert ck["model"].keys() == trainer.build_model(cfg["model"]).state_dict().keys()
+    assert quiet(cfg, mnist, max_steps=6)["checkpoint"] is None  # no checkpoint_dir: nothing saved
+
+
+def test_checkpoints_fall_on_multiples_of_checkpoint_every_and_at_the_stop(mnist, tmp_path, monkeypatch):
+    steps = []
+    monkeypatch.setattr(trainer, "save_checkpoint", lambda path, state: steps.append(state["step"]))
+    quiet(tiny(steps=12, log=2), mnist, checkpoint_dir=tmp_path, checkpoint_every=4, max_steps=10)
+    assert steps == [4, 8, 10]
+    steps.clear()  # rounded up to a multiple of log_every (checkpoints hold no half-reported window)
+    quiet(tiny(steps=12, log=3), mnist, checkpoint_dir=tmp_path, checkpoint_every=4)
+    assert steps == [6, 12]
+    steps.clear()  # the default: at every evaluation
+    quiet(tiny(steps=12, log=3, eval_every=6), mnist, checkpoint_dir=tmp_path)
+    assert steps == [6, 12]
+
+
+def test_resume_from_a_stop_between_logs_equals_the_run_uninterrupted(mnist, tmp_path):
+    cfg = tiny(steps=12, log=3)
+    full = quiet(cfg, mnist, deterministic=True)
+    part = quiet(cfg, mnist, deterministic=True, checkpoint_dir=tmp_path, max_steps=5)  # mid-window
+    assert part["status"] == "stopped" and part["step"] == 5
+    ck = torch.load(Path(part["checkpoint"]), weights_only=True)
+    assert ck["acc"][2].item() == 2 * 128  # the two steps since the last log are kept in the checkpoint
+    logs = []
+    done = quiet(cfg, mnist, deterministic=True, checkpoint_dir=tmp_path, resume=True,
+                 on_log=lambda h: logs.append(h["train"][-1]["step"]))
+    assert logs == [6, 9, 12]  # it went on from step 5
+    strip = lambda h: [{k: v for k, v in e.items() if k not in ("img_per_s", "wall_s")} for e in h]  # noqa: E731
+    assert strip(done["history"]["train"]) == strip(full["history"]["train"])
+    assert done["history"]["test"] == full["history"]["test"] and done["final"]["gates_k"] == full["final"]["gates_k"]
+    assert quiet(cfg, mnist, checkpoint_dir=tmp_path, resume=False)["history"]["train"][0]["step"] == 3  # afresh
+
+
+def test_a_non_finite_loss_is_a_recorded_fail_at_its_step(mnist, tmp_path, monkeypatch):
+    cfg = tiny(steps=12)
+    cfg["schedule"] = step_schedule(12, 1e30, 10, [0.5], warmup_steps=5, warmup_lr=0.0)  # lr 1e30 from step 5
+    r = quiet(cfg, mnist, out_dir=tmp_path, write_result=True)
+    assert r["status"] == "fail" and r["fail"] == {"step": 6, "reason": "non-finite training loss"}
+    assert r["final"]["steps"] == r["history"]["train"][-1]["step"] == 9  # stopped at the log after it
+    assert "test_err" not in r["final"] and json.loads(Path(r["path"]).read_text())["fail"] == r["fail"]
+    real = trainer.build_model
+
+    def poisoned(spec):  # a classifier of infinities: the very first loss is not finite
+        net = real(spec)
+        torch.nn.init.constant_(net[-1].weight, float("inf"))
+        return net
+
+    monkeypatch.setattr(trainer, "build_model", poisoned)
+    assert quiet(tiny(), mnist)["fail"] == {"step": 0, "reason": "non-finite training loss"}
+
+
+def test_a_run_stuck_at_chance_fails_only_where_the_recipe_asks(mnist):
+    cfg = tiny(steps=12, lr=0.0)  # no learning: training error stays at chance (0.9)
+    assert quiet(cfg, mnist)["status"] == "ok"  # the recipes' rule: only a non-finite loss stops a run
+    cfg["divergence"] = {"grace_fraction": 0.25, "chance_margin": 0.15}  # error >= 0.75 after step 6 fails
+    r = quiet(cfg, mnist)
+    assert r["status"] == "fail" and r["fail"]["step"] == 9 and "still at chance (0.900) after 9 steps" in \
+        r["fail"]["reason"]
+    cfg["divergence"] = {"grace_fraction": 0.25}
+    assert trainer.Run(cfg, data=mnist, progress=False).chance_margin == 0.01  # the default margin
+
+
+def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
+    during = []
+    r = quiet(tiny(steps=6), mnist, deterministic=True,
+              on_log=lambda h: during.append(torch.are_deterministic_algorithms_enabled()))
+    assert r["deterministic"] and during == [True, True] and not torch.are_deterministic_algorithms_enabled()
+    r = quiet(tiny(steps=6), mnist, amp="bf16", channels_last=True, cuda_graph=True)
+    assert (r["precision"], r["channels_last"], r["cuda_graph"]) == ("bfloat16", True, False)  # no graph on a CPU
+    run = trainer.Run(tiny(steps=6), data=mnist, progress=False, amp="fp16", write_result=False)
+    assert run.scaler is None  # a GradScaler only for fp16 on CUDA
+    assert run.graph_note is None and not run.graph_on
+    # a data path (not a Data): train_many loads each dataset the configs name, once
+    loads = []
+    real = data.load
+    monkeypatch.setattr(data, "load", lambda name, d=None: loads.append((name, d)) or real(name, d, verbose=False))
+    trainer.train_many([tiny(steps=3), tiny(steps=3, seed=1)], data=SHARED, progress=False, write_result=False)
+    assert loads == [("mnist", SHARED)]
