@@ -1,5 +1,7 @@
 """Stacked training (idmap_lib.engine.stacked): R networks trained as one equal R networks trained alone."""
+import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -7,8 +9,9 @@ import torch
 
 from idmap_lib import gates, mlp
 from idmap_lib.engine import data
-from idmap_lib.engine.recipes import config
-from idmap_lib.engine.stacked import StackedMLP, check_stackable, train_stacked
+from idmap_lib.engine.recipes import config, step_schedule
+from idmap_lib.engine.results import run_name
+from idmap_lib.engine.stacked import StackedMLP, check_stackable, group_hash, train_stacked
 from idmap_lib.engine.trainer import train
 
 SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -24,8 +27,8 @@ def tiny(kind, seed, d=4, steps=14, log=4, eval_every=8):
     """Paper B's full MNIST recipe (NAdam 0.002, batch 128) made tiny: d = 4, 14 steps, 600 + 200 images."""
     cfg = config("b_mnist", f"{kind}-d10", "full", seed)
     cfg["model"]["kwargs"]["d"] = d
-    cfg.update(steps=steps, log_every=log, eval_every=eval_every, schedule={"kind": "constant", "total": steps,
-               "base": 0.002}, subset={"train_per_class": 60, "test_per_class": 20})
+    cfg.update(steps=steps, log_every=log, eval_every=eval_every, schedule=step_schedule(steps, 0.002, 10, [0.5]),
+               subset={"train_per_class": 60, "test_per_class": 20})  # a step schedule: the lr must follow it
     return cfg
 
 
@@ -130,6 +133,12 @@ def test_only_one_recipe_and_depth_stack():
         check_stackable([a, tiny("plain", 0)])
     with pytest.raises(ValueError, match="only Paper B's MLPs"):
         check_stackable([config("b_resnet32", "gated", "shrunk")])
+    decayed = tiny("plain", 3)
+    decayed["optimizer"]["weight_decay"] = 1e-4
+    with pytest.raises(ValueError, match="plain-d10__full__s3: stacked training implements NAdam without weight decay"):
+        check_stackable([decayed])
+    with pytest.raises(ValueError, match="nothing to train"):
+        check_stackable([])
     keras = tiny("gresnet", 1)
     keras["model"]["kwargs"]["defaults"] = "keras"  # another BN epsilon: one stack cannot hold both
     with pytest.raises(ValueError, match="share the network's defaults"):
@@ -180,3 +189,30 @@ def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_p
             assert [float(k.detach()) for k in gates(net)] == pytest.approx(r["final"]["gates_k"])
     with pytest.raises(FileNotFoundError, match="python -m idmap_lib mnist --depths 6"):
         mnist_grid.trained_net(tiny("resnet", 5, d=6), tmp_path / "w")
+
+
+def test_a_stacked_result_is_the_trainers_result_plus_what_trained_together(mnist, tmp_path, capsys):
+    cfgs = [tiny(k, 0) for k in KINDS]
+    t0 = time.perf_counter()
+    res, _ = train_stacked(cfgs, data=mnist, out_dir=tmp_path, progress=True)
+    wall = time.perf_counter() - t0
+    assert f"stacked: 3 runs of {run_name(cfgs[0])} ... on cpu, float32; 14 steps to go" in capsys.readouterr().out
+    alone = train(cfgs[2], data=mnist, progress=False, amp="fp32", write_result=False)
+    for r in res:
+        assert set(r) == set(alone) | {"stacked", "path"} and set(r["final"]) <= set(alone["final"])
+        assert r["stacked"]["runs"] == 3 and r["stacked"]["with"] == [run_name(c) for c in cfgs]
+        assert "trained together" in r["stacked"]["note"] and "its own images per second" in r["stacked"]["note"]
+        assert [h["lr"] for h in r["history"]["train"]] == [h["lr"] for h in alone["history"]["train"]]
+        assert 0 < r["final"]["wall_s"] <= wall  # and each window's speed: >= 2 steps of 128 images within it
+        assert all(h["img_per_s"] >= 2 * 128 / wall for h in r["history"]["train"])
+        assert json.loads(Path(r["path"]).read_text())["stacked"] == r["stacked"]
+
+
+def test_a_stopped_stack_names_its_checkpoint_and_resumes_where_it_stopped(mnist, tmp_path, capsys):
+    cfgs = [tiny(k, 0) for k in KINDS]
+    part, _ = train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, max_steps=8)
+    ck = tmp_path / f"stack__{run_name(cfgs[0])}__{group_hash(cfgs)[:12]}.pt"
+    assert part == [{"status": "stopped", "step": 8, "config": c, "checkpoint": str(ck)} for c in cfgs]
+    train_stacked(cfgs, data=mnist, progress=True, checkpoint_dir=tmp_path, resume=True, write_result=False)
+    out = capsys.readouterr().out
+    assert f"resumed {ck} at step 8/14" in out and "6 steps to go" in out
