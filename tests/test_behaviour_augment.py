@@ -65,3 +65,10 @@ def test_memory_layout_is_nchw_unless_channels_last_is_asked_for():
         a = crop_flip(x, pad=pad, generator=torch.Generator().manual_seed(0))
         b = crop_flip(x, pad=pad, generator=torch.Generator().manual_seed(0), channels_last=True)
         assert a.is_contiguous() and b.is_contiguous(memory_format=torch.channels_last) and torch.equal(a, b)
+
+
+def test_the_defaults_are_the_papers_augmentation():
+    """Called bare, crop_flip is Paper A's: pad 4, crop back to the size, flip half the images."""
+    x = _images(2000)
+    got = _offsets(x, crop_flip(x, generator=torch.Generator().manual_seed(0)), 4)
+    assert {g[0] for g in got} == set(range(9)) and 0.4 < sum(m for _, _, m in got) / len(got) < 0.6

@@ -225,6 +225,8 @@ def test_optimizer_hyperparameters_come_from_the_recipe():
     assert type(nadam) is torch.optim.NAdam and nadam.defaults["lr"] == 0.002
     assert nadam.defaults["betas"] == (0.8, 0.99) and nadam.defaults["momentum_decay"] == 4e-3  # Keras' 0.004
     assert not nadam.defaults.get("capturable")  # device-side step counters: only for CUDA graphs
+    with pytest.raises(ValueError, match="unknown optimizer 'adam'; valid: sgd, nadam"):
+        build_optimizer(mlp, {"name": "adam", "lr": 1e-3})
 
 
 @pytest.mark.parametrize("experiment, variant, model_kwargs, wd", [

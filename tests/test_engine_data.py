@@ -71,6 +71,8 @@ def test_offline_without_data_is_one_clear_error(tmp_path, monkeypatch):
             data.load(name, root=tmp_path / "empty")
         msg = str(e.value)
         assert "IDMAP_DATA" in msg and "--data" in msg and "download" in msg and f"{name}-jpeg.tar.gz" in msg
+        assert "Error: " in msg and "network is unreachable (mocked)" in msg  # what torchvision met, by type
+        assert ("(URLError: <urlopen error" in msg) == name.startswith("cifar")  # MNIST's loader wraps it
     with pytest.raises(data.DataUnavailable, match="--data"):
         data.load("cifar10", tmp_path / "nowhere", root=tmp_path / "empty")
     with pytest.raises(ValueError, match="valid"):

@@ -53,6 +53,21 @@ def test_bf16_only_on_compute_capability_8_and_up(monkeypatch, capability, want)
         amp_dtype(torch.device("cuda"), "half")
 
 
+@pytest.mark.parametrize("native_bf16", [True, False])
+def test_precision_per_request_and_device(monkeypatch, native_bf16):
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: native_bf16)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, **k: (8, 0))
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    for dev in (cpu, cuda, torch.device("meta")):  # an explicit request holds on every device
+        assert [amp_dtype(dev, a) for a in ("bf16", "fp16", "fp32", "off", None, False)] == \
+            [torch.bfloat16, torch.float16, None, None, None, None]
+    # "auto": bf16 on a CPU only where it is native (emulated bf16 is slower than fp32); none elsewhere
+    assert amp_dtype(cpu) is amp_dtype(cpu, "auto") is (torch.bfloat16 if native_bf16 else None)
+    assert amp_dtype(cuda, "auto") is torch.bfloat16 and amp_dtype(torch.device("meta"), "auto") is None
+    assert [device.precision_name(d) for d in (None, torch.bfloat16, torch.float16)] == \
+        ["float32", "bfloat16", "float16"]
+
+
 def test_sgd_is_fused_on_cuda_only_and_nadam_capturable_for_graphs():
     model = torch.nn.Linear(3, 2)
     sgd = config("a_table2_activations", "full_preact-110", "full")["optimizer"]

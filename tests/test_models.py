@@ -441,3 +441,19 @@ def test_a_gresnet_computes_the_same_function_with_every_k_scaled_by_c():
             u.k.mul_(c)
         out.weight.div_(c)
         assert torch.allclose(net(x), reference, atol=1e-8)
+
+
+def test_width_scale_narrows_every_layer_and_keeps_every_layer():
+    """The CPU scale's ResNet-164/1001 (recipes.SHRUNK_WIDTH): every channel count x 1/4, conv1 included (it
+    still reads the 3 colour channels); the same convolutions in the same order, the fc on 1/4 of the features."""
+    convs = lambda m: [(c.in_channels, c.out_channels, c.kernel_size, c.stride)  # noqa: E731
+                       for c in m.modules() if isinstance(c, nn.Conv2d)]
+    for depth, scale in ((164, 0.25), (20, 0.5), (20, 0.125)):
+        full, narrow = im.cifar_resnet(depth), im.cifar_resnet(depth, width_scale=scale)
+        assert convs(narrow) == [(i if i == 3 else int(i * scale), int(o * scale), k, s) for i, o, k, s in convs(full)]
+        assert narrow.fc.in_features == int(full.fc.in_features * scale)
+    for depth, bad in ((20, 0.3), (20, 0), (20, -0.5), (20, "half"), (164, 0.125), (164, 0.375)):
+        # 0.125 of a bottleneck net: conv1 gets 2 channels, fewer than the 4 a bottleneck's 3x3 needs at least;
+        # 0.375: a bottleneck of 6 channels would give its 3x3 1.5
+        with pytest.raises(ValueError, match="whole channel counts"):
+            im.cifar_resnet(depth, width_scale=bad)

@@ -15,8 +15,10 @@ def test_a_removed_block_is_exactly_the_identity_and_equals_a_closed_gate():
     net = _net()
     units = im.residual_units(net)
     x = torch.randn(7, 50)
+    n_params = sum(p.numel() for p in net.parameters())
     with pruning.removed(net, [2]):
         assert torch.equal(units[2](x), x)              # x_{l+1} = x_l, bit for bit
+        assert sum(p.numel() for p in net.parameters()) == n_params  # the branch stays in the model, unused
         out_removed = net(torch.rand(5, 1, 28, 28, generator=torch.Generator().manual_seed(1)))
     with torch.no_grad():
         k = units[2].k.clone()
