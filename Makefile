@@ -62,13 +62,17 @@ MUTATION_JOBS ?= 2
 SAMPLE        ?= 400
 MUTATION_NICE ?= 15
 MUTMUT = IDMAP_ROOT=$(abspath mutants/idmap-root) OMP_NUM_THREADS=1 nice -n $(MUTATION_NICE) $(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS)
+# (tools/mutation_import_time.py runs the mutants of import-time code, which mutmut cannot exercise.)
+IMPORT_TIME = IDMAP_ROOT=$(abspath mutants/idmap-root) nice -n $(MUTATION_NICE) $(PY) tools/mutation_import_time.py
 mutation: mutation-setup
 	$(MUTMUT) $(MUTANTS) || true
+	$(IMPORT_TIME)
 	$(MAKE) --no-print-directory mutation-results
 
 mutation-sample: mutation-setup
 	$(MUTMUT) 'idmap_lib.engine.augment.x_crop_flip__mutmut_1' > /dev/null
 	$(MUTMUT) $$($(PY) tools/mutation_summary.py --draw $(SAMPLE)) || true
+	$(IMPORT_TIME) $$($(PY) tools/mutation_summary.py --draw $(SAMPLE))
 	$(PY) tools/mutation_summary.py --sample $(SAMPLE)
 
 # A mutant may write where the real code would not (results, checkpoints, caches): mutants get a data root of

@@ -159,6 +159,11 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
     run = trainer.Run(tiny(steps=6), data=mnist, progress=False, amp="fp16", write_result=False)
     assert run.scaler is None  # a GradScaler only for fp16 on CUDA
     assert run.graph_note is None and not run.graph_on
+    settings = []  # the process-wide switches hear of the run's device and determinism
+    real_settings = trainer.EngineSettings
+    monkeypatch.setattr(trainer, "EngineSettings", lambda det, dev: settings.append((det, dev)) or real_settings(det, dev))
+    quiet(tiny(steps=3), mnist, deterministic=True, device="cpu")
+    assert settings == [(True, "cpu")]
     # a data path (not a Data): train_many loads each dataset the configs name, once
     loads = []
     real = data.load

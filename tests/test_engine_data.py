@@ -1,6 +1,7 @@
 """Data sources: local tarball/tree decoded once into a uint8 cache; torchvision; the offline error."""
 import io
 import os
+import pickle
 import tarfile
 import urllib.error
 from pathlib import Path
@@ -91,6 +92,20 @@ def test_the_environment_variable_names_a_local_copy_decoded_under_root(tmp_path
                         "cache": str(cache.resolve()), "decode_seconds": d.source["decode_seconds"]}
     assert cache.name == f"mnist-{d.source['sha256'][:16]}.pt" and len(d.source["sha256"]) == 64
     assert d.source["decode_seconds"] == 1.23
+
+
+class _NotATensor(dict):
+    pass
+
+
+def test_a_cache_holding_more_than_tensors_is_refused(tmp_path):
+    """The decoded cache is read with torch.load(weights_only=True): a file that would run code is not loaded."""
+    tree = _fake_tree(tmp_path / "mnist-jpeg", per_class=1)
+    d = data.load("mnist", tree, root=tmp_path / "r", verbose=False)
+    cache = Path(d.source["cache"])
+    torch.save(_NotATensor(x_train=d.x_train, y_train=d.y_train, x_test=d.x_test, y_test=d.y_test), cache)
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        data.load("mnist", tree, root=tmp_path / "r", verbose=False)
 
 
 class _FakeTorchvision:

@@ -53,6 +53,8 @@ def test_stacked_module_is_exactly_the_nets_it_stacks():
     out = s(x)
     for r, n in enumerate(nets):
         assert torch.allclose(out[r], n.eval()(x[r]), atol=1e-5)
+    alone = StackedMLP(nets[1:2], ["resnet"]).eval()  # a stack of one is the net itself
+    assert torch.allclose(alone(x[:1])[0], nets[1].eval()(x[0]), atol=1e-5)
     fresh = [mlp(k, 6) for k in list(KINDS) + ["gresnet"]]
     s.unstack(fresh)  # unstacking gives back every weight, gate and statistic
     for a, b in zip(nets, fresh):
@@ -139,6 +141,12 @@ def test_only_one_recipe_and_depth_stack():
         check_stackable([decayed])
     with pytest.raises(ValueError, match="nothing to train"):
         check_stackable([])
+    wide = tiny("resnet", 1)
+    wide["model"]["kwargs"]["width"] = 60
+    with pytest.raises(ValueError, match="share the network's width"):
+        check_stackable([a, wide])
+    with pytest.raises(ValueError, match="stacks the kinds plain, resnet, gresnet; got dense"):
+        StackedMLP([mlp("plain", 4)], ["dense"])
     keras = tiny("gresnet", 1)
     keras["model"]["kwargs"]["defaults"] = "keras"  # another BN epsilon: one stack cannot hold both
     with pytest.raises(ValueError, match="share the network's defaults"):

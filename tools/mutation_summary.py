@@ -5,6 +5,8 @@ tests/mutation_equivalent.txt (one mutant name per line, then '#' and why). Time
 mutant made the tests hang: the suite noticed). Mutants mutmut has not run yet ("not checked") are counted
 apart, so a partial run says how partial it is. Survivors that are not judged equivalent are listed.
 
+Mutants of code that runs at import time are judged by tools/mutation_import_time.py instead (see there).
+
 `--draw N` prints a simple random sample of N of all generated mutants (seeded: the same N and the same
 mutants give the same draw) for `make mutation-sample`; `--sample N` scores that sample alone and gives the
 score's 95 % Wilson interval: an unbiased estimate of the whole run's score for a fraction of its time.
@@ -16,6 +18,8 @@ import random
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from mutation_import_time import import_time
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUS = {1: "killed", 3: "killed", 0: "survived", None: "not checked", 5: "no tests", 33: "no tests",
@@ -30,12 +34,18 @@ def equivalent(path=ROOT / "tests" / "mutation_equivalent.txt"):
 
 
 def records(mutants=ROOT / "mutants"):
-    """{mutant name: (module, mutmut's exit code or None)} for every generated mutant."""
+    """{mutant name: (module, exit code or None)} for every generated mutant: mutmut's verdicts, and for the
+    mutants of import-time code (which mutmut cannot exercise) those of tools/mutation_import_time.py."""
     metas = sorted(mutants.glob("**/*.py.meta"))
     if not metas:
         sys.exit("no mutmut results in mutants/: run `make mutation` first")
-    return {name: (meta.name[: -len(".py.meta")], code) for meta in metas
+    recs = {name: (meta.name[: -len(".py.meta")], code) for meta in metas
             for name, code in json.loads(meta.read_text())["exit_code_by_key"].items()}
+    own = mutants / "import-time.json"
+    by_hand = json.loads(own.read_text()) if own.exists() else {}
+    for name in import_time(recs):
+        recs[name] = (recs[name][0], {"killed": 1, "survived": 0}.get(by_hand.get(name), None))
+    return recs
 
 
 def draw(names, n, seed=0):
