@@ -170,3 +170,12 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
     monkeypatch.setattr(data, "load", lambda name, d=None: loads.append((name, d)) or real(name, d, verbose=False))
     trainer.train_many([tiny(steps=3), tiny(steps=3, seed=1)], data=SHARED, progress=False, write_result=False)
     assert loads == [("mnist", SHARED)]
+
+
+def test_the_projected_time_is_the_measured_time_a_step_times_the_steps_left(mnist, monkeypatch):
+    run = trainer.Run(tiny(steps=20, log=5, eval_every=10), data=mnist, progress=False, write_result=False)
+    monkeypatch.setattr(trainer.time, "perf_counter", lambda: run.step * 0.5)  # a clock of 0.5 s a step
+    while not run.done:
+        run.advance()
+    # timed over steps 5..15 (after the first steps), projected for the 5 steps left then
+    assert (run._probe["at"], run._probe["until"], run.projected_s) == (5, 15, 0.5 * 5)
