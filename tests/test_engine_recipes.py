@@ -79,3 +79,20 @@ def test_unknown_names_are_clear_errors():
     assert p.returncode == 2 and "valid: plain, gated" in p.stderr
     p = subprocess.run([sys.executable, "-m", "idmap_lib", "list"], capture_output=True, text=True)
     assert p.returncode == 0 and "gresnet-d100" in p.stdout and "c100-1001-full_preact" in p.stdout
+
+
+def test_the_listing_names_every_experiment_and_variant_and_marks_the_baseline():
+    from idmap_lib.engine.recipes import listing
+    lines = listing().splitlines()
+    assert sum(1 for line in lines if not line.startswith(" ")) == len(EXPERIMENTS)
+    for name, e in EXPERIMENTS.items():
+        assert f"{name}: {e['title']}" in lines
+        for v in e["variants"]:
+            assert f"    {v}{'  (baseline)' if v == e['baseline'] else ''}" in lines
+
+
+def test_mnist_configs_are_one_depths_full_recipe_kind_by_kind_and_seed_by_seed():
+    from idmap_lib.engine.recipes import MNIST_KINDS, mnist_configs
+    got = mnist_configs(20, ["1", 2])
+    assert got == [config("b_mnist", f"{k}-d20", "full", s) for k in MNIST_KINDS for s in (1, 2)]
+    assert [c["variant"] for c in mnist_configs(10, [0], kinds=("gresnet_keras",))] == ["gresnet_keras-d10"]
