@@ -38,7 +38,8 @@ def fingerprints():
 def test_no_recipe_changes_unseen():
     now = fingerprints()
     if os.environ.get("IDMAP_UPDATE_RECIPES"):
-        SNAPSHOT.write_text(json.dumps(now, indent=0, sort_keys=True) + "\n")
+        SNAPSHOT.write_text("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v, sort_keys=True)}"
+                                               for k, v in sorted(now.items())) + "\n}\n")  # a recipe a line
     old = json.loads(SNAPSHOT.read_text())
     changed = sorted(k for k in now.keys() | old.keys() if now.get(k) != old.get(k))
     assert not changed, (
