@@ -156,6 +156,9 @@ def test_prepare_data_loads_the_recipes_dataset_and_takes_a_stratified_subset(mo
     assert torch.equal(D["x_train"], sub)                                # the images of the subset ...
     torch.testing.assert_close(D["mean"], sub.double().div(255).mean(0, keepdim=True).float(), rtol=0, atol=1e-6)
     assert D["num_classes"] == 10 and D["source"] == {"kind": "synthetic"}  # ... and the subset's mean
+    cfg["subset"]["seed"] = 5  # a subset's own seed draws other images
+    other = batches.prepare_data(cfg, "/some/where", torch.device("cpu"))["x_train"]
+    assert torch.equal(other, d.x_train[data_mod.stratified_subset(d.y_train, 2, 5)]) and not torch.equal(other, sub)
 
 
 # --- optimizer: weight decay per group -----------------------------------------------------------

@@ -179,3 +179,12 @@ def test_the_projected_time_is_the_measured_time_a_step_times_the_steps_left(mni
         run.advance()
     # timed over steps 5..15 (after the first steps), projected for the 5 steps left then
     assert (run._probe["at"], run._probe["until"], run.projected_s) == (5, 15, 0.5 * 5)
+
+
+def test_the_first_line_says_where_and_how_the_run_computes(mnist, capsys):
+    cfg = tiny(steps=6)
+    quiet(cfg, mnist, amp="fp32", channels_last=True)  # progress=False: nothing is said
+    assert capsys.readouterr().out == ""
+    trainer.train(cfg, data=mnist, write_result=False, amp="bf16", channels_last=True, cuda_graph=True)
+    assert (f"{cfg['experiment']}__{cfg['variant']}__full__s0: cpu, bfloat16, channels_last (no CUDA graph: CUDA "
+            "graphs need a CUDA device); 6 steps to go\n") in capsys.readouterr().out

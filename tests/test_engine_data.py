@@ -50,6 +50,9 @@ def test_real_cifar10_from_shared_data():
     assert d.y_train.bincount().tolist() == [5000] * 10 and d.y_test.bincount().tolist() == [1000] * 10
     assert d.source["sha256"].startswith("d34c68f61cca57aa")
     sub = data.stratified_subset(d.y_train, 20, seed=3)
+    assert torch.equal(data.stratified_subset(d.y_test, 1000, seed=0), torch.arange(10000))  # all of each class
+    with pytest.raises(ValueError, match="class 0 has 1000 examples, fewer than per_class=1001"):
+        data.stratified_subset(d.y_test, 1001, seed=0)
     assert d.y_train[sub].bincount().tolist() == [20] * 10
     assert torch.equal(sub, data.stratified_subset(d.y_train, 20, seed=3))
     mean, std = data.normalization("per_pixel_mean", d.x_train[sub])

@@ -69,11 +69,17 @@ def test_table_contents():
     assert sorted({v.split("-d")[1] for v in EXPERIMENTS["b_mnist"]["variants"]}, key=int) == ["2", "10", "20", "50", "100"]
 
 
-def test_unknown_names_are_clear_errors():
-    with pytest.raises(ValueError, match="valid: a_table1_shortcuts"):
+def test_unknown_names_in_a_config_are_clear_errors_and_the_default_scale_is_the_cpu_scale():
+    with pytest.raises(ValueError, match="unknown experiment 'nope'; valid: a_table1_shortcuts"):
         config("nope", "original")
-    with pytest.raises(ValueError, match="valid: plain, gated"):
+    with pytest.raises(ValueError, match="unknown variant 'nope' of b_wrn; valid: plain, gated"):
         config("b_wrn", "nope")
+    with pytest.raises(ValueError, match="unknown scale 'tiny'; valid: shrunk, full"):
+        config("b_wrn", "plain", "tiny")
+    assert config("b_wrn", "plain") == config("b_wrn", "plain", "shrunk")
+
+
+def test_unknown_names_are_clear_errors():
     p = subprocess.run([sys.executable, "-m", "idmap_lib", "train", "--experiment", "b_wrn", "--variant", "x"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "valid: plain, gated" in p.stderr
