@@ -54,12 +54,13 @@ test: book $(CHROMIUM)
 # tests/MUTATION.md records the score and the survivors we accept. Narrow a run with a glob of mutant names:
 #   make mutation MUTANTS='idmap_lib.models.units.* idmap_lib.models.shortcuts.*'
 # mutmut keeps its results in mutants/ and re-runs only what changed. The whole run is ~5,000 mutants (hours on
-# 2 cores); `make mutation-sample SAMPLE=400` runs a seeded random sample of them instead (the first mutmut
-# call only brings mutants/ and the test statistics up to date with the code, running one mutant) and scores it
-# with a 95 % interval.
+# 2 cores); `make mutation-sample SAMPLE=400 BLOCK=0` runs a seeded random sample of them instead (the first
+# mutmut call only brings mutants/ and the test statistics up to date, running one mutant) and scores it with a
+# 95 % interval. Once tests were written from a block's survivors, the next BLOCK (disjoint) measures afresh.
 MUTANTS       ?=
 MUTATION_JOBS ?= 2
 SAMPLE        ?= 400
+BLOCK         ?= 0
 MUTATION_NICE ?= 15
 MUTMUT = IDMAP_ROOT=$(abspath mutants/idmap-root) OMP_NUM_THREADS=1 nice -n $(MUTATION_NICE) $(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS)
 # (tools/mutation_import_time.py runs the mutants of import-time code, which mutmut cannot exercise.)
@@ -71,9 +72,9 @@ mutation: mutation-setup
 
 mutation-sample: mutation-setup
 	$(MUTMUT) 'idmap_lib.engine.augment.x_crop_flip__mutmut_1' > /dev/null
-	$(MUTMUT) $$($(PY) tools/mutation_summary.py --draw $(SAMPLE)) || true
-	$(IMPORT_TIME) $$($(PY) tools/mutation_summary.py --draw $(SAMPLE))
-	$(PY) tools/mutation_summary.py --sample $(SAMPLE)
+	$(MUTMUT) $$($(PY) tools/mutation_summary.py --draw $(SAMPLE) --block $(BLOCK)) || true
+	$(IMPORT_TIME) $$($(PY) tools/mutation_summary.py --draw $(SAMPLE) --block $(BLOCK))
+	$(PY) tools/mutation_summary.py --sample $(SAMPLE) --block $(BLOCK)
 
 # A mutant may write where the real code would not (results, checkpoints, caches): mutants get a data root of
 # their own, never data/ (its decoded-dataset cache copied in, so the tests need not decode the JPEGs again).

@@ -7,9 +7,10 @@ apart, so a partial run says how partial it is. Survivors that are not judged eq
 
 Mutants of code that runs at import time are judged by tools/mutation_import_time.py instead (see there).
 
-`--draw N` prints a simple random sample of N of all generated mutants (seeded: the same N and the same
-mutants give the same draw) for `make mutation-sample`; `--sample N` scores that sample alone and gives the
-score's 95 % Wilson interval: an unbiased estimate of the whole run's score for a fraction of its time.
+`--draw N [--block B]` prints a simple random sample of N of the generated mutants (seeded: the same N, block
+and mutants give the same draw) for `make mutation-sample`; `--sample N [--block B]` scores that sample alone
+with the score's 95 % Wilson interval: an unbiased estimate of the whole run's score for a fraction of its time
+-- as long as no test was written from that sample's survivors (then draw the next block).
 """
 import argparse
 import json
@@ -48,12 +49,17 @@ def records(mutants=ROOT / "mutants"):
     return recs
 
 
-def draw(names, n, seed=0):
-    """A simple random sample of n of the mutant names (sorted first, so the draw depends only on the names)."""
-    names = sorted(names)
-    if not 0 < n <= len(names):
-        sys.exit(f"--draw/--sample N must be between 1 and the {len(names)} generated mutants, not {n}")
-    return sorted(random.Random(seed).sample(names, n))
+def draw(names, n, block=0):
+    """Block `block` of simple random samples of n mutant names, disjoint: block b is drawn (seed b) from the
+    names no earlier block holds. A block whose survivors were read to write tests no longer estimates the
+    score without bias; the next block, drawn from the rest, does."""
+    rest = set(names)
+    if not 0 < n * (block + 1) <= len(rest):
+        sys.exit(f"{block + 1} blocks of {n} do not fit in the {len(rest)} generated mutants")
+    for b in range(block + 1):
+        sample = sorted(random.Random(b).sample(sorted(rest), n))
+        rest -= set(sample)
+    return sample
 
 
 def summarize(recs, eq):
@@ -84,14 +90,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draw", type=int, metavar="N", help="print a seeded random sample of N mutant names")
     ap.add_argument("--sample", type=int, metavar="N", help="score only the sample --draw N gives")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--block", type=int, default=0, help="which of the disjoint samples (default 0)")
     a = ap.parse_args(argv)
     recs = records()
     if a.draw:
-        print("\n".join(draw(recs, a.draw, a.seed)))
+        print("\n".join(draw(recs, a.draw, a.block)))
         return
     if a.sample:
-        recs = {k: recs[k] for k in draw(recs, a.sample, a.seed)}
+        recs = {k: recs[k] for k in draw(recs, a.sample, a.block)}
     per, survivors = summarize(recs, equivalent())
     print(f"{'module':<12}" + "".join(f"{c:>13}" for c in COLS) + f"{'score':>9}")
     total = Counter()
@@ -102,7 +108,7 @@ def main(argv=None):
     done = total["killed"] + total["timeout"] + total["survived"]
     if a.sample and done:
         lo, hi = wilson(total["killed"] + total["timeout"], done)
-        print(f"\nA random sample of {a.sample} of all generated mutants (seed {a.seed}): the whole run's score lies "
+        print(f"\nA random sample of {a.sample} of the generated mutants (block {a.block}): the whole run's score lies "
               f"in [{_pct(lo)}, {_pct(hi)}] with 95 % confidence (Wilson), {total['not checked']} not run yet.")
     if survivors:
         print(f"\n{len(survivors)} survivors not judged equivalent (`mutmut show NAME` shows the change):")
