@@ -20,7 +20,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from mutation_import_time import import_time
+from mutation_import_time import import_time, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUS = {1: "killed", 3: "killed", 0: "survived", None: "not checked", 5: "no tests", 33: "no tests",
@@ -42,10 +42,9 @@ def records(mutants=ROOT / "mutants"):
         sys.exit("no mutmut results in mutants/: run `make mutation` first")
     recs = {name: (meta.name[: -len(".py.meta")], code) for meta in metas
             for name, code in json.loads(meta.read_text())["exit_code_by_key"].items()}
-    own = mutants / "import-time.json"
-    by_hand = json.loads(own.read_text()) if own.exists() else {}
+    own = verdicts()
     for name in import_time(recs):
-        recs[name] = (recs[name][0], {"killed": 1, "survived": 0}.get(by_hand.get(name), None))
+        recs[name] = (recs[name][0], {"killed": 1, "survived": 0}.get(own.get(name)))
     return recs
 
 
