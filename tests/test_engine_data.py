@@ -44,6 +44,22 @@ def test_tree_and_tarball_decode_once_to_the_same_uint8_tensors(tmp_path):
     assert "decode_seconds" not in d3.source and torch.equal(d3.x_train, d2.x_train)
 
 
+def test_a_cifar_tree_decodes_to_rgb_even_from_a_grey_jpeg_and_an_empty_split_is_an_error(tmp_path):
+    classes = data.DATASETS["cifar10"][2]
+    for split in ("train", "test"):
+        for i, c in enumerate(classes):
+            (tmp_path / "t" / split / c).mkdir(parents=True)
+            Image.new("RGB", (32, 32), color=(20 * i, 255 - 20 * i, 100)).save(tmp_path / "t" / split / c / "0.png")
+    Image.new("L", (32, 32), color=77).save(tmp_path / "t" / "train" / "truck" / "1.png")  # a grey image
+    d = data.load("cifar10", tmp_path / "t", root=tmp_path / "r", verbose=False)
+    assert d.x_train.shape == (11, 3, 32, 32) and d.y_train.tolist() == list(range(10)) + [9]
+    assert d.x_train[2, :, 5, 5].tolist() == [40, 215, 100] and d.x_train[10, :, 0, 0].tolist() == [77, 77, 77]
+    for p in (tmp_path / "t" / "test").glob("*/*"):
+        p.unlink()
+    with pytest.raises(ValueError, match="no images under test/<class>/"):
+        data.load("cifar10", tmp_path / "t", root=tmp_path / "r2", verbose=False)
+
+
 def test_real_cifar10_from_shared_data():
     d = data.load("cifar10", SHARED, verbose=False)
     assert d.x_train.shape == (50000, 3, 32, 32) and d.x_test.shape == (10000, 3, 32, 32)

@@ -214,6 +214,11 @@ def test_a_stacked_result_is_the_trainers_result_plus_what_trained_together(mnis
         assert 0 < r["final"]["wall_s"] <= wall  # and each window's speed: >= 2 steps of 128 images within it
         assert all(h["img_per_s"] >= 2 * 128 / wall for h in r["history"]["train"])
         assert json.loads(Path(r["path"]).read_text())["stacked"] == r["stacked"]
+        flags = ("precision", "channels_last", "compiled", "cuda_graph", "deterministic")
+        assert [r[k] for k in flags] == [alone[k] for k in flags] == ["float32", False, False, False, False]
+    two, _ = train_stacked([tiny("plain", 0, log=7)], data=SHARED, progress=False, write_result=False)  # by path
+    tr = two[0]["history"]["train"]  # two windows: the speed is the second's (the first warms up)
+    assert len(tr) == 2 and two[0]["final"]["img_per_s"] == tr[1]["img_per_s"]
 
 
 def test_a_stopped_stack_names_its_checkpoint_and_resumes_where_it_stopped(mnist, tmp_path, capsys):
@@ -221,6 +226,19 @@ def test_a_stopped_stack_names_its_checkpoint_and_resumes_where_it_stopped(mnist
     part, _ = train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, max_steps=8)
     ck = tmp_path / f"stack__{run_name(cfgs[0])}__{group_hash(cfgs)[:12]}.pt"
     assert part == [{"status": "stopped", "step": 8, "config": c, "checkpoint": str(ck)} for c in cfgs]
+    state = torch.load(ck, weights_only=True)
+    assert set(state) == {"format", "config_hash", "configs", "step", "model", "optimizer", "rng", "data", "acc",
+                          "first_bad", "alive", "history", "status", "fail", "elapsed"}
+    assert (state["format"], state["config_hash"], state["configs"], state["step"]) == (1, group_hash(cfgs), cfgs, 8)
     train_stacked(cfgs, data=mnist, progress=True, checkpoint_dir=tmp_path, resume=True, write_result=False)
     out = capsys.readouterr().out
     assert f"resumed {ck} at step 8/14" in out and "6 steps to go" in out
+
+
+def test_stacked_checkpoints_fall_on_multiples_of_checkpoint_every_and_at_the_stop(mnist, tmp_path, monkeypatch):
+    from idmap_lib.engine import stacked
+    steps = []
+    monkeypatch.setattr(stacked, "save_checkpoint", lambda path, state: steps.append(state["step"]))
+    cfgs = [tiny(k, 0, log=2) for k in KINDS]
+    train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, checkpoint_every=4, max_steps=10)
+    assert steps == [4, 8, 10]
