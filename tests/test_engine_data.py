@@ -24,9 +24,11 @@ def _fake_tree(root: Path, per_class=3, classes=tuple("0123456789")):
     return root
 
 
-def test_tree_and_tarball_decode_once_to_the_same_uint8_tensors(tmp_path):
+def test_tree_and_tarball_decode_once_to_the_same_uint8_tensors(tmp_path, capsys):
     tree = _fake_tree(tmp_path / "mnist-jpeg")
-    d1 = data.load("mnist", tree, root=tmp_path / "r", verbose=False)
+    d1 = data.load("mnist", tree, root=tmp_path / "r")
+    out = capsys.readouterr().out  # what a reader sees the first time
+    assert f"decoding {tree} once into {tmp_path / 'r' / 'cache'}" in out and "decoded 30+30 images in " in out
     assert d1.x_train.dtype == torch.uint8 and d1.x_train.shape == (30, 1, 28, 28)
     assert d1.y_train.tolist() == [c for c in range(10) for _ in range(3)]
     assert abs(int(d1.x_train[4, 0, 10, 10]) - 21) <= 2  # class 1, image 1: grey 21 (JPEG q100)
@@ -93,6 +95,7 @@ def test_offline_without_data_is_one_clear_error(tmp_path, monkeypatch):
         assert "IDMAP_DATA" in msg and "--data" in msg and "download" in msg and f"{name}-jpeg.tar.gz" in msg
         assert "Error: " in msg and "network is unreachable (mocked)" in msg  # what torchvision met, by type
         assert ("(URLError: <urlopen error" in msg) == name.startswith("cifar")  # MNIST's loader wraps it
+        assert f"no local copy was found in IDMAP_DATA={tmp_path / 'nowhere'}. Either" in msg
     with pytest.raises(data.DataUnavailable, match="--data"):
         data.load("cifar10", tmp_path / "nowhere", root=tmp_path / "empty")
     with pytest.raises(ValueError, match="valid"):

@@ -149,6 +149,7 @@ def test_duration_format_and_bench_block():
     assert block_for(1001) == block_for(164) == "bottleneck" and block_for(110) == "basic"
     assert device.format_duration(42) == "42 s"
     assert device.format_duration(5 * 60) == "5 min"
+    assert [device.format_duration(s) for s in (89, 90, 2 * 3600 - 1, 2 * 3600)] == ["89 s", "2 min", "120 min", "2.0 h"]
     assert device.format_duration(17 * 3600) == "17.0 h"
 
 
