@@ -145,7 +145,7 @@ def test_only_one_recipe_and_depth_stack():
     c100["model"]["kwargs"]["num_classes"] = 100
     with pytest.raises(ValueError, match="share the network's num_classes"):
         check_stackable([a, c100])
-    with pytest.raises(ValueError, match="needs one kind per network, and at least one network"):
+    with pytest.raises(ValueError, match="^StackedMLP needs one kind per network, and at least one network$"):
         StackedMLP([], [])
     wide = tiny("resnet", 1)
     wide["model"]["kwargs"]["width"] = 60
