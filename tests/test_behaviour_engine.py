@@ -294,3 +294,18 @@ def test_evaluation_does_not_depend_on_the_batch_size():
     results = [evaluate(model, D, None, False, torch.device("cpu"), Single(), batch=b) for b in (1000, 7, 1)]
     for loss, err in results[1:]:
         assert loss == pytest.approx(results[0][0], rel=1e-5) and err == pytest.approx(results[0][1], abs=1e-9)
+
+
+def test_augmentation_draws_from_the_runs_own_generator_only():
+    """A batch's crops and flips depend on the run's augmentation generator, not on the global RNG (which
+    dropout and other runs in the same process move)."""
+    from idmap_lib.engine import batches
+    cfg = _tiny_cfg("a_table2_activations", "full_preact-110", {"depth": 8}, augment={"pad": 4, "flip": True})
+    D = batches.prepare_data(cfg, _synthetic(), torch.device("cpu"))
+    idx = torch.arange(16)
+    out = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        out.append(batches.train_batch(D, idx, cfg["augment"], torch.Generator().manual_seed(5), False))
+    assert torch.equal(out[0], out[1])
+    assert not torch.equal(out[0], batches.train_batch(D, idx, cfg["augment"], torch.Generator().manual_seed(6), False))

@@ -169,7 +169,12 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
     real = data.load
     monkeypatch.setattr(data, "load", lambda name, d=None: loads.append((name, d)) or real(name, d, verbose=False))
     trainer.train_many([tiny(steps=3), tiny(steps=3, seed=1)], data=SHARED, progress=False, write_result=False)
-    assert loads == [("mnist", SHARED)]
+    monkeypatch.setenv("IDMAP_DATA", SHARED)  # no data at all: $IDMAP_DATA
+    trainer.train_many([tiny(steps=3)], progress=False, write_result=False)
+    assert loads == [("mnist", SHARED), ("mnist", None)]
+    compiled = []  # compile=True reaches the run: it compiles the model (here a stand-in for torch.compile)
+    monkeypatch.setattr(trainer.torch, "compile", lambda m: compiled.append(m) or m)
+    assert quiet(tiny(steps=3), mnist, compile=True)["compiled"] and len(compiled) == 1
 
 
 def test_the_projected_time_is_the_measured_time_a_step_times_the_steps_left(mnist, monkeypatch):

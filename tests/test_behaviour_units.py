@@ -164,6 +164,8 @@ def test_downsampling_unit_strides_per_convolution(unit, block, stride_at, expec
     assert u(x).shape == (2, 32, 4, 4)
     with pytest.raises(ValueError, match="unknown stride placement 'last'"):
         im.make_unit(unit, "identity", 16, 32, 2, block, stride_at="last")
+    with pytest.raises(ValueError, match="unknown preact placement 'twice'"):
+        im.make_unit(unit, "identity", 16, 32, 2, block, preact="twice")
 
 
 def test_strides_of_every_unit_of_a_cifar_resnet():
