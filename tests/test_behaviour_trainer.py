@@ -1,7 +1,7 @@
 """The trainer's contract, on networks small enough to train in a blink (Paper B's MNIST MLP at d = 4):
 what a result, a stopped run and a checkpoint hold; when checkpoints are written; exact resume; a non-finite
 loss or a run stuck at chance as a recorded "fail"; the options `train` passes on. (test_engine_trainer.py
-checks the same engine end to end on real CIFAR-10 networks, too slowly to rerun for every mutant.)"""
+checks the same engine end to end on small CIFAR-10 networks.)"""
 import json
 import os
 import time
