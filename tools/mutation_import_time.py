@@ -21,7 +21,7 @@ RESULTS = MUTANTS / "import-time.json"
 FUNCTIONS = ("idmap_lib.engine.recipes.x__table1__", "idmap_lib.engine.recipes.x__table2__",
              "idmap_lib.engine.recipes.x__table3__")
 TESTS = ["tests/test_recipes_frozen.py", "tests/test_engine_recipes.py", "--deselect",
-         "tests/test_engine_recipes.py::test_unknown_names_are_clear_errors"]  # a subprocess: unmutated package
+         "tests/test_engine_recipes.py::test_unknown_names_are_clear_errors"]  # a subprocess's test
 
 
 def import_time(names):
