@@ -71,7 +71,7 @@ mutation: mutation-setup
 	$(MAKE) --no-print-directory mutation-results
 
 mutation-sample: mutation-setup
-	$(MUTMUT) 'idmap_lib.engine.augment.x_crop_flip__mutmut_1' > /dev/null
+	$(MUTMUT) 'idmap_lib.engine.augment.x_crop_flip__mutmut_1' > /dev/null || true  # (mutants and statistics first)
 	$(MUTMUT) $$($(PY) tools/mutation_summary.py --draw $(SAMPLE) --block $(BLOCK)) || true
 	$(IMPORT_TIME) $$($(PY) tools/mutation_summary.py --draw $(SAMPLE) --block $(BLOCK))
 	$(PY) tools/mutation_summary.py --sample $(SAMPLE) --block $(BLOCK)
