@@ -125,7 +125,7 @@ def test_a_diverging_run_is_a_fail_and_the_others_go_on(mnist, monkeypatch):
         assert res[r]["final"]["test_err"] == clean[r]["final"]["test_err"]
 
 
-def test_only_one_recipe_and_depth_stack():
+def test_what_cannot_stack_is_refused_with_a_clear_error():
     a, b = tiny("plain", 0), tiny("resnet", 0, d=6)
     with pytest.raises(ValueError, match="share the network's d"):
         check_stackable([a, b])
