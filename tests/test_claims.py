@@ -243,3 +243,9 @@ def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
     assert "**dropout-0.5** (2 of 3 seeds; the paper: fail)" in own and "original" not in own
     assert "**original** (3 of 3 seeds; the paper: 6.61 %)" in schedule and "conv1x1" not in note
     assert evidence.stuck_note("a_table1_shortcuts", ["conv1x1"], out_dir=tmp_path) == ""
+    # the claims table says it beside the evidence of every claim that compares such a run (not the paper's fails)
+    ev = evidence.claims_table(["t1_shortcut_only_gating_near_identity", "t1_fail_rows_far_behind"],
+                               out_dir=tmp_path)["evidence"]
+    assert ev["t1_shortcut_only_gating_near_identity"] == \
+        "original at chance in 3 of 3 seeds at this scale only (the paper trains it)"
+    assert "dropout-0.5 at chance" not in ev["t1_fail_rows_far_behind"]
