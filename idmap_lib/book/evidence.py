@@ -121,11 +121,14 @@ def claims_table(keys=None, scale=None, out_dir=None):
     rows = []
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
         v = claims.evaluate(c, scale, out_dir)
+        _, slow = at_chance(c.experiment, c.variants, scale or c.scale, out_dir=out_dir)
+        slow = [f"{name} at chance in {n} of {runs} seeds at this scale only (the paper trains it)"
+                for name, n, runs, _ in slow]  # a verdict that reads a slow start as a worse end says so
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
                      "test (fixed before the runs)": claims.tests_in_words(c.tests)
                      + (f" ({c.scale_note})" if c.scale_note else ""),
                      "verdict": v.verdict,
-                     "evidence": " | ".join(filter(None, (_evidence(t, r) for t, r in v.parts))) or "–",
+                     "evidence": " | ".join(filter(None, [_evidence(t, r) for t, r in v.parts] + slow)) or "–",
                      "missing runs": sum(len(s) for _, s in v.missing)})
     return pd.DataFrame(rows).set_index("claim")
 
@@ -264,21 +267,27 @@ def ended_at_chance(result) -> bool:
     return result["final"]["train_loss"] >= 0.97 * math.log(c)
 
 
-def stuck_note(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None) -> str:
-    """Which variants ended a run at chance at this scale, and whether that is the paper's kind of failure
-    (the paper marks the variant "fail": error > 20 % after its full recipe) or the short schedule's (the paper
-    trains it to a low error). Markdown; empty when no recorded run ended at chance."""
+def at_chance(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None):
+    """The variants with a recorded run that ended at chance, as (own, schedule): lists of (variant, runs at
+    chance, runs, the paper's number) -- `own` where the paper marks the variant "fail" (error > 20 % after its
+    full recipe), `schedule` where the paper trains it to a low error (the short schedule's kind of failure)."""
     own, schedule = [], []
     for v in variants:
         runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         n = sum(ended_at_chance(r) for r in runs)
-        if not n:
-            continue
-        p = (paper_numbers.paper_number(experiment, v) or {}).get("value")
-        failed_in_paper = p == paper_numbers.FAIL or (isinstance(p, float) and p > 20)
-        label = f"**{v}** ({n} of {len(runs)} seeds; the paper: " + (f"{p:.2f} %" if isinstance(p, float) else
-                                                                     str(p)) + ")"
-        (own if failed_in_paper else schedule).append(label)
+        if n:
+            p = (paper_numbers.paper_number(experiment, v) or {}).get("value")
+            failed_in_paper = p == paper_numbers.FAIL or (isinstance(p, float) and p > 20)
+            (own if failed_in_paper else schedule).append((v, n, len(runs), p))
+    return own, schedule
+
+
+def stuck_note(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None) -> str:
+    """Which variants ended a run at chance at this scale, and whether that is the paper's kind of failure
+    or the short schedule's (``at_chance``). Markdown; empty when no recorded run ended at chance."""
+    label = lambda v, n, runs, p: (f"**{v}** ({n} of {runs} seeds; the paper: "  # noqa: E731
+                                   + (f"{p:.2f} %" if isinstance(p, float) else str(p)) + ")")
+    own, schedule = ([label(*x) for x in xs] for xs in at_chance(experiment, variants, scale, seeds, out_dir))
     out = []
     if own:
         out.append("Ended at chance, as the paper's own runs *fail* (error > 20 % after the full recipe): "
