@@ -3,7 +3,6 @@ what a result, a stopped run and a checkpoint hold; when checkpoints are written
 loss or a run stuck at chance as a recorded "fail"; the options `train` passes on. (test_engine_trainer.py
 checks the same engine end to end on small CIFAR-10 networks.)"""
 import json
-import os
 import time
 from pathlib import Path
 
@@ -11,28 +10,14 @@ import pytest
 import torch
 
 from idmap_lib.engine import data, trainer
-from idmap_lib.engine.recipes import config, lr_at, step_schedule
+from idmap_lib.engine.recipes import lr_at, step_schedule
 from idmap_lib.engine.results import config_hash, provenance
+from support import SHARED, tiny_mnist as tiny
 
-SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 RESULT_KEYS = {"config", "config_hash", "status", "fail", "final", "history", "seed", "dataset_source", "precision",
                "channels_last", "compiled", "cuda_graph", "deterministic"}
 CHECKPOINT_KEYS = {"format", "config", "config_hash", "world_size", "device_type", "precision", "step", "model",
                    "optimizer", "scheduler", "scaler", "rng", "data", "acc", "history", "elapsed", "status", "fail"}
-
-
-@pytest.fixture(scope="module")
-def mnist():
-    return data.load("mnist", SHARED, verbose=False)
-
-
-def tiny(steps=12, kind="gresnet", seed=0, lr=0.002, log=3, eval_every=6):
-    """Paper B's MNIST recipe (NAdam) made tiny: d = 4, 600 + 200 images, a step schedule to see the lr move."""
-    cfg = config("b_mnist", f"{kind}-d10", "full", seed)
-    cfg["model"]["kwargs"]["d"] = 4
-    cfg.update(steps=steps, log_every=log, eval_every=eval_every, schedule=step_schedule(steps, lr, 10, [0.5]),
-               subset={"train_per_class": 60, "test_per_class": 20})
-    return cfg
 
 
 def quiet(cfg, mnist, **kw):

@@ -1,6 +1,4 @@
 """Data sources: local tarball/tree decoded once into a uint8 cache; torchvision; the offline error."""
-import io
-import os
 import pickle
 import tarfile
 import urllib.error
@@ -12,7 +10,8 @@ from PIL import Image
 
 from idmap_lib.engine import data
 
-SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+from support import SHARED
+
 
 
 def _fake_tree(root: Path, per_class=3, classes=tuple("0123456789")):

@@ -5,9 +5,9 @@ import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
-SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+from support import SHARED
+
 
 
 def _free_port():

@@ -1,26 +1,19 @@
 """The GPU path of the engine: choices a CPU can check (mocked capability, device count, checkpoint
 mismatch), several runs in one process, the projected-time report; and, where a GPU is present, the CUDA
 graph step against the eager one."""
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
-from idmap_lib.engine import data, device, distributed
+from idmap_lib.engine import device, distributed
 from idmap_lib.engine.checkpoint import CheckpointError
 from idmap_lib.engine.recipes import config, step_schedule
 from idmap_lib.engine.build import build_optimizer
 from idmap_lib.engine.device import amp_dtype
-from idmap_lib.engine.trainer import Run, train, train_many
+from idmap_lib.engine.trainer import train, train_many
 
-SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 CUDA = torch.cuda.is_available()
-
-
-@pytest.fixture(scope="module")
-def cifar():
-    return data.load("cifar10", SHARED, verbose=False)
 
 
 def tiny(steps=12, lr=0.1, dropout=0.3, batch=32):

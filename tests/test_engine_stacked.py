@@ -1,6 +1,6 @@
 """Stacked training (idmap_lib.engine.stacked): R networks trained as one equal R networks trained alone."""
 import json
-import os
+from functools import partial
 import time
 from pathlib import Path
 
@@ -8,28 +8,16 @@ import pytest
 import torch
 
 from idmap_lib import gates, mlp
-from idmap_lib.engine import data
-from idmap_lib.engine.recipes import config, step_schedule
+from idmap_lib.engine.recipes import config
 from idmap_lib.engine.results import run_name
 from idmap_lib.engine.stacked import StackedMLP, check_stackable, group_hash, train_stacked
 from idmap_lib.engine.trainer import train
+from support import SHARED, tiny_mnist
 
-SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
 KINDS = ("plain", "resnet", "gresnet")
 
 
-@pytest.fixture(scope="module")
-def mnist():
-    return data.load("mnist", SHARED, verbose=False)
-
-
-def tiny(kind, seed, d=4, steps=14, log=4, eval_every=8):
-    """Paper B's full MNIST recipe (NAdam 0.002, batch 128) made tiny: d = 4, 14 steps, 600 + 200 images."""
-    cfg = config("b_mnist", f"{kind}-d10", "full", seed)
-    cfg["model"]["kwargs"]["d"] = d
-    cfg.update(steps=steps, log_every=log, eval_every=eval_every, schedule=step_schedule(steps, 0.002, 10, [0.5]),
-               subset={"train_per_class": 60, "test_per_class": 20})  # a step schedule: the lr must follow it
-    return cfg
+tiny = partial(tiny_mnist, steps=14, log=4, eval_every=8)  # 14 steps: test evals at 8 and 14
 
 
 def _close(a, b, atol=2e-5):

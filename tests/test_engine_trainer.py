@@ -1,24 +1,15 @@
 """The trainer on real CIFAR-10: loss goes down, exact resume, divergence as a result, checkpoints, provenance."""
-import copy
 import json
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
-from idmap_lib.engine import data
 from idmap_lib.engine.checkpoint import CheckpointError
 from idmap_lib.engine.recipes import config, step_schedule
 from idmap_lib.engine.results import config_hash, load_results
 from idmap_lib.engine.trainer import pick_device, run, train
 
-SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
-
-
-@pytest.fixture(scope="module")
-def cifar():
-    return data.load("cifar10", SHARED, verbose=False)
 
 
 def tiny(steps=12, lr=0.1, model=None, per_class=(20, 10), batch=32, log=3, eval_every=6):

@@ -1,6 +1,5 @@
 """Reports: the papers' numbers as data, our results beside them, missing runs shown as missing."""
 
-import pytest
 
 from idmap_lib.book import reports
 from idmap_lib.book.paper_numbers import PAPER

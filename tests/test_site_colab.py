@@ -18,8 +18,6 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import pytest
-
 from idmap_lib import book
 from idmap_lib.book import repository
 

@@ -1,0 +1,17 @@
+"""What several test files share: where the offline data is, and Paper B's MNIST recipe made tiny."""
+import os
+from pathlib import Path
+
+from idmap_lib.engine.recipes import config, step_schedule
+
+SHARED = os.environ.get("IDMAP_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+def tiny_mnist(kind="gresnet", seed=0, *, d=4, steps=12, lr=0.002, log=3, eval_every=6):
+    """Paper B's full MNIST recipe (NAdam, batch 128) made tiny: depth d, 600 + 200 images, and a step schedule
+    (lr / 10 at half the steps) so that a test sees the lr move."""
+    cfg = config("b_mnist", f"{kind}-d10", "full", seed)
+    cfg["model"]["kwargs"]["d"] = d
+    cfg.update(steps=steps, log_every=log, eval_every=eval_every, schedule=step_schedule(steps, lr, 10, [0.5]),
+               subset={"train_per_class": 60, "test_per_class": 20})
+    return cfg
