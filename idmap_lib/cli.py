@@ -153,7 +153,7 @@ def main(argv=None) -> int:
 def _sweep(args) -> int:
     from .book.claims import CLAIMS_BY_KEY, SWEEP_ORDER, runs_needed
     from .engine.recipes import config
-    from .engine.results import find_result, pace
+    from .engine.results import core_seconds, find_result, pace
 
     try:
         claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims else SWEEP_ORDER)]
@@ -176,9 +176,11 @@ def _sweep(args) -> int:
     if not args.run:
         for r in runs:
             print(("  missing  " if r in missing else "  recorded ") + " ".join(map(str, r)))
-        hours, untimed = pace([cfgs[r] for r in missing], [f for f in found.values() if f])
-        print(f"{len(runs) - len(missing)} of {len(runs)} runs recorded; the missing ones take about {hours:.1f} "
-              f"CPU core-hours at the recorded pace"
+        done = [f for f in found.values() if f]
+        spent = sum(core_seconds(f) or 0 for f in done) / 3600
+        hours, untimed = pace([cfgs[r] for r in missing], done)
+        print(f"{len(done)} of {len(runs)} runs recorded ({spent:.1f} CPU core-hours: training wall time x threads); "
+              f"the missing ones take about {hours:.1f} CPU core-hours at the recorded pace"
               + (f", plus {untimed} of a network not timed yet" if untimed else ""))
         return 0
     from .engine.trainer import train

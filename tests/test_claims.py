@@ -140,6 +140,20 @@ def test_pace_prices_missing_runs_by_the_recorded_runs_of_the_same_network():
             recipes.config("a_table2_activations", "original-164", "shrunk", 2)]  # not timed yet
     hours, untimed = results.pace(todo, done)
     assert hours == pytest.approx(2 * 800 / 3600) and untimed == 1   # the median of 600, 800 and 1300 core-s
+    assert [results.core_seconds(r) for r in done] == [600.0, 800.0, 1300.0]
+    assert results.core_seconds(result("a_table2_activations", "original-110", 1)) is None  # no wall time recorded
+
+
+def test_sweep_says_what_the_recorded_runs_cost_and_what_is_left(tmp_path, capsys):
+    from idmap_lib.cli import main
+    (e, v, s), (e2, v2, s2) = claims.runs_needed()[:2]
+    for exp, var, seed, wall in ((e, v, s, 900.0), (e2, v2, s2, 1800.0)):
+        r = result(exp, var, seed)
+        r["final"]["wall_s"], r["hardware"] = wall, {"torch_threads": 2}
+        results.save_result(r, tmp_path)
+    main(["sweep", "--out", str(tmp_path)])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"2 of {len(claims.runs_needed())} runs recorded (1.5 CPU core-hours: ")
 
 
 def test_tests_in_words_say_a_shared_side_once():

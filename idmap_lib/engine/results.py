@@ -136,15 +136,20 @@ def _work(cfg: dict) -> str:
                      | {"builder": cfg["model"]["builder"], "steps": cfg["steps"], "batch": cfg["batch_size"]})
 
 
+def core_seconds(result: dict) -> float | None:
+    """What a recorded run cost: its training wall time x the torch threads it used (None if not recorded)."""
+    wall, threads = result["final"].get("wall_s"), (result.get("hardware") or {}).get("torch_threads")
+    return wall * threads if wall and threads else None
+
+
 def pace(todo: list[dict], done: list[dict]) -> tuple[float, int]:
     """Core-hours the configs `todo` will take at the pace of the recorded results `done` of the same network,
-    steps and batch (median training wall time x torch threads), and how many of `todo` have no such record."""
+    steps and batch (median of `core_seconds`), and how many of `todo` have no such record."""
     import statistics
 
     cost = {}
     for r in done:
-        wall, threads = r["final"].get("wall_s"), (r.get("hardware") or {}).get("torch_threads")
-        if wall and threads:
-            cost.setdefault(_work(r["config"]), []).append(wall * threads)
+        if core_seconds(r):
+            cost.setdefault(_work(r["config"]), []).append(core_seconds(r))
     known = [statistics.median(cost[_work(c)]) for c in todo if _work(c) in cost]
     return sum(known) / 3600, len(todo) - len(known)
