@@ -151,9 +151,7 @@ def main(argv=None) -> int:
 
 
 def _sweep(args) -> int:
-    from .book.claims import CLAIMS_BY_KEY, SWEEP_ORDER, runs_needed
-    from .engine.recipes import config
-    from .engine.results import core_seconds, find_result, pace
+    from .book.claims import CLAIMS_BY_KEY, SWEEP_ORDER, sweep_in_words, sweep_status
 
     try:
         claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims else SWEEP_ORDER)]
@@ -165,27 +163,21 @@ def _sweep(args) -> int:
         print(f"error: {', '.join(full)} rest on Paper B's MNIST grid at the full recipe: python -m idmap_lib mnist",
               file=sys.stderr)
         return 2
-    runs = runs_needed(claims, tuple(int(s) for s in args.seeds.split(",")))
-    cfgs = {r: config(r[0], r[1], "shrunk", r[2]) for r in runs}
-    found = {r: find_result(cfgs[r], args.out) for r in runs}
-    missing = [r for r in runs if found[r] is None]
+    status = sweep_status(claims, tuple(int(s) for s in args.seeds.split(",")), args.out)
+    missing = [r for r, f in status["found"].items() if f is None]
     if args.next or args.missing:
         for r in missing[:1] if args.next else missing:
             print(*r)
         return 0
     if not args.run:
-        for r in runs:
+        for r in status["found"]:
             print(("  missing  " if r in missing else "  recorded ") + " ".join(map(str, r)))
-        done = [f for f in found.values() if f]
-        spent = sum(core_seconds(f) or 0 for f in done) / 3600
-        hours, untimed = pace([cfgs[r] for r in missing], done)
-        print(f"{len(done)} of {len(runs)} runs recorded ({spent:.1f} CPU core-hours: training wall time x threads); "
-              f"the missing ones take about {hours:.1f} CPU core-hours at the recorded pace"
-              + (f", plus {untimed} of a network not timed yet" if untimed else ""))
+        print(sweep_in_words(status))
         return 0
+    from .engine.recipes import config
     from .engine.trainer import train
     for r in missing:
-        train(cfgs[r], data=args.data, out_dir=args.out)
+        train(config(r[0], r[1], "shrunk", r[2]), data=args.data, out_dir=args.out)
     return 0
 
 

@@ -154,6 +154,8 @@ def test_sweep_says_what_the_recorded_runs_cost_and_what_is_left(tmp_path, capsy
     main(["sweep", "--out", str(tmp_path)])
     last = capsys.readouterr().out.splitlines()[-1]
     assert last.startswith(f"2 of {len(claims.runs_needed())} runs recorded (1.5 CPU core-hours: ")
+    done = {"found": {("e", "v", 0): {}}, "spent_h": 0.3, "left_h": 0.0, "untimed": 0}
+    assert claims.sweep_in_words(done) == "1 of 1 runs recorded (0.3 CPU core-hours: training wall time x threads)"
 
 
 def test_tests_in_words_say_a_shared_side_once():

@@ -406,3 +406,28 @@ def runs_needed(claims=None, seeds=SEEDS):
                 if (c.experiment, v, s) not in out:
                     out.append((c.experiment, v, s))
     return out
+
+
+def sweep_status(claims=None, seeds=SEEDS, results_dir=None) -> dict:
+    """Where the CPU sweep stands: every run the claims need (`runs_needed`) with its recorded result or None,
+    the core-hours the recorded ones took (training wall time x threads) and the core-hours the missing ones
+    will take at the recorded pace, with how many of them run a network not timed yet."""
+    from ..engine.recipes import config
+    from ..engine.results import core_seconds, find_result, pace
+
+    runs = runs_needed(claims, seeds)
+    cfgs = {r: config(r[0], r[1], "shrunk", r[2]) for r in runs}
+    found = {r: find_result(cfgs[r], results_dir) for r in runs}
+    done = [f for f in found.values() if f]
+    left, untimed = pace([cfgs[r] for r in runs if found[r] is None], done)
+    return {"found": found, "spent_h": sum(core_seconds(f) or 0 for f in done) / 3600, "left_h": left,
+            "untimed": untimed}
+
+
+def sweep_in_words(status: dict) -> str:
+    """`sweep_status` in one sentence."""
+    n, done = len(status["found"]), sum(f is not None for f in status["found"].values())
+    return (f"{done} of {n} runs recorded ({status['spent_h']:.1f} CPU core-hours: training wall time x threads)"
+            + (f"; the missing ones take about {status['left_h']:.1f} CPU core-hours at the recorded pace"
+               + (f", plus {status['untimed']} of a network not timed yet" if status["untimed"] else "")
+               if done < n else ""))
