@@ -343,11 +343,12 @@ PROBES = [
 ]
 CLAIMS_BY_KEY = {c.key: c for c in CLAIMS + PROBES}
 # the order the sweep trains them in: the claims each CPU hour settles soonest first (Paper B's ResNet-32 and
-# WRN-28-1 runs are a few minutes each; then Table 2's 15 ResNet-110 runs settle three)
+# WRN-28-1 runs are a few minutes each; then Table 2's 15 ResNet-110 runs settle three). Table 1's identity claim
+# comes last: it has a verdict once any one of its parts is contradicted, which Table 1's other runs settle first
 SWEEP_ORDER = ("b_gated_resnet32_better", "b_resnet32_k_decay_worse", "b_gated_wrn_better", "b_wrn_k_decay_worse",
                "t2_full_preact_best", "t2_bn_after_add_worst", "fig6_bn_after_add_slow_start", "t1_gating_bias",
                "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start", "t3_preact_1layer_skip",
-               "t1_fail_rows_far_behind", "t1_identity_best", "s42_preact164_regularises")
+               "t1_fail_rows_far_behind", "s42_preact164_regularises", "t1_identity_best")
 assert sorted(SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale == "shrunk")
 
 
