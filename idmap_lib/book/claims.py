@@ -428,7 +428,9 @@ def sweep_status(claims=None, seeds=SEEDS, results_dir=None) -> dict:
 def sweep_in_words(status: dict) -> str:
     """`sweep_status` in one sentence."""
     n, done = len(status["found"]), sum(f is not None for f in status["found"].values())
-    return (f"{done} of {n} runs recorded ({status['spent_h']:.1f} CPU core-hours: training wall time x threads)"
-            + (f"; the missing ones take about {status['left_h']:.1f} CPU core-hours at the recorded pace"
-               + (f", plus {status['untimed']} of a network not timed yet" if status["untimed"] else "")
-               if done < n else ""))
+    words = f"{done} of {n} runs recorded ({status['spent_h']:.1f} CPU core-hours: training wall time x threads)"
+    if done < n:
+        words += f"; the missing ones take about {status['left_h']:.1f} CPU core-hours at the recorded pace"
+        if status["untimed"]:
+            words += f", plus {status['untimed']} of a network not timed yet"
+    return words

@@ -285,8 +285,9 @@ def at_chance(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None):
 def stuck_note(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None) -> str:
     """Which variants ended a run at chance at this scale, and whether that is the paper's kind of failure
     or the short schedule's (``at_chance``). Markdown; empty when no recorded run ended at chance."""
-    label = lambda v, n, runs, p: (f"**{v}** ({n} of {runs} seeds; the paper: "  # noqa: E731
-                                   + (f"{p:.2f} %" if isinstance(p, float) else str(p)) + ")")
+    def label(v, n, runs, p):
+        return f"**{v}** ({n} of {runs} seeds; the paper: " + (f"{p:.2f} %" if isinstance(p, float) else str(p)) + ")"
+
     own, schedule = ([label(*x) for x in xs] for xs in at_chance(experiment, variants, scale, seeds, out_dir))
     out = []
     if own:

@@ -149,7 +149,7 @@ def pace(todo: list[dict], done: list[dict]) -> tuple[float, int]:
 
     cost = {}
     for r in done:
-        if core_seconds(r):
-            cost.setdefault(_work(r["config"]), []).append(core_seconds(r))
+        if cost_s := core_seconds(r):
+            cost.setdefault(_work(r["config"]), []).append(cost_s)
     known = [statistics.median(cost[_work(c)]) for c in todo if _work(c) in cost]
     return sum(known) / 3600, len(todo) - len(known)
