@@ -1,6 +1,6 @@
 """Command line: train a recipe, list the experiments, run the benchmark.
 
-    python -m idmap_lib train --experiment NAME --variant NAME[,NAME..] --scale shrunk|full [--seed N[,N..]]
+    python -m idmap_lib train --experiment NAME --variant NAME[,NAME..] --scale cpu|cpu_step_warmup|full [--seed N[,N..]]
         [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile] [--cuda-graph]
         (several variants or seeds train together in one process: on a GPU they share it, each on its stream)
     python -m idmap_lib list
@@ -18,7 +18,7 @@ import json
 import sys
 
 from .book.mnist_grid import DEPTHS
-from .engine.recipes import KERAS_PROBE, MNIST_KINDS
+from .engine.recipes import KERAS_PROBE, MNIST_KINDS, SCALES
 
 
 def _parser():
@@ -28,7 +28,7 @@ def _parser():
     t = sub.add_parser("train", help="train one experiment variant (skips it if its result exists)")
     t.add_argument("--experiment", required=True)
     t.add_argument("--variant", required=True, help="a variant, or several separated by commas")
-    t.add_argument("--scale", default="shrunk", choices=["shrunk", "full"])
+    t.add_argument("--scale", default="cpu", choices=list(SCALES))
     t.add_argument("--seed", default="0", help="a seed, or several separated by commas")
     t.add_argument("--data", default=None, help="local copy: tarball, image-folder tree, or a directory "
                                                 "holding <name>-jpeg.tar.gz (default: $IDMAP_DATA, then "
@@ -52,11 +52,11 @@ def _parser():
     w = sub.add_parser("sweep", help="the CPU-scale runs the claims need (claims.py): list them, or train the "
                                      "missing ones one after another (recorded runs are skipped)")
     w.add_argument("--claims", default=None, help="claim keys separated by commas (default: all)")
-    w.add_argument("--seeds", default="0,1,2")
+    w.add_argument("--seeds", default=None, help="seeds separated by commas (default: each claim's own)")
     w.add_argument("--out", default=None, help="results directory (default data/results)")
-    w.add_argument("--next", action="store_true", help="print the next missing run as 'EXPERIMENT VARIANT SEED'")
+    w.add_argument("--next", action="store_true", help="print the next missing run as 'EXPERIMENT VARIANT SEED SCALE'")
     w.add_argument("--missing", action="store_true", help="print every missing run, in order, one "
-                                                          "'EXPERIMENT VARIANT SEED' a line (for parallel workers)")
+                                                          "'EXPERIMENT VARIANT SEED SCALE' a line (for parallel workers)")
     w.add_argument("--run", action="store_true", help="train every missing run, in order")
     w.add_argument("--data", default=None)
     m = sub.add_parser("mnist", help="Paper B's MNIST grid at the full recipe: list it, or train each depth's "
@@ -158,12 +158,13 @@ def _sweep(args) -> int:
     except KeyError as e:
         print(f"error: unknown claim {e}; valid: {', '.join(SWEEP_ORDER)}", file=sys.stderr)
         return 2
-    full = [c.key for c in claims if c.scale != "shrunk"]
+    full = [c.key for c in claims if c.scale == "full"]
     if full:
         print(f"error: {', '.join(full)} rest on Paper B's MNIST grid at the full recipe: python -m idmap_lib mnist",
               file=sys.stderr)
         return 2
-    status = sweep_status(claims, tuple(int(s) for s in args.seeds.split(",")), args.out)
+    seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else None
+    status = sweep_status(None if args.claims is None else claims, seeds, args.out)
     missing = [r for r, f in status["found"].items() if f is None]
     if args.next or args.missing:
         for r in missing[:1] if args.next else missing:
@@ -177,7 +178,7 @@ def _sweep(args) -> int:
     from .engine.recipes import config
     from .engine.trainer import train
     for r in missing:
-        train(config(r[0], r[1], "shrunk", r[2]), data=args.data, out_dir=args.out)
+        train(config(r[0], r[1], r[3], r[2]), data=args.data, out_dir=args.out)
     return 0
 
 

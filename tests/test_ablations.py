@@ -106,10 +106,10 @@ def test_recipe_run_instead_of_the_exercise_is_another_scale(quick_runs):
     runs = runs_of("constant_scaling", quick_runs[0])
     r = copy.deepcopy(runs["constant_scaling-0.5-1"])
     import idmap_lib as im
-    r["config"] = im.config("a_table1_shortcuts", "constant_scaling-0.5-1", "shrunk", 0)
+    r["config"] = im.config("a_table1_shortcuts", "constant_scaling-0.5-1", "cpu", 0)
     r["config_hash"] = config_hash(r["config"])
     fails("constant_scaling", {**runs, "constant_scaling-0.5-1": r}, truth("constant_scaling", runs),
-          "scale 'shrunk'")
+          "scale 'cpu'")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -175,10 +175,10 @@ def test_configs_change_one_thing_and_keep_the_papers_recipe():
         base = cfgs[ab.baseline]
         for key, cfg in cfgs.items():
             exp, variant, kw = ab.runs[key]
-            shrunk = im.config(exp, variant, "shrunk", 0)
-            assert cfg["optimizer"] == shrunk["optimizer"] and cfg["dataset"] == shrunk["dataset"]
+            cpu_cfg = im.config(exp, variant, "cpu", 0)
+            assert cfg["optimizer"] == cpu_cfg["optimizer"] and cfg["dataset"] == cpu_cfg["dataset"]
             assert cfg["steps"] == ablations.ABLATIONS[name].scales["classroom"]["steps"]
-            assert cfg["subset"] == shrunk["subset"] and cfg["batch_size"] == shrunk["batch_size"]
+            assert cfg["subset"] == cpu_cfg["subset"] and cfg["batch_size"] == cpu_cfg["batch_size"]
             changed = {k for k in set(cfg["model"]["kwargs"]) | set(base["model"]["kwargs"])
                        if cfg["model"]["kwargs"].get(k) != base["model"]["kwargs"].get(k)}
             assert key == ab.baseline or changed, (name, key)

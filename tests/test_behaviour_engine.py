@@ -37,7 +37,7 @@ def _synthetic(n_train=40, n_test=20, hw=8, seed=0):
 
 
 def _tiny_cfg(experiment, variant, model_kwargs=None, augment=None, batch=8):
-    cfg = config(experiment, variant, "shrunk")
+    cfg = config(experiment, variant, "cpu")
     if model_kwargs:
         cfg["model"]["kwargs"].update(model_kwargs)
     cfg.update(steps=2, batch_size=batch, log_every=1, eval_every=1, subset=None, augment=augment)
@@ -181,7 +181,7 @@ def _decay_steps(model, opt):
 
 @pytest.mark.parametrize("variant, gates_decay", [("gated", False), ("gated-k_decay", True)])
 def test_gates_get_weight_decay_only_when_the_recipe_says_so(variant, gates_decay):
-    cfg = config("b_resnet32", variant, "shrunk")
+    cfg = config("b_resnet32", variant, "cpu")
     o = cfg["optimizer"]
     assert o["decay_gates"] is gates_decay and o["weight_decay"] == 1e-4
     torch.manual_seed(0)

@@ -8,7 +8,7 @@ from idmap_lib.book.claims import CLAIMS, Claim, better, combine, compare, simil
 from idmap_lib.engine import recipes, results
 
 
-def result(experiment, variant, seed, test_err=0.5, losses=(2.3, 1.5, 1.2, 1.0), status="ok", scale="shrunk"):
+def result(experiment, variant, seed, test_err=0.5, losses=(2.3, 1.5, 1.2, 1.0), status="ok", scale="cpu"):
     """A recorded run of today's recipe with the given numbers (nothing trained)."""
     cfg = recipes.config(experiment, variant, scale, seed)
     n = cfg["steps"]
@@ -111,7 +111,7 @@ def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
     runs = claims.runs_needed()
     assert len(runs) == len(set(runs)) and {s for _, _, s in runs} == set(claims.SEEDS)
     # the CPU sweep trains every claim at the CPU scale; Paper B's MNIST claims rest on the full-recipe grid
-    assert sorted(claims.SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale == "shrunk")
+    assert sorted(claims.SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale == "cpu")
     assert {c.experiment for c in CLAIMS if c.scale == "full"} == {"b_mnist"}
     assert all(e != "b_mnist" for e, _, _ in runs)
     assert not {c.key for c in CLAIMS} & {p.key for p in claims.PROBES}  # our probes are not the papers' claims
@@ -135,9 +135,9 @@ def test_pace_prices_missing_runs_by_the_recorded_runs_of_the_same_network():
         r = result("a_table2_activations", variant, 0)
         r["final"]["wall_s"], r["hardware"] = wall, {"torch_threads": threads}
         done.append(r)
-    todo = [recipes.config("a_table1_shortcuts", "conv1x1", "shrunk", 1),        # ResNet-110 too: 800 core-s
-            recipes.config("a_table2_activations", "original-110", "shrunk", 2),
-            recipes.config("a_table2_activations", "original-164", "shrunk", 2)]  # not timed yet
+    todo = [recipes.config("a_table1_shortcuts", "conv1x1", "cpu", 1),        # ResNet-110 too: 800 core-s
+            recipes.config("a_table2_activations", "original-110", "cpu", 2),
+            recipes.config("a_table2_activations", "original-164", "cpu", 2)]  # not timed yet
     hours, untimed = results.pace(todo, done)
     assert hours == pytest.approx(2 * 800 / 3600) and untimed == 1   # the median of 600, 800 and 1300 core-s
     assert [results.core_seconds(r) for r in done] == [600.0, 800.0, 1300.0]
@@ -213,7 +213,7 @@ def test_variant_table_and_claims_table_read_the_seeds(tmp_path):
     t = evidence.variant_table("a_table1_shortcuts", ["exclusive_gating-b-6", "exclusive_gating-b0"], out_dir=tmp_path)
     assert t.loc["exclusive_gating-b-6", "ours: test error %"] == "41.00 ± 1.00"
     assert t.loc["exclusive_gating-b-6", "paper: test error % (Paper A Table 1)"] == "8.70"
-    assert t.loc["exclusive_gating-b0", "to run"].endswith("--variant exclusive_gating-b0 --scale shrunk --seed 2")
+    assert t.loc["exclusive_gating-b0", "to run"].endswith("--variant exclusive_gating-b0 --scale cpu --seed 2")
     assert t.loc["exclusive_gating-b-6", "network trained"] == "ResNet-110 (basic)"
     c = evidence.claims_table(["t1_gating_bias"], out_dir=tmp_path)
     assert c.loc["t1_gating_bias", "verdict"] == "not run yet" and c.loc["t1_gating_bias", "missing runs"] == 1

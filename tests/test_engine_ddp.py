@@ -19,7 +19,7 @@ def _free_port():
 def _torchrun(tmp_path, *extra):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
            f"--master_port={_free_port()}",
-           "-m", "idmap_lib", "train", "--experiment", "b_mnist", "--variant", "resnet-d2", "--scale", "shrunk",
+           "-m", "idmap_lib", "train", "--experiment", "b_mnist", "--variant", "resnet-d2", "--scale", "cpu",
            "--data", SHARED, "--out", str(tmp_path / "results"), "--checkpoint-dir", str(tmp_path / "ck"),
            "--no-progress", *extra]
     # CPU processes on any machine: with a GPU visible, two processes on a one-GPU box would fall back to gloo

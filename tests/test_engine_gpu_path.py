@@ -18,7 +18,7 @@ CUDA = torch.cuda.is_available()
 
 def tiny(steps=12, lr=0.1, dropout=0.3, batch=32):
     """Paper B's WRN recipe (dropout, augmentation, Nesterov, gates) made tiny."""
-    cfg = config("b_wrn", "gated", "shrunk")
+    cfg = config("b_wrn", "gated", "cpu")
     cfg["model"] = {"builder": "wide_resnet",
                     "kwargs": {"depth": 10, "widen": 1, "dropout": dropout, "gated": True, "num_classes": 10}}
     cfg.update(steps=steps, batch_size=batch, log_every=3, eval_every=6,

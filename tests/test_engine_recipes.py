@@ -44,15 +44,15 @@ def test_every_variant_at_both_scales_is_json_and_keeps_the_papers_variant():
     for exp, e in EXPERIMENTS.items():
         assert e["baseline"] in e["variants"]
         for v in e["variants"]:
-            full, shrunk = config(exp, v, "full"), config(exp, v, "shrunk")
-            json.dumps(full), json.dumps(shrunk)
-            hashes |= {config_hash(full), config_hash(shrunk)}
-            fk, sk = full["model"]["kwargs"], shrunk["model"]["kwargs"]
+            full, cpu = config(exp, v, "full"), config(exp, v, "cpu")
+            json.dumps(full), json.dumps(cpu)
+            hashes |= {config_hash(full), config_hash(cpu)}
+            fk, sk = full["model"]["kwargs"], cpu["model"]["kwargs"]
             for key in ("unit", "shortcut", "gated", "kind", "d", "dropout", "gate_bias", "p",
                         "shortcut_scale", "residual_scale", "num_classes"):
                 assert fk.get(key) == sk.get(key), (exp, v, key)
-            assert shrunk["optimizer"] == full["optimizer"] and shrunk["preprocess"] == full["preprocess"]
-            assert shrunk["steps"] <= 400 and shrunk["subset"]
+            assert cpu["optimizer"] == full["optimizer"] and cpu["preprocess"] == full["preprocess"]
+            assert cpu["steps"] <= 400 and cpu["subset"]
     n = sum(len(e["variants"]) for e in EXPERIMENTS.values())
     assert len(hashes) == 2 * n  # every (variant, scale) has its own hash
 
@@ -74,9 +74,9 @@ def test_unknown_names_in_a_config_are_clear_errors_and_the_default_scale_is_the
         config("nope", "original")
     with pytest.raises(ValueError, match="unknown variant 'nope' of b_wrn; valid: plain, gated"):
         config("b_wrn", "nope")
-    with pytest.raises(ValueError, match="unknown scale 'tiny'; valid: shrunk, full"):
+    with pytest.raises(ValueError, match="unknown scale 'tiny'; valid: cpu, cpu_step_warmup, full"):
         config("b_wrn", "plain", "tiny")
-    assert config("b_wrn", "plain") == config("b_wrn", "plain", "shrunk")
+    assert config("b_wrn", "plain") == config("b_wrn", "plain", "cpu")
 
 
 def test_unknown_names_are_clear_errors():

@@ -122,7 +122,7 @@ def test_what_cannot_stack_is_refused_with_a_clear_error():
     with pytest.raises(ValueError, match="appears twice"):
         check_stackable([a, tiny("plain", 0)])
     with pytest.raises(ValueError, match="only Paper B's MLPs"):
-        check_stackable([config("b_resnet32", "gated", "shrunk")])
+        check_stackable([config("b_resnet32", "gated", "cpu")])
     decayed = tiny("plain", 3)
     decayed["optimizer"]["weight_decay"] = 1e-4
     with pytest.raises(ValueError, match="plain-d10__full__s3: stacked training implements NAdam without weight decay"):

@@ -13,8 +13,8 @@ from idmap_lib.engine.trainer import pick_device, run, train
 
 
 def tiny(steps=12, lr=0.1, model=None, per_class=(20, 10), batch=32, log=3, eval_every=6):
-    """A real recipe (Paper B WRN shrunk: dropout, augmentation, mean/std, Nesterov) made tiny."""
-    cfg = config("b_wrn", "gated", "shrunk")
+    """A real recipe (Paper B WRN at the CPU scale: dropout, augmentation, mean/std, Nesterov) made tiny."""
+    cfg = config("b_wrn", "gated", "cpu")
     cfg["model"] = model or {"builder": "wide_resnet",
                              "kwargs": {"depth": 10, "widen": 1, "dropout": 0.3, "gated": True, "num_classes": 10}}
     cfg.update(steps=steps, batch_size=batch, log_every=log, eval_every=eval_every,
@@ -24,8 +24,8 @@ def tiny(steps=12, lr=0.1, model=None, per_class=(20, 10), batch=32, log=3, eval
     return cfg
 
 
-def test_short_shrunk_run_on_real_cifar10_loss_goes_down(cifar, tmp_path):
-    cfg = config("a_table2_activations", "full_preact-110", "shrunk")
+def test_short_cpu_scale_run_on_real_cifar10_loss_goes_down(cifar, tmp_path):
+    cfg = config("a_table2_activations", "full_preact-110", "cpu")
     cfg["model"]["kwargs"]["depth"] = 8  # ResNet-8 (n=1) of the same unit, to keep the test short
     cfg.update(steps=60, batch_size=64, log_every=10, eval_every=60,
                subset={"train_per_class": 200, "test_per_class": 20},
@@ -110,10 +110,10 @@ def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, m
     assert len(saved["final"]["gates_k"]) == 3  # WRN-10: 3 gated units
     assert load_results(tmp_path, experiment="b_wrn", variant="gated")[0]["config_hash"] == saved["config_hash"]
     # run(): a stored result with the recipe's hash is returned without training
-    cfg = config("b_wrn", "plain", "shrunk")
+    cfg = config("b_wrn", "plain", "cpu")
     fake = {**saved, "config": cfg, "config_hash": config_hash(cfg), "final": {"test_err": 0.5}}
     from idmap_lib.engine.results import save_result
     save_result(fake, tmp_path)
     import idmap_lib.engine.trainer
     monkeypatch.setattr(idmap_lib.engine.trainer, "train", lambda *a, **k: pytest.fail("trained again"))
-    assert run("b_wrn", "plain", "shrunk", out_dir=tmp_path)["final"]["test_err"] == 0.5
+    assert run("b_wrn", "plain", "cpu", out_dir=tmp_path)["final"]["test_err"] == 0.5

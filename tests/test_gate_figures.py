@@ -54,7 +54,7 @@ def test_pruning_figure_draws_each_order_from_the_recorded_curves(tmp_path):
 def test_dimension_changing_blocks_are_the_stage_transitions():
     assert gf.dimension_changing_blocks(recipes.config("b_resnet32", "gated", "full")) == [6, 11]
     assert gf.dimension_changing_blocks(recipes.config("b_wrn", "gated", "full")) == [1, 5, 9]  # 16 -> 160 first
-    assert gf.dimension_changing_blocks(recipes.config("b_wrn", "gated", "shrunk")) == [5, 9]   # 16 -> 16 first
+    assert gf.dimension_changing_blocks(recipes.config("b_wrn", "gated", "cpu")) == [5, 9]   # 16 -> 16 first
 
 
 def test_speedup_note_reads_the_recorded_benchmark(tmp_path):
@@ -121,7 +121,7 @@ def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
 def test_cifar_k_note_ranks_the_dimension_changing_and_last_blocks(tmp_path):
     assert gf.cifar_k_note(out_dir=tmp_path) == ""
     for s in range(3):
-        cfg = recipes.config("b_resnet32", "gated", "shrunk", s)
+        cfg = recipes.config("b_resnet32", "gated", "cpu", s)
         ks = [1.0 + 0.01 * b for b in range(15)]
         ks[5], ks[10] = 0.1, 0.2   # blocks 6 and 11 (the dimension-changing ones) smallest; the last largest
         results.save_result({"config": cfg, "config_hash": results.config_hash(cfg), "status": "ok", "fail": None,

@@ -72,4 +72,4 @@ def test_each_recipe_builds_the_papers_network(exp, variant, units, millions, wi
         assert net.fc.out_features == 10
         sizes[scale] = sum(p.numel() for p in net.parameters())
     assert sizes["full"] / 1e6 == pytest.approx(millions, rel=0.01), words
-    assert sizes["shrunk"] / sizes["full"] == pytest.approx(width ** 2, rel=0.1), words  # weights ~ width^2
+    assert sizes["cpu"] / sizes["full"] == pytest.approx(width ** 2, rel=0.1), words  # weights ~ width^2

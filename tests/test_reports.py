@@ -6,7 +6,7 @@ from idmap_lib.book.paper_numbers import PAPER
 from idmap_lib.engine import recipes, results
 
 
-def fake_result(experiment, variant, scale="shrunk", test_err=0.4321, status="ok", fail=None,
+def fake_result(experiment, variant, scale="cpu", test_err=0.4321, status="ok", fail=None,
                 hardware=None, date="2031-02-03T04:05:06+00:00", gates_k=None):
     """A result as the trainer writes it, for a real recipe config; nothing is trained."""
     cfg = recipes.config(experiment, variant, scale)
@@ -77,7 +77,7 @@ def test_provenance_lines_list_each_recorded_run_of_todays_recipes(tmp_path):
     stale["config"]["steps"] += 1  # no longer the recipe: not listed
     results.save_result(stale, tmp_path)
     lines = reports.provenance_lines(tmp_path)
-    assert len(lines) == 1 and lines[0].startswith("b_resnet32 / gated / shrunk / seed 0: Tesla T4, torch 2.99.0")
+    assert len(lines) == 1 and lines[0].startswith("b_resnet32 / gated / cpu / seed 0: Tesla T4, torch 2.99.0")
 
 
 def test_every_committed_result_is_its_recipe_and_names_its_real_network():

@@ -32,21 +32,21 @@ while true; do
   todo=$(cd "$TREE" && PYTHONPATH=$TREE "$PY" -m idmap_lib sweep --missing --out "$OUT")
   [[ -z $todo ]] && { echo "sweep: every run is recorded"; break; }
   run=
-  while read -r exp variant seed; do
-    claim "${exp}__${variant}__s${seed}" && { run="$exp $variant $seed"; break; }
+  while read -r exp variant seed scale; do
+    claim "${exp}__${variant}__${scale}__s${seed}" && { run="$exp $variant $seed $scale"; break; }
   done <<<"$todo"
   [[ -z $run ]] && { echo "sweep: every missing run is being trained by another worker"; break; }
-  read -r exp variant seed <<<"$run"
-  echo "[$(date -u +%FT%TZ)] worker $WORKER: train $exp $variant seed $seed at $(git -C "$TREE" rev-parse --short HEAD)"
+  read -r exp variant seed scale <<<"$run"
+  echo "[$(date -u +%FT%TZ)] worker $WORKER: train $exp $variant seed $seed ($scale) at $(git -C "$TREE" rev-parse --short HEAD)"
   (cd "$TREE" && PYTHONPATH=$TREE nice -n 5 "$PY" -m idmap_lib train --experiment "$exp" --variant "$variant" \
-     --seed "$seed" --scale shrunk --out "$OUT" --checkpoint-dir "$CKPT" --checkpoint-every 50 --resume \
+     --seed "$seed" --scale "$scale" --out "$OUT" --checkpoint-dir "$CKPT" --checkpoint-every 50 --resume \
      --no-progress) || { echo "sweep: training failed; stop"; exit 1; }
-  rm -rf "$CKPT/locks/${exp}__${variant}__s${seed}"
-  f=$(ls -t "$OUT"/"${exp}__${variant}__shrunk__s${seed}__"*.json 2>/dev/null | head -1)
+  rm -rf "$CKPT/locks/${exp}__${variant}__${scale}__s${seed}"
+  f=$(ls -t "$OUT"/"${exp}__${variant}__${scale}__s${seed}__"*.json 2>/dev/null | head -1)
   [[ -z $f ]] && { echo "sweep: no result file for $exp $variant $seed; stop"; exit 1; }
   for try in 1 2 3 4 5 6 7 8 9 10; do  # another worker may be committing: retry. Only this run's result is
     # committed: anything else in data/results (a test's stray output) is not the sweep's to record
-    git -C "$REPO" add -- "$f" && git -C "$REPO" commit -q -m "result: $exp $variant seed $seed (CPU scale)" \
+    git -C "$REPO" add -- "$f" && git -C "$REPO" commit -q -m "result: $exp $variant seed $seed ($scale)" \
       -- "$f" && break
     sleep 30
   done

@@ -15,7 +15,7 @@ from .reports import command, hardware, net_name
 SEEDS = claims.SEEDS
 
 
-def seed_runs(experiment, variant, scale="shrunk", seeds=SEEDS, out_dir=None):
+def seed_runs(experiment, variant, scale="cpu", seeds=SEEDS, out_dir=None):
     """The recorded runs of one variant, one per seed found, and the seeds still missing."""
     return claims.seed_runs(experiment, variant, scale, seeds, out_dir)
 
@@ -33,7 +33,7 @@ def committed_checkpoint(cfg, checkpoint_dir=None):
     return torch.load(path, map_location="cpu", weights_only=True), path
 
 
-def seeds_command(experiment, variants, seeds, scale="shrunk") -> str:
+def seeds_command(experiment, variants, seeds, scale="cpu") -> str:
     """One command that trains these variants and seeds (together, in one process)."""
     v = ",".join(variants) if not isinstance(variants, str) else variants
     return (f"python -m idmap_lib train --experiment {experiment} --variant {v} --scale {scale} "
@@ -50,7 +50,7 @@ def _mean_sd(xs, unit=1.0, digits=2) -> str:
     return f"{m:.{digits}f} ± {unit * statistics.stdev(xs):.{digits}f}"
 
 
-def variant_table(experiment, variants=None, scale="shrunk", seeds=SEEDS, out_dir=None):
+def variant_table(experiment, variants=None, scale="cpu", seeds=SEEDS, out_dir=None):
     """One row per variant: the network that trains, the paper's number (labelled), and ours over seeds
     (mean ± sd): test error, final and early training loss; seeds found, failed runs, the command for the
     missing seeds."""
@@ -78,7 +78,7 @@ def variant_table(experiment, variants=None, scale="shrunk", seeds=SEEDS, out_di
 
 def scale_text(experiment, variant) -> str:
     """What the CPU-scale run of a variant trains, beside the paper's recipe, in words (from the configs)."""
-    c, f = recipes.config(experiment, variant, "shrunk"), recipes.config(experiment, variant, "full")
+    c, f = recipes.config(experiment, variant, "cpu"), recipes.config(experiment, variant, "full")
     n_train, n_test = DATASET_SIZES[c["dataset"]]
 
     def sched(cfg):
@@ -151,7 +151,7 @@ def styled(df):
                                {"selector": "th.row_heading", "props": "overflow-wrap: anywhere; min-width: 7em;"}])
 
 
-def band_curves(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None, title=None):
+def band_curves(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None, title=None):
     """Training loss and test error (%) against the step: for each variant the mean over its recorded seeds,
     with a band of ± one standard deviation (a plotly figure; works without a kernel)."""
     import plotly.graph_objects as go
@@ -217,7 +217,7 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
     return pd.DataFrame(rows).set_index("variant")
 
 
-def train_missing(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None, **train_kwargs):
+def train_missing(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None, **train_kwargs):
     """Train the missing seeds of `variants` (what a reader asks for with RUN = True; a page never trains on
     its own). Runs one after another with a progress bar; returns their results."""
     from ..engine.trainer import train
@@ -267,7 +267,7 @@ def ended_at_chance(result) -> bool:
     return result["final"]["train_loss"] >= 0.97 * math.log(c)
 
 
-def at_chance(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None):
+def at_chance(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None):
     """The variants with a recorded run that ended at chance, as (own, schedule): lists of (variant, runs at
     chance, runs, the paper's number) -- `own` where the paper marks the variant "fail" (error > 20 % after its
     full recipe), `schedule` where the paper trains it to a low error (the short schedule's kind of failure)."""
@@ -282,7 +282,7 @@ def at_chance(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None):
     return own, schedule
 
 
-def stuck_note(experiment, variants, scale="shrunk", seeds=SEEDS, out_dir=None) -> str:
+def stuck_note(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None) -> str:
     """Which variants ended a run at chance at this scale, and whether that is the paper's kind of failure
     or the short schedule's (``at_chance``). Markdown; empty when no recorded run ended at chance."""
     def label(v, n, runs, p):

@@ -101,9 +101,9 @@ def k_figure(seeds=SEEDS, out_dir=None):
 
     panels = [(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", f"MNIST GResNet d = {PRUNE_DEPTH}<br>full recipe",
                f"python -m idmap_lib mnist --depths {PRUNE_DEPTH}"),
-              ("b_resnet32", "gated", "shrunk", "CIFAR-10 gated ResNet-32<br>CPU scale",
+              ("b_resnet32", "gated", "cpu", "CIFAR-10 gated ResNet-32<br>CPU scale",
                "python -m idmap_lib sweep --run --claims b_gated_resnet32_better"),
-              ("b_wrn", "gated", "shrunk", "CIFAR-10 gated WRN-28-1<br>CPU scale",
+              ("b_wrn", "gated", "cpu", "CIFAR-10 gated WRN-28-1<br>CPU scale",
                "python -m idmap_lib sweep --run --claims b_gated_wrn_better")]
     found = [ok_runs(e, v, scale, seeds, out_dir) for e, v, scale, _, _ in panels]
     fig = make_subplots(rows=1, cols=3, subplot_titles=[f"{title} ({len(runs)} seeds)"
@@ -283,13 +283,13 @@ def cifar_k_note(seeds=SEEDS, out_dir=None) -> str:
     Wide GResNet: lowest at the dimension-increasing blocks, highest at the last."""
     parts = []
     for e, v, name in (("b_resnet32", "gated", "gated ResNet-32"), ("b_wrn", "gated", "gated WRN-28-1")):
-        runs = ok_runs(e, v, "shrunk", seeds, out_dir)
+        runs = ok_runs(e, v, "cpu", seeds, out_dir)
         if not runs:
             continue
         mean = [statistics.fmean(ks) for ks in zip(*(r["final"]["gates_k"] for r in runs))]
         order = sorted(range(len(mean)), key=mean.__getitem__)          # blocks by mean k, smallest first
         rank = {b + 1: i + 1 for i, b in enumerate(order)}              # 1 = smallest k
-        changing = dimension_changing_blocks(recipes.config(e, v, "shrunk"))
+        changing = dimension_changing_blocks(recipes.config(e, v, "cpu"))
         n = len(mean)
         parts.append(f"{name} ({len(runs)} seeds, {n} blocks): smallest k at block {order[0] + 1}, largest at "
                      f"block {order[-1] + 1}; the dimension-changing blocks {', '.join(map(str, changing))} rank "

@@ -1,7 +1,7 @@
 """Ablation exercises: predict, run (through the library, recorded with provenance), explain; and their graders.
 
 Each ablation changes one thing in a recipe of ``idmap_lib.engine.recipes`` and trains it with
-``idmap_lib.engine.trainer`` at a *classroom* scale (a recipe's ``shrunk`` config at the depth, steps, warm-up and
+``idmap_lib.engine.trainer`` at a *classroom* scale (a recipe's ``cpu_step_warmup`` config at the depth, steps, warm-up and
 divergence rule of :data:`CIFAR_SCALES` / :data:`MNIST_SCALES`: minutes on a laptop CPU). The student
 
 1. writes a *prediction* (``run`` refuses to train without one, and stores it in the recorded run: the
@@ -65,7 +65,7 @@ class Ablation:
     changes: str     # the one thing changed
     runs: dict       # key -> (experiment, recipe variant, model kwargs overrides); the runs the student trains
     baseline: str    # the key of the unchanged net (the run a wrong submission most often is)
-    scales: dict     # scale -> {"steps": ..., "subset": ..., "depth": ..., ...} (what differs from `shrunk`)
+    scales: dict     # scale -> {"steps": ..., "subset": ..., "depth": ..., ...} (what differs from `cpu_step_warmup`)
     answers: dict    # answer name -> what it asks
     truth: Callable  # runs -> {answer: value from the student's runs}
     judge: dict = field(default_factory=dict)  # answer -> how it is compared (see _compare)
@@ -250,7 +250,8 @@ def _rescale_schedule(s, steps):
 
 
 def config(name: str, key: str, seed: int = 0, scale: str | None = None) -> dict:
-    """The config of run `key` of ablation `name`: the recipe's ``shrunk`` config with the exercise's one change
+    """The config of run `key` of ablation `name`: the recipe's ``cpu_step_warmup`` config (the CPU scale with
+    the paper's step warm-up, which the recorded classroom runs were made with) with the exercise's one change
     and the scale's steps/subset/depth. Its ``variant`` is `key`, its ``scale`` the ablation scale."""
     ab = ABLATIONS[name]
     scale = scale or default_scale()
@@ -259,7 +260,7 @@ def config(name: str, key: str, seed: int = 0, scale: str | None = None) -> dict
     if scale not in ab.scales:
         raise ValueError(f"unknown ablation scale {scale!r}; valid: {', '.join(ab.scales)}")
     experiment, variant, kwargs = ab.runs[key]
-    cfg = recipes.config(experiment, variant, "shrunk", seed)
+    cfg = recipes.config(experiment, variant, "cpu_step_warmup", seed)
     cfg["model"]["kwargs"].update(kwargs)
     s = ab.scales[scale]
     if "depth" in s:

@@ -4,7 +4,7 @@ The middle layer: it builds on the models (``idmap_lib.models``) and imports not
 helpers or the command line (tests/test_layers.py).
 
 - recipes.py: every experiment of He et al. 2016 (Paper A) and Savarese et al. 2016 (Paper B) as data, at
-  ``shrunk`` and ``full`` scale;
+  ``cpu``, ``cpu_step_warmup`` and ``full`` scale;
 - data.py (datasets as uint8 tensors), augment.py (on-device crop and flip, Paper A Sec 4.2);
 - trainer.py (one config in, one result out), with device.py (device, precision), build.py (model and
   optimizer), batches.py (data on the device, evaluation); checkpoint.py (atomic checkpoints), distributed.py

@@ -53,7 +53,7 @@ def _engine(depth, steps, warmup, batch_size, data, device, compile, cuda_graph=
     from .device import pick_device
     from .trainer import train
 
-    cfg = config("a_table2_activations", "full_preact-110", "shrunk")
+    cfg = config("a_table2_activations", "full_preact-110", "cpu")
     cfg["model"]["kwargs"].update(depth=depth, unit=unit, block=block_for(depth))
     total = warmup + steps
     cfg.update(steps=total, batch_size=batch_size, log_every=WINDOW, eval_every=10 ** 9,

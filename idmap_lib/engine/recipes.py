@@ -1,4 +1,4 @@
-"""Every experiment of both papers as data, at two scales, and the learning-rate schedules.
+"""Every experiment of both papers as data, at three scales, and the learning-rate schedules.
 
 ``config(experiment, variant, scale, seed)`` returns one plain, JSON-able dict; the trainer reads nothing
 else, and its sha256 (see results.py) names the result. ``EXPERIMENTS[name]["variants"]`` lists the
@@ -6,11 +6,15 @@ variants; each experiment names a ``baseline``.
 
 Scales
 - ``full``: the paper's recipe (Paper A appendix; Paper B Sec 4), for a GPU.
-- ``shrunk``: the CPU scale. The same networks at their real depth (the papers are about depth: at depth 20
-  their effects are absent by construction), shrunk in width where a CPU needs it (ResNet-164 and -1001:
+- ``cpu``: the CPU scale. The same networks at their real depth (the papers are about depth: at depth 20
+  their effects are absent by construction), smaller in width where a CPU needs it (ResNet-164 and -1001:
   every channel count x 1/4), in data (a stratified 20k/2k subset) and in steps (400 of batch 128; 128 for
-  ResNet-1001), with the paper's schedule shape and a real warm-up (see SHRUNK, SHRUNK_WHY). It cannot
-  reproduce the papers' final errors; it tests the claims that show early in training (claims.py).
+  ResNet-1001), with the paper's schedule shape and a warm-up that *ramps* the lr from 0.01 to 0.1 (see CPU,
+  CPU_WHY). It cannot reproduce the papers' final errors; claims.py says what each claim can be tested for here.
+- ``cpu_step_warmup``: the CPU scale as it was first recorded, with the paper's abrupt warm-up (lr 0.01, then
+  0.1 in one step at 25 % of the run). At 400 steps that jump is a shock the paper's 64,000 do not have (the
+  original ResNet-110 spikes and 2 of 3 seeds end at chance): kept as the probe that chose ``cpu`` (chapter 11),
+  as the data of our lr-jump claim, and as the base of the classroom exercises (checks/ablations.py).
 
 Where the papers are silent, the choice and the reason sit next to the value (``why`` entries: they are
 kept in the config for the reader but left out of the hash).
@@ -28,9 +32,11 @@ from ..models.registry import UNITS
 def lr_at(schedule: dict, step: int) -> float:
     """Learning rate at iteration `step` (0-based) of `schedule`.
 
-    kind "step": ``base / divisor ** (number of milestones <= step)``, except ``warmup_lr`` for
-    ``step < warmup_steps``. Paper A: 0.01 for iterations < 400, then 0.1, /10 at 32000 and 48000;
-    training stops at 64000, so asking for step >= total is an error. kind "constant": ``base``.
+    kind "step": ``base / divisor ** (number of milestones <= step)``, except during the warm-up
+    (``step < warmup_steps``): ``warmup_lr`` (Paper A: 0.01 for iterations < 400, then 0.1, /10 at 32000 and
+    48000), or with ``warmup: "linear"`` a ramp from ``warmup_lr`` at step 0 towards ``base`` (Goyal et al.
+    2017's gradual warm-up; ours, for the CPU scale). Training stops at ``total``, so asking for step >= total
+    is an error. kind "constant": ``base``.
     """
     total = schedule["total"]
     if not 0 <= step < total:
@@ -41,49 +47,67 @@ def lr_at(schedule: dict, step: int) -> float:
     if schedule["kind"] != "step":
         raise ValueError(f"unknown schedule kind {schedule['kind']!r}; valid: step, constant")
     if step < schedule.get("warmup_steps", 0):
+        if schedule.get("warmup") == "linear":
+            return schedule["warmup_lr"] + (schedule["base"] - schedule["warmup_lr"]) * step / schedule["warmup_steps"]
         return schedule["warmup_lr"]
     n = sum(step >= m for m in schedule["milestones"])
     return schedule["base"] / schedule["divisor"] ** n  # exact decimals: 0.1 / 10 == 0.01
 
 
-def step_schedule(total, base, divisor, fractions=None, milestones=None, warmup_steps=0, warmup_lr=None):
+def step_schedule(total, base, divisor, fractions=None, milestones=None, warmup_steps=0, warmup_lr=None,
+                  warmup="step"):
     ms = list(milestones) if milestones is not None else [round(f * total) for f in fractions]
     s = {"kind": "step", "total": total, "base": base, "divisor": divisor, "milestones": ms}
     if warmup_steps:
         s.update(warmup_steps=warmup_steps, warmup_lr=warmup_lr)
+        if warmup != "step":
+            s["warmup"] = warmup
     return s
 
 
 # ----------------------------------------------------------------------------------------------
 # the recipes (hyperparameters of each family, at each scale)
 
-# The CPU scale ("shrunk"): the papers' networks at their real depth -- the papers are about depth, and at
-# depth 20 their effects are absent by construction -- shrunk in width (bottleneck nets only), data and steps.
-# The name stays "shrunk" (the CLI, the chapters and the recorded runs use it); what is shrunk is said here.
-SHRUNK = {
+# The CPU scale: the papers' networks at their real depth -- the papers are about depth, and at depth 20 their
+# effects are absent by construction -- smaller in width (bottleneck nets only), data and steps.
+CPU = {
     "steps": 400, "warmup_steps": 100, "train_per_class": 2000, "test_per_class": 200,
     "log_every": 10, "eval_every": 100,
 }
-SHRUNK_WIDTH = {164: 0.25, 1001: 0.25}  # bottleneck nets: every channel count x 1/4 (ResNet-110/32: paper's)
-SHRUNK_STEPS = {1001: 128}  # ResNet-1001 x 1/4 (~10k small ops a step) trains at ~21 img/s here: <= 15 min a run
-SHRUNK_WHY = ("CPU scale: the paper's depth{width}; {steps} steps of batch 128 on a stratified subset "
-              "(2000 train + 200 test images per class, ~{epochs:.1f} epochs); the paper's schedule shape: lr 0.01 "
-              "for the first {warmup} steps (a real warm-up: ResNet v1's rule is 'until the training error is "
-              "below 80 %', which ResNet-110 meets within ~100 steps at this batch), then 0.1, /10 at 50 % and 75 %; "
-              "only a non-finite loss stops a run early")
+CPU_WIDTH = {164: 0.25, 1001: 0.25}  # bottleneck nets: every channel count x 1/4 (ResNet-110/32: paper's)
+CPU_STEPS = {1001: 128}  # ResNet-1001 x 1/4 (~10k small ops a step) trains at ~21 img/s here: <= 15 min a run
+CPU_WHY = ("CPU scale: the paper's depth{width}; {steps} steps of batch 128 on a stratified subset "
+           "(2000 train + 200 test images per class, ~{epochs:.1f} epochs); the paper's schedule shape with the "
+           "warm-up as a linear ramp: lr from 0.01 up to 0.1 over the first {warmup} steps (Goyal et al. 2017), "
+           "then 0.1, /10 at 50 % and 75 %. The paper jumps from 0.01 to 0.1 in one step after 400 of 64,000 "
+           "iterations, with ~60,000 left to recover; at 25 % of a 400-step run the same jump is a shock the "
+           "paper's schedule does not have (the original ResNet-110's loss spikes and most seeds end at chance: "
+           "the cpu_step_warmup runs, chapter 11), so the CPU scale ramps. Only a non-finite loss stops a run early")
+CPU_STEP_WHY = ("CPU scale with the paper's abrupt warm-up (superseded by the ramp of the cpu scale): the paper's "
+                "depth{width}; {steps} steps of batch 128 on a stratified subset (2000 train + 200 test images per "
+                "class, ~{epochs:.1f} epochs); lr 0.01 for the first {warmup} steps (ResNet v1's rule is 'until the "
+                "training error is below 80 %', which ResNet-110 meets within ~100 steps at this batch), then 0.1, "
+                "/10 at 50 % and 75 %; only a non-finite loss stops a run early")
+CPU_SCALES = ("cpu", "cpu_step_warmup")
+SCALES = ("cpu", "cpu_step_warmup", "full")
+SCALE_WORDS = {"cpu": "CPU scale", "cpu_step_warmup": "CPU scale, step warm-up (superseded)",
+               "full": "full recipe"}
 
 
-def shrunk_paper_a(depth, dataset="cifar10"):
-    """The CPU-scale schedule and data of a Paper A net of `depth` (see SHRUNK); CIFAR-100 has 500 training
-    images per class, so its subset is 400 + 40 per class (the same 40k + 4k images)."""
-    steps = SHRUNK_STEPS.get(depth, SHRUNK["steps"])
-    warmup = SHRUNK["warmup_steps"] * steps // SHRUNK["steps"]
-    width = SHRUNK_WIDTH.get(depth, 1)
-    why = SHRUNK_WHY.format(width=f", every channel count x {width:g}" if width != 1 else " and width",
-                            steps=steps, warmup=warmup, epochs=steps * 128 / (10 * SHRUNK["train_per_class"]))
-    return dict(steps=steps, log_every=SHRUNK["log_every"], eval_every=min(SHRUNK["eval_every"], steps // 2),
-                schedule=step_schedule(steps, 0.1, 10, fractions=[0.5, 0.75], warmup_steps=warmup, warmup_lr=0.01),
-                subset={"train_per_class": SHRUNK["train_per_class"], "test_per_class": SHRUNK["test_per_class"]}
+def cpu_paper_a(depth, dataset="cifar10", warmup="linear"):
+    """The CPU-scale schedule and data of a Paper A net of `depth` (see CPU): the lr ramps over the warm-up
+    (warmup="linear": scale ``cpu``) or steps at its end as in the paper (warmup="step": ``cpu_step_warmup``).
+    CIFAR-100 has 500 training images per class, so its subset is 400 + 40 per class (the same 40k + 4k images)."""
+    steps = CPU_STEPS.get(depth, CPU["steps"])
+    warmup_steps = CPU["warmup_steps"] * steps // CPU["steps"]
+    width = CPU_WIDTH.get(depth, 1)
+    why = (CPU_WHY if warmup == "linear" else CPU_STEP_WHY).format(
+        width=f", every channel count x {width:g}" if width != 1 else " and width",
+        steps=steps, warmup=warmup_steps, epochs=steps * 128 / (10 * CPU["train_per_class"]))
+    return dict(steps=steps, log_every=CPU["log_every"], eval_every=min(CPU["eval_every"], steps // 2),
+                schedule=step_schedule(steps, 0.1, 10, fractions=[0.5, 0.75], warmup_steps=warmup_steps,
+                                       warmup_lr=0.01, warmup=warmup),
+                subset={"train_per_class": CPU["train_per_class"], "test_per_class": CPU["test_per_class"]}
                 if dataset != "cifar100" else {"train_per_class": 400, "test_per_class": 40},
                 why={"scale": why})
 
@@ -95,7 +119,7 @@ def _paper_a(scale, depth, dataset):
         return dict(steps=64000, schedule=sched, subset=None, log_every=100, eval_every=2000,
                     why={"schedule": "Paper A: lr 0.01 for 400 iterations, then 0.1, /10 at 32k and 48k, stop at 64k",
                          "eval_every": "unstated; every 2000 iterations on the full test set (cheap on a GPU)"})
-    return shrunk_paper_a(depth, dataset)
+    return cpu_paper_a(depth, dataset, warmup="linear" if scale == "cpu" else "step")
 
 
 def _base(dataset, model, optimizer, preprocess, augment, batch_size=128):
@@ -113,20 +137,21 @@ def paper_a_cifar(depth, unit, shortcut="identity", block=None, dataset="cifar10
     kw = {"depth": depth, "unit": unit, "shortcut": shortcut, "num_classes": num_classes}
     if block is not None or scale != "full":
         kw["block"] = block or ("bottleneck" if depth in (164, 1001) else "basic")
-    if scale != "full" and SHRUNK_WIDTH.get(depth, 1) != 1:
-        kw["width_scale"] = SHRUNK_WIDTH[depth]
+    if scale != "full" and CPU_WIDTH.get(depth, 1) != 1:
+        kw["width_scale"] = CPU_WIDTH[depth]
     kw.update(shortcut_options)
     cfg = _base(dataset, {"builder": "cifar_resnet", "kwargs": kw}, dict(SGD_A), "per_pixel_mean", AUG)
     cfg.update(_paper_a(scale, depth, dataset))
     return cfg
 
 
-def _shrunk_paper_b(fractions, divisor, what):
-    """Paper B's CIFAR recipes at the CPU scale: the data and steps of SHRUNK, Paper B's schedule (no warm-up)."""
-    steps = SHRUNK["steps"]
+def _cpu_paper_b(fractions, divisor, what):
+    """Paper B's CIFAR recipes at the CPU scale: the data and steps of CPU, Paper B's schedule (no warm-up, so
+    nothing to ramp: both CPU scales are the same training)."""
+    steps = CPU["steps"]
     return dict(steps=steps, schedule=step_schedule(steps, 0.1, divisor, fractions=fractions),
-                subset={"train_per_class": SHRUNK["train_per_class"], "test_per_class": SHRUNK["test_per_class"]},
-                log_every=SHRUNK["log_every"], eval_every=SHRUNK["eval_every"],
+                subset={"train_per_class": CPU["train_per_class"], "test_per_class": CPU["test_per_class"]},
+                log_every=CPU["log_every"], eval_every=CPU["eval_every"],
                 why={"scale": f"CPU scale: {what}; {steps} steps of batch 128 on a stratified subset (2000 train + "
                               f"200 test images per class); Paper B's schedule shape (no warm-up: it states none)"})
 
@@ -144,7 +169,7 @@ def paper_b_resnet(gated, k_decay, scale="full"):
                                  "50%/75% milestones (32k/48k) match fb.resnet.torch's epochs 81/122",
                         "preprocess": "Paper B: mean subtraction (per-pixel, as Paper A)"})
     else:
-        cfg.update(_shrunk_paper_b(fractions=[0.5, 0.75], divisor=10, what="ResNet-32"))
+        cfg.update(_cpu_paper_b(fractions=[0.5, 0.75], divisor=10, what="ResNet-32"))
     return cfg
 
 
@@ -167,7 +192,7 @@ def paper_b_wrn(gated, scale="full", k_decay=False, dataset="cifar10"):
                         "augment": "pad 4 with zeros + crop + flip (Paper B, as Paper A); the WRN code pads "
                                    "by reflection, which Paper B does not say it used"})
     else:
-        cfg.update(_shrunk_paper_b(fractions=[0.3, 0.6, 0.8], divisor=5,
+        cfg.update(_cpu_paper_b(fractions=[0.3, 0.6, 0.8], divisor=5,
                                    what="WRN-28-1: the depth of WRN-28-10, a tenth of its width (36.5M -> 0.37M)"))
     return cfg
 
@@ -195,7 +220,7 @@ def paper_b_mnist(kind, d, scale="full", defaults="torch"):
     else:
         cfg.update(steps=400, schedule={"kind": "constant", "total": 400, "base": 0.002},
                    subset={"train_per_class": 5000, "test_per_class": 500}, log_every=20, eval_every=100,
-                   why={**why, "scale": "shrunk: the paper's network (same d), 400 steps (~1 epoch of a "
+                   why={**why, "scale": "CPU scale: the paper's network (same d), 400 steps (~1 epoch of a "
                                         "50k stratified subset), 5k test images; ~10-30 s on 2 CPU cores"})
     return cfg
 
@@ -276,10 +301,9 @@ EXPERIMENTS = {
                      "c100-gated": lambda scale: paper_b_wrn(True, scale, dataset="cifar100")},
         "baseline": "plain"},
 }
-SCALES = ("shrunk", "full")
 
 
-def config(experiment: str, variant: str, scale: str = "shrunk", seed: int = 0) -> dict:
+def config(experiment: str, variant: str, scale: str = "cpu", seed: int = 0) -> dict:
     """The complete, JSON-able configuration of one run."""
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r}; valid: {', '.join(EXPERIMENTS)}")

@@ -2,8 +2,11 @@
 
 Each file holds the full config and the sha256 of its canonical JSON (the ``why`` notes left out), the final
 metrics, the history, the status (``ok`` or ``fail``, with the step), hardware, Python/torch/CUDA versions,
-the git commit, the seed, the dataset source and the date. ``find_result`` looks a result up by config hash
-(``trainer.run`` trains only when it is missing).
+the git commit, the seed, the dataset source and the date. ``find_result`` looks a result up by config hash,
+and failing that by its *training* hash: the config without the labels that name where a run is shown
+(experiment, variant, scale), so one training serves every table that names it (Paper A's Table 1 "original"
+and Table 2 "original-110" are one ResNet-110) and is never trained twice (``trainer.run`` trains only when
+both lookups miss).
 """
 from __future__ import annotations
 
@@ -28,6 +31,14 @@ def canonical(cfg: dict) -> str:
 def config_hash(cfg: dict) -> str:
     """sha256 of the canonical JSON of the config (keys sorted, no whitespace, ``why`` notes excluded)."""
     return hashlib.sha256(canonical(cfg).encode()).hexdigest()
+
+
+LABELS = ("experiment", "variant", "scale")  # where a run is shown, not what trains
+
+
+def training_hash(cfg: dict) -> str:
+    """sha256 of what trains: the config without its labels (LABELS) and ``why`` notes."""
+    return config_hash({k: v for k, v in cfg.items() if k not in LABELS})
 
 
 def run_name(cfg: dict) -> str:
@@ -117,15 +128,37 @@ def result_path(cfg: dict, out_dir=None, chash: str | None = None) -> Path:
     return Path(out_dir or RESULTS_DIR) / f"{run_name(cfg)}__{(chash or config_hash(cfg))[:12]}.json"
 
 
+_INDEX: dict = {}  # results folder -> (its mtime, {training hash: path of the first result with it})
+
+
+def _training_index(out: Path) -> dict:
+    """training hash -> result file, for every result in `out` (read again only when the folder changed)."""
+    if not out.is_dir():
+        return {}
+    stamp = out.stat().st_mtime_ns
+    if _INDEX.get(out, (None,))[0] != stamp:
+        index = {}
+        for p in sorted(out.glob("*.json")):
+            index.setdefault(training_hash(json.loads(p.read_text())["config"]), p)
+        _INDEX[out] = (stamp, index)
+    return _INDEX[out][1]
+
+
 def find_result(cfg: dict, out_dir=None) -> dict | None:
-    """The stored result whose config hash equals this config's, or None (one file read, by its name)."""
+    """The stored result of this config, or None: the file whose config hash equals this config's (one file
+    read, by its name), else a result of the same training under other labels (``training_hash``; its
+    ``config`` keeps the labels it was recorded under, ``shown_as`` names the ones asked for)."""
     path = result_path(cfg, out_dir)
-    if not path.is_file():
+    if path.is_file():
+        r = json.loads(path.read_text())
+        if r.get("config_hash") == config_hash(cfg):
+            r["path"] = str(path)
+            return r
+    path = _training_index(Path(out_dir or RESULTS_DIR)).get(training_hash(cfg))
+    if path is None:
         return None
     r = json.loads(path.read_text())
-    if r.get("config_hash") != config_hash(cfg):
-        return None
-    r["path"] = str(path)
+    r.update(path=str(path), shown_as={k: cfg[k] for k in LABELS if k in cfg})
     return r
 
 

@@ -44,7 +44,7 @@ from .build import build_model, build_optimizer, has_conv  # noqa: E402
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from .device import EngineSettings, amp_dtype, format_duration, pick_device, precision_name  # noqa: E402
 from .recipes import lr_at  # noqa: E402
-from .results import config_hash, find_result, provenance, run_name, save_result  # noqa: E402
+from .results import config_hash, find_result, provenance, run_name, save_result, training_hash  # noqa: E402
 
 GRAPH_WARMUP = 3  # eager steps before the first capture (lazy init of cuDNN/cuBLAS handles, optimizer state)
 
@@ -364,7 +364,8 @@ class Run:
         ks = gates(self.raw)
         if ks:
             final["gates_k"] = [float(k.detach()) for k in ks]
-        result = {"config": cfg, "config_hash": self.chash, "status": self.status, "fail": self.fail,
+        result = {"config": cfg, "config_hash": self.chash, "training_hash": training_hash(cfg),
+                  "status": self.status, "fail": self.fail,
                   "final": final, "history": history, "seed": self.seed, "dataset_source": self.D["source"],
                   "precision": precision_name(self.dtype), "channels_last": self.cl, "compiled": self.compile,
                   "cuda_graph": self.graph_on, "deterministic": self.deterministic,
@@ -424,7 +425,7 @@ def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
         return [r.finish() for r in runs]
 
 
-def run(experiment: str, variant: str, scale: str = "shrunk", seed: int = 0, out_dir=None, retrain=False,
+def run(experiment: str, variant: str, scale: str = "cpu", seed: int = 0, out_dir=None, retrain=False,
         **train_kwargs) -> dict:
     """The result of one recipe run: looked up by config hash in `out_dir`, trained (and saved) if missing.
 
