@@ -11,10 +11,10 @@ import torch
 
 from idmap_lib.engine import data, trainer
 from idmap_lib.engine.recipes import lr_at, step_schedule
-from idmap_lib.engine.results import config_hash, provenance
+from idmap_lib.engine.results import config_hash, provenance, training_hash
 from support import SHARED, tiny_mnist as tiny
 
-RESULT_KEYS = {"config", "config_hash", "status", "fail", "final", "history", "seed", "dataset_source", "precision",
+RESULT_KEYS = {"config", "config_hash", "training_hash", "status", "fail", "final", "history", "seed", "dataset_source", "precision",
                "channels_last", "compiled", "cuda_graph", "deterministic"}
 CHECKPOINT_KEYS = {"format", "config", "config_hash", "world_size", "device_type", "precision", "step", "model",
                    "optimizer", "scheduler", "scaler", "rng", "data", "acc", "history", "elapsed", "status", "fail"}
@@ -33,6 +33,7 @@ def test_a_finished_result_holds_what_the_book_reads(mnist, tmp_path):
     wall = time.perf_counter() - t0
     assert set(r) == RESULT_KEYS | set(provenance(torch.device("cpu"), 1)) | {"path"}
     assert r["status"] == "ok" and r["fail"] is None and r["config"] == cfg and r["config_hash"] == config_hash(cfg)
+    assert r["training_hash"] == training_hash(cfg) != r["config_hash"]
     assert (r["seed"], r["precision"], r["channels_last"], r["compiled"], r["cuda_graph"], r["deterministic"]) == \
         (0, "float32", False, False, False, False)  # an MLP has no convolution: no channels_last
     assert r["dataset_source"] == mnist.source

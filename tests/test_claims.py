@@ -1,5 +1,6 @@
 """The claims registry: pre-registered tests give the same verdicts for and against the paper."""
 import math
+import re
 
 import pytest
 
@@ -29,22 +30,104 @@ def save(tmp_path, experiment, variant, errs, **kw):
 
 # ---------------------------------------------------------------------------------------------- the rule
 
-def test_better_is_decided_by_twice_the_standard_error_both_ways():
+def test_better_is_decided_by_welchs_t_both_ways():
     t = better("a", "b")
     assert compare(t, [0.40, 0.41, 0.42], [0.50, 0.51, 0.52])["verdict"] == "reproduced"
     assert compare(t, [0.50, 0.51, 0.52], [0.40, 0.41, 0.42])["verdict"] == "contradicted"
     assert compare(t, [0.40, 0.50, 0.45], [0.44, 0.48, 0.46])["verdict"] == "inconclusive"
-    # the bar is twice the standard error: a difference of 1.5 se is inconclusive, 2.5 se decides
+    # the bar is Student's t at 97.5 % for the Welch-Satterthwaite df: equal spread, 3 + 3 seeds -> df 4, q 2.776
     xa = [0.40, 0.41, 0.42]
     se1 = math.sqrt(2 * 0.0001 / 3)
-    assert compare(t, xa, [x + 1.5 * se1 for x in xa])["verdict"] == "inconclusive"
-    assert compare(t, xa, [x + 2.5 * se1 for x in xa])["verdict"] == "reproduced"
-    assert compare(t, xa, [x - 2.5 * se1 for x in xa])["verdict"] == "contradicted"
+    r = compare(t, xa, [x + 2.5 * se1 for x in xa])
+    assert r["verdict"] == "inconclusive"        # the old "2 se" rule called this reproduced
+    assert r["df"] == pytest.approx(4) and r["q"] == pytest.approx(2.7764, abs=1e-4)
+    assert r["lo"] == pytest.approx(r["d"] - r["q"] * r["se"])
+    assert compare(t, xa, [x + 3.0 * se1 for x in xa])["verdict"] == "reproduced"
+    assert compare(t, xa, [x - 3.0 * se1 for x in xa])["verdict"] == "contradicted"
     r = compare(t, [0.40, 0.41, 0.42], [0.50, 0.51, 0.52])
     assert r["mean_a"] == pytest.approx(0.41) and r["se"] == pytest.approx(math.sqrt(2 * 0.0001 / 3))
+    # no spread on one side: df = n - 1 of the other (2), q = 4.303
+    r = compare(t, [0.5, 0.5, 0.5], [0.40, 0.41, 0.42])
+    assert r["df"] == pytest.approx(2) and r["q"] == pytest.approx(4.3027, abs=1e-4)
     # a margin moves the bar: "far behind" by more than 0.05
-    assert compare(better("a", "b", margin=0.05), [0.40, 0.41, 0.42], [0.43, 0.44, 0.45])["verdict"] == "contradicted"
+    assert compare(better("a", "b", margin=0.05), [0.40, 0.41, 0.42], [0.41, 0.42, 0.43])["verdict"] == "contradicted"
     assert compare(better("a", "b", margin=0.05), [0.40, 0.41, 0.42], [0.60, 0.61, 0.62])["verdict"] == "reproduced"
+
+
+def test_one_seed_cannot_carry_a_verdict():
+    """Issue 19's case: exclusive gating b_g = -6 at 82.8 / 85.0 / 72.1 % against b_g = 0 at 88.8 / 88.6 / 89.8 %:
+    d = 9.1 points, and the old rule (d > 2 se = 8.0) called it reproduced on the strength of the 72.1 % seed."""
+    t = better("b-6", "b0")
+    r = compare(t, [0.828, 0.850, 0.721], [0.888, 0.886, 0.898])
+    assert r["d"] > 2 * r["se"] and r["verdict"] == "inconclusive"
+    # three seeds that agree with each other decide it
+    assert compare(t, [0.828, 0.830, 0.821], [0.888, 0.886, 0.898])["verdict"] == "reproduced"
+    assert compare(t, [0.888, 0.886, 0.898], [0.828, 0.830, 0.821])["verdict"] == "contradicted"
+
+
+def test_a_claim_its_scale_cannot_test_needs_the_full_recipe(tmp_path):
+    """Sec 4.2's training-loss half is about the converged end of training: never contradicted by a short run."""
+    c = claims.CLAIMS_BY_KEY["s42_preact164_regularises"]
+    t_loss = c.tests[1]
+    assert t_loss.about == "converged"
+    assert compare(t_loss, [1.8, 1.8, 1.8], [2.1, 2.1, 2.1], "cpu")["verdict"] == claims.NEEDS_FULL
+    assert compare(t_loss, [1.8, 1.81, 1.82], [2.1, 2.11, 2.12], "full")["verdict"] == "reproduced"
+    save(tmp_path, "a_table2_activations", "full_preact-164", [0.60, 0.61, 0.62], losses=(2.3, 1.8))
+    save(tmp_path, "a_table2_activations", "original-164", [0.80, 0.81, 0.82], losses=(2.3, 2.1))
+    v = claims.evaluate(c, results_dir=tmp_path)
+    assert [p[1]["verdict"] for p in v.parts] == ["reproduced", claims.NEEDS_FULL]
+    assert v.verdict == claims.NEEDS_FULL
+    # a testable part that is contradicted still contradicts the claim
+    other = tmp_path / "b"
+    save(other, "a_table2_activations", "full_preact-164", [0.80, 0.81, 0.82], losses=(2.3, 1.8))
+    save(other, "a_table2_activations", "original-164", [0.60, 0.61, 0.62], losses=(2.3, 2.1))
+    assert claims.evaluate(c, results_dir=other).verdict == "contradicted"
+
+
+def history(losses, errs, every=10):
+    return [{"step": every * (i + 1), "train_loss": l, "train_err": e, "lr": 0.1, "img_per_s": 1.0, "wall_s": 1.0}
+            for i, (l, e) in enumerate(zip(losses, errs))]
+
+
+def test_steps_to_80_is_moved_by_neither_the_loss_at_initialisation_nor_a_spike_at_the_lr_jump():
+    r = result("a_table2_activations", "original-110", 0)
+    errs = [0.9] * 3 + [0.7] * 37                                 # starts training at step 40
+    r["history"]["train"] = history([2.3] * 40, errs)
+    base = claims.steps_to_80(r)
+    assert base == 40
+    r["history"]["train"] = history([9.0, 6.0, 3.0] + [2.0] * 37, errs)  # a huge loss at initialisation
+    assert claims.steps_to_80(r) == base
+    r["history"]["train"] = history([2.0] * 40, [0.9] * 3 + [0.7] + [0.95] * 3 + [0.6] * 33)
+    assert claims.steps_to_80(r) == 40                             # a spike after the first crossing: no matter
+    r["history"]["train"] = history([2.3] * 40, [0.9] * 40)
+    assert claims.steps_to_80(r) == r["config"]["steps"]           # never started: its length, a lower bound
+    assert claims.steps_to_80(result("a_table2_activations", "original-110", 0, status="fail")) == r["config"]["steps"]
+
+
+def test_lr_jump_rise_reads_the_loss_after_the_warm_up_only():
+    r = result("a_table2_activations", "original-110", 0, scale="cpu_step_warmup")
+    warm = r["config"]["schedule"]["warmup_steps"]
+    assert warm == 100 and r["config"]["schedule"]["milestones"][0] == 200
+    losses = [5.0, 3.0] + [2.0] * 8 + [2.1, 6.0, 3.0] + [1.8] * 27   # a high start, then a spike at step 120
+    r["history"]["train"] = history(losses, [0.8] * 40)
+    assert claims.lr_jump_rise(r) == pytest.approx(4.0)            # 6.0 - the loss ending the warm-up (2.0)
+    r["history"]["train"] = history([9.0] + [2.0] * 9 + [1.9] * 30, [0.8] * 40)
+    assert claims.lr_jump_rise(r) == 0                             # the loss at initialisation: outside the window
+
+
+def test_the_scale_probe_holds_where_no_seed_of_the_original_spikes(tmp_path):
+    calm = [2.2] * 10 + [2.1] * 30
+    for s in claims.SEEDS:
+        r = result(*claims.PROBE, s)
+        r["history"]["train"] = history(calm, [0.8] * 40)
+        results.save_result(r, tmp_path)
+    p = claims.scale_probe("cpu", tmp_path)
+    assert p["holds"] and set(p["rises"]) == set(claims.SEEDS)
+    r = result(*claims.PROBE, 2)
+    r["history"]["train"] = history([2.2] * 10 + [2.8] + [2.1] * 29, [0.8] * 40)   # one seed rises by 0.6
+    results.save_result(r, tmp_path)
+    assert claims.scale_probe("cpu", tmp_path)["holds"] is False
+    assert claims.scale_probe("cpu", tmp_path / "none")["holds"] is None
 
 
 def test_similar_needs_the_whole_interval_inside_or_outside_the_margin():
@@ -109,11 +192,16 @@ def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
         for t in c.tests:
             assert t.metric in claims.METRICS and t.metric_of_b in claims.METRICS and t.kind in ("better", "similar")
     runs = claims.runs_needed()
-    assert len(runs) == len(set(runs)) and {s for _, _, s in runs} == set(claims.SEEDS)
-    # the CPU sweep trains every claim at the CPU scale; Paper B's MNIST claims rest on the full-recipe grid
-    assert sorted(claims.SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale == "cpu")
+    assert len(runs) == len(set(runs)) and {s for _, _, s, _ in runs} >= set(claims.SEEDS)
+    assert runs[:3] == [(*claims.PROBE, s, "cpu") for s in claims.SEEDS]   # the scale's probe first
+    # the CPU sweep trains every claim at a CPU scale; Paper B's MNIST claims rest on the full-recipe grid
+    assert sorted(claims.SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale != "full")
     assert {c.experiment for c in CLAIMS if c.scale == "full"} == {"b_mnist"}
-    assert all(e != "b_mnist" for e, _, _ in runs)
+    assert all(e != "b_mnist" and scale in recipes.CPU_SCALES for e, _, _, scale in runs)
+    # one training once: Table 1's original is Table 2's original-110 (and Table 3's ResNet-110) at the same scale
+    hashes = [results.training_hash(recipes.config(e, v, sc, s)) for e, v, s, sc in runs]
+    assert len(hashes) == len(set(hashes))
+    assert ("a_table1_shortcuts", "original", 0, "cpu") not in runs
     assert not {c.key for c in CLAIMS} & {p.key for p in claims.PROBES}  # our probes are not the papers' claims
 
 
@@ -121,11 +209,12 @@ def test_sweep_lists_the_missing_runs_in_order_and_skips_the_recorded(tmp_path, 
     from idmap_lib.cli import main
     todo = claims.runs_needed()
     main(["sweep", "--missing", "--out", str(tmp_path)])
-    assert [tuple(l.split()) for l in capsys.readouterr().out.splitlines()] == [(e, v, str(s)) for e, v, s in todo]
-    e, v, s = todo[0]
-    results.save_result(result(e, v, s), tmp_path)
+    assert [tuple(l.split()) for l in capsys.readouterr().out.splitlines()] == \
+        [(e, v, str(s), sc) for e, v, s, sc in todo]
+    e, v, s, sc = todo[0]
+    results.save_result(result(e, v, s, scale=sc), tmp_path)
     main(["sweep", "--next", "--out", str(tmp_path)])
-    assert capsys.readouterr().out.split() == [todo[1][0], todo[1][1], str(todo[1][2])]
+    assert capsys.readouterr().out.split() == [todo[1][0], todo[1][1], str(todo[1][2]), todo[1][3]]
 
 
 def test_pace_prices_missing_runs_by_the_recorded_runs_of_the_same_network():
@@ -146,7 +235,7 @@ def test_pace_prices_missing_runs_by_the_recorded_runs_of_the_same_network():
 
 def test_sweep_says_what_the_recorded_runs_cost_and_what_is_left(tmp_path, capsys):
     from idmap_lib.cli import main
-    (e, v, s), (e2, v2, s2) = claims.runs_needed()[:2]
+    (e, v, s, _), (e2, v2, s2, _) = claims.runs_needed()[:2]
     for exp, var, seed, wall in ((e, v, s, 900.0), (e2, v2, s2, 1800.0)):
         r = result(exp, var, seed)
         r["final"]["wall_s"], r["hardware"] = wall, {"torch_threads": 2}
@@ -224,13 +313,62 @@ def test_variant_table_and_claims_table_read_the_seeds(tmp_path):
     assert evidence.verdict_counts(c)["reproduced"] == 1
 
 
-def test_band_curves_draw_mean_and_band_per_variant_and_name_the_missing(tmp_path):
+def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_path):
     from idmap_lib.book import evidence
     save(tmp_path, "a_table1_shortcuts", "original", [0.5, 0.5, 0.5], losses=(2.0, 1.0, 0.5, 0.25))
     fig = evidence.band_curves("a_table1_shortcuts", ["original", "conv1x1"], out_dir=tmp_path)
-    lines = [d for d in fig.data if d.fill != "toself"]
-    assert len(lines) == 2 and list(lines[0].y) == [2.0, 1.0, 0.5, 0.25]  # training loss, then test error
+    one_seed = re.compile(r" seed \d+$")
+    means = [d for d in fig.data if d.fill != "toself" and not one_seed.search(d.name or "")]
+    assert len(means) == 2 and list(means[0].y) == [2.0, 1.0, 0.5, 0.25]  # training loss, then test error
+    seeds = [d for d in fig.data if one_seed.search(d.name or "")]
+    assert sorted(d.name for d in seeds) == sorted(f"original seed {s}" for s in (0, 0, 1, 1, 2, 2))  # both panels
     assert "not run yet: conv1x1" in fig.layout.title.text
+    # the lr schedule on both panels: the warm-up shaded (a ramp at the CPU scale), a line at each lr drop
+    shapes = fig.layout.shapes
+    assert sorted((s.type, s.x0) for s in shapes) == [("line", 200), ("line", 200), ("line", 300), ("line", 300),
+                                                      ("rect", 0), ("rect", 0)]
+    assert {s.x1 for s in shapes if s.type == "rect"} == {100}
+    assert "ramps 0.01 → 0.1" in " ".join(a.text for a in fig.layout.annotations)
+    step = evidence.band_curves("a_table1_shortcuts", ["original"], scale="cpu_step_warmup", out_dir=tmp_path)
+    assert sorted(s.x0 for s in step.layout.shapes if s.type == "line") == [100, 100, 200, 200, 300, 300]
+
+
+def test_every_chapter_figure_of_curves_is_drawn_by_band_curves():
+    """The lr marks and per-seed traces live in band_curves: a chapter that drew curves another way would lack them."""
+    import json
+    from pathlib import Path
+    for p in sorted((Path(__file__).resolve().parents[1] / "book").glob("*.ipynb")):
+        for c in json.loads(p.read_text())["cells"]:
+            text = "".join(c["source"])
+            if c["cell_type"] == "code" and ("history" in text and "Scatter" in text):
+                raise AssertionError(f"{p.name} draws training curves itself: use evidence.band_curves")
+
+
+def test_lr_change_note_counts_each_seeds_rise_in_words(tmp_path):
+    from idmap_lib.book import evidence
+    for seed, spike in enumerate((4.0, 0.0, 0.0)):
+        r = result("a_table2_activations", "original-110", seed, scale="cpu_step_warmup")
+        r["history"]["train"] = history([2.2] * 10 + [2.2 + spike] + [2.0] * 29, [0.7] * 40)
+        results.save_result(r, tmp_path)
+    note = evidence.lr_change_note("a_table2_activations", ["original-110"], "cpu_step_warmup", out_dir=tmp_path)
+    assert "is 0.01 for the first 100 steps and jumps to 0.1 in one step" in note
+    assert "**original-110**: loss rose by more than 0.5 after the warm-up in 1 of 3 seeds (rises 4.00, 0.00, 0.00)" \
+        in note and "first below 80 % training error at step 10, 10, 10" in note
+    assert evidence.lr_change_note("a_table2_activations", ["original-110"], out_dir=tmp_path) == ""  # none at cpu
+
+
+def test_claims_are_counted_per_scale_and_the_forest_draws_each_interval(tmp_path):
+    groups = claims.by_scale()
+    assert list(groups) == ["cpu", "cpu_step_warmup", "full"]
+    assert sorted(k for ks in groups.values() for k in ks) == sorted(c.key for c in CLAIMS)
+    assert all(claims.CLAIMS_BY_KEY[k].scale == s for s, ks in groups.items() for k in ks)
+    from idmap_lib.book import evidence
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
+    fig = evidence.forest(["t1_gating_bias", "t2_full_preact_best"], out_dir=tmp_path)
+    (dot,) = fig.data                                             # only the comparison that has its seeds
+    assert dot.x[0] == pytest.approx(20.0) and dot.error_x.array[0] == pytest.approx(dot.error_x.arrayminus[0])
+    assert dot.marker.color == evidence.VERDICT_COLOURS["reproduced"]
 
 
 def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):

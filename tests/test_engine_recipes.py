@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from idmap_lib.engine.recipes import EXPERIMENTS, config, lr_at
+from idmap_lib.engine import results
+from idmap_lib.engine.recipes import EXPERIMENTS, config, lr_at, recorded_scale
 from idmap_lib.engine.results import config_hash
 
 
@@ -20,6 +21,41 @@ def test_paper_a_lr_schedule_boundaries():
     with pytest.raises(ValueError, match="stops at 64000"):
         lr_at(s, 64000)
     assert config("a_table2_activations", "full_preact-110", "full")["steps"] == 64000
+
+
+def test_the_cpu_scale_ramps_its_warm_up_and_the_superseded_scale_steps():
+    ramp = config("a_table2_activations", "original-110", "cpu")["schedule"]
+    step = config("a_table2_activations", "original-110", "cpu_step_warmup")["schedule"]
+    assert [lr_at(ramp, s) for s in (0, 50, 100, 199, 200, 300)] == pytest.approx([0.01, 0.055, 0.1, 0.1, 0.01, 0.001])
+    assert [lr_at(step, s) for s in (0, 50, 99, 100, 200)] == pytest.approx([0.01, 0.01, 0.01, 0.1, 0.01])
+    assert max(lr_at(ramp, s + 1) - lr_at(ramp, s) for s in range(399)) < 0.001   # no jump anywhere
+    r1001 = config("a_table3_preact", "c10-1001-original", "cpu")["schedule"]
+    assert (r1001["warmup_steps"], lr_at(r1001, 16), lr_at(r1001, 32)) == (32, pytest.approx(0.055), 0.1)
+    # Paper B's CIFAR recipes state no warm-up: both CPU scales train the same
+    for v in ("gated", "original"):
+        assert results.training_hash(config("b_resnet32", v, "cpu")) == \
+            results.training_hash(config("b_resnet32", v, "cpu_step_warmup"))
+
+
+def test_one_training_is_found_under_every_label_that_names_it(tmp_path):
+    """Table 1's original, Table 2's original-110 and Table 3's c10-110-original are one ResNet-110."""
+    t2 = config("a_table2_activations", "original-110", "cpu", 1)
+    t1, t3 = config("a_table1_shortcuts", "original", "cpu", 1), config("a_table3_preact", "c10-110-original", "cpu", 1)
+    assert results.training_hash(t1) == results.training_hash(t2) == results.training_hash(t3)
+    assert config_hash(t1) != config_hash(t2)
+    assert results.training_hash(config("a_table1_shortcuts", "conv1x1", "cpu", 1)) != results.training_hash(t1)
+    assert results.find_result(t1, tmp_path) is None
+    results.save_result({"config": t2, "config_hash": config_hash(t2), "final": {"test_err": 0.3}}, tmp_path)
+    hit = results.find_result(t1, tmp_path)
+    assert hit["config"] == t2 and hit["shown_as"] == {"experiment": "a_table1_shortcuts", "variant": "original",
+                                                       "scale": "cpu"}
+    assert results.find_result(t3, tmp_path)["final"]["test_err"] == 0.3
+    assert results.find_result(t1, tmp_path, same_training=False) is None   # an exercise's runs: by name only
+    assert results.find_result(config("a_table2_activations", "original-110", "cpu", 2), tmp_path) is None
+    assert results.find_result(config("a_table2_activations", "original-110", "cpu_step_warmup", 1), tmp_path) is None
+    # a result recorded under the first CPU scale's name ("shrunk") is today's cpu_step_warmup
+    old = {**config("a_table2_activations", "original-110", "cpu_step_warmup", 1), "scale": "shrunk"}
+    assert recorded_scale(old) == "cpu_step_warmup" and recorded_scale({**old, "steps": 10}) is None
 
 
 def test_paper_b_schedules():

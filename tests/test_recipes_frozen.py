@@ -1,9 +1,10 @@
 """Recipes are reviewed data: none changes unseen, and each builds the network the paper names.
 
-Runs are looked up by the hash of their config (results.config_hash), so a recipe that changes without anyone
-meaning it silently orphans every recorded run of it: the book would show them missing, the sweep would
-retrain them. tests/recipes_snapshot.json holds, for every experiment x variant x scale, the config's hash
-and a hash of its ``why`` notes (the reasons shown to the reader, outside the config hash). A deliberate
+Runs are looked up by the hash of their config (results.config_hash), then by the hash of what trains
+(results.training_hash: the config without its labels), so a recipe that changes without anyone meaning it
+silently orphans every recorded run of it: the book would show them missing, the sweep would retrain them.
+tests/recipes_snapshot.json holds, for every experiment x variant x scale, both hashes and a hash of its
+``why`` notes (the reasons shown to the reader, outside the config hash). A deliberate
 change updates it: ``IDMAP_UPDATE_RECIPES=1 python -m pytest tests/test_recipes_frozen.py``, and the diff of
 the snapshot shows which recipes changed.
 """
@@ -17,7 +18,7 @@ import torch
 
 from idmap_lib.engine.build import build_model
 from idmap_lib.engine.recipes import EXPERIMENTS, SCALES, config
-from idmap_lib.engine.results import config_hash
+from idmap_lib.engine.results import config_hash, training_hash
 from idmap_lib.models.introspect import residual_units
 
 SNAPSHOT = Path(__file__).with_name("recipes_snapshot.json")
@@ -30,7 +31,7 @@ def fingerprints():
             for scale in SCALES:
                 cfg = config(exp, v, scale)
                 why = json.dumps(cfg.get("why"), sort_keys=True).encode()
-                out[f"{exp}/{v}/{scale}"] = {"config": config_hash(cfg)[:16],
+                out[f"{exp}/{v}/{scale}"] = {"config": config_hash(cfg)[:16], "training": training_hash(cfg)[:16],
                                              "why": hashlib.sha256(why).hexdigest()[:16]}
     return out
 

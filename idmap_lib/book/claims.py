@@ -446,6 +446,15 @@ SWEEP_ORDER = ("b_gated_resnet32_better", "b_resnet32_k_decay_worse", "b_gated_w
 assert sorted(SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale != "full")
 
 
+def by_scale(claim_list=None) -> dict[str, list[str]]:
+    """The claims' keys grouped by the scale their runs are recorded at (recipes.SCALES order): one table and one
+    count per scale, never mixed (chapter 11)."""
+    from ..engine.recipes import SCALES
+
+    claim_list = CLAIMS if claim_list is None else claim_list
+    return {s: [c.key for c in claim_list if c.scale == s] for s in SCALES if any(c.scale == s for c in claim_list)}
+
+
 @dataclass
 class Verdict:
     claim: Claim

@@ -52,7 +52,8 @@ def _mean_sd(xs, unit=1.0, digits=2) -> str:
 
 def variant_table(experiment, variants=None, scale="cpu", seeds=SEEDS, out_dir=None):
     """One row per variant: the network that trains, the paper's number (labelled), and ours over seeds
-    (mean ± sd): test error, final and early training loss; seeds found, failed runs, the command for the
+    (mean ± sd, and each seed's test error): test error, final training loss, steps to a training error below
+    80 %; seeds found, failed runs, the command for the
     missing seeds."""
     import pandas as pd
 
@@ -67,8 +68,9 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=SEEDS, out_dir=N
             "variant": v, "network trained": net_name(recipes.config(experiment, v, scale)),
             f"paper: test error % ({src})": paper if isinstance(paper, str) else f"{paper:.2f}",
             "ours: test error %": _mean_sd([claims.final_test_err(r) for r in runs], 100),
+            "ours, per seed": ", ".join(f"{100 * claims.final_test_err(r):.1f}" for r in runs) or "–",
             "ours: final training loss": _mean_sd([claims.final_train_loss(r) for r in runs], digits=3),
-            "ours: early training loss": _mean_sd([claims.early_train_loss(r) for r in runs], digits=3),
+            "ours: steps to train error < 80 %": _mean_sd([claims.steps_to_80(r) for r in runs], digits=0),
             "seeds": len(runs), "diverged": sum(r["status"] == "fail" for r in runs),
             "to run": seeds_command(experiment, v, missing, scale) if missing else ""})
     df = pd.DataFrame(rows).set_index("variant")
@@ -101,20 +103,71 @@ def scale_text(experiment, variant) -> str:
 DATASET_SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}
 
 
+def _flat(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if k == "why" or (not prefix and k in results.LABELS):
+            continue
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _short(v) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, list):
+        return ", ".join(map(str, v))
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def scale_differences(experiment, variant, scales=recipes.SCALES):
+    """Every setting in which the scales' configs of one variant differ, one row each (nested settings by their
+    dotted path, e.g. ``schedule.warmup``; a setting a scale lacks is '–'), whole values, never cut."""
+    import pandas as pd
+
+    cfgs = {s: _flat(recipes.config(experiment, variant, s)) for s in scales}
+    keys = [k for k in dict.fromkeys(k for c in cfgs.values() for k in c)
+            if len({repr(c.get(k, "–")) for c in cfgs.values()}) > 1]
+    return pd.DataFrame({recipes.SCALE_WORDS[s]: [_short(cfgs[s][k]) if k in cfgs[s] else "–" for k in keys]
+                         for s in scales}, index=pd.Index(keys, name="setting"))
+
+
+def _unit(metric):
+    """(factor, format) a metric is shown in: % for errors, whole steps, 3 decimals otherwise."""
+    return (100, ".1f") if metric in claims.PERCENT else (1, ".0f") if metric == "steps_to_80" else (1, ".3f")
+
+
 def _evidence(test, res) -> str:
-    if res["verdict"] == "not run yet":
+    if "d" not in res:
         return ""
-    unit = 100 if test.metric in claims.PERCENT else 1
-    fmt = ".1f" if unit == 100 else ".3f"
+    unit, fmt = _unit(test.metric)
     a, b = (test.metric, test.metric_b) if test.metric_b else (test.a, test.b)
     return (f"{a} {unit * res['mean_a']:{fmt}} ± {unit * res['sd_a']:{fmt}} vs {b} "
-            f"{unit * res['mean_b']:{fmt}} ± {unit * res['sd_b']:{fmt}}; d = {unit * res['d']:{fmt}}, "
-            f"2 se = {unit * 2 * res['se']:{fmt}}")
+            f"{unit * res['mean_b']:{fmt}} ± {unit * res['sd_b']:{fmt}}; d = {unit * res['d']:{fmt}} "
+            f"[{unit * res['lo']:{fmt}}, {unit * res['hi']:{fmt}}]")
+
+
+def tested_for(claim, scale) -> str:
+    """What a claim's verdict at `scale` says, in words (claims.ABOUT): an 'end' claim at a CPU scale is tested as
+    what it predicts for a short run of the same network."""
+    words = []
+    for about in claim.about:
+        if about == "end" and scale != "full":
+            words.append("its prediction for a short run of the same network")
+        elif about == "converged" and scale != "full":
+            words.append(claims.NEEDS_FULL + " (the converged end of training)")
+        else:
+            words.append(claims.ABOUT[about])
+    return "; ".join(words)
 
 
 def claims_table(keys=None, scale=None, out_dir=None):
     """One row per claim: where it comes from, its words, its pre-registered test, our verdict and the
-    evidence (means ± sd over seeds, the difference d against twice its standard error). scale: default each
+    evidence (means ± sd over seeds, the difference d with its 95 % interval), and what the verdict can say at
+    this scale (``tested_for``). scale: default each
     claim's own (Paper A's and Paper B's CIFAR claims: the CPU scale; Paper B's MNIST claims: the full recipe)."""
     import pandas as pd
 
@@ -127,7 +180,7 @@ def claims_table(keys=None, scale=None, out_dir=None):
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
                      "test (fixed before the runs)": claims.tests_in_words(c.tests)
                      + (f" ({c.scale_note})" if c.scale_note else ""),
-                     "verdict": v.verdict,
+                     "verdict": v.verdict, "tested for": tested_for(c, scale or c.scale),
                      "evidence": " | ".join(filter(None, [_evidence(t, r) for t, r in v.parts] + slow)) or "–",
                      "missing runs": sum(len(s) for _, s in v.missing)})
     return pd.DataFrame(rows).set_index("claim")
@@ -138,10 +191,13 @@ def verdict_counts(df) -> dict:
     return {v: int((df["verdict"] == v).sum()) for v in claims.VERDICTS}
 
 
+VERDICT_COLOURS = {"reproduced": "#d9f2d9", "contradicted": "#f8d7d7", "inconclusive": "#fff3cd",
+                   claims.NEEDS_FULL: "#dbe8f6", "not run yet": "#eeeeee"}
+
+
 def styled(df):
     """For reading: numbers rounded, empty cells '–', long text wrapped, verdicts coloured."""
-    colour = {"reproduced": "#d9f2d9", "contradicted": "#f8d7d7", "inconclusive": "#fff3cd",
-              "not run yet": "#eeeeee"}
+    colour = VERDICT_COLOURS
     num = [c for c in df.columns if df[c].dtype.kind == "f"]
     s = df.style.format({c: "{:.2f}" for c in num}, na_rep="–")
     if "verdict" in df.columns:
@@ -151,14 +207,38 @@ def styled(df):
                                {"selector": "th.row_heading", "props": "overflow-wrap: anywhere; min-width: 7em;"}])
 
 
+def lr_marks(fig, schedule, cols=(1, 2)):
+    """The learning-rate schedule on every panel: the warm-up shaded (a ramp, or a step at its end: the paper's),
+    a dashed line at each lr change, labelled (on the first panel) with the lr that starts there."""
+    def label(text, col, **where):
+        return {"annotation_text": text, "annotation_font_size": 11, **where} if col == cols[0] else {}
+
+    warm, lr = schedule.get("warmup_steps", 0), schedule["base"]
+    ramp = schedule.get("warmup") == "linear"
+    changes = [] if ramp or not warm else [(warm, lr)]
+    changes += [(m, lr / schedule["divisor"] ** (i + 1)) for i, m in enumerate(schedule.get("milestones", []))]
+    for col in cols:
+        if warm:
+            text = (f"warm-up: lr ramps {schedule['warmup_lr']:g} → {lr:g}" if ramp else
+                    f"warm-up: lr {schedule['warmup_lr']:g}")
+            fig.add_vrect(x0=0, x1=warm, fillcolor="grey", opacity=0.08, line_width=0, row=1, col=col,
+                          exclude_empty_subplots=False,
+                          **label(text, col, annotation_position="top left"))
+        for x, new_lr in changes:
+            fig.add_vline(x=x, line_dash="dash", line_color="grey", row=1, col=col, exclude_empty_subplots=False,
+                          **label(f"lr {new_lr:g}", col))
+
+
 def band_curves(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None, title=None):
-    """Training loss and test error (%) against the step: for each variant the mean over its recorded seeds,
-    with a band of ± one standard deviation (a plotly figure; works without a kernel)."""
+    """Training loss (log axis) and test error (%) against the step: for each variant every recorded seed as a
+    thin line, their mean as a thick one with a band of ± one standard deviation, and the lr schedule marked
+    (``lr_marks``; a plotly figure that works without a kernel)."""
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (10-step windows)", "test error %"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (10-step windows, log axis)", "test error %"),
+                        horizontal_spacing=0.08)
     colours = qualitative.Plotly + qualitative.D3
     missing, where = [], set()
     for i, v in enumerate(variants):
@@ -170,24 +250,71 @@ def band_curves(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None, ti
         c = colours[i % len(colours)]
         label = f"{v} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
         for col, key, part, scale_y in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
+            for r in runs:
+                h = r["history"][part]
+                fig.add_trace(go.Scatter(x=[x["step"] for x in h], y=[scale_y * x[key] for x in h], mode="lines",
+                                         line={"color": c, "width": 1}, opacity=0.45, legendgroup=v,
+                                         showlegend=False, name=f"{v} seed {r['config']['seed']}",
+                                         hovertemplate=f"{v} seed {r['config']['seed']}<br>step %{{x}}: "
+                                                       f"%{{y:.3f}}<extra></extra>"), 1, col)
             steps = sorted({h["step"] for r in runs for h in r["history"][part]})
             per = [[scale_y * h[key] for r in runs for h in r["history"][part] if h["step"] == s] for s in steps]
             mean = [statistics.fmean(p) for p in per]
             sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in per]
             fig.add_trace(go.Scatter(x=steps + steps[::-1], y=[m + d for m, d in zip(mean, sd)]
-                                     + [m - d for m, d in zip(mean, sd)][::-1], fill="toself", fillcolor=c,
-                                     opacity=0.18, line={"width": 0}, hoverinfo="skip", legendgroup=v,
+                                     + [max(m - d, 1e-3) for m, d in zip(mean, sd)][::-1], fill="toself",
+                                     fillcolor=c, opacity=0.15, line={"width": 0}, hoverinfo="skip", legendgroup=v,
                                      showlegend=False), 1, col)
             fig.add_trace(go.Scatter(x=steps, y=mean, name=label, legendgroup=v, showlegend=col == 1,
-                                     mode="lines" if col == 1 else "lines+markers", line={"color": c},
-                                     hovertemplate=f"{v}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
+                                     mode="lines" if col == 1 else "lines+markers", line={"color": c, "width": 3},
+                                     hovertemplate=f"{v} mean<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
+    lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"])
     fig.update_xaxes(title_text="step")
-    sub = "mean ± sd over seeds; " + ("; ".join(sorted(where)) if where else "no recorded runs yet")
+    fig.update_yaxes(type="log", row=1, col=1)
+    sub = "thin: each seed; thick: mean ± sd; " + ("; ".join(sorted(where)) if where else "no recorded runs yet")
     if missing:
         sub += f"; not run yet: {', '.join(missing)}"
-    head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + f", our {scale} runs"
-    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=460, margin={"t": 100},
-                      legend={"title": {"text": "variant"}})
+    head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + f", our runs ({recipes.SCALE_WORDS[scale]})"
+    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=520, margin={"t": 110},
+                      legend={"title": {"text": "variant"}, "font": {"size": 13}})
+    return fig
+
+
+def forest(keys=None, scale=None, out_dir=None, title=None):
+    """Each comparison's effect d with its 95 % interval (Welch's t), one row per comparison and a panel per
+    metric: right of 0 is the paper's direction. Colour: the comparison's verdict."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    rows = {}
+    for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
+        for t, r in claims.evaluate(c, scale, out_dir).parts:
+            if "d" in r:
+                rows.setdefault(t.metric, []).append((f"{c.key}: {t.a} vs {t.metric_b or t.b}", r, t))
+    if not rows:
+        fig = go.Figure()
+        fig.update_layout(title={"text": (title or "Effects with their intervals") + "<br><sup>no comparison has "
+                                 "its seeds yet</sup>"}, height=160)
+        return fig
+    fig = make_subplots(rows=len(rows), cols=1, row_heights=[len(v) for v in rows.values()], vertical_spacing=0.12,
+                        subplot_titles=[f"{claims.METRIC_WORDS[m]}: d (b minus a, minus any margin)" for m in rows])
+    for i, (metric, items) in enumerate(rows.items(), start=1):
+        unit, fmt = _unit(metric)
+        for label, r, t in items:
+            d, lo, hi = (unit * r[k] for k in ("d", "lo", "hi"))
+            fig.add_trace(go.Scatter(x=[d], y=[label], mode="markers", showlegend=False,
+                                     marker={"size": 10, "color": VERDICT_COLOURS[r["verdict"]],
+                                             "line": {"color": "black", "width": 1}},
+                                     error_x={"type": "data", "symmetric": False, "array": [hi - d],
+                                              "arrayminus": [d - lo], "color": "black"},
+                                     hovertemplate=f"{label}<br>d = {d:{fmt}} [{lo:{fmt}}, {hi:{fmt}}], "
+                                                   f"{r['verdict']}<extra></extra>"), i, 1)
+        fig.add_vline(x=0, line_color="grey", row=i, col=1)
+    n = sum(len(v) for v in rows.values())
+    fig.update_layout(title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
+                             "the paper's direction; colour: the verdict</sup>"},
+                      height=140 + 34 * n + 60 * len(rows), margin={"l": 20, "t": 90})
+    fig.update_yaxes(automargin=True, autorange="reversed")
     return fig
 
 
@@ -295,7 +422,37 @@ def stuck_note(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None) -> 
                    + ", ".join(own) + ".")
     if schedule:
         out.append("Ended at chance **at this scale only**: " + ", ".join(schedule) + ". The paper trains these "
-                   "to a low error, so this is the short schedule's kind of failure -- a network that has not "
-                   "started within a few hundred steps -- not the paper's. A test of final errors then reads a "
-                   "slow start as a worse end: it says which unit starts faster, not where each would finish.")
+                   "to a low error, so this is the short run's kind of failure, not the paper's: a test of final "
+                   "errors then reads it as a worse end. What happened to each seed at the lr change is said "
+                   "below the curves.")
     return "\n\n".join(out)
+
+
+def lr_change_note(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None) -> str:
+    """What each variant's recorded seeds did when the lr reached its peak, in words computed from the runs: how
+    many seeds' training loss rose by more than claims.PROBE_MAX_RISE after the warm-up (claims.lr_jump_rise,
+    each rise listed), when each first got below 80 % training error, and how many ended at chance. Markdown."""
+    sched = recipes.config(experiment, variants[0], scale)["schedule"]
+    if not sched.get("warmup_steps"):
+        return ""
+    warm, lo, hi = sched["warmup_steps"], sched["warmup_lr"], sched["base"]
+    how = (f"ramps from {lo:g} to {hi:g} over the first {warm} steps" if sched.get("warmup") == "linear" else
+           f"is {lo:g} for the first {warm} steps and jumps to {hi:g} in one step")
+    steps = recipes.config(experiment, variants[0], scale)["steps"]
+    lines = []
+    for v in variants:
+        runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
+        if not runs:
+            continue
+        rises = [claims.lr_jump_rise(r) for r in runs]
+        big = sum(x > claims.PROBE_MAX_RISE for x in rises)
+        starts = ", ".join(f"{claims.steps_to_80(r):.0f}" for r in runs)
+        stuck = sum(ended_at_chance(r) for r in runs)
+        lines.append(f"- **{v}**: loss rose by more than {claims.PROBE_MAX_RISE:g} after the warm-up in {big} of "
+                     f"{len(runs)} seeds (rises " + ", ".join(f"{x:.2f}" for x in rises) + "); first below 80 % "
+                     f"training error at step {starts}; ended at chance in {stuck} of {len(runs)}.")
+    if not lines:
+        return ""
+    return (f"At the {recipes.SCALE_WORDS[scale]} the lr {how}, then is divided by {sched['divisor']:g} at steps "
+            f"{', '.join(map(str, sched['milestones']))}. What each seed did (a run that never got below 80 % "
+            f"counts as its length, {steps}):\n\n" + "\n".join(lines))

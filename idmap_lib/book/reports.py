@@ -68,11 +68,12 @@ def provenance_note(result: dict) -> str:
 
 
 def provenance_lines(out_dir=None) -> list[str]:
-    """``provenance_note`` of every recorded run whose config is today's recipe, one line each."""
+    """``provenance_note`` of every recorded run that trained one of today's recipes, one line each, named by the
+    scale it is today."""
     lines = []
     for r in results.load_results(out_dir):
         c = r["config"]
-        if recipes.config(c["experiment"], c["variant"], c["scale"], c["seed"]) == c:
-            lines.append(f"{c['experiment']} / {c['variant']} / {c['scale']} / seed {c['seed']}: "
-                         f"{provenance_note(r)}")
+        scale = recipes.recorded_scale(c)
+        if scale:
+            lines.append(f"{c['experiment']} / {c['variant']} / {scale} / seed {c['seed']}: {provenance_note(r)}")
     return lines

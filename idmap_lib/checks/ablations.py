@@ -339,7 +339,7 @@ def run(name: str, prediction: str, seed: int = 0, scale: str | None = None, out
     ab = ABLATIONS[name]
     out = Path(out_dir or default_runs_dir())
     cfgs = configs(name, seed, scale)
-    found = {k: find_result(c, out) for k, c in cfgs.items()}
+    found = {k: find_result(c, out, same_training=False) for k, c in cfgs.items()}
     todo = [k for k, r in found.items() if r is None]
     if todo:
         if not isinstance(prediction, str) or len(prediction.strip()) < 10:

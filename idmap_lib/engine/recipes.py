@@ -321,6 +321,16 @@ def config(experiment: str, variant: str, scale: str = "cpu", seed: int = 0) -> 
     return cfg
 
 
+def recorded_scale(cfg: dict) -> str | None:
+    """The scale of today's recipes whose run of this experiment, variant and seed trains exactly what `cfg`
+    trains (its labels aside: the first CPU scale was called "shrunk"), or None if none does (a stale run)."""
+    from .results import training_hash
+
+    h = training_hash(cfg)
+    return next((s for s in SCALES if training_hash(config(cfg["experiment"], cfg["variant"], s, cfg["seed"])) == h),
+                None)
+
+
 def mnist_configs(d, seeds, kinds=MNIST_KINDS) -> list:
     """Paper B's MNIST runs of depth d at the full recipe (Sec 4.1, Tables 1-2), kind by kind and seed by seed:
     what trains together as one stacked network (stacked.py, mnist_grid.py) and what ``bench --stacked`` times."""

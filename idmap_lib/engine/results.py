@@ -144,17 +144,18 @@ def _training_index(out: Path) -> dict:
     return _INDEX[out][1]
 
 
-def find_result(cfg: dict, out_dir=None) -> dict | None:
+def find_result(cfg: dict, out_dir=None, same_training: bool = True) -> dict | None:
     """The stored result of this config, or None: the file whose config hash equals this config's (one file
-    read, by its name), else a result of the same training under other labels (``training_hash``; its
-    ``config`` keeps the labels it was recorded under, ``shown_as`` names the ones asked for)."""
+    read, by its name), else (unless `same_training` is False: an exercise's runs must be the student's own, each
+    under its own name) a result of the same training under other labels (``training_hash``; its ``config``
+    keeps the labels it was recorded under, ``shown_as`` names the ones asked for)."""
     path = result_path(cfg, out_dir)
     if path.is_file():
         r = json.loads(path.read_text())
         if r.get("config_hash") == config_hash(cfg):
             r["path"] = str(path)
             return r
-    path = _training_index(Path(out_dir or RESULTS_DIR)).get(training_hash(cfg))
+    path = _training_index(Path(out_dir or RESULTS_DIR)).get(training_hash(cfg)) if same_training else None
     if path is None:
         return None
     r = json.loads(path.read_text())

@@ -26,7 +26,7 @@ from ..models.introspect import gates
 from . import data as data_mod
 from .checkpoint import load_checkpoint, save_checkpoint
 from .recipes import lr_at
-from .results import config_hash, provenance, run_name, save_result
+from .results import config_hash, provenance, run_name, save_result, training_hash
 from .batches import prepare_data
 from .build import build_model
 from .device import format_duration, pick_device
@@ -319,7 +319,8 @@ def _result(st, r, write, out_dir, device, source):
     ks = gates(st.nets[r])
     if ks:
         final["gates_k"] = [float(k.detach()) for k in ks]
-    result = {"config": cfg, "config_hash": config_hash(cfg), "status": st.status[r], "fail": st.fails[r],
+    result = {"config": cfg, "config_hash": config_hash(cfg), "training_hash": training_hash(cfg),
+              "status": st.status[r], "fail": st.fails[r],
               "final": final, "history": h, "seed": int(cfg["seed"]), "dataset_source": source,
               "precision": "float32", "channels_last": False, "compiled": False, "cuda_graph": False,
               "deterministic": False,
