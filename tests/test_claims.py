@@ -403,3 +403,13 @@ def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
     assert ev["t1_shortcut_only_gating_near_identity"] == \
         "original at chance in 3 of 3 seeds at this scale only (the paper trains it)"
     assert "dropout-0.5 at chance" not in ev["t1_fail_rows_far_behind"]
+
+
+def test_scale_differences_show_whole_values_setting_by_setting():
+    from idmap_lib.book import evidence
+    df = evidence.scale_differences("a_table3_preact", "c10-1001-original")
+    assert list(df.columns) == ["CPU scale", "CPU scale, step warm-up (superseded)", "full recipe"]
+    assert df.loc["schedule.warmup"].tolist() == ["linear", "step (the paper's)", "step (the paper's)"]
+    assert df.loc["steps"].tolist() == ["128", "128", "64000"]
+    assert df.loc["subset.train_per_class", "full recipe"] == "all the data" and "subset" not in df.index
+    assert "experiment" not in df.index and "scale" not in df.index   # labels are not settings

@@ -98,3 +98,13 @@ def test_every_committed_result_is_its_recipe_and_names_its_real_network():
         if kw.get("width_scale", 1) != 1:
             assert "width" in net, (p.name, net)
     assert not stale, "results whose config is no longer the recipe (delete and rerun): " + ", ".join(stale)
+
+
+def test_a_narrowed_bottleneck_net_is_named_by_the_channels_that_really_trained():
+    import torch
+    from idmap_lib.engine.build import build_model
+    cfg = recipes.config("a_table2_activations", "full_preact-164", "cpu")
+    assert reports.net_name(cfg) == "ResNet-164 (bottleneck, 1/4 width: 4/8/16 inside, 16/32/64 out)"
+    widths = {m.out_channels for m in build_model(cfg["model"]).modules() if isinstance(m, torch.nn.Conv2d)}
+    assert {4, 8, 16, 32, 64} <= widths and max(widths) == 64   # inside 4/8/16, out 16/32/64: nothing wider
+    assert reports.net_name(recipes.config("a_table2_activations", "full_preact-110", "cpu")) == "ResNet-110 (basic)"

@@ -96,8 +96,10 @@ def scale_text(experiment, variant) -> str:
             return f"all {n_train:,} training images (test: {n_test:,})"
         return f"{10 * sub['train_per_class']:,} training images (test: {10 * sub['test_per_class']:,})"
 
+    ours = "unstated" in f.get("why", {}).get("steps", "")   # Paper B does not say how long it trained
+    full = ("The full recipe (its length is ours: the paper does not state it)" if ours else "The paper")
     return (f"**{net_name(c)}**, {c['steps']:,} steps of batch {c['batch_size']} on {data(c)}, {sched(c)}. "
-            f"The paper: **{net_name(f)}**, {f['steps']:,} steps of batch {f['batch_size']} on {data(f)}.")
+            f"{full}: **{net_name(f)}**, {f['steps']:,} steps of batch {f['batch_size']} on {data(f)}.")
 
 
 DATASET_SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}
@@ -130,9 +132,15 @@ def scale_differences(experiment, variant, scales=recipes.SCALES):
 
     cfgs = {s: _flat(recipes.config(experiment, variant, s)) for s in scales}
     keys = [k for k in dict.fromkeys(k for c in cfgs.values() for k in c)
-            if len({repr(c.get(k, "–")) for c in cfgs.values()}) > 1]
-    return pd.DataFrame({recipes.SCALE_WORDS[s]: [_short(cfgs[s][k]) if k in cfgs[s] else "–" for k in keys]
-                         for s in scales}, index=pd.Index(keys, name="setting"))
+            if k != "subset" and len({repr(c.get(k, "–")) for c in cfgs.values()}) > 1]  # subset: by its parts
+    absent = {"schedule.warmup": "step (the paper's)", "subset.": "all the data"}
+
+    def value(s, k):
+        if k in cfgs[s]:
+            return _short(cfgs[s][k])
+        return next((w for key, w in absent.items() if k.startswith(key)), "the builder's default")
+    return pd.DataFrame({recipes.SCALE_WORDS[s]: [value(s, k) for k in keys] for s in scales},
+                        index=pd.Index(keys, name="setting"))
 
 
 def _unit(metric):
@@ -223,7 +231,7 @@ def lr_marks(fig, schedule, cols=(1, 2)):
                     f"warm-up: lr {schedule['warmup_lr']:g}")
             fig.add_vrect(x0=0, x1=warm, fillcolor="grey", opacity=0.08, line_width=0, row=1, col=col,
                           exclude_empty_subplots=False,
-                          **label(text, col, annotation_position="top left"))
+                          **label(text, col, annotation_position="bottom left"))
         for x, new_lr in changes:
             fig.add_vline(x=x, line_dash="dash", line_color="grey", row=1, col=col, exclude_empty_subplots=False,
                           **label(f"lr {new_lr:g}", col))
@@ -275,8 +283,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None, ti
     if missing:
         sub += f"; not run yet: {', '.join(missing)}"
     head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + f", our runs ({recipes.SCALE_WORDS[scale]})"
-    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=520, margin={"t": 110},
-                      legend={"title": {"text": "variant"}, "font": {"size": 13}})
+    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560, margin={"t": 110},
+                      legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})  # below: wide panels
     return fig
 
 

@@ -20,6 +20,8 @@ SEEDS = claims.SEEDS
 KIND_NAMES = {"plain": "plain", "resnet": "ResNet", "gresnet": "GResNet"}
 
 
+LOG_TICKS = [0.5, 1, 2, 5, 10, 20, 50, 100]  # % on the pruning figure's log axis
+
 def _runs(experiment, variant, scale, seeds, out_dir):
     return claims.seed_runs(experiment, variant, scale, seeds, out_dir)[0]
 
@@ -156,7 +158,9 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
         _band(fig, range(len(per)), per, f"{name} ({len(runs)} seeds, {len(curves)} curves)",
               qualitative.Plotly[i], dash=dash)
     fig.update_xaxes(title_text=f"blocks removed (of {blocks})")
-    fig.update_yaxes(title_text="test error % (log scale)", type="log")
+    # ticks at 1, 2, 5 per decade, written out (plotly's default log ticks read "1 2 ... 9 10 2" for 1-20 %)
+    fig.update_yaxes(title_text="test error % (log scale)", type="log", tickvals=LOG_TICKS,
+                     ticktext=[f"{v:g}" for v in LOG_TICKS])
     sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes else "")
     fig.update_layout(title={"text": f"Paper B Fig 5: removing residual blocks of a trained d = {PRUNE_DEPTH} "
                                      f"net<br><sup>{sub}</sup>"}, height=480, margin={"t": 100},

@@ -14,17 +14,19 @@ def command(experiment: str, variant: str, scale: str, seed: int = 0) -> str:
 
 def net_name(cfg: dict) -> str:
     """Name of the network a config really trains: ResNet-110 (basic), ResNet-1001 (bottleneck, 1/4 width:
-    16/32/64), WRN-28-1, MLP gresnet d=10."""
+    4/8/16 inside, 16/32/64 out; the paper's: 16/32/64 inside, 64/128/256 out), WRN-28-1, MLP gresnet d=10."""
     m, kw = cfg["model"]["builder"], cfg["model"]["kwargs"]
     if m == "cifar_resnet":
         from ..models.networks import cifar_block
         block, _ = cifar_block(kw["depth"], kw.get("block"))
         scale = kw.get("width_scale", 1)
         width = ""
-        if scale != 1:
-            base = (64, 128, 256) if block == "bottleneck" else (16, 32, 64)
+        if scale != 1:  # the channel counts that really trained: a bottleneck's inside and its output
             frac = f"1/{round(1 / scale)}" if (1 / scale).is_integer() else f"{scale:g}x"
-            width = f", {frac} width: {'/'.join(str(int(w * scale)) for w in base)}"
+            inside = "/".join(str(int(w * scale)) for w in (16, 32, 64))
+            out = "/".join(str(int(w * scale)) for w in (64, 128, 256))
+            width = f", {frac} width: {inside} inside, {out} out" if block == "bottleneck" else \
+                f", {frac} width: {inside}"
         block = "1-layer skip" if block == "single" else block
         return f"ResNet-{kw['depth']} ({block}{width}{', gated' if kw.get('gated') else ''})"
     if m == "wide_resnet":

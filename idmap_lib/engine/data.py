@@ -154,7 +154,7 @@ def load_local(name: str, src: Path, root: Path = DEFAULT_ROOT, verbose: bool = 
         decode_s = None
     else:
         if verbose:
-            print(f"decoding {src} once into {cache} ...", flush=True)
+            print(f"decoding {Path(src).name} once into the cache ({cache.name}) ...", flush=True)
         t0 = time.perf_counter()
         d = _decode_local(name, src)
         decode_s = time.perf_counter() - t0

@@ -1,0 +1,144 @@
+"""What a reader of the built site must never meet, as checks over one page's HTML (issue 21). Each check returns
+a list of findings (empty: clean); tests/test_site_hygiene.py runs them over every built page and plants each
+class once to see it caught.
+
+Classes: a link to a file or anchor the site does not have; raw Markdown table text; raw TeX outside math; a
+build machine's paths; warnings or stderr in outputs; values cut short in tables ("...", JSON cut off); a figure
+panel whose axis spans one point, or whose y-range is set by one trace's outlier.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from bs4 import BeautifulSoup
+
+MACHINE_PATHS = re.compile(r"(/work/|/tmp/|/root/|/home/\w+/|site-packages|/content/(?!drive))")
+TABLE_TEXT = re.compile(r"\|\s*[-—:]{2,}\s*\||^\s*\|.+\|\s*$", re.M)
+RAW_TEX = re.compile(r"\$[^$\n]*\\[a-zA-Z]+[^$\n]*\$|\$\{[^$\n]*\}\^|\\(?:mathbf|mathcal|approx|lambda|sigma)\b")
+WARNING_TEXT = re.compile(r"\b\w*Warning: |Traceback \(most recent call last\)")
+CUT_SHORT = re.compile(r"\.\.\.\s*$|…\s*$|\.\.\.\"?}?$|\{\"[^}]*\.\.\.")
+SKIP = ("script", "style", "pre", "code", "mjx-container", "svg", "textarea")
+
+
+def _soup(html: str) -> BeautifulSoup:
+    return BeautifulSoup(html, "html.parser")
+
+
+def _article(soup):
+    return soup.select_one("article.bd-article") or soup
+
+
+def _text_nodes(node):
+    """Text a reader sees, outside code, math and scripts."""
+    for s in node.find_all(string=True):
+        if any(p.name in SKIP or "math" in (p.get("class") or []) for p in s.parents):
+            continue
+        yield str(s)
+
+
+def broken_links(html: str, page: Path) -> list[str]:
+    """Relative links whose file, or whose #anchor in that file, does not exist in the built site."""
+    soup, out = _soup(html), []
+    ids_cache = {}
+
+    def ids(path):
+        if path not in ids_cache:
+            ids_cache[path] = {e["id"] for e in _soup(path.read_text(encoding="utf-8")).find_all(id=True)}
+        return ids_cache[path]
+
+    for a in _article(soup).find_all("a", href=True):
+        u = urlparse(a["href"])
+        if u.scheme or a["href"].startswith("//"):
+            continue
+        target = page if not u.path else (page.parent / unquote(u.path)).resolve()
+        if not target.exists():
+            out.append(f"link to a missing file: {a['href']}")
+        elif u.fragment and target.suffix == ".html" and unquote(u.fragment) not in ids(target):
+            out.append(f"link to a missing anchor: {a['href']}")
+    return out
+
+
+def raw_markdown_tables(html: str) -> list[str]:
+    return [f"raw Markdown table text: {t.strip()[:80]!r}" for t in _text_nodes(_article(_soup(html)))
+            if TABLE_TEXT.search(t) and t.count("|") >= 4]
+
+
+def raw_tex(html: str) -> list[str]:
+    return [f"raw TeX outside math: {t.strip()[:80]!r}" for t in _text_nodes(_article(_soup(html)))
+            if RAW_TEX.search(t)]
+
+
+def machine_paths(html: str) -> list[str]:
+    soup = _article(_soup(html))
+    texts = [s for s in soup.find_all(string=True) if s.parent.name not in ("script", "style")]
+    return [f"a build machine's path: {t.strip()[:100]!r}" for t in texts if MACHINE_PATHS.search(t)]
+
+
+def warnings_in_outputs(html: str) -> list[str]:
+    soup, out = _article(_soup(html)), []
+    for div in soup.select("div.output.stderr, div.stderr"):
+        out.append(f"stderr in an output: {div.get_text().strip()[:100]!r}")
+    for div in soup.select("div.cell_output, div.output"):
+        for t in div.find_all(string=True):
+            if WARNING_TEXT.search(t):
+                out.append(f"a warning in an output: {t.strip()[:100]!r}")
+    return sorted(set(out))
+
+
+def cut_short_cells(html: str) -> list[str]:
+    """Table cells whose value was cut (pandas' '...', an ellipsis, a JSON value cut off)."""
+    return [f"a value cut short in a table: {td.get_text().strip()[:80]!r}"
+            for td in _article(_soup(html)).find_all(["td", "th"]) if CUT_SHORT.search(td.get_text().strip())]
+
+
+def figures(html: str) -> list[tuple[list, dict]]:
+    """(data, layout) of every plotly figure in the page (its Plotly.newPlot call)."""
+    out, dec = [], json.JSONDecoder()
+    for m in re.finditer(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*", html):
+        try:
+            data, end = dec.raw_decode(html, m.end())
+            rest = html[end:].lstrip()[1:].lstrip()
+            layout, _ = dec.raw_decode(rest)
+        except ValueError:
+            continue
+        out.append((data, layout))
+    return out
+
+
+def _numbers(values):
+    return [v for v in values or [] if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def bad_panels(html: str) -> list[str]:
+    """Panels whose x-axis spans one point (a curve drawn as a dot), or whose linear y-range is set by one
+    trace: its maximum more than 5 times the largest of every other trace's."""
+    out = []
+    for data, layout in figures(html):
+        title = ((layout.get("title") or {}).get("text") or "a figure").split("<br>")[0]
+        panels = {}
+        for t in data:
+            if t.get("type", "scatter") not in ("scatter", "scattergl") or t.get("fill") == "toself":
+                continue
+            panels.setdefault((t.get("xaxis", "x"), t.get("yaxis", "y")), []).append(t)
+        for (xa, ya), traces in panels.items():
+            xs = [x for t in traces for x in _numbers(t.get("x"))]
+            if len(traces) and xs and len(xs) > len(traces) and min(xs) == max(xs):
+                out.append(f"{title}: a panel whose x-axis spans one point ({xs[0]})")
+            axis = layout.get("yaxis" + ya[1:], {})
+            if axis.get("type") == "log" or len(traces) < 3:
+                continue
+            tops = sorted((max(_numbers(t.get("y")) or [0]), t.get("name")) for t in traces)
+            rest = max(abs(v) for v, _ in tops[:-1]) if tops[:-1] else 0
+            if rest > 0 and tops[-1][0] > 5 * rest:
+                out.append(f"{title}: y-range set by one trace ({tops[-1][1]}: {tops[-1][0]:.3g} vs {rest:.3g})")
+    return out
+
+
+def findings(page: Path) -> list[str]:
+    html = page.read_text(encoding="utf-8")
+    return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html) + machine_paths(html)
+            + warnings_in_outputs(html) + cut_short_cells(html) + bad_panels(html))
+

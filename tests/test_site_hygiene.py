@@ -1,0 +1,61 @@
+"""Every built page is free of what hurts a reader (tests/site_hygiene.py), and each check catches its class when
+one is planted."""
+from pathlib import Path
+
+import pytest
+
+import site_hygiene as h
+
+SITE = Path(__file__).resolve().parents[1] / "_build" / "html"
+
+
+def pages():
+    return sorted(p.name for p in SITE.glob("*.html")) if (SITE / "index.html").is_file() else []
+
+
+@pytest.mark.parametrize("name", pages() or ["index.html"])
+def test_a_built_page_is_clean(name):
+    assert (SITE / "index.html").is_file(), f"{SITE} has no built site: run `make book` first"
+    found = h.findings(SITE / name)
+    assert not found, f"{name}:\n" + "\n".join(found)
+
+
+def page(body: str) -> str:
+    return f'<html><body><article class="bd-article">{body}</article></body></html>'
+
+
+FIGURE = ('<script>Plotly.newPlot("f", {data}, {{"title": {{"text": "planted"}}{axis}}}, {{}})</script>')
+
+
+@pytest.mark.parametrize("check, planted, clean", [
+    ("raw_markdown_tables", "<p>| exercise | goes with |\n|---|---|\n| 1 | 2 |</p>",
+     "<table><tr><td>exercise</td></tr></table><pre>| a | b |\n|---|---|</pre>"),
+    ("raw_tex", r"<p>keeping $\lambda = 1$ keeps it</p>",
+     r'<p>keeping <span class="math notranslate nohighlight">\(\lambda = 1\)</span> costs $5</p>'),
+    ("machine_paths", "<p>decoding /work/shared/data/cifar10-jpeg.tar.gz once into the cache</p>",
+     "<p>decoding cifar10-jpeg.tar.gz once into the cache (cifar10-d34c.pt)</p>"),
+    ("warnings_in_outputs", '<div class="cell_output"><pre>RuntimeWarning: divide by zero encountered</pre></div>',
+     '<div class="cell_output"><pre>Device: CPU</pre></div>'),
+    ("warnings_in_outputs", '<div class="output stderr"><pre>something on stderr</pre></div>',
+     '<div class="output stream"><pre>something on stdout</pre></div>'),
+    ("cut_short_cells", '<table><tr><td>{"builder": "cifar_resnet", "kwargs": {"depth"...</td></tr></table>',
+     '<table><tr><td>{"builder": "cifar_resnet"}</td></tr></table>'),
+    ("bad_panels", FIGURE.format(data='[{"x": [128], "y": [0.9]}, {"x": [128], "y": [0.8]}, {"x": [128], '
+                                      '"y": [0.85]}, {"x": [128, 128], "y": [1, 2]}]', axis=""),
+     FIGURE.format(data='[{"x": [64, 128], "y": [0.9, 0.8]}]', axis="")),
+    ("bad_panels", FIGURE.format(data='[{"x": [1, 2], "y": [35, 20], "name": "relu_before_add"}, '
+                                      '{"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, 1.9]}]', axis=""),
+     FIGURE.format(data='[{"x": [1, 2], "y": [35, 20]}, {"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, '
+                        '1.9]}]', axis=', "yaxis": {"type": "log"}')),
+])
+def test_each_class_is_caught_when_planted(check, planted, clean):
+    assert getattr(h, check)(page(planted)), f"{check} missed a planted case"
+    assert not getattr(h, check)(page(clean)), f"{check} flags a clean case"
+
+
+def test_links_to_missing_files_and_anchors_are_caught(tmp_path):
+    (tmp_path / "a.html").write_text(page('<h2 id="there">x</h2>'))
+    p = tmp_path / "b.html"
+    for href, bad in (("a.html", False), ("a.html#there", False), ("a.html#gone", True), ("a.ipynb", True),
+                      ("https://example.org/x.ipynb", False), ("#here", True)):
+        assert bool(h.broken_links(page(f'<a href="{href}">x</a>'), p)) == bad, href
