@@ -207,7 +207,7 @@ def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
 
 def test_sweep_lists_the_missing_runs_in_order_and_skips_the_recorded(tmp_path, capsys):
     from idmap_lib.cli import main
-    todo = claims.runs_needed()
+    todo = claims.runs_needed(results_dir=tmp_path)
     main(["sweep", "--missing", "--out", str(tmp_path)])
     assert [tuple(l.split()) for l in capsys.readouterr().out.splitlines()] == \
         [(e, v, str(s), sc) for e, v, s, sc in todo]
@@ -235,14 +235,14 @@ def test_pace_prices_missing_runs_by_the_recorded_runs_of_the_same_network():
 
 def test_sweep_says_what_the_recorded_runs_cost_and_what_is_left(tmp_path, capsys):
     from idmap_lib.cli import main
-    (e, v, s, _), (e2, v2, s2, _) = claims.runs_needed()[:2]
+    (e, v, s, _), (e2, v2, s2, _) = claims.runs_needed(results_dir=tmp_path)[:2]
     for exp, var, seed, wall in ((e, v, s, 900.0), (e2, v2, s2, 1800.0)):
         r = result(exp, var, seed)
         r["final"]["wall_s"], r["hardware"] = wall, {"torch_threads": 2}
         results.save_result(r, tmp_path)
     main(["sweep", "--out", str(tmp_path)])
     last = capsys.readouterr().out.splitlines()[-1]
-    assert last.startswith(f"2 of {len(claims.runs_needed())} runs recorded (1.5 CPU core-hours: ")
+    assert last.startswith(f"2 of {len(claims.runs_needed(results_dir=tmp_path))} runs recorded (1.5 CPU core-hours: ")
     done = {"found": {("e", "v", 0): {}}, "spent_h": 0.3, "left_h": 0.0, "untimed": 0}
     assert claims.sweep_in_words(done) == "1 of 1 runs recorded (0.3 CPU core-hours: training wall time x threads)"
 
@@ -413,3 +413,25 @@ def test_scale_differences_show_whole_values_setting_by_setting():
     assert df.loc["steps"].tolist() == ["128", "128", "64000"]
     assert df.loc["subset.train_per_class", "full recipe"] == "all the data" and "subset" not in df.index
     assert "experiment" not in df.index and "scale" not in df.index   # labels are not settings
+
+
+def test_more_seeds_are_asked_for_only_where_three_leave_a_comparison_open(tmp_path):
+    c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
+    key = [("a_table1_shortcuts", v, s, "cpu") for s in claims.MORE_SEEDS for v in ("exclusive_gating-b-6",
+                                                                                      "exclusive_gating-b0")]
+    assert not set(key) & set(claims.runs_needed([c], results_dir=tmp_path))        # not run yet: 3 seeds first
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.828, 0.850, 0.721])   # one seed far off
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.888, 0.886, 0.898])
+    assert claims.evaluate(c, results_dir=tmp_path).verdict == "inconclusive"
+    assert set(key) <= set(claims.runs_needed([c], results_dir=tmp_path))
+    assert not set(key) & set(claims.runs_needed([c], seeds=(0, 1, 2), results_dir=tmp_path))  # seeds given: those
+    # the two more seeds agree with the three: they are read with them
+    for seed, (a, b) in zip(claims.MORE_SEEDS, ((0.83, 0.89), (0.84, 0.89))):
+        results.save_result(result("a_table1_shortcuts", "exclusive_gating-b-6", seed, test_err=a), tmp_path)
+        results.save_result(result("a_table1_shortcuts", "exclusive_gating-b0", seed, test_err=b), tmp_path)
+    v = claims.evaluate(c, results_dir=tmp_path)
+    assert v.parts[0][1]["n"] == (5, 5) and v.verdict == "reproduced"
+    other = tmp_path / "clear"                                                     # decided by 3: no more asked
+    save(other, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
+    save(other, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
+    assert not set(key) & set(claims.runs_needed([c], results_dir=other))

@@ -42,6 +42,8 @@ RULE = ("Each claim's test was fixed before any of its runs was read. For *a is 
         "so it is neither reproduced nor contradicted there. A diverged run counts at chance.")
 MIN_SEEDS = 3
 SEEDS = (0, 1, 2)
+MORE_SEEDS = (3, 4)  # trained where 3 seeds leave a comparison inconclusive (a rule fixed before they are read)
+ALL_SEEDS = SEEDS + MORE_SEEDS
 LEVEL = 0.975  # one side of a 5 % two-sided test: the level the old "2 se" rule meant
 NEEDS_FULL = "needs the full recipe"
 VERDICTS = ("reproduced", "contradicted", "inconclusive", NEEDS_FULL, "not run yet")
@@ -487,8 +489,10 @@ def values(experiment, variant, scale, metric, results_dir=None, seeds=SEEDS):
 
 def evaluate(claim: Claim, scale=None, results_dir=None, seeds=None) -> Verdict:
     """Apply the claim's pre-registered tests to the runs recorded at `scale` (default: the claim's) for
-    `seeds` (default: the claim's)."""
-    scale, seeds = scale or claim.scale, seeds or claim.seeds
+    `seeds` (default: the claim's, plus any of MORE_SEEDS recorded; only the claim's own count as missing)."""
+    scale = scale or claim.scale
+    more = () if seeds else tuple(s for s in MORE_SEEDS if s not in claim.seeds)
+    seeds = seeds or claim.seeds
     parts, missing = [], {}
     for t in claim.tests:
         if t.about == "converged" and scale != "full":
@@ -496,6 +500,8 @@ def evaluate(claim: Claim, scale=None, results_dir=None, seeds=None) -> Verdict:
             continue
         xa, ma = values(claim.experiment, t.a, scale, t.metric, results_dir, seeds)
         xb, mb = values(claim.experiment, t.b, scale, t.metric_of_b, results_dir, seeds)
+        xa += values(claim.experiment, t.a, scale, t.metric, results_dir, more)[0]
+        xb += values(claim.experiment, t.b, scale, t.metric_of_b, results_dir, more)[0]
         for v, m in ((t.a, ma), (t.b, mb)):
             if m:
                 missing[v] = m
@@ -513,16 +519,23 @@ def scale_probe(scale="cpu", results_dir=None, seeds=SEEDS) -> dict:
             "holds": None if missing else all(x <= PROBE_MAX_RISE for x in rises.values())}
 
 
-def runs_needed(claims=None, seeds=None):
+def runs_needed(claims=None, seeds=None, results_dir=None):
     """(experiment, variant, seed, scale) of every run the claims need (default: the scale probe's runs, then the
     CPU sweep's claims in SWEEP_ORDER), claim by claim, each training once: a run of the same training under
-    other labels (Table 1's "original" is Table 2's "original-110") is not listed again."""
+    other labels (Table 1's "original" is Table 2's "original-110") is not listed again. Unless `seeds` is given,
+    a comparison that its claim's seeds leave inconclusive then asks for MORE_SEEDS of both its sides."""
     from ..engine.recipes import config
     from ..engine.results import training_hash
 
     todo = [(*PROBE, s, "cpu") for s in SEEDS] if claims is None else []
-    for c in [CLAIMS_BY_KEY[k] for k in SWEEP_ORDER] if claims is None else claims:
+    chosen = [CLAIMS_BY_KEY[k] for k in SWEEP_ORDER] if claims is None else claims
+    for c in chosen:
         todo += [(c.experiment, v, s, c.scale) for s in (seeds or c.seeds) for v in c.variants]
+    for c in chosen if seeds is None else []:
+        open_parts = [t for t, r in evaluate(c, results_dir=results_dir, seeds=c.seeds).parts
+                      if r["verdict"] == "inconclusive"]
+        more = [s for s in MORE_SEEDS if s not in c.seeds]
+        todo += [(c.experiment, v, s, c.scale) for s in more for t in open_parts for v in (t.a, t.b)]
     out, seen = [], set()
     for r in todo:
         h = training_hash(config(r[0], r[1], r[3], r[2]))
@@ -540,7 +553,7 @@ def sweep_status(claims=None, seeds=None, results_dir=None) -> dict:
     from ..engine.recipes import config
     from ..engine.results import core_seconds, find_result, load_results, pace
 
-    runs = runs_needed(claims, seeds)
+    runs = runs_needed(claims, seeds, results_dir)
     cfgs = {r: config(r[0], r[1], r[3], r[2]) for r in runs}
     found = {r: find_result(cfgs[r], results_dir) for r in runs}
     done = [f for f in found.values() if f]
