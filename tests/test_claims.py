@@ -382,6 +382,14 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     assert df.loc["full_preact-110", "state"].startswith("under way: step 29,000 of 64,000 (test error 16.2 %")
     assert df.loc["full_preact-164", "state"] == ("not run: python -m idmap_lib train --experiment "
                                                  "a_table2_activations --variant full_preact-164 --scale full --cuda-graph")
+    # the same training named by another table (Table 1's original is Table 2's original-110) finds it too
+    cfg = recipes.config("a_table2_activations", "original-110", "full")
+    torch.save({"step": 29000, "config": cfg, "history": {"test": [{"step": 28000, "test_err": 0.149}]}},
+               tmp_path / f"{results.run_name(cfg)}.pt")
+    t1 = evidence.full_scale_status("a_table1_shortcuts", ["original", "conv1x1"], out_dir=tmp_path,
+                                    checkpoint_dir=tmp_path)
+    assert t1.loc["original", "state"].startswith("under way: step 29,000 of 64,000 (test error 14.9 %")
+    assert t1.loc["conv1x1", "state"].startswith("not run")
 
 
 def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
@@ -401,7 +409,7 @@ def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
     ev = evidence.claims_table(["t1_shortcut_only_gating_near_identity", "t1_fail_rows_far_behind"],
                                out_dir=tmp_path)["evidence"]
     assert ev["t1_shortcut_only_gating_near_identity"] == \
-        "original at chance in 3 of 3 seeds at this scale only (the paper trains it)"
+        "at chance at this scale only (the paper trains it): original in 3 of 3 seeds"
     assert "dropout-0.5 at chance" not in ev["t1_fail_rows_far_behind"]
 
 
