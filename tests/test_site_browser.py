@@ -321,7 +321,7 @@ def test_slider_changes_plotted_data(browser, site_url):
 # ---- nothing is cut off at the right edge ---------------------------------------------------------------------
 # Pages whose tables may be wider than the article (they scroll inside their own block): chapter 7's
 # run tables carry many columns. Everywhere else every table fits.
-TABLES_MAY_SCROLL = {"06_ablations.html", "07_shortcuts.html", "08_activations.html", "09_depth.html", "10_gates.html", "11_reproductions.html"}
+TABLES_MAY_SCROLL = {"06_ablations.html", "06_instructor_guide.html", "07_shortcuts.html", "08_activations.html", "09_depth.html", "10_gates.html", "11_reproductions.html"}
 OVERFLOW_JS = """(tablesMayScroll) => {
   const article = document.querySelector('article.bd-article');
   if (!article) return [];
