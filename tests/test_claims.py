@@ -5,6 +5,7 @@ import re
 import pytest
 
 from idmap_lib.book import claims
+from idmap_lib.book import evidence as ev
 from idmap_lib.book.claims import CLAIMS, Claim, better, combine, compare, similar
 from idmap_lib.engine import recipes, results
 
@@ -443,3 +444,15 @@ def test_more_seeds_are_asked_for_only_where_three_leave_a_comparison_open(tmp_p
     save(other, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(other, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
     assert not set(key) & set(claims.runs_needed([c], results_dir=other))
+
+
+def test_styled_tables_let_long_claim_keys_break_after_an_underscore():
+    """Pandas 3 gives a text index the "str" dtype: the break points must still go in (issue 21: keys wrapped
+    mid-word, or not at all and pushed the evidence off the page)."""
+    import pandas as pd
+
+    for index in (pd.Index(["t1_shortcut_only_gating"], name="claim"),
+                  pd.Index(["t1_shortcut_only_gating"], dtype=object, name="claim")):
+        html = ev.styled(pd.DataFrame({"verdict": ["reproduced"]}, index=index)).to_html()
+        assert "t1_\u200bshortcut_\u200bonly_\u200bgating" in html
+        assert "background-color: #d9f2d9" in html

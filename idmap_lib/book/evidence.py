@@ -243,10 +243,12 @@ VERDICT_COLOURS = {"reproduced": "#d9f2d9", "contradicted": "#f8d7d7", "inconclu
 
 def styled(df):
     """For reading: numbers rounded, empty cells '–', long text wrapped, verdicts coloured."""
+    import pandas as pd
+
     colour = VERDICT_COLOURS
     num = [c for c in df.columns if df[c].dtype.kind == "f"]
     s = df.style.format({c: "{:.2f}" for c in num}, na_rep="–")
-    if df.index.dtype == object:  # long keys (t1_shortcut_only_gating_...) break after an underscore, not mid-word
+    if pd.api.types.is_string_dtype(df.index):  # long keys (t1_shortcut_only_gating_...) break after an underscore, not mid-word
         s = s.format_index(lambda k: str(k).replace("_", "_\u200b"), axis=0)
     if "verdict" in df.columns:
         s = s.map(lambda v: f"background-color: {colour.get(v, '')}", subset=["verdict"])

@@ -59,6 +59,11 @@ def _expected(name):
     return f"over seeds {', '.join(map(str, sp['seeds']))} (mean ± std, or each seed's): " + "; ".join(parts)
 
 
+def _chapter_link(chap: str) -> str:
+    """A short link to a chapter, "01_residual_units" -> [chapter 1](01_residual_units.ipynb)."""
+    return f"[chapter {int(chap.split('_')[0])}]({chap}.ipynb)"
+
+
 def instructor_guide(title=True) -> str:
     lines = (["# Instructor guide", ""] if title else []) + [
              "Two kinds of exercises: **implementation** exercises (write a unit, a gate, a product; graded on "
@@ -67,10 +72,11 @@ def instructor_guide(title=True) -> str:
              "the student edition and the autograder package are written by Otter-Grader from them.", "",
              
              "## Implementation exercises ([chapter](06_exercises.ipynb))", "",
-             "| exercise | goes with | the student writes | goal | grader |", "|---|---|---|---|---|"]
+             "| exercise | goes with | the student writes | goal | grader (in `idmap_lib.checks`) |",
+             "|---|---|---|---|---|"]
     for ex, (name, check) in EXERCISES.items():
         chap, writes, goal = IMPLEMENTATION_GOALS[ex]
-        lines.append(f"| {ex} | [{chap}]({chap}.ipynb) | `{writes}` | {goal} | `checks.{check.__name__}` |")
+        lines.append(f"| {ex} | {_chapter_link(chap)} | `{writes}` | {goal} | `{check.__name__}` |")
     lines += ["", "Each grader compares with the library's own module in float64 and names the common mistakes in "
               "its hint (the post-activation order, a missing (1 - g) factor, a sum instead of a product, k "
               "initialised to 0, a sigmoid gate, eval-mode BN...).", "",
@@ -80,7 +86,7 @@ def instructor_guide(title=True) -> str:
     for name, a in ab.ABLATIONS.items():
         t = ab.run_times(name)
         cpu = f"{t['cpu_s'] / 60:.1f} min" if t["cpu_s"] else "not measured"
-        lines.append(f"| {name} | [{a.chapter}]({a.chapter}.ipynb) | {a.changes} | {t['runs']} | {cpu} | "
+        lines.append(f"| {name} | {_chapter_link(a.chapter)} | {a.changes} | {t['runs']} | {cpu} | "
                      f"{t['colab_gpu_s'] / 60:.1f} min |")
     lines += ["", "CPU times are the book's runs of the whole exercise (all its runs trained together) on the 2-core "
               "CPU the book is built on, shared with other jobs while they ran (an idle one is faster); GPU times are an estimate (an assumed Colab T4 throughput, "
