@@ -10,6 +10,9 @@
 #   unfinished: the whole checkpoint, to resume on another CUDA machine with --resume).
 # Steps that fail are logged and the script goes on; each step has its own timeout inside the budget.
 # Dry run on a CPU: GPU_SESSION_ALLOW_CPU=1 bash tools/gpu_session.sh ../shared/data 300 (tiny steps).
+# Before the device call, here: python tools/gpu_preflight.py --carry <data dir> --runs EXP:VARIANT... counts
+# the bytes that travel and the files that come back, and says stop if the window would be refused or lose work.
+# Runs under way (data/checkpoints/*.pt, CUDA) resume first.
 set -u
 DATA=$(cd "$1" && pwd); BUDGET=${2:-540}
 EXP=${3:-a_table2_activations}; VARIANTS=${4:-full_preact-110,original-110}
@@ -74,7 +77,9 @@ EOF
 say "plan: $PLAN"
 TRAIN=(-m idmap_lib train --experiment "$EXP" --scale full --data "$DATA" --out "$WORK/results"
        --checkpoint-dir "$WORK/ck" --checkpoint-every 2000 --no-progress $GRAPH)
-(( DRY )) && TRAIN+=(--max-steps 30)
+mkdir -p "$WORK/ck"
+if (( DRY )); then TRAIN+=(--max-steps 30)   # (a CUDA checkpoint cannot resume on the CPU)
+else cp data/checkpoints/*.pt "$WORK/ck/" 2>/dev/null && say "in flight: $(ls "$WORK/ck" | tr '\n' ' ')"; TRAIN+=(--resume); fi
 if [[ $PLAN == pair ]]; then
   step train_pair 100000 "$PY" "${TRAIN[@]}" --variant "$VARIANTS"
 else

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Paper B's MNIST grid at the full recipe (idmap_lib/book/mnist_grid.py), in the background across sessions: one depth
 # at a time, its missing runs trained together as one stacked network, resumable (checkpoints), each finished
-# depth's results (and the d = 100 nets' weights) committed. Trains from a clean worktree of main's latest commit
+# depth's results committed (the d = 100 nets' weights stay in data/weights/, not committed). Trains from a clean worktree of main's latest commit
 # (its own, apart from tools/sweep.sh's) so each result's provenance names the code that made it. One thread:
 # these nets are too small for a second core to help, which stays with the CIFAR sweep.
 #
@@ -21,9 +21,9 @@ for d in ${DEPTHS:-100 10 50 20 2}; do
      --out "$REPO/data/results" --weights-dir "$REPO/data/weights" --checkpoint-dir "$CKPT") \
      || { echo "mnist: training failed; stop"; exit 1; }
   for try in 1 2 3 4 5 6 7 8 9 10; do  # the CIFAR sweep may be committing: retry
-    git -C "$REPO" add -- data/results data/weights 2>/dev/null
+    git -C "$REPO" add -- data/results 2>/dev/null
     git -C "$REPO" diff --cached --quiet && break
-    git -C "$REPO" commit -q -m "result: b_mnist d=$d ${KINDS:-} (full recipe, stacked)" -- data/results data/weights && break
+    git -C "$REPO" commit -q -m "result: b_mnist d=$d ${KINDS:-} (full recipe, stacked)" -- data/results && break
     sleep 30
   done
 done

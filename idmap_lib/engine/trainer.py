@@ -206,7 +206,7 @@ class Run:
             raise CheckpointError(f"checkpoint {self.ckpt_path} does not fit this model/optimizer/device ({e}); "
                                   f"it was written by a different recipe, library version or kind of device: "
                                   f"delete it or run without --resume") from e
-        self.perm, self.pos = ck["data"]["perm"].to(self.device), ck["data"]["pos"]
+        self.perm, self.pos = ck["data"]["perm"].to(self.device, torch.int64), ck["data"]["pos"]
         self.acc = ck["acc"].to(self.device)
         self.history, self.step, self.elapsed = ck["history"], ck["step"], ck["elapsed"]
         self.status, self.fail = ck.get("status", "running"), ck.get("fail")
@@ -229,7 +229,8 @@ class Run:
                 "scaler": self.scaler.state_dict() if self.scaler is not None else None,
                 "rng": {"torch": torch_states, "cuda": cuda_states, "order": self.gen_order.get_state(),
                         "augment": aug_states},
-                "data": {"perm": self.perm.cpu(), "pos": self.pos}, "acc": self.acc.cpu(),
+                "data": {"perm": self.perm.to(torch.int32).cpu(), "pos": self.pos},  # int32: half the bytes
+                "acc": self.acc.cpu(),
                 "history": self.history, "elapsed": self.elapsed, "status": self.status, "fail": self.fail})
 
     # -- the step

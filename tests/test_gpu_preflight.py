@@ -1,0 +1,57 @@
+"""The tree that travels to a lent GPU, and the files that come back, fit the device tool's limits (issue 20)."""
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("gpu_preflight", ROOT / "tools" / "gpu_preflight.py")
+pf = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pf)
+
+needs_git = pytest.mark.skipif(not (ROOT / ".git").exists() or shutil.which("git") is None, reason="needs git")
+
+
+@needs_git
+def test_the_tracked_tree_stays_under_its_target():
+    """40 MiB tracked leaves room, under the 64 MiB that may travel, for the CIFAR-10 tarball (19 MiB)."""
+    size = pf.tracked_bytes(ROOT)
+    assert size <= pf.TRACKED_TARGET, (f"tracked files weigh {size / pf.MiB:.1f} MiB: move finished runs' "
+                                       f"checkpoints and unread weights out of git")
+
+
+def _repo(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("ignored/\n")
+    (tmp_path / "a.txt").write_text("x")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True)
+    return tmp_path
+
+
+@needs_git
+def test_untracked_and_carried_bytes_count_and_ignored_ones_do_not(tmp_path):
+    repo = _repo(tmp_path)
+    for name, size in (("big.bin", 30 * pf.MiB), ("ignored/huge.bin", 100 * pf.MiB), ("ignored/c.tgz", 40 * pf.MiB)):
+        (repo / name).parent.mkdir(exist_ok=True)
+        with open(repo / name, "wb") as f:  # sparse: the size without the disk
+            f.truncate(size)
+    t = pf.travelling_bytes(repo, carry=["ignored/c.tgz"])  # (carry names ignored paths)
+    assert (t["untracked"], t["carried"]) == (30 * pf.MiB, 40 * pf.MiB)
+    assert pf.problems(repo) == []
+    assert "would travel" in pf.problems(repo, carry=["ignored/c.tgz"])[0]
+    (repo / "big.bin").unlink()
+    assert pf.problems(repo, carry=["ignored/c.tgz"]) == []
+
+
+@needs_git
+def test_too_many_or_too_large_files_back_are_caught_before_the_device_is_asked(tmp_path):
+    repo = _repo(tmp_path)
+    est = pf.checkpoint_bytes("a_table2_activations", "original-110")
+    assert 13 * pf.MiB < est < 15 * pf.MiB  # ResNet-110: measured 14.0 MiB at step 29,000
+    assert pf.problems(repo, runs=[("a_table2_activations", "original-110")] * 5) == []  # 3 + 5 files
+    many = pf.problems(repo, runs=[("a_table2_activations", "original-110")] * 6)
+    assert any("9 files would come back" in p for p in many)
+    big = pf.problems(repo, runs=[("a_table3_preact", "c10-1001-full_preact")])
+    assert any("cannot come back" in p for p in big)  # ResNet-1001: ~80 MiB of checkpoint
