@@ -335,7 +335,8 @@ def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_pa
 
 
 def test_every_chapter_figure_of_curves_is_drawn_by_band_curves():
-    """The lr marks and per-seed traces live in band_curves: a chapter that drew curves another way would lack them."""
+    """The lr marks and per-seed traces live in band_curves (and full_recipe_curves, one seed of the full recipe):
+    a chapter that drew curves another way would lack them."""
     import json
     from pathlib import Path
     for p in sorted((Path(__file__).resolve().parents[1] / "book").glob("*.ipynb")):
@@ -391,6 +392,24 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
                                     checkpoint_dir=tmp_path)
     assert t1.loc["original", "state"].startswith("under way: step 29,000 of 64,000 (test error 14.9 %")
     assert t1.loc["conv1x1", "state"].startswith("not run")
+
+
+def test_full_recipe_curves_show_runs_under_way_over_the_whole_recipe_beside_the_papers_number(tmp_path):
+    import torch
+    from idmap_lib.book import evidence
+    cfg = recipes.config("a_table2_activations", "original-110", "full")
+    hist = {"train": [{"step": s, "train_loss": 2.0 / s ** 0.1} for s in (100, 200)],
+            "test": [{"step": 2000, "test_err": 0.3}, {"step": 4000, "test_err": 0.2}]}
+    torch.save({"step": 4000, "config": cfg, "history": hist}, tmp_path / f"{results.run_name(cfg)}.pt")
+    fig = evidence.full_recipe_curves("a_table1_shortcuts", ["original", "conv1x1"], out_dir=tmp_path,
+                                      checkpoint_dir=tmp_path)
+    ours = [d for d in fig.data if "under way" in (d.name or "")]
+    assert [list(d.y) for d in ours] == [[2.0 / 100 ** 0.1, 2.0 / 200 ** 0.1], [30.0, 20.0]]
+    assert ours[0].name == "original (under way, step 4,000 of 64,000)"
+    paper = {d.name: list(d.y) for d in fig.data if (d.line.dash or "") == "dot"}
+    assert paper == {"original: Paper A Table 1, 6.61 %": [6.61, 6.61], "conv1x1: Paper A Table 1, 12.22 %": [12.22, 12.22]}
+    assert "not run yet: conv1x1" in fig.layout.title.text and tuple(fig.layout.xaxis.range) == (0, 64000)
+    assert sorted(s.x0 for s in fig.layout.shapes if s.type == "line") == [400, 400, 32000, 32000, 48000, 48000]
 
 
 def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):

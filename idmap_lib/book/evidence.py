@@ -394,6 +394,62 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
     return pd.DataFrame(rows).set_index("variant")
 
 
+def full_recipe_runs(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
+    """{variant: (history, step, total, state)} of the full-recipe runs finished (their result) or under way (their
+    committed checkpoint); variants with neither are left out."""
+    out = {}
+    for v in variants:
+        cfg = recipes.config(experiment, v, "full", seed)
+        r = results.find_result(cfg, out_dir)
+        if r is not None:
+            out[v] = (r["history"], cfg["steps"], cfg["steps"], f"finished on {hardware(r)}")
+            continue
+        c = committed_checkpoint(cfg, checkpoint_dir)[0]
+        if c is not None:
+            out[v] = (c["history"], c["step"], cfg["steps"], f"under way, step {c['step']:,} of {cfg['steps']:,}")
+    return out
+
+
+def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, title=None):
+    """The full-recipe runs as they stand (finished, or under way: their committed checkpoint), over the whole
+    recipe's steps with its lr schedule marked, and the paper's final test error as a dotted line per variant --
+    one scale only: the CPU scale's runs are in ``band_curves``."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
+    runs = full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (log axis)", "test error %"),
+                        horizontal_spacing=0.08)
+    colours = qualitative.Plotly + qualitative.D3
+    total = recipes.config(experiment, variants[0], "full", seed)["steps"]
+    for i, v in enumerate(variants):
+        c = colours[i % len(colours)]
+        if v in runs:
+            h, step, _, state = runs[v]
+            for col, key, part, k in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
+                fig.add_trace(go.Scatter(x=[x["step"] for x in h[part]], y=[k * x[key] for x in h[part]],
+                                         mode="lines" if col == 1 else "lines+markers", line={"color": c},
+                                         name=f"{v} ({state})", legendgroup=v, showlegend=col == 1,
+                                         hovertemplate=f"{v}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
+        p = paper_numbers.paper_number(experiment, v)
+        if p:
+            fig.add_trace(go.Scatter(x=[0, total], y=[p["value"]] * 2, mode="lines", legendgroup=v,
+                                     line={"color": c, "dash": "dot"}, name=f"{v}: {p['source']}, {p['value']:g} %",
+                                     hovertemplate=f"{v}: {p['source']} %{{y}} %<extra></extra>"), 1, 2)
+    lr_marks(fig, recipes.config(experiment, variants[0], "full", seed)["schedule"])
+    fig.update_xaxes(title_text="step", range=[0, total])
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_yaxes(rangemode="tozero", row=1, col=2)
+    missing = [v for v in variants if v not in runs]
+    sub = (f"seed {seed}; solid: ours as it stands; dotted: the paper's final test error"
+           + (f"; not run yet: {', '.join(missing)}" if missing else ""))
+    head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + ", the full recipe"
+    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560, margin={"t": 110},
+                      legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})
+    return fig
+
+
 def train_missing(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None, **train_kwargs):
     """Train the missing seeds of `variants` (what a reader asks for with RUN = True; a page never trains on
     its own). Runs one after another with a progress bar; returns their results."""
