@@ -85,9 +85,8 @@ CPU_WHY = ("CPU scale: the paper's depth{width}; {steps} steps of batch 128 on a
            "the cpu_step_warmup runs, chapter 11), so the CPU scale ramps. Only a non-finite loss stops a run early")
 CPU_STEP_WHY = ("CPU scale with the paper's abrupt warm-up (superseded by the ramp of the cpu scale): the paper's "
                 "depth{width}; {steps} steps of batch 128 on a stratified subset (2000 train + 200 test images per "
-                "class, ~{epochs:.1f} epochs); lr 0.01 for the first {warmup} steps (ResNet v1's rule is 'until the "
-                "training error is below 80 %', which ResNet-110 meets within ~100 steps at this batch), then 0.1, "
-                "/10 at 50 % and 75 %; only a non-finite loss stops a run early")
+                "class, ~{epochs:.1f} epochs); lr 0.01 for the first {warmup} steps (a quarter of the run, at every depth), "
+                "then 0.1 in one step, /10 at 50 % and 75 %; only a non-finite loss stops a run early")
 CPU_SCALES = ("cpu", "cpu_step_warmup")
 SCALES = ("cpu", "cpu_step_warmup", "full")
 SCALE_WORDS = {"cpu": "CPU scale", "cpu_step_warmup": "CPU scale, step warm-up (superseded)",
