@@ -104,7 +104,10 @@ def test_a_narrowed_bottleneck_net_is_named_by_the_channels_that_really_trained(
     import torch
     from idmap_lib.engine.build import build_model
     cfg = recipes.config("a_table2_activations", "full_preact-164", "cpu")
-    assert reports.net_name(cfg) == "ResNet-164 (bottleneck, 1/4 width: 4/8/16 inside, 16/32/64 out)"
+    assert reports.net_name(cfg) == ("ResNet-164 (bottleneck, 1/4 width: 4/8/16 inside, 16/32/64 out, "
+                                     "full pre-activation)")
     widths = {m.out_channels for m in build_model(cfg["model"]).modules() if isinstance(m, torch.nn.Conv2d)}
     assert {4, 8, 16, 32, 64} <= widths and max(widths) == 64   # inside 4/8/16, out 16/32/64: nothing wider
-    assert reports.net_name(recipes.config("a_table2_activations", "full_preact-110", "cpu")) == "ResNet-110 (basic)"
+    assert reports.net_name(recipes.config("a_table2_activations", "original-110", "cpu")) == "ResNet-110 (basic)"
+    # Paper B's ungated ResNet-32 is its "original" but a pre-activation net: the label says which unit trained
+    assert reports.net_name(recipes.config("b_resnet32", "original", "cpu")) == "ResNet-32 (basic, full pre-activation)"

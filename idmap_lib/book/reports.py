@@ -12,9 +12,14 @@ def command(experiment: str, variant: str, scale: str, seed: int = 0) -> str:
     return cmd + (f" --seed {seed}" if seed else "")
 
 
+UNIT_WORDS = {"full_preact": "full pre-activation", "relu_preact": "ReLU-only pre-activation",
+              "bn_after_add": "BN after addition", "relu_before_add": "ReLU before addition"}  # Fig 4 (b)-(e)
+
+
 def net_name(cfg: dict) -> str:
     """Name of the network a config really trains: ResNet-110 (basic), ResNet-1001 (bottleneck, 1/4 width:
-    4/8/16 inside, 16/32/64 out; the paper's: 16/32/64 inside, 64/128/256 out), WRN-28-1, MLP gresnet d=10."""
+    4/8/16 inside, 16/32/64 out; the paper's: 16/32/64 inside, 64/128/256 out), ResNet-32 (basic, full
+    pre-activation, gated) -- the unit named unless it is the original (Fig 4a) --, WRN-28-1, MLP gresnet d=10."""
     m, kw = cfg["model"]["builder"], cfg["model"]["kwargs"]
     if m == "cifar_resnet":
         from ..models.networks import cifar_block
@@ -28,7 +33,8 @@ def net_name(cfg: dict) -> str:
             width = f", {frac} width: {inside} inside, {out} out" if block == "bottleneck" else \
                 f", {frac} width: {inside}"
         block = "1-layer skip" if block == "single" else block
-        return f"ResNet-{kw['depth']} ({block}{width}{', gated' if kw.get('gated') else ''})"
+        unit = f", {UNIT_WORDS[kw['unit']]}" if kw.get("unit") in UNIT_WORDS else ""
+        return f"ResNet-{kw['depth']} ({block}{width}{unit}{', gated' if kw.get('gated') else ''})"
     if m == "wide_resnet":
         return f"WRN-{kw['depth']}-{kw['widen']}{' gated' if kw.get('gated') else ''}"
     if m == "mlp":
