@@ -384,6 +384,8 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     assert df.loc["full_preact-110", "state"].startswith("under way: step 29,000 of 64,000 (test error 16.2 %")
     assert df.loc["full_preact-164", "state"] == ("not run: python -m idmap_lib train --experiment "
                                                  "a_table2_activations --variant full_preact-164 --scale full --cuda-graph")
+    assert df.loc["full_preact-164", "one run takes"] == "not measured on a GPU yet"
+    assert df.loc["full_preact-110", "one run takes"].startswith("H200 ")  # data/gpu/*-h200/modes.json
     # the same training named by another table (Table 1's original is Table 2's original-110) finds it too
     cfg = recipes.config("a_table2_activations", "original-110", "full")
     torch.save({"step": 29000, "config": cfg, "history": {"test": [{"step": 28000, "test_err": 0.149}]}},
@@ -392,6 +394,20 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
                                     checkpoint_dir=tmp_path)
     assert t1.loc["original", "state"].startswith("under way: step 29,000 of 64,000 (test error 14.9 %")
     assert t1.loc["conv1x1", "state"].startswith("not run")
+
+
+def test_run_times_are_measured_on_the_h200_and_derived_for_a_t4(tmp_path):
+    import json
+    from idmap_lib.book import run_times
+    (tmp_path / "2026-01-01-h200").mkdir()
+    (tmp_path / "2026-01-01-h200" / "modes.json").write_text(json.dumps({"110": {"cuda_graph": {"img_per_s_total": 12800.0}}}))
+    t = run_times.full_recipe_time(recipes.config("a_table2_activations", "original-110", "full"), tmp_path)
+    assert t == ("H200 10.7 min (measured, 2026-01-01-h200); T4 ~2.7 h (derived: H200 x 15, the ratio of their "
+                 "memory bandwidths; not measured)")  # 64,000 x 128 images at 12,800 img/s
+    narrow = recipes.config("a_table2_activations", "original-110", "cpu")  # same depth, but a subset: pace applies
+    assert run_times.full_recipe_time(narrow, tmp_path).startswith("H200 0.1 min")
+    assert run_times.full_recipe_time(recipes.config("a_table2_activations", "full_preact-164", "full"),
+                                      tmp_path) == "not measured on a GPU yet"
 
 
 def test_full_recipe_curves_show_runs_under_way_over_the_whole_recipe_beside_the_papers_number(tmp_path):

@@ -369,7 +369,10 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
 
 
 def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
-    """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the command."""
+    """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the command, and
+    the time one run takes (``run_times``: measured on an H200, derived for a T4)."""
+    from .run_times import full_recipe_time
+
     import pandas as pd
 
     rows = []
@@ -390,6 +393,7 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
         else:
             row.update({"ours: error %": float("nan"), "state": "not run: " + command(experiment, v, "full")
                         + " --cuda-graph"})
+        row["one run takes"] = "–" if r is not None else full_recipe_time(cfg)
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
 
