@@ -55,3 +55,47 @@ def test_too_many_or_too_large_files_back_are_caught_before_the_device_is_asked(
     assert any("9 files would come back" in p for p in many)
     big = pf.problems(repo, runs=[("a_table3_preact", "c10-1001-full_preact")])
     assert any("cannot come back" in p for p in big)  # ResNet-1001: ~80 MiB of checkpoint
+
+
+spec_q = importlib.util.spec_from_file_location("gpu_queue", ROOT / "tools" / "gpu_queue.py")
+gq = importlib.util.module_from_spec(spec_q)
+spec_q.loader.exec_module(gq)
+
+
+def test_the_queue_resumes_runs_under_way_first_then_pairs_a_seed_of_every_row(tmp_path):
+    import torch
+    from idmap_lib.engine import recipes, results
+    out, ck = tmp_path / "results", tmp_path / "ck"
+    ck.mkdir()
+    assert gq.next_runs(2, out, ck) == [("a_table2_activations", ["original-110", "full_preact-110"], 0),
+                                        ("a_table2_activations", ["bn_after_add-110", "relu_preact-110"], 0)]
+    flying = recipes.config("a_table1_shortcuts", "exclusive_gating-b-6", "full", 1)
+    torch.save({"config": flying}, ck / "x.pt")
+    # Table 1's original is Table 2's original-110: one recorded result settles both
+    cfg = recipes.config("a_table1_shortcuts", "original", "full", 0)
+    r = {"config": cfg, "config_hash": results.config_hash(cfg), "training_hash": results.training_hash(cfg),
+         "status": "ok", "history": {"train": [], "test": []}, "final": {}}
+    results.save_result(r, out)
+    assert gq.next_runs(2, out, ck) == [("a_table1_shortcuts", ["exclusive_gating-b-6"], 1),
+                                        ("a_table2_activations", ["full_preact-110", "bn_after_add-110"], 0)]
+
+
+@needs_git
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "data" / "cifar10-jpeg.tar.gz").exists(), reason="needs CIFAR-10")
+def test_the_window_script_dry_runs_on_the_cpu_and_brings_back_what_the_preflight_counted(tmp_path):
+    """The prepared GPU window, on the CPU with tiny steps: the queue's first pair trains, and what comes back fits
+    the device tool's limits, each checkpoint within 3 % of the preflight's estimate (issue 20)."""
+    import os
+    import sys
+    env = {**os.environ, "GPU_SESSION_ALLOW_CPU": "1", "OUT": str(tmp_path / "out"), "PY": sys.executable}
+    p = subprocess.run(["bash", "tools/gpu_session.sh", str(ROOT.parent / "shared" / "data"), "400", "1"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    files = {f.name: f.stat().st_size for f in (tmp_path / "out").iterdir()}
+    assert len(files) <= pf.BACK_FILES and max(files.values()) <= pf.BACK_FILE_LIMIT, files
+    (exp, variants, seed), = gq.next_runs(1)
+    for v in variants:
+        size = files[f"checkpoint-{exp}__{v}__full__s{seed}.pt"]
+        assert abs(size - pf.checkpoint_bytes(exp, v)) < 0.03 * size, (v, size)
+    assert {"log.txt", "modes.json", "results.tgz"} <= set(files)
+    assert "start train_" in (tmp_path / "out" / "log.txt").read_text()

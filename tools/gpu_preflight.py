@@ -6,7 +6,9 @@ window refused at the start still costs device time, so this counts both here an
 before the device is asked. What comes back from ``tools/gpu_session.sh``: log.txt, modes.json, results.tgz and
 one file per run it trains (the checkpoint of a run still under way, the weights of a finished one).
 
-    python tools/gpu_preflight.py [--carry PATH ...] [--runs EXPERIMENT:VARIANT ...]
+    python tools/gpu_preflight.py [--carry PATH ...] [--groups N | --runs EXPERIMENT:VARIANT ...]
+
+(default: the new runs of the first N groups of tools/gpu_queue.py, as ``gpu_session.sh DATA BUDGET N`` trains)
 """
 from __future__ import annotations
 
@@ -91,9 +93,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repo", default=Path(__file__).resolve().parents[1], type=Path)
     ap.add_argument("--carry", nargs="*", default=[], help="paths the device call will carry")
-    ap.add_argument("--runs", nargs="*", default=[], help="new runs the window trains, EXPERIMENT:VARIANT")
+    ap.add_argument("--groups", type=int, default=2, help="groups of the queue the window trains")
+    ap.add_argument("--runs", nargs="*", default=None, help="new runs the window trains, EXPERIMENT:VARIANT")
     a = ap.parse_args(argv)
-    runs = [tuple(r.split(":", 1)) for r in a.runs]
+    if a.runs is None:
+        from gpu_queue import in_flight, next_runs
+        flying = {(e, v) for e, v, _ in in_flight()}
+        runs = [(e, v) for e, vs, _ in next_runs(a.groups) for v in vs if (e, v) not in flying]
+    else:
+        runs = [tuple(r.split(":", 1)) for r in a.runs]
     t = travelling_bytes(a.repo, a.carry)
     print(f"travels: {t['total'] / MiB:.1f} MiB (tracked {t['tracked'] / MiB:.1f}, untracked "
           f"{t['untracked'] / MiB:.1f}, carried {t['carried'] / MiB:.1f}); comes back: "

@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# One call on a lent GPU: check the engine there, measure it, then train full recipes until the deadline.
+# One call on a lent GPU: check the engine there, measure it briefly, then train full recipes until the deadline:
+# the runs under way first (data/checkpoints/*.pt, resumed), then tools/gpu_queue.py's queue, two at a time.
 #
-#   bash tools/gpu_session.sh DATA_DIR BUDGET_S [EXPERIMENT VARIANTS]
+#   bash tools/gpu_session.sh DATA_DIR BUDGET_S [GROUPS]
 #
 # DATA_DIR holds cifar10-jpeg.tar.gz (as ../shared/data); BUDGET_S is the wall time this script may use (leave
-# the device call ~25 s more). Writes to $OUT (default /tmp/gpu_out), at most 8 files:
-#   log.txt (environment, tests, benchmarks, training log), modes.json (eager / CUDA graph / two at once),
-#   results.tgz (finished runs' JSON, for data/results/), weights-*.pt (finished: model weights;
-#   unfinished: the whole checkpoint, to resume on another CUDA machine with --resume).
+# the device call ~25 s more); GROUPS (default 2): how many groups of the queue (a pair of one experiment each)
+# to train, one after another. Writes to $OUT (default /tmp/gpu_out), at most 8 files:
+#   log.txt (environment, tests, benchmark, training log), modes.json (eager / CUDA graph / two at once),
+#   results.tgz (finished runs' JSON, for data/results/), weights-*.pt (finished runs: model weights),
+#   checkpoint-*.pt (unfinished runs: the whole checkpoint, for data/checkpoints/, to resume on the next GPU).
+# Before the device call, here: python tools/gpu_preflight.py --carry <data dir> counts the bytes that travel and
+# the files that come back, and says stop if the window would be refused or lose its work.
 # Steps that fail are logged and the script goes on; each step has its own timeout inside the budget.
-# Dry run on a CPU: GPU_SESSION_ALLOW_CPU=1 bash tools/gpu_session.sh ../shared/data 300 (tiny steps).
-# Before the device call, here: python tools/gpu_preflight.py --carry <data dir> --runs EXP:VARIANT... counts
-# the bytes that travel and the files that come back, and says stop if the window would be refused or lose work.
-# Runs under way (data/checkpoints/*.pt, CUDA) resume first.
+# Dry run on a CPU: GPU_SESSION_ALLOW_CPU=1 bash tools/gpu_session.sh ../shared/data 300 (tiny steps; the tests
+# run it). FULL_CHECK=1 adds the engine's wider tests and the DataLoader benchmark (minutes: not for a window
+# that should finish runs).
 set -u
-DATA=$(cd "$1" && pwd); BUDGET=${2:-540}
-EXP=${3:-a_table2_activations}; VARIANTS=${4:-full_preact-110,original-110}
+DATA=$(cd "$1" && pwd); BUDGET=${2:-540}; NGROUPS=${3:-2}
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
 WORK=$(mktemp -d); START=$(date +%s)
 PY=${PY:-python3}
@@ -32,7 +34,8 @@ step() {  # step NAME CAP_S CMD...: run with a timeout of min(CAP, what is left 
   say "end $name rc=$rc"; return $rc
 }
 
-say "gpu_session: repo $PWD, data $DATA, budget ${BUDGET}s, runs $EXP $VARIANTS"
+QUEUE=$("$PY" tools/gpu_queue.py --pairs "$NGROUPS")
+say "gpu_session: repo $PWD, data $DATA, budget ${BUDGET}s, queue: $(echo "$QUEUE" | tr '\n' ';')"
 { nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv 2>&1; nproc
   "$PY" -c "import torch, torchvision, sys; print('python', sys.version.split()[0], 'torch', torch.__version__,
 'torchvision', torchvision.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version());
@@ -45,58 +48,42 @@ DRY=$(( 1 - CUDA ))
 
 step data_cache 120 "$PY" -c "from idmap_lib.engine import data; print(data.load('cifar10', '$DATA').source)"
 
-# the engine's tests on this device (pick_device() -> CUDA): first the CUDA-graph ones, which decide the runs
-step graph_tests 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py -k "graph"; RC=$?
+# the engine's CUDA-graph tests on this device (pick_device() -> CUDA): they decide whether runs use the graph
+step graph_tests 75 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py -k "graph"; RC=$?
 GRAPH=--cuda-graph; (( RC != 0 )) && { GRAPH=; say "CUDA-graph tests failed: full runs without --cuda-graph"; }
-step tests 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py tests/test_engine_trainer.py \
-  tests/test_engine_augment.py -k "not graph"
-
-# eager vs CUDA graph vs two runs at once, ResNet-110 and ResNet-1001, full recipes' batch
-if (( DRY )); then
-  step modes 200 "$PY" -c "from idmap_lib.engine import bench; import json; json.dump(bench.modes(depths=(110,),
-steps={110: (8, 12)}), open('$OUT/modes.json', 'w'), indent=1)"
-else
-  step modes 150 "$PY" -m idmap_lib bench --modes --json "$OUT/modes.json"
+if [[ ${FULL_CHECK:-0} == 1 ]]; then
+  step tests 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py tests/test_engine_trainer.py \
+    tests/test_engine_augment.py -k "not graph"
+  step bench 120 "$PY" -m idmap_lib bench --steps $(( DRY ? 5 : 40 )) --workers 4 ${GRAPH}
 fi
-# the engine vs the usual DataLoader loop (ResNet-20), then the ResNet-110 projection; with and without the graph
-step bench 120 "$PY" -m idmap_lib bench --steps $(( DRY ? 5 : 40 )) --workers 4 ${GRAPH}
+# <= 45 s: eager vs CUDA graph vs two runs at once, ResNet-110 at the full recipe's batch (the pace of this window)
+MODE_STEPS="(20, 60)" MODE_CAP=45; (( DRY )) && MODE_STEPS="(8, 12)" MODE_CAP=200  # (eager, CUDA-graph steps)
+step modes $MODE_CAP "$PY" -c "from idmap_lib.engine import bench; import json; json.dump(bench.modes(depths=(110,),
+steps={110: $MODE_STEPS}), open('$OUT/modes.json', 'w'), indent=1)"
 
-# full recipes until the deadline: both at once (one process, a stream each) if the measured pair rate says
-# they finish in time, else the first alone and then the second (a checkpoint if it cannot finish)
-PLAN=$("$PY" - "$OUT/modes.json" "$(left)" <<'EOF'
-import json, sys
-try:
-    m = json.load(open(sys.argv[1]))["110"]
-except Exception:
-    print("pair"); raise SystemExit
-avail = float(sys.argv[2]) - 40
-print("pair" if m["cuda_graph_x2"]["projected_full_min"] * 60 < avail
-      or m["cuda_graph"]["projected_full_min"] * 60 > avail else "one_by_one")
-EOF
-)
-say "plan: $PLAN"
-TRAIN=(-m idmap_lib train --experiment "$EXP" --scale full --data "$DATA" --out "$WORK/results"
-       --checkpoint-dir "$WORK/ck" --checkpoint-every 2000 --no-progress $GRAPH)
-mkdir -p "$WORK/ck"
-if (( DRY )); then TRAIN+=(--max-steps 30)   # (a CUDA checkpoint cannot resume on the CPU)
+# full recipes until the deadline, group by group (a pair: one process, a CUDA stream each); the group the deadline
+# cuts off stops with a checkpoint, which comes back to resume on the next GPU
+mkdir -p "$WORK/ck" "$WORK/results"
+TRAIN=(-m idmap_lib train --scale full --data "$DATA" --out "$WORK/results" --checkpoint-dir "$WORK/ck"
+       --checkpoint-every 2000 --no-progress $GRAPH)
+if (( DRY )); then TRAIN+=(--max-steps 3)   # (a CUDA checkpoint cannot resume on the CPU)
 else cp data/checkpoints/*.pt "$WORK/ck/" 2>/dev/null && say "in flight: $(ls "$WORK/ck" | tr '\n' ' ')"; TRAIN+=(--resume); fi
-if [[ $PLAN == pair ]]; then
-  step train_pair 100000 "$PY" "${TRAIN[@]}" --variant "$VARIANTS"
-else
-  for v in ${VARIANTS//,/ }; do step "train_$v" 100000 "$PY" "${TRAIN[@]}" --variant "$v"; done
-fi
+while read -r exp variants seed; do
+  [[ -z $exp ]] && continue
+  step "train_${exp}_${variants}_s$seed" 100000 "$PY" "${TRAIN[@]}" --experiment "$exp" --variant "$variants" --seed "$seed"
+done <<<"$QUEUE"
 
 # what comes back: finished results (one tarball), weights of finished runs, checkpoints of unfinished ones
-mkdir -p "$WORK/results"
 tar -czf "$OUT/results.tgz" -C "$WORK/results" . && say "results: $(ls "$WORK/results" | tr '\n' ' ')"
 "$PY" - "$WORK" "$OUT" <<'EOF' >>"$LOG" 2>&1
 import glob, json, os, sys, torch
 work, out = sys.argv[1:]
-done = {json.load(open(f))["config"]["variant"] for f in glob.glob(f"{work}/results/*.json")}
+done = {(json.load(open(f))["config"]["variant"], json.load(open(f))["config"]["seed"])
+        for f in glob.glob(f"{work}/results/*.json")}
 for ck in sorted(glob.glob(f"{work}/ck/*.pt")):
     c = torch.load(ck, weights_only=True)
     name = os.path.basename(ck)[:-3]
-    if c["config"]["variant"] in done:
+    if (c["config"]["variant"], c["config"]["seed"]) in done:
         torch.save({"config": c["config"], "config_hash": c["config_hash"], "model": c["model"]},
                    f"{out}/weights-{name}.pt")
         print("weights of finished run", name, "step", c["step"])
