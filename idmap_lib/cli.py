@@ -36,6 +36,9 @@ def _parser():
     t.add_argument("--out", default=None, help="results directory (default data/results)")
     t.add_argument("--max-steps", type=int, default=None, help="stop after N steps, checkpoint, exit")
     t.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
+    t.add_argument("--move", action="store_true", help="with --resume: continue a checkpoint written on another "
+                                                       "kind of device or precision (no longer bit-exact; the "
+                                                       "result records the move)")
     t.add_argument("--checkpoint-dir", default=None, help="where checkpoints go (default checkpoints/ "
                                                           "when --resume or --max-steps is given)")
     t.add_argument("--checkpoint-every", type=int, default=None)
@@ -139,7 +142,7 @@ def main(argv=None) -> int:
         results = train_many(cfgs, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
                              checkpoint_every=args.checkpoint_every, resume=args.resume, max_steps=args.max_steps,
                              compile=args.compile, progress=not args.no_progress, deterministic=args.deterministic,
-                             amp=args.amp, cuda_graph=args.cuda_graph)
+                             amp=args.amp, cuda_graph=args.cuda_graph, move=args.move)
     finally:
         distributed.cleanup()
     if distributed.int_env("RANK", 0) == 0:

@@ -17,7 +17,7 @@ from support import SHARED, tiny_mnist as tiny
 RESULT_KEYS = {"config", "config_hash", "training_hash", "status", "fail", "final", "history", "seed", "dataset_source", "precision",
                "channels_last", "compiled", "cuda_graph", "deterministic"}
 CHECKPOINT_KEYS = {"format", "config", "config_hash", "world_size", "device_type", "precision", "step", "model",
-                   "optimizer", "scheduler", "scaler", "rng", "data", "acc", "history", "elapsed", "status", "fail"}
+                   "optimizer", "scheduler", "scaler", "rng", "data", "acc", "history", "elapsed", "status", "fail", "moves"}
 
 
 def quiet(cfg, mnist, **kw):

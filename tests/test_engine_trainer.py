@@ -1,5 +1,6 @@
 """The trainer on real CIFAR-10: loss goes down, exact resume, divergence as a result, checkpoints, provenance."""
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,31 @@ def test_corrupt_and_mismatched_checkpoints_are_clear_errors(cifar, tmp_path):
     ck.write_bytes(ck.read_bytes()[: ck.stat().st_size // 2])  # truncated, as by a crash mid-copy
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
         train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False)
+
+
+def test_a_checkpoint_moves_to_another_device_or_precision_only_when_asked(cifar, tmp_path):
+    """bf16 on an H200 -> fp16 on a T4 -> CPU (issue 22): refused by default (a resumed run is bit-exact), done
+    with move=True, and the result says it moved. Here: fp32 -> bf16 on the CPU, then a checkpoint made to look
+    as if a CUDA GPU wrote it (its augmentation generator's state means nothing to a CPU generator)."""
+    import torch
+    cfg = tiny(steps=6)
+    train(cfg, data=cifar, checkpoint_dir=tmp_path, max_steps=3, progress=False, amp="fp32")
+    with pytest.raises(CheckpointError, match="pass --move"):
+        train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False, amp="bf16")
+    r = train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False, amp="bf16", move=True,
+              out_dir=tmp_path / "res")
+    assert r["status"] == "ok" and r["moves"] == [{"step": 3, "from": "cpu float32", "to": "cpu bfloat16"}]
+    assert json.loads(Path(r["path"]).read_text())["moves"] == r["moves"]
+    train(cfg, data=cifar, checkpoint_dir=tmp_path / "c2", max_steps=3, progress=False, amp="fp32")
+    ck_path = next((tmp_path / "c2").glob("*.pt"))
+    ck = torch.load(ck_path, weights_only=True)
+    ck["device_type"], ck["precision"] = "cuda", "bfloat16"
+    ck["rng"]["augment"] = [torch.zeros(16, dtype=torch.uint8)]  # a CUDA (Philox) generator's state
+    torch.save(ck, ck_path)
+    r = train(cfg, data=cifar, checkpoint_dir=tmp_path / "c2", resume=True, progress=False, amp="fp32", move=True,
+              write_result=False)
+    assert r["status"] == "ok" and r["moves"] == [{"step": 3, "from": "cuda bfloat16", "to": "cpu float32"}]
+    assert len(r["history"]["train"]) == 2 and all(math.isfinite(h["train_loss"]) for h in r["history"]["train"])
 
 
 def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, monkeypatch):

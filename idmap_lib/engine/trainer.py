@@ -58,8 +58,9 @@ class Run:
 
     def __init__(self, cfg, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
                  resume=False, max_steps=None, compile=False, on_log=None, progress=True, deterministic=False,
-                 amp="auto", channels_last="auto", write_result=True, cuda_graph=False):
+                 amp="auto", channels_last="auto", write_result=True, cuda_graph=False, move=False):
         self.ctx = ctx = dist_mod.context(device)
+        self.move, self.moves = bool(move), []
         self.device = device = ctx.device if ctx.world > 1 else pick_device(device)
         self.cfg, self.out_dir, self.on_log, self.write_result = cfg, out_dir, on_log, write_result
         self.compile, self.deterministic = bool(compile), bool(deterministic)
@@ -185,23 +186,32 @@ class Run:
         ck = load_checkpoint(self.ckpt_path, self.chash, self.ctx.world)
         prec = precision_name(self.dtype)
         kind = (ck.get("device_type"), ck.get("precision"))
-        if kind[0] is not None and kind != (self.device.type, prec):
+        moved = kind[0] is not None and kind != (self.device.type, prec)
+        if moved and not self.move:
             raise CheckpointError(
                 f"checkpoint {self.ckpt_path} was written on {kind[0]} in {kind[1]}; this run is on "
-                f"{self.device.type} in {prec}. A resumed run must continue on the same kind of device in the "
-                f"same precision (e.g. a T4's fp16 run on a T4): resume it there, pass --device/--amp to match, "
+                f"{self.device.type} in {prec}. A resumed run continues on the same kind of device in the "
+                f"same precision (e.g. a T4's fp16 run on a T4), bit for bit: resume it there, pass --device/--amp "
+                f"to match, pass --move to continue it here (no longer bit-exact; the result records the move), "
                 f"or delete the checkpoint to start afresh.")
+        self.moves = list(ck.get("moves", []))
+        if moved:
+            self.moves.append({"step": ck["step"], "from": f"{kind[0]} {kind[1]}", "to": f"{self.device.type} {prec}"})
+        same_device = kind[0] in (None, self.device.type)
         rng, ctx = ck["rng"], self.ctx
         try:
             self.raw.load_state_dict(ck["model"])
-            self.opt.load_state_dict(ck["optimizer"])
+            self.opt.load_state_dict(ck["optimizer"])  # (its state follows the parameters' device)
             if self.scaler is not None and ck.get("scaler"):
                 self.scaler.load_state_dict(ck["scaler"])
             torch.set_rng_state(rng["torch"][ctx.rank])
-            if self.device.type == "cuda" and rng.get("cuda") is not None:
+            if self.device.type == "cuda" and rng.get("cuda") is not None and same_device:
                 torch.cuda.set_rng_state(rng["cuda"][ctx.rank], self.device)
             self.gen_order.set_state(rng["order"])
-            self.gen_aug.set_state(rng["augment"][ctx.rank])
+            if same_device:
+                self.gen_aug.set_state(rng["augment"][ctx.rank])
+            else:  # a CUDA generator's state means nothing to a CPU one (and back): a new stream, seeded by the step
+                self.gen_aug.manual_seed(self.seed * 1000 + 1 + ctx.rank + 7919 * ck["step"])
         except (RuntimeError, ValueError, KeyError, IndexError) as e:
             raise CheckpointError(f"checkpoint {self.ckpt_path} does not fit this model/optimizer/device ({e}); "
                                   f"it was written by a different recipe, library version or kind of device: "
@@ -210,7 +220,8 @@ class Run:
         self.acc = ck["acc"].to(self.device)
         self.history, self.step, self.elapsed = ck["history"], ck["step"], ck["elapsed"]
         self.status, self.fail = ck.get("status", "running"), ck.get("fail")
-        self._say(f"resumed {self.ckpt_path} at step {self.step}/{self.total}")
+        self._say(f"resumed {self.ckpt_path} at step {self.step}/{self.total}"
+                  + (f", moved from {kind[0]} {kind[1]} to {self.device.type} {prec}: no longer bit-exact" if moved else ""))
 
     def checkpoint(self):
         if self.ckpt_path is None:
@@ -231,7 +242,8 @@ class Run:
                         "augment": aug_states},
                 "data": {"perm": self.perm.to(torch.int32).cpu(), "pos": self.pos},  # int32: half the bytes
                 "acc": self.acc.cpu(),
-                "history": self.history, "elapsed": self.elapsed, "status": self.status, "fail": self.fail})
+                "history": self.history, "elapsed": self.elapsed, "status": self.status, "fail": self.fail,
+                "moves": self.moves})
 
     # -- the step
     def _forward_backward(self, x, y):
@@ -371,6 +383,8 @@ class Run:
                   "precision": precision_name(self.dtype), "channels_last": self.cl, "compiled": self.compile,
                   "cuda_graph": self.graph_on, "deterministic": self.deterministic,
                   **provenance(self.device, self.ctx.world)}
+        if self.moves:  # resumed on another kind of device or precision (move=True): not one bit-exact run
+            result["moves"] = self.moves
         if self.ctx.world > 1:
             result["ddp"] = {"world_size": self.ctx.world, "backend": self.ctx.backend,
                              "replicas_in_sync": self.ctx.params_in_sync(self.raw)}
@@ -384,7 +398,7 @@ class Run:
 
 def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
           resume=False, max_steps=None, compile=False, on_log=None, progress=True, deterministic=False,
-          amp="auto", channels_last="auto", write_result=True, cuda_graph=False) -> dict:
+          amp="auto", channels_last="auto", write_result=True, cuda_graph=False, move=False) -> dict:
     """Train one recipe config; returns the result dict (also written under out_dir when finished).
 
     data: a data.Data, a path (like --data), or None ($IDMAP_DATA, then torchvision's download).
@@ -395,11 +409,14 @@ def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, 
         status "stopped" (nothing written to results): a run "killed" on purpose, to be resumed.
     deterministic: torch.use_deterministic_algorithms(True) (exact resume on CPU is bit-for-bit).
     cuda_graph: on CUDA, replay the whole step as one CUDA graph (ignored, with a note, where it cannot be).
+    move: resume a checkpoint written on another kind of device or in another precision (bf16 on an H200 ->
+        fp16 on a T4 -> fp32 on a CPU); refused without it. The run is then no longer bit-exact (another
+        precision, a new augmentation stream) and its result lists the move under "moves".
     """
     return train_many([cfg], data=data, device=device, out_dir=out_dir, checkpoint_dir=checkpoint_dir,
                       checkpoint_every=checkpoint_every, resume=resume, max_steps=max_steps, compile=compile,
                       on_log=on_log, progress=progress, deterministic=deterministic, amp=amp,
-                      channels_last=channels_last, write_result=write_result, cuda_graph=cuda_graph)[0]
+                      channels_last=channels_last, write_result=write_result, cuda_graph=cuda_graph, move=move)[0]
 
 
 def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
