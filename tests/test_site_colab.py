@@ -18,6 +18,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 from idmap_lib import book
 from idmap_lib.book import repository
 
@@ -46,42 +48,90 @@ def test_set_url_writes_one_setting_everywhere(tmp_path):
     assert repository.check(tmp_path, expect=repository.repository_url(ROOT)) != []   # CI's guard sees a mismatch
 
 
-def _overlay(tmp: Path) -> Path:
-    """The shared environment's site-packages without idmap_lib (symlinks; .pth files are not needed)."""
+def _overlay(tmp: Path, exclude=()) -> Path:
+    """The shared environment's site-packages without idmap_lib and the ``exclude``d packages (symlinks; .pth
+    files are not needed)."""
     site = Path(sysconfig.get_paths()["purelib"])
     overlay = tmp / "site-overlay"
     overlay.mkdir()
     for entry in site.iterdir():
         low = entry.name.lower()
-        if "idmap" in low or low.endswith(".pth") or low.startswith("__editable__"):
+        if ("idmap" in low or low.endswith(".pth") or low.startswith("__editable__")
+                or any(low == e or low.startswith(f"{e}-") for e in exclude)):
             continue
         (overlay / entry.name).symlink_to(entry)
     return overlay
 
 
-def _clean_venv(tmp: Path) -> Path:
+def _clean_venv(tmp: Path, exclude=()) -> Path:
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True).stdout.strip()
-    Path(purelib, "shared-packages.pth").write_text(str(_overlay(tmp)) + "\n")
+    Path(purelib, "shared-packages.pth").write_text(str(_overlay(tmp, exclude)) + "\n")
     return python
 
 
-def test_a_chapter_runs_from_a_clone_in_a_clean_environment(tmp_path):
-    import nbformat
+COLAB_LIKE = ["ipywidgets==7.7.1", "widgetsnbextension==3.6.10", "jupyterlab_widgets==1.1.11",
+              "ipython_genutils==0.2.0"]   # Colab ships ipywidgets 7.x: the setup cell must leave it so
+MISSING = "tqdm"                           # a requirement this environment lacks: the cell installs it alone
+REPORT = ("import importlib.metadata as md, json, subprocess, idmap_lib\n"
+          "print(json.dumps({'library': idmap_lib.__file__, 'results': len(idmap_lib.load_results()),\n"
+          "  'versions': {n: md.version(n) for n in ['ipywidgets', 'torch', 'numpy', 'plotly', 'tqdm']},\n"
+          "  'changed': subprocess.run(['git', '-C', clone, 'status', '--porcelain', '--untracked-files=all',\n"
+          "                             'data/results', 'data/checkpoints'],\n"
+          "                            capture_output=True, text=True, check=True).stdout}))")
+
+
+def _colab_like_packages(python: Path, tmp: Path) -> Path:
+    """Install Colab's ipywidgets 7.x into the clean venv (ahead of the shared 8.x) and download the missing
+    requirement's wheel into a local index (pip runs offline in the kernel). Needs the package registry."""
+    wheels = tmp / "wheels"
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    for cmd in (["install", "-q", "--no-deps", "--target", purelib, *COLAB_LIKE],
+                ["download", "-q", "--no-deps", "-d", str(wheels), MISSING]):
+        got = subprocess.run([sys.executable, "-m", "pip", *cmd, "--disable-pip-version-check"],
+                             capture_output=True, text=True)
+        if got.returncode:
+            pytest.skip(f"no package registry to fetch Colab's packages from: {got.stderr[-300:]}")
+    return wheels
+
+
+def _execute(nb, env: dict, cwd: Path):
     from nbclient import NotebookClient
 
-    python = _clean_venv(tmp_path)
+    old_env = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        NotebookClient(nb, kernel_name="colab-like", timeout=900, resources={"metadata": {"path": str(cwd)}}).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old_env)
+    return json.loads(nb.cells[-1].outputs[-1]["text"])
+
+
+def test_a_chapter_runs_from_a_clone_in_a_clean_environment_and_after_a_restart(tmp_path):
+    """Colab as a student meets it: ipywidgets 7.x preinstalled, one requirement missing, no idmap_lib. The
+    chapter runs top to bottom from the clone; then a new kernel (a restart, or a second chapter in the same
+    runtime) runs the setup cell again and finds the same clone and the same recorded runs; no package that was
+    there was upgraded, and the missing one was installed."""
+    import nbformat
+
+    python = _clean_venv(tmp_path, exclude=(MISSING,))
+    wheels = _colab_like_packages(python, tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", book.BUILD_ENV, "VIRTUAL_ENV")}
-    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0",
-               PIP_DISABLE_PIP_VERSION_CHECK="1",
+    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels),
+               PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1",
                IDMAP_DATA=os.environ.get("IDMAP_DATA", str(ROOT.parent / "shared" / "data")))
-    check = subprocess.run([python, "-c", "import torch, sympy, plotly, ipykernel\n"
-                            "try:\n import idmap_lib\nexcept ImportError: print('clean')"],
+    check = subprocess.run([python, "-c", "import torch, sympy, plotly, ipykernel, ipywidgets\n"
+                            "print(ipywidgets.__version__)\n"
+                            f"for name in ('idmap_lib', {MISSING!r}):\n"
+                            " try:\n  __import__(name); print(name)\n except ImportError: pass"],
                            capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert check.stdout.strip() == "clean", check.stdout + check.stderr
+    assert check.stdout.split() == ["7.7.1"], check.stdout + check.stderr   # Colab-like, and clean
 
     kernels = tmp_path / "jupyter" / "kernels" / "colab-like"
     kernels.mkdir(parents=True)
@@ -89,34 +139,24 @@ def test_a_chapter_runs_from_a_clone_in_a_clean_environment(tmp_path):
         "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "clean venv", "language": "python"}))
 
-    nb_path = ROOT / "book" / f"{CHAPTER}.ipynb"
-    nb = nbformat.read(nb_path, as_version=4)
+    nb = nbformat.read(ROOT / "book" / f"{CHAPTER}.ipynb", as_version=4)
     setup = next(c for c in nb.cells if c.cell_type == "code")
     assert setup.source == repository.setup_cell(repository.repository_url())  # the cell readers get ...
     setup.source = repository.setup_cell(ROOT.as_uri())                         # ... with a local clone's URL
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "import json, subprocess\n"
-        "print(json.dumps({'library': idmap_lib.__file__, 'results': len(idmap_lib.load_results()),\n"
-        "  'changed': subprocess.run(['git', '-C', clone, 'status', '--porcelain', '--untracked-files=all',\n"
-        "                             'data/results', 'data/checkpoints'],\n"
-        "                            capture_output=True, text=True, check=True).stdout}))"))
+    nb.cells.append(nbformat.v4.new_code_cell(REPORT))
 
     work = tmp_path / "content"                                          # Colab's /content: empty
     work.mkdir()
-    old_env = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        client = NotebookClient(nb, kernel_name="colab-like", timeout=900,
-                                resources={"metadata": {"path": str(work)}})
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(old_env)
-
-    report = json.loads(nb.cells[-1].outputs[-1]["text"])
+    first = _execute(nb, env, work)
     clone = work / "idmap"
-    assert Path(report["library"]).is_relative_to(clone), f"idmap_lib imported from {report['library']}"
-    assert report["results"] > 0, "the chapter does not find the recorded runs of the clone"
-    assert report["changed"] == "", f"the chapter trained or wrote runs it did not announce:\n{report['changed']}"
+    assert Path(first["library"]).is_relative_to(clone), f"idmap_lib imported from {first['library']}"
+    assert first["results"] > 0, "the chapter does not find the recorded runs of the clone"
+    assert first["changed"] == "", f"the chapter trained or wrote runs it did not announce:\n{first['changed']}"
     assert not (work / "data").exists(), "the chapter wrote data/ into the working directory"
+    assert first["versions"]["ipywidgets"] == "7.7.1", "the setup cell upgraded Colab's ipywidgets"
+
+    again = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(setup.source),
+                                            nbformat.v4.new_code_cell(REPORT)])
+    second = _execute(again, env, work)                                  # a fresh kernel: the restart
+    assert second == first, "after a restart the setup cell found another library or other recorded runs"
+    assert "Cloning" not in str(again.cells[0].outputs), "the clone was made again"

@@ -133,8 +133,39 @@ def describe_device(device) -> str:
     return f"CPU: {cores} cores, {torch.get_num_threads()} torch threads (torch {torch.__version__})"
 
 
-def setup(verbose: bool = True):
-    """The chapters' setup cell: pick the device, report it, configure plotly for the book build.
+DRIVE_RUNS = "/content/drive/MyDrive/idmap/runs"  # where DRIVE = True records the reader's runs on Colab
+
+
+def use_drive(mountpoint: str = "/content/drive") -> bool:
+    """Mount Google Drive (Colab asks for permission) and record the reader's runs, with their checkpoints, in
+    :data:`DRIVE_RUNS` (``IDMAP_RUNS``, unless it is set already), where they outlive the runtime. Outside
+    Colab there is no Drive to mount: it says so and changes nothing. True when Drive is mounted."""
+    try:
+        from google.colab import drive
+    except ImportError:
+        print("DRIVE = True: no Google Drive to mount here (only on Colab); your runs stay where they are")
+        return False
+    drive.mount(mountpoint)
+    os.environ.setdefault("IDMAP_RUNS", DRIVE_RUNS)
+    return True
+
+
+def whereabouts() -> list:
+    """Two lines: where ``idmap_lib`` was imported from and how many recorded runs it found (its data root's
+    results/, never the working directory's); where the reader's runs and their checkpoints are recorded."""
+    from ..checks.ablations import default_runs_dir
+    from ..engine.results import RESULTS_DIR
+
+    library = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    recorded = len(list(RESULTS_DIR.glob("*.json")))
+    return [f"idmap_lib: {library}, with {recorded} recorded runs in {RESULTS_DIR}",
+            f"Your runs and their checkpoints go to {default_runs_dir().resolve()}"]
+
+
+def setup(verbose: bool = True, drive: bool = False):
+    """The chapters' setup cell: pick the device, report it, configure plotly for the book build; mount Google
+    Drive for the reader's runs when asked (``drive``, the cell's ``DRIVE``); say where the library, its
+    recorded runs and the reader's runs are (not in the book build: the site shows no machine's paths).
 
     Returns ``torch.device("cuda")`` when a CUDA GPU is available, else ``torch.device("cpu")``.
     """
@@ -142,7 +173,11 @@ def setup(verbose: bool = True):
 
     if in_book_build():
         use_book_renderer()
+    if drive:
+        use_drive()
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     if verbose:
         print("Device:", describe_device(device))
+        if not in_book_build():
+            print("\n".join(whereabouts()))
     return device

@@ -16,28 +16,51 @@ DOCS = ("README.md", "book/intro.md")        # pages that quote the repository U
 SETUP_FIRST_LINE = "# Setup."
 
 
+def requirements(root: Path = ROOT) -> list:
+    """The library's requirements by name (``dependencies`` in pyproject.toml, without their versions): the
+    names the setup cell checks it can import, and installs when it cannot."""
+    import re
+    import tomllib
+
+    deps = tomllib.loads((Path(root) / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    return [re.match(r"[A-Za-z0-9_.-]+", d).group(0) for d in deps]
+
+
 def setup_cell(url: str) -> str:
     """The first code cell of every chapter, for the repository at ``url``.
 
-    Where ``idmap_lib`` is missing (Colab, a downloaded notebook) it clones the repository, installs the
-    library's dependencies from the clone and imports the library from the clone itself, so that the
-    chapter also finds the recorded runs in the clone's ``data/results``.
+    Where ``idmap_lib`` is missing (Colab, a downloaded notebook) it clones the repository into ./idmap, once.
+    Wherever that clone exists (a restart, a second chapter in the same runtime, a re-run) it puts the clone
+    first on ``sys.path`` before anything imports ``idmap_lib``, so the library comes from the clone and finds
+    the clone's recorded runs (data/results), even where an older copy was pip-installed. It installs only the
+    requirements it cannot import, with every package already there held at its version (a pip constraint
+    file): Colab's own packages (torch, numpy, ipywidgets 7.x, ...) are never upgraded. ``setup(drive=DRIVE)`` then mounts Google
+    Drive when asked and says where the library, its recorded runs and the reader's runs are.
     """
-    return f"""{SETUP_FIRST_LINE} Where idmap_lib is missing (on Colab, say), this clones the book's repository
-# and works from the clone, which also holds the recorded runs (data/results).
+    return f"""{SETUP_FIRST_LINE} Where idmap_lib is missing (on Colab, say), this clones the book's repository once and
+# imports the library from the clone, which also holds the recorded runs (data/results). Run again (after a
+# restart, in another chapter) it uses the same clone. It installs only what cannot be imported: no upgrades.
 REPOSITORY = {json.dumps(url)}  # the one URL setting: _config.yml
-try:
-    import idmap_lib
-except ImportError:
-    import os, subprocess, sys
-    clone = os.path.abspath("idmap")
-    if not os.path.isdir(clone):
-        subprocess.run(["git", "clone", "--depth", "1", REPOSITORY, clone], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", clone], check=True)
+DRIVE = False  # True: mount Google Drive (Colab) and record your runs there, where they outlive the runtime
+import importlib.metadata, importlib.util, os, subprocess, sys, tempfile
+clone = os.environ.setdefault("IDMAP_CLONE", os.path.abspath("idmap"))
+if not os.path.isdir(clone) and importlib.util.find_spec("idmap_lib") is None:
+    subprocess.run(["git", "clone", "--depth", "1", REPOSITORY, clone], check=True)
+if os.path.isdir(clone) and clone not in sys.path:  # the clone's library first, before any other copy
     sys.path.insert(0, clone)
-    import idmap_lib
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [clone, os.environ.get("PYTHONPATH")]))  # !python too
+NEEDS = {json.dumps(requirements())}  # pyproject.toml
+missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
+if missing:  # these only; every package already here is held at its version (a pip constraint): none is upgraded
+    here = {{}}
+    for dist in importlib.metadata.distributions():  # in sys.path order: the version an import finds comes first
+        here.setdefault((dist.metadata["Name"] or "").lower(), dist.version)
+    pins = os.path.join(tempfile.gettempdir(), "idmap-installed.txt")
+    with open(pins, "w") as f:
+        f.write("\\n".join(f"{{name}}=={{version}}" for name, version in here.items() if name))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing, "-c", pins], check=True)
 from idmap_lib.book import setup
-device = setup()"""
+device = setup(drive=DRIVE)"""
 
 
 def repository_url(root: Path = ROOT) -> str:

@@ -35,9 +35,22 @@ DATASETS = {
 }
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "mnist": 10}
 ENV_VAR = "IDMAP_DATA"
-# data/ of the repository checkout when the package is used from one (tests, book build), else ./data
-_REPO_DATA = Path(__file__).resolve().parents[2] / "data"
-DEFAULT_ROOT = Path(os.environ.get("IDMAP_ROOT") or (_REPO_DATA if _REPO_DATA.is_dir() else "data"))
+_CHECKOUT = Path(__file__).resolve().parents[2]  # the repository checkout, when the package is used from one
+
+
+def data_root() -> Path:
+    """The library's data root (recorded results, checkpoints, weights, downloads, the decoded-dataset cache):
+    ``$IDMAP_ROOT``, else data/ of the repository checkout the package is used from (a clone on Colab, the
+    tests, the book build), else a folder of the user's own. Never the working directory: the same library
+    finds the same recorded runs wherever a notebook runs."""
+    if os.environ.get("IDMAP_ROOT"):
+        return Path(os.environ["IDMAP_ROOT"])
+    if (_CHECKOUT / "pyproject.toml").is_file():
+        return _CHECKOUT / "data"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "idmap"
+
+
+DEFAULT_ROOT = data_root()
 
 
 class DataUnavailable(RuntimeError):
