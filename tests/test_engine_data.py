@@ -157,3 +157,19 @@ def test_torchvision_downloads_into_root_in_the_local_copys_layout(tmp_path, mon
     want = raw.unsqueeze(1) if raw.ndim == 3 else raw.permute(0, 3, 1, 2)  # channels first, pixel for pixel
     assert torch.equal(d.x_train, want) and d.y_train.tolist() == [0, 1, 2] and d.y_test.tolist() == [0, 1]
     assert d.source == {"kind": "torchvision", "dataset": cls, "root": str(tmp_path.resolve())}
+
+
+def test_data_root_is_never_the_working_directory(monkeypatch, tmp_path):
+    """Recorded runs are found from the library's data root (issue 22.1): $IDMAP_ROOT, else the checkout's
+    data/, else a folder of the user's own -- a relative path would follow the notebook's working directory."""
+    from idmap_lib.engine import data
+
+    monkeypatch.delenv("IDMAP_ROOT", raising=False)
+    assert data.data_root() == data._CHECKOUT / "data"                  # used from a checkout (clone, tests)
+    monkeypatch.setattr(data, "_CHECKOUT", tmp_path)                   # pip-installed: no pyproject above it
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert data.data_root() == tmp_path / "xdg" / "idmap"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert data.data_root().is_absolute()
+    monkeypatch.setenv("IDMAP_ROOT", str(tmp_path / "mine"))
+    assert data.data_root() == tmp_path / "mine"
