@@ -149,12 +149,14 @@ def test_duration_format_and_bench_block():
 # ---------------------------------------------------------------- the CUDA graph step (GPU only)
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
-def test_cuda_graph_step_trains_as_the_eager_step(cifar, tmp_path):
+@pytest.mark.parametrize("amp", ["auto", "fp16"])  # fp16: GradScaler inside the graph (a T4's path)
+def test_cuda_graph_step_trains_as_the_eager_step(cifar, tmp_path, amp):
     cfg = tiny(steps=30, dropout=0.0)
     cfg["schedule"] = step_schedule(30, 0.1, 10, fractions=[0.5], warmup_steps=8, warmup_lr=0.01)  # 2 recaptures
-    kw = dict(data=cifar, progress=False, write_result=False, deterministic=True)
+    kw = dict(data=cifar, progress=False, write_result=False, deterministic=True, amp=amp)
     eager, graph = train(cfg, **kw), train(cfg, cuda_graph=True, **kw)
     assert graph["cuda_graph"] is True and eager["cuda_graph"] is False
+    assert graph["precision"] == eager["precision"]
     for e, g in zip(eager["history"]["train"], graph["history"]["train"]):
         assert g["step"] == e["step"] and abs(g["train_loss"] - e["train_loss"]) < 1e-3 * max(1, e["train_loss"])
     assert abs(graph["final"]["test_err"] - eager["final"]["test_err"]) <= 0.02
@@ -186,3 +188,19 @@ def test_committed_checkpoints_still_fit_their_recipes():
         assert ck["config_hash"] == config_hash(config(c["experiment"], c["variant"], c["scale"], c["seed"])), path
         assert ck["device_type"] == "cuda" and 0 < ck["step"] < c["steps"]
         build_model(c["model"]).load_state_dict(ck["model"])  # same architecture, every tensor
+
+
+def test_fp16_steps_are_graphed_with_fused_sgd_only():
+    """A T4's path (fp16 + GradScaler) keeps its CUDA graph with fused SGD, whose step skips an overflow on the
+    device; GradScaler with another optimizer reads found_inf on the host, which a graph cannot hold."""
+    from types import SimpleNamespace
+
+    from idmap_lib.engine.trainer import Run
+
+    def blocker(optimizer, scaler=True):
+        run = SimpleNamespace(scaler=object() if scaler else None, cfg={"optimizer": {"name": optimizer}},
+                              ctx=SimpleNamespace(world=1), compile=False)
+        return Run._graph_blocker(run, True, True)
+
+    assert blocker("sgd") is None and blocker("nadam", scaler=False) is None
+    assert "host sync" in blocker("nadam")

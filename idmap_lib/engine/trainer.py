@@ -10,7 +10,9 @@ batches.py (the data on the device, batches, evaluation); here one ``Run``, and 
   cudnn.benchmark on CUDA; optional torch.compile;
 - ``cuda_graph``: on CUDA, the whole step (forward, backward, optimizer, loss sums) is captured once in a CUDA
   graph and replayed; a ResNet-110 step is ~1,200 small kernels, so eager PyTorch is bound by their launches;
-  the graph is captured again when the learning rate changes (4 times in Paper A's schedule);
+  the graph is captured again when the learning rate changes (4 times in Paper A's schedule); with fp16
+  (a T4) too: fused SGD takes GradScaler's scale and found_inf as tensors and skips an overflowing step on the
+  device, and GradScaler.update is device-side, so the scaled step has no host sync to break the capture;
 - no host-device sync per step: loss/error sums and the first non-finite step live on the device and
   are read every ``log_every`` steps;
 - live reporting: a tqdm.auto bar (loss, error, img/s), the device and precision up front, the projected
@@ -160,8 +162,10 @@ class Run:
             return None
         if not cuda:
             return "CUDA graphs need a CUDA device"
-        if self.scaler is not None:
-            return "fp16 + GradScaler steps are kept eager"
+        if self.scaler is not None and self.cfg["optimizer"]["name"] != "sgd":
+            # fused SGD skips an overflowing step on the device (GradScaler hands it found_inf); any other
+            # optimizer's GradScaler.step reads found_inf on the host, a sync a CUDA graph cannot hold
+            return "fp16 + GradScaler needs a host sync per step with this optimizer (fused SGD has none)"
         if self.ctx.world > 1:
             return "DDP steps are kept eager"
         if self.compile:
@@ -251,7 +255,7 @@ class Run:
         with torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype is not None,
                             cache_enabled=not self.graph_on):
             out = self.fwd(x)
-            loss = F.cross_entropy(out.float(), y)
+            loss = F.cross_entropy(out.to(torch.get_default_dtype()), y)  # (float32 unless a test asks float64)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.step(self.opt)
