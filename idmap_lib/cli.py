@@ -2,13 +2,16 @@
 
     python -m idmap_lib train --experiment NAME --variant NAME[,NAME..] --scale cpu|cpu_step_warmup|full [--seed N[,N..]]
         [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile] [--cuda-graph]
-        (several variants or seeds train together in one process: on a GPU they share it, each on its stream)
+        [--fused]
+        (several variants or seeds train together in one process: on a GPU they share it, each on its stream;
+        with --fused, runs of one architecture -- seeds, Table 1's scaling factors or gate biases -- train as
+        one fused network: engine/fused.py)
     python -m idmap_lib list
     python -m idmap_lib sweep [--claims KEY,..] [--seeds 0,1,2] [--next|--missing] [--run]
         (the claims' CPU-scale runs)
     python -m idmap_lib mnist [--depths 100,10,50,20,2] [--kinds plain,resnet,gresnet] [--seeds 0,1,2] [--list]
         (Paper B's MNIST grid, full recipe)
-    python -m idmap_lib bench [--steps N] [--data PATH]
+    python -m idmap_lib bench [--steps N] [--data PATH] [--modes | --stacked | --fused N[,N..]]
     torchrun --nproc_per_node=N -m idmap_lib train ...      (DDP: gloo on CPU, nccl on CUDA)
 """
 from __future__ import annotations
@@ -45,6 +48,8 @@ def _parser():
     t.add_argument("--compile", action="store_true", help="torch.compile the model")
     t.add_argument("--cuda-graph", action="store_true", help="CUDA: replay the whole training step as one CUDA "
                                                              "graph (several times faster for deep CIFAR nets)")
+    t.add_argument("--fused", action="store_true", help="train the runs (seeds or scalar variants of one "
+                                                        "architecture) as one fused network (engine/fused.py)")
     t.add_argument("--amp", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
                    help="autocast precision (auto: bf16 where the hardware has it, fp16 on older GPUs)")
     t.add_argument("--device", default=None)
@@ -87,7 +92,9 @@ def _parser():
                                                         "ResNet-110 and ResNet-1001 at the full recipe's batch")
     b.add_argument("--stacked", action="store_true", help="instead: Paper B's MNIST runs of one depth (--depth, "
                                                           "default 100) one after another vs stacked")
-    b.add_argument("--json", default=None, help="with --modes or --stacked: also write the report here")
+    b.add_argument("--fused", default=None, metavar="N[,N..]", help="instead: N seeds of ResNet-DEPTH (default 20) "
+                                                                      "one after another vs fused (engine/fused.py)")
+    b.add_argument("--json", default=None, help="with --modes, --stacked or --fused: also write the report here")
     return p
 
 
@@ -101,10 +108,14 @@ def main(argv=None) -> int:
         return _sweep(args)
     if args.cmd == "mnist":
         return _mnist(args)
-    if args.cmd == "bench" and (args.modes or args.stacked):
-        from .engine.bench import modes, stacked
-        report = modes(data=args.data, device=args.device) if args.modes else \
-            stacked(depth=args.depth or 100, steps=args.steps, data=args.data)
+    if args.cmd == "bench" and (args.modes or args.stacked or args.fused):
+        from .engine.bench import fused, modes, stacked
+        if args.fused:
+            report = fused(depth=args.depth or 20, ns=[int(n) for n in args.fused.split(",")], steps=args.steps,
+                           data=args.data, device=args.device, cuda_graph=args.cuda_graph)
+        else:
+            report = modes(data=args.data, device=args.device) if args.modes else \
+                stacked(depth=args.depth or 100, steps=args.steps, data=args.data)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=1)
@@ -138,6 +149,8 @@ def main(argv=None) -> int:
     if not cfgs:
         return 0
     ckdir = args.checkpoint_dir or ("checkpoints" if (args.resume or args.max_steps) else None)
+    if args.fused:
+        return _fused(args, cfgs, ckdir)
     try:
         results = train_many(cfgs, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
                              checkpoint_every=args.checkpoint_every, resume=args.resume, max_steps=args.max_steps,
@@ -146,11 +159,33 @@ def main(argv=None) -> int:
     finally:
         distributed.cleanup()
     if distributed.int_env("RANK", 0) == 0:
-        for r in results:
-            summary = {k: r.get(k) for k in ("status", "fail", "final", "path", "checkpoint", "step")
-                       if r.get(k) is not None}
-            print(json.dumps(summary, indent=1))
+        _summaries(results)
     return 0 if all(r["status"] in ("ok", "fail", "stopped") for r in results) else 1
+
+
+def _summaries(results):
+    for r in results:
+        print(json.dumps({k: r.get(k) for k in ("status", "fail", "final", "path", "checkpoint", "step")
+                          if r.get(k) is not None}, indent=1))
+
+
+def _fused(args, cfgs, ckdir) -> int:
+    from .engine import fused
+
+    if args.compile or args.move:
+        print("error: --fused does not take --compile or --move", file=sys.stderr)
+        return 2
+    try:
+        fused.check_fusable(cfgs)
+    except ValueError as e:
+        print(f"error: these runs cannot be fused: {e}", file=sys.stderr)
+        return 2
+    results = fused.train_fused(cfgs, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
+                                checkpoint_every=args.checkpoint_every, resume=args.resume,
+                                max_steps=args.max_steps, progress=not args.no_progress,
+                                deterministic=args.deterministic, amp=args.amp, cuda_graph=args.cuda_graph)
+    _summaries(results)
+    return 0
 
 
 def _sweep(args) -> int:

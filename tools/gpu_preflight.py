@@ -3,12 +3,13 @@
 The device tool copies the working tree -- tracked files, untracked files git does not ignore, and the paths
 passed as ``carry`` -- at most 64 MiB in all, and brings back at most 8 files of at most 16 MiB from $OUT. A
 window refused at the start still costs device time, so this counts both here and exits 1, saying what to do,
-before the device is asked. What comes back from ``tools/gpu_session.sh``: log.txt, modes.json, results.tgz and
+before the device is asked. What comes back from ``tools/gpu_session.sh``: log.txt, bench.json, results.tgz and
 one file per run it trains (the checkpoint of a run still under way, the weights of a finished one).
 
-    python tools/gpu_preflight.py [--carry PATH ...] [--groups N | --runs EXPERIMENT:VARIANT ...]
+    python tools/gpu_preflight.py [--carry PATH ...] [--groups N] [--fuse N] | [--runs EXPERIMENT:VARIANT ...]
 
-(default: the new runs of the first N groups of tools/gpu_queue.py, as ``gpu_session.sh DATA BUDGET N`` trains)
+(default: the new runs of the first N groups of tools/gpu_queue.py, as ``gpu_session.sh DATA BUDGET N`` trains;
+--fuse: the most seeds its benchmark may fuse, FUSE_MAX in gpu_session.sh)
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ MiB = 2 ** 20
 TRAVEL_LIMIT = 64 * MiB     # tracked + untracked-not-ignored + carried
 TRACKED_TARGET = 40 * MiB   # the tracked tree alone: room left for the CIFAR-10 tarball (19 MiB) and the data
 BACK_FILES, BACK_FILE_LIMIT = 8, 16 * MiB
-FIXED_BACK = ("log.txt", "modes.json", "results.tgz")
+FIXED_BACK = ("log.txt", "bench.json", "results.tgz")
 IN_FLIGHT = Path("data/checkpoints")
 
 
@@ -94,12 +95,15 @@ def main(argv=None) -> int:
     ap.add_argument("--repo", default=Path(__file__).resolve().parents[1], type=Path)
     ap.add_argument("--carry", nargs="*", default=[], help="paths the device call will carry")
     ap.add_argument("--groups", type=int, default=2, help="groups of the queue the window trains")
+    ap.add_argument("--fuse", type=int, default=1, help="seeds fused per group (as gpu_session.sh's benchmark "
+                                                        "picks; count with the largest it may pick)")
     ap.add_argument("--runs", nargs="*", default=None, help="new runs the window trains, EXPERIMENT:VARIANT")
     a = ap.parse_args(argv)
     if a.runs is None:
         from gpu_queue import in_flight, next_runs
-        flying = {(e, v) for e, v, _ in in_flight()}
-        runs = [(e, v) for e, vs, _ in next_runs(a.groups) for v in vs if (e, v) not in flying]
+        flying = {(e, v, s) for e, v, s, _ in in_flight()}
+        runs = [(e, v) for e, vs, seeds in next_runs(a.groups, fuse=a.fuse) for v in vs for s in seeds
+                if (e, v, s) not in flying]
     else:
         runs = [tuple(r.split(":", 1)) for r in a.runs]
     t = travelling_bytes(a.repo, a.carry)

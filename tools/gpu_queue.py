@@ -1,12 +1,16 @@
 """What a lent GPU trains next: the full-recipe runs, in the order that settles the papers' claims soonest.
 
-Runs under way (a checkpoint in data/checkpoints/) come first; then QUEUE, seed by seed: each claim's verdict
-needs three seeds (the rule: idmap_lib/book/claims.py), so a seed of every row of a table goes before a second
-seed of any. A run is skipped when its result is recorded (looked up by training: Table 1's original is Table
-2's original-110) or it is under way. Runs of one experiment go in pairs (``train --variant a,b``: one process,
-a CUDA stream each), so one window brings back at most two new checkpoints.
+Runs under way (a checkpoint in data/checkpoints/) come first: the seeds of one variant at one step together
+(fused), single runs of one experiment and seed in pairs (two CUDA streams). Then QUEUE. Each claim's verdict
+needs three seeds (the rule: idmap_lib/book/claims.py). With fusion (``--fuse N``, N > 1: the window's benchmark
+found N nets of one architecture fused faster than one after another) a variant's seeds train as one fused
+network (``train --seed 0,1,2 --fused``), so a row gets its three seeds for little more than the cost of one;
+without it (N = 1), a seed of every row goes before a second seed of any, two variants of one experiment at a
+time. A run is skipped when its result is recorded (looked up by training: Table 1's original is Table 2's
+original-110) or it is under way.
 
-    python tools/gpu_queue.py [--pairs N]     prints "EXPERIMENT VARIANT[,VARIANT] SEED" per line, in order
+    python tools/gpu_queue.py [--groups N] [--fuse N]
+        prints "EXPERIMENT VARIANT[,VARIANT] SEED[,SEED..]" per line, one process each, in order
 """
 from __future__ import annotations
 
@@ -32,47 +36,78 @@ QUEUE = (  # (experiment, variant), most decisive first
 )
 
 
-def in_flight(checkpoint_dir=None) -> list[tuple[str, str, int]]:
-    """(experiment, variant, seed) of each committed checkpoint of a run under way."""
+def in_flight(checkpoint_dir=None) -> list[tuple[str, str, int, int]]:
+    """(experiment, variant, seed, step) of each committed checkpoint of a run under way."""
     import torch
 
     out = []
     for p in sorted(Path(checkpoint_dir or ROOT / "data" / "checkpoints").glob("*.pt")):
-        c = torch.load(p, map_location="cpu", weights_only=True)["config"]
-        out.append((c["experiment"], c["variant"], c["seed"]))
+        ck = torch.load(p, map_location="cpu", weights_only=True)
+        c = ck["config"]
+        out.append((c["experiment"], c["variant"], c["seed"], ck.get("step", 0)))
     return out
 
 
-def next_runs(n_pairs=2, out_dir=None, checkpoint_dir=None) -> list[tuple[str, list[str], int]]:
-    """Up to n_pairs (experiment, [variant, variant?], seed) groups: runs under way first, then the queue."""
+def _pairs(runs):
+    """(experiment, variant, seed) runs as groups of one process: two variants of one experiment and seed."""
+    groups = []
+    for e, v, s in runs:
+        last = groups[-1] if groups else None
+        if last and last[0] == e and last[2] == [s] and len(last[1]) < 2:
+            last[1].append(v)
+        else:
+            groups.append((e, [v], [s]))
+    return groups
+
+
+def next_runs(n_groups=2, out_dir=None, checkpoint_dir=None, fuse=1) -> list[tuple[str, list[str], list[int]]]:
+    """Up to n_groups (experiment, [variants], [seeds]) groups, one process each: runs under way first, then the
+    queue (``fuse`` > 1: up to that many seeds of one variant fused; 1: pairs of variants at one seed)."""
     from idmap_lib.engine import recipes
     from idmap_lib.engine.results import find_result, training_hash
 
     flying = in_flight(checkpoint_dir)
-    busy = {training_hash(recipes.config(e, v, "full", s)) for e, v, s in flying}
-    todo = list(flying) + [(e, v, s) for s in SEEDS for e, v in QUEUE]
-    groups, seen = [], set()
-    for e, v, s in todo:
-        cfg = recipes.config(e, v, "full", s)
-        h = training_hash(cfg)
-        if h in seen or (find_result(cfg, out_dir) is not None) or (h in busy and (e, v, s) not in flying):
-            continue
-        seen.add(h)
-        last = groups[-1] if groups else None
-        if last and last[0] == e and last[2] == s and len(last[1]) < 2:
-            last[1].append(v)
-        elif len(groups) < n_pairs:
-            groups.append((e, [v], s))
+    busy = {training_hash(recipes.config(e, v, "full", s)) for e, v, s, _ in flying}
+    groups, alone = [], []
+    for e, v, step in dict.fromkeys((e, v, step) for e, v, _, step in flying):
+        seeds = [s for e2, v2, s, st in flying if (e2, v2, st) == (e, v, step)]
+        if len(seeds) > 1:
+            groups.append((e, [v], seeds[:max(fuse, 1)]))  # a fused run resumes fused: its seeds are at one step
         else:
-            break
-    return groups
+            alone.append((e, v, seeds[0]))
+    groups += _pairs(alone)
+
+    def todo(e, v, s):
+        h = training_hash(recipes.config(e, v, "full", s))
+        return h not in busy and find_result(recipes.config(e, v, "full", s), out_dir) is None
+
+    seen = set()
+    if fuse > 1:
+        for e, v in QUEUE:
+            h = training_hash(recipes.config(e, v, "full", 0))  # one variant under several labels: once
+            seeds = [s for s in SEEDS if todo(e, v, s)][:fuse]
+            if seeds and h not in seen:
+                seen.add(h)
+                groups.append((e, [v], seeds))
+    else:
+        runs = []
+        for s in SEEDS:
+            for e, v in QUEUE:
+                h = training_hash(recipes.config(e, v, "full", s))
+                if h not in seen and todo(e, v, s):
+                    seen.add(h)
+                    runs.append((e, v, s))
+        groups += _pairs(runs)
+    return groups[:n_groups]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--pairs", type=int, default=2)
-    for e, vs, s in next_runs(ap.parse_args(argv).pairs):
-        print(e, ",".join(vs), s)
+    ap.add_argument("--groups", type=int, default=2, help="how many groups (one process each)")
+    ap.add_argument("--fuse", type=int, default=1, help="up to N seeds of one variant as one fused network")
+    a = ap.parse_args(argv)
+    for e, vs, seeds in next_runs(a.groups, fuse=a.fuse):
+        print(e, ",".join(vs), ",".join(map(str, seeds)))
     return 0
 
 

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # One call on a lent GPU: check the engine there, measure it briefly, then train full recipes until the deadline:
-# the runs under way first (data/checkpoints/*.pt, resumed), then tools/gpu_queue.py's queue, two at a time.
+# the runs under way first (data/checkpoints/*.pt, resumed), then tools/gpu_queue.py's queue -- a variant's seeds
+# as one fused network (engine/fused.py) when the benchmark finds fusion faster, else two runs on two streams.
 #
 #   bash tools/gpu_session.sh DATA_DIR BUDGET_S [GROUPS]
 #
 # DATA_DIR holds cifar10-jpeg.tar.gz (as ../shared/data); BUDGET_S is the wall time this script may use (leave
-# the device call ~25 s more); GROUPS (default 2): how many groups of the queue (a pair of one experiment each)
-# to train, one after another. Writes to $OUT (default /tmp/gpu_out), at most 8 files:
-#   log.txt (environment, tests, benchmark, training log), modes.json (eager / CUDA graph / two at once),
+# the device call ~25 s more); GROUPS (default 2): how many groups of the queue (one process each: up to FUSE_MAX
+# fused seeds of a variant, or a pair of variants) to train, one after another. Writes to $OUT (default
+# /tmp/gpu_out), at most 8 files:
+#   log.txt (environment, tests, benchmark, training log), bench.json (grouped vs separate convolutions at
+#   ResNet-110's shapes; one run vs N fused at N = 1, 2, 4, 8: the N this window fuses),
 #   results.tgz (finished runs' JSON, for data/results/), weights-*.pt (finished runs: model weights),
 #   checkpoint-*.pt (unfinished runs: the whole checkpoint, for data/checkpoints/, to resume on the next GPU).
-# Before the device call, here: python tools/gpu_preflight.py --carry <data dir> counts the bytes that travel and
-# the files that come back, and says stop if the window would be refused or lose its work.
+# Before the device call, here: python tools/gpu_preflight.py --fuse 3 --carry <data dir> counts the bytes that
+# travel and the files that come back, and says stop if the window would be refused or lose its work.
 # Steps that fail are logged and the script goes on; each step has its own timeout inside the budget.
 # Dry run on a CPU: GPU_SESSION_ALLOW_CPU=1 bash tools/gpu_session.sh ../shared/data 300 (tiny steps; the tests
 # run it). FULL_CHECK=1 adds the engine's wider tests and the DataLoader benchmark (minutes: not for a window
@@ -34,8 +37,8 @@ step() {  # step NAME CAP_S CMD...: run with a timeout of min(CAP, what is left 
   say "end $name rc=$rc"; return $rc
 }
 
-QUEUE=$("$PY" tools/gpu_queue.py --pairs "$NGROUPS")
-say "gpu_session: repo $PWD, data $DATA, budget ${BUDGET}s, queue: $(echo "$QUEUE" | tr '\n' ';')"
+FUSE_MAX=${FUSE_MAX:-3}  # a variant's three seeds (the rule's); the benchmark may choose fewer
+say "gpu_session: repo $PWD, data $DATA, budget ${BUDGET}s"
 { nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv 2>&1; nproc
   "$PY" -c "import torch, torchvision, sys; print('python', sys.version.split()[0], 'torch', torch.__version__,
 'torchvision', torchvision.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version());
@@ -56,10 +59,19 @@ if [[ ${FULL_CHECK:-0} == 1 ]]; then
     tests/test_engine_augment.py -k "not graph"
   step bench 120 "$PY" -m idmap_lib bench --steps $(( DRY ? 5 : 40 )) --workers 4 ${GRAPH}
 fi
-# <= 45 s: eager vs CUDA graph vs two runs at once, ResNet-110 at the full recipe's batch (the pace of this window)
-MODE_STEPS="(20, 60)" MODE_CAP=45; (( DRY )) && MODE_STEPS="(8, 12)" MODE_CAP=200  # (eager, CUDA-graph steps)
-step modes $MODE_CAP "$PY" -c "from idmap_lib.engine import bench; import json; json.dump(bench.modes(depths=(110,),
-steps={110: $MODE_STEPS}), open('$OUT/modes.json', 'w'), indent=1)"
+# <= 45 s: grouped vs separate convolutions, then ResNet-110 at the full recipe's batch alone and N = 1, 2, 4, 8
+# fused (aggregate img/s, the same steps each): the N with the most images per second, if fusion beats one run
+BENCH="depth=110, ns=(1, 2, 4, 8), steps=20, scale='full'" BENCH_CAP=45
+(( DRY )) && BENCH="depth=8, ns=(1, 2), steps=3, warmup=1" BENCH_CAP=200
+step bench $BENCH_CAP "$PY" -c "from idmap_lib.engine import bench; import json
+r = {'grouped_conv': bench.grouped_conv(n=4, reps=$(( DRY ? 2 : 20 ))),
+     'fused': bench.fused($BENCH, cuda_graph=bool('$GRAPH'))}
+json.dump(r, open('$OUT/bench.json', 'w'), indent=1)"
+FUSE=$("$PY" -c "import json; f = json.load(open('$OUT/bench.json'))['fused']['fused']
+best = max(f, key=lambda n: f[n]['img_per_s_total']); print(min(int(best), $FUSE_MAX) if f[best]['ratio'] > 1 else 1)" \
+  2>/dev/null || echo 1)
+QUEUE=$("$PY" tools/gpu_queue.py --groups "$NGROUPS" --fuse "$FUSE")
+say "fuse $FUSE seeds per group; queue: $(echo "$QUEUE" | tr '\n' ';')"
 
 # full recipes until the deadline, group by group (a pair: one process, a CUDA stream each); the group the deadline
 # cuts off stops with a checkpoint, which comes back to resume on the next GPU
@@ -68,9 +80,11 @@ TRAIN=(-m idmap_lib train --scale full --data "$DATA" --out "$WORK/results" --ch
        --checkpoint-every 2000 --no-progress $GRAPH)
 if (( DRY )); then TRAIN+=(--max-steps 3)   # (a CUDA checkpoint cannot resume on the CPU)
 else cp data/checkpoints/*.pt "$WORK/ck/" 2>/dev/null && say "in flight: $(ls "$WORK/ck" | tr '\n' ' ')"; TRAIN+=(--resume); fi
-while read -r exp variants seed; do
+while read -r exp variants seeds; do
   [[ -z $exp ]] && continue
-  step "train_${exp}_${variants}_s$seed" 100000 "$PY" "${TRAIN[@]}" --experiment "$exp" --variant "$variants" --seed "$seed"
+  FUSED=(); [[ $seeds == *,* ]] && FUSED=(--fused)  # several seeds of one variant: one fused network
+  step "train_${exp}_${variants}_s$seeds" 100000 "$PY" "${TRAIN[@]}" --experiment "$exp" --variant "$variants" \
+    --seed "$seeds" "${FUSED[@]}"
 done <<<"$QUEUE"
 
 # what comes back: finished results (one tarball), weights of finished runs, checkpoints of unfinished ones

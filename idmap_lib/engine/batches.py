@@ -23,9 +23,14 @@ def prepare_data(cfg, data, device):
                 mean=mean.to(device), std=std.to(device), num_classes=d.num_classes, source=d.source)
 
 
+def normalise(D, x):
+    """uint8 images -> normalised floats of the default dtype (float32; a test may compute in float64)."""
+    return x.to(torch.get_default_dtype()).div_(255).sub_(D["mean"]).div_(D["std"])
+
+
 def train_batch(D, idx, aug, gen, channels_last):
     """Training batch: gather uint8 images by index, normalise, augment (pad + crop + flip) on the device."""
-    x = D["x_train"][idx].float().div_(255).sub_(D["mean"]).div_(D["std"])
+    x = normalise(D, D["x_train"][idx])
     if aug:
         x = crop_flip(x, aug["pad"], aug["flip"], generator=gen, channels_last=channels_last)
     elif channels_last:
@@ -51,13 +56,13 @@ def evaluate(model, D, dtype, channels_last, device, ctx, batch=1000):
     acc = torch.zeros(3, device=device, dtype=torch.float64)
     for s in range(0, len(idx_all), batch):
         idx = idx_all[s:s + batch]
-        x = D["x_test"][idx].float().div_(255).sub_(D["mean"]).div_(D["std"])
+        x = normalise(D, D["x_test"][idx])
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         y = D["y_test"][idx]
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             out = model(x)
-        acc[0] += F.cross_entropy(out.float(), y, reduction="sum")
+        acc[0] += F.cross_entropy(out.to(torch.get_default_dtype()), y, reduction="sum")
         acc[1] += (out.argmax(1) != y).sum()
         acc[2] += len(y)
     ctx.all_reduce(acc)

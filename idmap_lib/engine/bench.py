@@ -282,3 +282,85 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     print(f"MNIST d={depth}: {len(cfgs)} runs one after another {report['alone_img_per_s_total']} img/s, "
           f"stacked {report['stacked_img_per_s_total']} img/s -> {report['speedup']}x", flush=True)
     return report
+
+
+def grouped_conv(n=4, batch=128, reps=20, device=None):
+    """ResNet-110's 3x3 convolutions (16/32/64 channels at 32/16/8 pixels), N separate convolutions vs one
+    grouped convolution over the N models' channels (what a fused network runs); forward only."""
+    import torch
+    import torch.nn.functional as F
+
+    from .device import pick_device
+
+    dev = pick_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    out = {}
+    for c, hw in ((16, 32), (32, 16), (64, 8)):
+        xs = [torch.randn(batch, c, hw, hw, device=dev, dtype=dtype) for _ in range(n)]
+        ws = [torch.randn(c, c, 3, 3, device=dev, dtype=dtype) for _ in range(n)]
+        xg, wg = torch.cat(xs, 1), torch.cat(ws, 0)
+
+        def separate():
+            return [F.conv2d(x, w, padding=1) for x, w in zip(xs, ws)]
+
+        def grouped():
+            return F.conv2d(xg, wg, padding=1, groups=n)
+
+        t = {}
+        for name, fn in (("separate", separate), ("grouped", grouped)):
+            fn()
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)
+            t[name] = (time.perf_counter() - t0) / reps
+        out[f"{c}ch_{hw}px"] = {"separate_ms": round(t["separate"] * 1e3, 3), "grouped_ms": round(t["grouped"] * 1e3, 3),
+                                "speedup": round(t["separate"] / t["grouped"], 2)}
+        print(f"3x3 conv, {c} channels at {hw}x{hw}, batch {batch}, N = {n}: separate {t['separate'] * 1e3:.2f} ms, "
+              f"grouped {t['grouped'] * 1e3:.2f} ms -> {t['separate'] / t['grouped']:.2f}x", flush=True)
+    return out
+
+
+def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activations", variant="full_preact-110",
+          scale="cpu", data=None, device=None, cuda_graph=False):
+    """N seeds of one network one after another (each through the engine, ``trainer.train``) vs the N as one fused
+    network (``fused.py``), the same steps each, measured here and now; the recipe's batch, its network at
+    `depth`. Returns the img/s of each and their ratio (printed). On a CPU the default is ResNet-20, N = 4; a
+    GPU window runs ResNet-110 at N = 1, 2, 4, 8 (the full recipe's batch) with ``cuda_graph``."""
+    import torch
+
+    from .data import load
+    from .fused import FusedRun
+    from .recipes import config
+    from .results import provenance
+
+    def cfg_for(seed):
+        c = config(experiment, variant, scale, seed)
+        c["model"]["kwargs"].update(depth=depth, block=block_for(depth))
+        return c
+
+    data = load(cfg_for(0)["dataset"], data)
+    solo = _rate([cfg_for(0)], warmup + steps, data, max((warmup + steps) // 4, 1), device=device,
+                 cuda_graph=cuda_graph)["img_per_s_total"]
+    report = {"depth": depth, "steps": steps, "batch_size": cfg_for(0)["batch_size"], "threads": torch.get_num_threads(),
+              "one_after_another_img_per_s": solo, "fused": {}}
+    for n in ns:
+        run = FusedRun([cfg_for(s) for s in range(n)], data=data, device=device, progress=False, write_result=False,
+                       cuda_graph=cuda_graph)
+        run.log_every = run.eval_every = 10 ** 9  # nothing but training steps inside the timing
+        for _ in range(warmup + (3 if cuda_graph else 0)):
+            run._train_step()
+        float(run.acc.sum())  # wait for the device
+        t = time.perf_counter()
+        for _ in range(steps):
+            run._train_step()
+        float(run.acc.sum())
+        rate = n * steps * run.B / (time.perf_counter() - t)
+        report["fused"][n] = {"img_per_s_total": round(rate, 1), "ratio": round(rate / solo, 2)}
+        print(f"ResNet-{depth}, N = {n}: one after another {solo:.0f} img/s, fused {rate:.0f} img/s in all -> "
+              f"{rate / solo:.2f}x", flush=True)
+    report.update(provenance(run.device))
+    return report
