@@ -45,6 +45,8 @@ def _parser():
     t.add_argument("--checkpoint-dir", default=None, help="where checkpoints go (default checkpoints/ "
                                                           "when --resume or --max-steps is given)")
     t.add_argument("--checkpoint-every", type=int, default=None)
+    t.add_argument("--checkpoint-minutes", type=float, default=None, help="also a checkpoint every so many minutes "
+                                                                          "of wall time (a disconnect loses no more)")
     t.add_argument("--compile", action="store_true", help="torch.compile the model")
     t.add_argument("--cuda-graph", action="store_true", help="CUDA: replay the whole training step as one CUDA "
                                                              "graph (several times faster for deep CIFAR nets)")
@@ -155,7 +157,8 @@ def main(argv=None) -> int:
         results = train_many(cfgs, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
                              checkpoint_every=args.checkpoint_every, resume=args.resume, max_steps=args.max_steps,
                              compile=args.compile, progress=not args.no_progress, deterministic=args.deterministic,
-                             amp=args.amp, cuda_graph=args.cuda_graph, move=args.move)
+                             amp=args.amp, cuda_graph=args.cuda_graph, move=args.move,
+                             checkpoint_minutes=args.checkpoint_minutes)
     finally:
         distributed.cleanup()
     if distributed.int_env("RANK", 0) == 0:

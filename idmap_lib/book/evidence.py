@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..engine import recipes, results
 from . import claims, paper_numbers
+from .live import your_results
 from .reports import command, hardware, net_name
 
 SEEDS = claims.SEEDS
@@ -75,11 +76,11 @@ def _mean_sd(xs, unit=1.0, digits=2) -> str:
     return f"{m:.{digits}f} ± {unit * statistics.stdev(xs):.{digits}f}"
 
 
-def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_dir=None):
+def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_dir=None, yours=None):
     """One row per variant: the network that trains, the paper's number (labelled), and ours over seeds
     (mean ± sd, and each seed's test error): test error, final training loss, steps to a training error below
-    80 %; seeds found, failed runs, the command for the
-    missing seeds."""
+    80 %; seeds found, failed runs, the command for the missing seeds; and, where the reader has trained the
+    variant (``live.train_live``, runs folder `yours`), their own test error, marked as theirs."""
     import pandas as pd
 
     variants = variants or list(recipes.EXPERIMENTS[experiment]["variants"])
@@ -99,7 +100,13 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_d
             "ours: steps to train error < 80 %": _mean_sd([claims.steps_to_80(r) for r in runs], digits=0),
             "seeds": len(runs), "diverged": sum(r["status"] == "fail" for r in runs),
             "to run": seeds_command(experiment, v, missing, scale) if missing else ""})
+        mine = your_results(experiment, v, scale, yours)
+        if mine:  # the reader's own finished runs (live.train_live), beside the recorded seeds and the paper
+            rows[-1]["yours: test error % (seed)"] = ", ".join(
+                f"{100 * claims.final_test_err(r):.1f} (seed {r['config']['seed']})" for r in mine)
     df = pd.DataFrame(rows).set_index("variant")
+    if "yours: test error % (seed)" in df:
+        df["yours: test error % (seed)"] = df["yours: test error % (seed)"].fillna("–")
     df.attrs.update(experiment=experiment, scale=scale)
     return df
 

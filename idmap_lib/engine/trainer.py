@@ -60,8 +60,10 @@ class Run:
 
     def __init__(self, cfg, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
                  resume=False, max_steps=None, compile=False, on_log=None, progress=True, deterministic=False,
-                 amp="auto", channels_last="auto", write_result=True, cuda_graph=False, move=False):
+                 amp="auto", channels_last="auto", write_result=True, cuda_graph=False, move=False,
+                 checkpoint_minutes=None):
         self.ctx = ctx = dist_mod.context(device)
+        self.checkpoint_minutes = checkpoint_minutes
         self.move, self.moves = bool(move), []
         self.device = device = ctx.device if ctx.world > 1 else pick_device(device)
         self.cfg, self.out_dir, self.on_log, self.write_result = cfg, out_dir, on_log, write_result
@@ -137,6 +139,7 @@ class Run:
         self.eager_since = self.step  # graph capture waits GRAPH_WARMUP eager steps after every (re)start
         self.model.train()
         self.t_window, self.imgs_window = time.perf_counter(), 0
+        self.t_checkpoint = self.t_window
         at = self.step + GRAPH_WARMUP + 2  # timed after the first steps (and a graph's capture)
         self._probe = {"at": min(at, self.stop), "until": min(at + 10, self.stop)}
         self.rng = self._rng_state()  # this run's global RNG streams (dropout), swapped in by train_many
@@ -227,7 +230,14 @@ class Run:
         self._say(f"resumed {self.ckpt_path} at step {self.step}/{self.total}"
                   + (f", moved from {kind[0]} {kind[1]} to {self.device.type} {prec}: no longer bit-exact" if moved else ""))
 
+    def _checkpoint_due(self):
+        """``checkpoint_minutes``: a checkpoint every so many minutes of wall time as well (a disconnect on Colab
+        then loses at most that much, whatever the steps between the recipe's checkpoints). Not under DDP: the ranks'
+        clocks would disagree about a collective."""
+        return bool(self.checkpoint_minutes) and self.ctx.world == 1 and time.perf_counter() - self.t_checkpoint >= 60 * self.checkpoint_minutes
+
     def checkpoint(self):
+        self.t_checkpoint = time.perf_counter()
         if self.ckpt_path is None:
             return
         ctx = self.ctx
@@ -290,7 +300,8 @@ class Run:
                 self._project()
             if self.step % self.log_every == 0 or self.step == self.total:
                 self._log()
-            if self.status != "running" or self.step % self.checkpoint_every == 0 or self.step == self.stop:
+            if self.status != "running" or self.step % self.checkpoint_every == 0 or self.step == self.stop or \
+                    self._checkpoint_due():
                 self.checkpoint()  # a stop between logs keeps the window's device-side sums in the checkpoint
 
     def _train_step(self):
@@ -317,7 +328,8 @@ class Run:
         self.step += 1
 
     def _project(self):
-        """After the first steps: the measured speed and the projected time of the whole run (one sync)."""
+        """After the first steps: the measured speed, the loss so far and the projected time of this run (to its
+        stop: ``max_steps`` or the recipe's end), on the bar and in one line (one sync)."""
         if self.device.type == "cuda":
             self.stream.synchronize()
         now = time.perf_counter()
@@ -327,10 +339,16 @@ class Run:
         if "t" not in self._probe:
             return
         dt = (now - self._probe["t"]) / max(self._probe["until"] - self._probe["at"], 1)
-        self.projected_s = dt * (self.total - self.step)
-        self._say(f"{run_name(self.cfg)}: {self.B / dt:.0f} img/s after the first steps -> the remaining "
-                  f"{self.total - self.step} steps take about {format_duration(self.projected_s)} on this "
-                  f"{self.device.type} (plus evaluations)")
+        left = self.stop - self.step
+        self.projected_s = dt * left
+        loss_sum, _, n, _ = self.acc.tolist()  # the window so far (before the first log, the only loss there is)
+        loss = f", training loss {loss_sum / n:.3f}" if n else ""
+        stop = "" if self.stop == self.total else f" (stopping at step {self.stop} of {self.total})"
+        self.bar.update(self.step - self.bar.n)
+        self.bar.set_postfix(loss=f"{loss_sum / n:.3f}" if n else "-", img_s=f"{self.B / dt:.0f}")
+        self._say(f"{run_name(self.cfg)}: step {self.step}{loss}, {self.B / dt:.0f} img/s -> the remaining {left} "
+                  f"steps{stop} take about {format_duration(self.projected_s)} on this {self.device.type} "
+                  f"(plus evaluations)")
 
     def _log(self):
         ctx, cfg, step = self.ctx, self.cfg, self.step
@@ -402,12 +420,15 @@ class Run:
 
 def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
           resume=False, max_steps=None, compile=False, on_log=None, progress=True, deterministic=False,
-          amp="auto", channels_last="auto", write_result=True, cuda_graph=False, move=False) -> dict:
+          amp="auto", channels_last="auto", write_result=True, cuda_graph=False, move=False,
+          checkpoint_minutes=None) -> dict:
     """Train one recipe config; returns the result dict (also written under out_dir when finished).
 
     data: a data.Data, a path (like --data), or None ($IDMAP_DATA, then torchvision's download).
     checkpoint_dir: where checkpoints go (e.g. Google Drive on Colab); None = no checkpoints.
     checkpoint_every: steps between checkpoints (rounded up to a multiple of log_every); default eval_every.
+    checkpoint_minutes: also a checkpoint whenever this many minutes of wall time have passed since the last
+        (a student's run on Colab: a disconnect loses at most that much).
     resume: continue from the checkpoint of this run in checkpoint_dir, if there is one.
     max_steps: stop after this many steps of the recipe (schedule unchanged), save a checkpoint and return
         status "stopped" (nothing written to results): a run "killed" on purpose, to be resumed.
@@ -420,7 +441,8 @@ def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, 
     return train_many([cfg], data=data, device=device, out_dir=out_dir, checkpoint_dir=checkpoint_dir,
                       checkpoint_every=checkpoint_every, resume=resume, max_steps=max_steps, compile=compile,
                       on_log=on_log, progress=progress, deterministic=deterministic, amp=amp,
-                      channels_last=channels_last, write_result=write_result, cuda_graph=cuda_graph, move=move)[0]
+                      channels_last=channels_last, write_result=write_result, cuda_graph=cuda_graph, move=move,
+                      checkpoint_minutes=checkpoint_minutes)[0]
 
 
 def train_many(cfgs: list[dict], **kwargs) -> list[dict]:

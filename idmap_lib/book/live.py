@@ -1,0 +1,152 @@
+"""Train it yourself: one call in an experiment chapter (7-10) trains a variant of its experiment, live, beside
+the book's recorded runs of the same variant and the paper's final number.
+
+``train_live(experiment, variant, scale="cpu" | "full", seed=YOUR_SEED, run=...)``
+- draws the figure first: the recorded seeds of this variant at this scale (thin lines, mean ± sd band), the
+  lr schedule, the paper's final test error (dotted, labelled: after the paper's whole recipe), and any run of
+  yours already recorded (bold); with ``run=False`` (the static site, or a reader who only looks) that is all,
+  with the command that trains it;
+- with ``run=True`` trains on the best device (``trainer.train``), redrawing *your* curve at every log window
+  (training loss; test error at each evaluation) in place, in the same output (a display handle: no widget
+  library needed, so it works on Colab's older ipywidgets as well); the trainer prints a progress line after
+  the first steps (loss so far, img/s, the projected time of *this* run: ``max_steps`` counts);
+- checkpoints every ``checkpoint_minutes`` of wall time (and at the recipe's own checkpoint steps) into your
+  runs folder, so a disconnect loses at most that much; running the same cell again resumes it;
+- when the run reaches the recipe's end its result is written to your runs folder (``results/``), where the
+  chapter's variant table reads it as *yours*, beside the recorded seeds and the paper. A run stopped by
+  ``max_steps`` is resumable and records nothing yet.
+
+Your runs folder: ``IDMAP_RUNS``, else ``idmap_runs/`` next to the notebook; with ``DRIVE = True`` in the setup
+cell, on Google Drive (``use_drive``), where it outlives the runtime.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..engine import recipes, results
+from . import paper_numbers
+
+YOUR_SEED = 100  # none of the book's seeds (0-4): your run is your own, never a recorded one under another name
+
+
+def runs_dir(folder=None) -> Path:
+    """Your runs folder (see the module's docstring)."""
+    from ..checks.ablations import default_runs_dir
+
+    return Path(folder) if folder else default_runs_dir()
+
+
+def your_results(experiment, variant, scale="cpu", folder=None) -> list[dict]:
+    """Your finished runs of this variant at this scale, any seed, whose config is today's recipe."""
+    found = results.load_results(runs_dir(folder) / "results", experiment, variant, scale)
+    return [r for r in found
+            if r.get("config_hash") == results.config_hash(recipes.config(experiment, variant, scale,
+                                                                           r["config"]["seed"]))]
+
+
+def command(experiment, variant, scale, seed=YOUR_SEED) -> str:
+    return (f"live.train_live({experiment!r}, {variant!r}, scale={scale!r}, seed={seed}, run=True)   "
+            f"# or: python -m idmap_lib train --experiment {experiment} --variant {variant} --scale {scale} "
+            f"--seed {seed} --checkpoint-dir idmap_runs/checkpoints --out idmap_runs/results --resume "
+            f"--checkpoint-minutes 3")
+
+
+def recorded_time(experiment, variant, scale) -> str:
+    """How long the book's recorded runs of this variant took (median training wall time, and where), in words."""
+    import statistics
+
+    from .evidence import ALL_SEEDS, seed_runs
+    from .reports import hardware
+    from ..engine.device import format_duration
+
+    runs = [r for r in seed_runs(experiment, variant, scale, ALL_SEEDS)[0] if r["final"].get("wall_s")]
+    if not runs:
+        return ""
+    wall = statistics.median(r["final"]["wall_s"] for r in runs)
+    return (f"The book's {len(runs)} recorded runs of it took {format_duration(wall)} each (median; "
+            f"{'; '.join(sorted({hardware(r) for r in runs}))}). ")
+
+
+class LiveFigure:
+    """The recorded band of one variant (``evidence.band_curves``), the paper's final number, and one run of yours
+    whose two traces are updated in place (``update``)."""
+
+    def __init__(self, experiment, variant, scale, seed):
+        import plotly.graph_objects as go
+
+        from .evidence import band_curves
+
+        self.fig = fig = band_curves(experiment, [variant], scale,
+                                     title=f"{variant}: your run (seed {seed}) beside the book's recorded runs "
+                                           f"({recipes.SCALE_WORDS[scale]})")
+        p = (paper_numbers.paper_number(experiment, variant) or {}).get("value")
+        if isinstance(p, (int, float)):
+            fig.add_hline(y=p, line_dash="dot", line_color="black", row=1, col=2,
+                          annotation_text=f"paper: {p:.2f} % after its full recipe "
+                                          f"({paper_numbers.source(experiment)})", annotation_font_size=11)
+        first = len(fig.data)
+        for col, name in ((1, "train_loss"), (2, "test_err")):
+            fig.add_trace(go.Scatter(x=[], y=[], mode="lines+markers", name=f"yours (seed {seed})",
+                                     legendgroup="yours", showlegend=col == 1,
+                                     line={"color": "black", "width": 3}, marker={"size": 5}), 1, col)
+        self.train_trace, self.test_trace = fig.data[first], fig.data[first + 1]
+
+    @property
+    def points(self) -> int:
+        return len(self.train_trace.x) + len(self.test_trace.x)
+
+    def update(self, history):
+        tr, te = history["train"], history["test"]
+        self.train_trace.x, self.train_trace.y = [h["step"] for h in tr], [h["train_loss"] for h in tr]
+        self.test_trace.x, self.test_trace.y = [h["step"] for h in te], [100 * h["test_err"] for h in te]
+
+
+def _display(fig):
+    """Show the figure in a cell output that can be redrawn; a no-op handle outside IPython."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:
+        return None
+    return display(fig, display_id=True)
+
+
+def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_steps=None, checkpoint_minutes=3,
+               folder=None, data=None, device=None, show=True, **train_kwargs) -> dict:
+    """Train (``run=True``) or only show (``run=False``) your run of one variant; see the module's docstring.
+    Returns {"figure": LiveFigure, "result": your result or None, "command": how to train it}."""
+    from ..engine.trainer import train
+
+    cfg = recipes.config(experiment, variant, scale, seed)
+    live = LiveFigure(experiment, variant, scale, seed)
+    folder = runs_dir(folder)
+    done = results.find_result(cfg, folder / "results", same_training=False)
+    out = {"figure": live, "result": done, "command": command(experiment, variant, scale, seed)}
+    if done is not None:
+        live.update(done["history"])
+    handle = _display(live.fig) if show else None
+    if done is not None or not run:
+        if show:
+            print(f"Your run {results.run_name(cfg)}: " + (
+                f"recorded ({done['path']}), test error {100 * done['final'].get('test_err', float('nan')):.2f} %"
+                if done else f"not run yet. {recorded_time(experiment, variant, scale)}To train it: {out['command']}"))
+        return out
+
+    def on_log(history):
+        live.update(history)
+        if handle is not None:
+            handle.update(live.fig)
+
+    r = train(cfg, data=data, device=device, out_dir=folder / "results", checkpoint_dir=folder / "checkpoints",
+              resume=True, max_steps=max_steps, on_log=on_log, checkpoint_minutes=checkpoint_minutes,
+              progress=show, **train_kwargs)
+    on_log(r["history"])
+    out["result"] = r if r["status"] != "stopped" else None
+    out["stopped"] = r if r["status"] == "stopped" else None
+    if show:
+        print(f"stopped at step {r['step']} of {cfg['steps']}: run the cell again to go on (checkpoint: "
+              f"{r['checkpoint']})" if r["status"] == "stopped" else
+              f"finished: {r['status']}; recorded as yours in {r.get('path')}")
+    return out

@@ -1,0 +1,79 @@
+"""Train it yourself (idmap_lib.book.live), as a student would: a few steps, a disconnect, the same cell again, the
+finished run shown as theirs in the chapter's table; and the trainer's part of it (wall-time checkpoints, a
+progress line from the first steps that counts max_steps)."""
+import pytest
+
+from idmap_lib.book import evidence as ev
+from idmap_lib.book import live
+from idmap_lib.engine import recipes
+from idmap_lib.engine import trainer as trainer_mod
+from idmap_lib.engine.trainer import train
+from support import tiny_mnist
+
+EXP, VAR = "b_mnist", "gresnet-d10"
+
+
+@pytest.fixture
+def tiny_recipe(monkeypatch):
+    """Paper B's MNIST recipe made tiny (d = 4, 24 steps), everywhere the book and the engine ask for it."""
+    real = recipes.config
+
+    def config(experiment, variant, scale="cpu", seed=0):
+        if (experiment, variant, scale) != (EXP, VAR, "full"):
+            return real(experiment, variant, scale, seed)
+        cfg = tiny_mnist("gresnet", seed, steps=24, log=3, eval_every=12)
+        cfg["variant"] = VAR
+        return cfg
+
+    monkeypatch.setattr(recipes, "config", config)
+    return config
+
+
+def test_a_student_trains_stops_resumes_and_finds_the_run_as_theirs(tiny_recipe, mnist, tmp_path):
+    first = live.train_live(EXP, VAR, "full", run=True, max_steps=9, folder=tmp_path, data=mnist, show=False)
+    assert first["result"] is None and first["stopped"]["step"] == 9  # a short try records nothing yet...
+    assert first["figure"].points == 3  # ...but its curve got a point per log window (3, 6, 9)
+    ckpts = list((tmp_path / "checkpoints").glob("*.pt"))
+    assert [p.name for p in ckpts] == [f"{EXP}__{VAR}__full__s{live.YOUR_SEED}.pt"]
+    second = live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist, show=False)  # the cell again
+    r = second["result"]
+    assert r["status"] == "ok" and r["final"]["steps"] == 24 and r["config"]["seed"] == live.YOUR_SEED
+    alone = train(tiny_recipe(EXP, VAR, "full", live.YOUR_SEED), data=mnist, progress=False, write_result=False)
+    assert [h["train_loss"] for h in r["history"]["train"]] == pytest.approx(
+        [h["train_loss"] for h in alone["history"]["train"]], abs=1e-6)  # resumed = never interrupted
+    assert second["figure"].points == 8 + 2  # 8 training windows, 2 evaluations
+    table = ev.variant_table(EXP, [VAR], "full", yours=tmp_path)
+    assert table.loc[VAR, "yours: test error % (seed)"] == f"{100 * r['final']['test_err']:.1f} (seed 100)"
+    again = live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist, show=False)
+    assert again["result"]["path"] == r["path"] and "stopped" not in again  # recorded: never trained twice
+    assert "yours" not in " ".join(ev.variant_table(EXP, [VAR], "full", yours=tmp_path / "nobody").columns)
+
+
+def test_only_looking_shows_the_recorded_band_and_the_paper_and_says_how_to_train(tiny_recipe, tmp_path, capsys):
+    out = live.train_live("a_table2_activations", "full_preact-110", "cpu", folder=tmp_path)
+    assert out["result"] is None and out["figure"].points == 0
+    fig = out["figure"].fig
+    assert any("paper: 6.37 %" in (a.text or "") for a in fig.layout.annotations)  # Table 2's number, labelled
+    assert any("seed 0" in (t.name or "") for t in fig.data)  # the book's recorded seeds drawn under it
+    assert "train_live('a_table2_activations', 'full_preact-110', scale='cpu', seed=100, run=True)" in \
+        capsys.readouterr().out
+
+
+def test_wall_time_checkpoints_between_the_recipe_checkpoints(monkeypatch, mnist, tmp_path):
+    saved = []
+    monkeypatch.setattr(trainer_mod, "save_checkpoint", lambda path, state: saved.append(state["step"]))
+    cfg = tiny_mnist(steps=12, log=3, eval_every=12)
+    train(cfg, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path, checkpoint_every=12)
+    assert saved == [12]
+    saved.clear()
+    train(cfg, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path, checkpoint_every=12,
+          checkpoint_minutes=1e-9)  # every step is "minutes" after the last checkpoint
+    assert saved == list(range(1, 13))
+
+
+def test_the_progress_line_comes_after_the_first_steps_and_counts_max_steps(mnist, capsys):
+    cfg = tiny_mnist(steps=30, log=30, eval_every=30)  # no log window before the stop: the line is all there is
+    train(cfg, data=mnist, max_steps=20, write_result=False)
+    out = capsys.readouterr()
+    line = next(s for s in (out.out + out.err).splitlines() if "img/s ->" in s)
+    assert "step 15, training loss " in line and "the remaining 5 steps (stopping at step 20 of 30)" in line
