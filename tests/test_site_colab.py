@@ -84,6 +84,26 @@ REPORT = ("import importlib.metadata as md, json, subprocess, idmap_lib\n"
           "                            capture_output=True, text=True, check=True).stdout}))")
 
 
+TINY = ("from idmap_lib.engine import recipes\n"  # Paper B's MNIST recipe made tiny, for a test that trains
+        "real = recipes.config\n"
+        "def config(experiment, variant, scale='cpu', seed=0):\n"
+        "    cfg = real(experiment, variant, scale, seed)\n"
+        "    if (experiment, variant, scale) == ('b_mnist', 'gresnet-d10', 'full'):\n"
+        "        cfg['model']['kwargs']['d'] = 4\n"
+        "        cfg.update(steps=18, log_every=3, eval_every=9, subset={'train_per_class': 60, 'test_per_class': 20})\n"
+        "    return cfg\n"
+        "recipes.config = config")
+TRY = ("import glob, json, torch\n"
+       "from idmap_lib.book import evidence as ev, live\n"
+       "first = not glob.glob('idmap_runs/checkpoints/*.pt')\n"
+       "before = None if first else torch.load(glob.glob('idmap_runs/checkpoints/*.pt')[0], weights_only=True)['step']\n"
+       "out = live.train_live('b_mnist', 'gresnet-d10', scale='full', run=True, max_steps=9 if first else None)\n"
+       "table = ev.variant_table('b_mnist', ['gresnet-d10'], 'full')\n"
+       "print(json.dumps({'points': out['figure'].points, 'result': (out['result'] or {}).get('status'),\n"
+       "  'checkpoints': len(glob.glob('idmap_runs/checkpoints/*.pt')), 'resumed_from': before,\n"
+       "  'yours': str(table.iloc[0].get('yours: test error % (seed)'))}))")
+
+
 def _colab_like_packages(python: Path, tmp: Path) -> Path:
     """Install Colab's ipywidgets 7.x into the clean venv (ahead of the shared 8.x) and download the missing
     requirement's wheel into a local index (pip runs offline in the kernel). Needs the package registry."""
@@ -110,7 +130,12 @@ def _execute(nb, env: dict, cwd: Path):
     finally:
         os.environ.clear()
         os.environ.update(old_env)
-    return json.loads(nb.cells[-1].outputs[-1]["text"])
+    return _last_json(nb.cells[-1])
+
+
+def _last_json(cell):
+    """The JSON line a cell printed last (its stdout; progress bars go to stderr)."""
+    return json.loads([o for o in cell.outputs if o.get("name") == "stdout"][-1]["text"].splitlines()[-1])
 
 
 def test_a_chapter_runs_from_a_clone_in_a_clean_environment_and_after_a_restart(tmp_path):
@@ -160,3 +185,12 @@ def test_a_chapter_runs_from_a_clone_in_a_clean_environment_and_after_a_restart(
     second = _execute(again, env, work)                                  # a fresh kernel: the restart
     assert second == first, "after a restart the setup cell found another library or other recorded runs"
     assert "Cloning" not in str(again.cells[0].outputs), "the clone was made again"
+
+    # train it yourself in that runtime: a short try, a disconnect (a new kernel), the same cell again
+    yours = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (setup.source, TINY, TRY, TRY)])
+    _execute(yours, env, work)
+    tried, finished = (_last_json(c) for c in yours.cells[2:])
+    assert tried["points"] > 0 and tried["result"] is None and tried["checkpoints"] == 1, tried
+    assert finished["resumed_from"] == 9 and finished["result"] == "ok", finished   # resumed, then to the end
+    assert finished["yours"].endswith("(seed 100)"), finished                      # in the chapter's table
+    assert (work / "idmap_runs" / "results").is_dir(), "your runs did not go to your runs folder"
