@@ -109,6 +109,13 @@ def figures(html: str) -> list[tuple[list, dict]]:
 
 
 def _numbers(values):
+    """The numbers of a trace's x or y: a plain list, or plotly's binary encoding ({"dtype", "bdata"[, "shape"]})."""
+    if isinstance(values, dict) and "bdata" in values:
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).ravel().tolist()
     return [v for v in values or [] if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
@@ -125,7 +132,7 @@ def bad_panels(html: str) -> list[str]:
             panels.setdefault((t.get("xaxis", "x"), t.get("yaxis", "y")), []).append(t)
         for (xa, ya), traces in panels.items():
             xs = [x for t in traces for x in _numbers(t.get("x"))]
-            if len(traces) and xs and len(xs) > len(traces) and min(xs) == max(xs):
+            if len(xs) >= 2 and min(xs) == max(xs):  # (also when each trace is one point: a dot per curve)
                 out.append(f"{title}: a panel whose x-axis spans one point ({xs[0]})")
             axis = layout.get("yaxis" + ya[1:], {})
             if axis.get("type") == "log" or len(traces) < 3:

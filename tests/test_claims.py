@@ -323,6 +323,12 @@ def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_pa
     assert len(means) == 2 and list(means[0].y) == [2.0, 1.0, 0.5, 0.25]  # training loss, then test error
     seeds = [d for d in fig.data if one_seed.search(d.name or "")]
     assert sorted(d.name for d in seeds) == sorted(f"original seed {s}" for s in (0, 0, 1, 1, 2, 2))  # both panels
+    assert all(d.visible in (None, True) and d.opacity > 0 and d.line.width > 0 for d in seeds)  # and seen
+    three = evidence.band_curves("a_table1_shortcuts", ["original"], out_dir=tmp_path,
+                                 panels=("train_loss", "train_err", "test_err"))
+    assert [a.text for a in three.layout.annotations[:3]] == ["training loss (10-step windows, log axis)",
+                                                              "training error %", "test error %"]
+    assert len([s for s in three.layout.shapes if s.type == "rect"]) == 3  # the lr marks on every panel
     assert "not run yet: conv1x1" in fig.layout.title.text
     # the lr schedule on both panels: the warm-up shaded (a ramp at the CPU scale), a line at each lr drop
     shapes = fig.layout.shapes
@@ -332,6 +338,13 @@ def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_pa
     assert "ramps 0.01 → 0.1" in " ".join(a.text for a in fig.layout.annotations)
     step = evidence.band_curves("a_table1_shortcuts", ["original"], scale="cpu_step_warmup", out_dir=tmp_path)
     assert sorted(s.x0 for s in step.layout.shapes if s.type == "line") == [100, 100, 200, 200, 300, 300]
+
+
+def test_what_we_ran_says_the_schedule_each_scale_really_has():
+    from idmap_lib.book import evidence
+    text = evidence.scale_text("a_table2_activations", "original-110")
+    assert "lr rising linearly from 0.01 over the first 100 steps to 0.1" in text  # the CPU scale's ramp
+    assert "lr 0.01 for the first" not in text                                     # not the step warm-up it replaced
 
 
 def test_every_chapter_figure_of_curves_is_drawn_by_band_curves():
@@ -384,7 +397,8 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     assert df.loc["full_preact-110", "state"].startswith("under way: step 29,000 of 64,000 (test error 16.2 %")
     assert df.loc["full_preact-164", "state"] == ("not run: python -m idmap_lib train --experiment "
                                                  "a_table2_activations --variant full_preact-164 --scale full --cuda-graph")
-    assert df.loc["full_preact-164", "one run takes"] == "not measured on a GPU yet"
+    assert df.loc["full_preact-164", "one run takes"] == "GPU: not measured yet"
+    assert df.loc["full_preact-164", "paper: error %"] == "5.46"  # text, like "fail": one column, one format
     assert df.loc["full_preact-110", "one run takes"].startswith("H200 ")  # data/gpu/*-h200/modes.json
     # the same training named by another table (Table 1's original is Table 2's original-110) finds it too
     cfg = recipes.config("a_table2_activations", "original-110", "full")
@@ -401,13 +415,24 @@ def test_run_times_are_measured_on_the_h200_and_derived_for_a_t4(tmp_path):
     from idmap_lib.book import run_times
     (tmp_path / "2026-01-01-h200").mkdir()
     (tmp_path / "2026-01-01-h200" / "modes.json").write_text(json.dumps({"110": {"cuda_graph": {"img_per_s_total": 12800.0}}}))
-    t = run_times.full_recipe_time(recipes.config("a_table2_activations", "original-110", "full"), tmp_path)
+    t = run_times.full_recipe_time(recipes.config("a_table2_activations", "original-110", "full"), tmp_path,
+                                   results_dir=tmp_path / "none")
     assert t == ("H200 10.7 min (measured, 2026-01-01-h200); T4 ~2.7 h (derived: H200 x 15, the ratio of their "
                  "memory bandwidths; not measured)")  # 64,000 x 128 images at 12,800 img/s
     narrow = recipes.config("a_table2_activations", "original-110", "cpu")  # same depth, but a subset: pace applies
-    assert run_times.full_recipe_time(narrow, tmp_path).startswith("H200 0.1 min")
-    assert run_times.full_recipe_time(recipes.config("a_table2_activations", "full_preact-164", "full"),
-                                      tmp_path) == "not measured on a GPU yet"
+    assert run_times.full_recipe_time(narrow, tmp_path, results_dir=tmp_path / "none").startswith("H200 0.1 min")
+    r164 = recipes.config("a_table2_activations", "full_preact-164", "full")
+    assert run_times.full_recipe_time(r164, tmp_path, results_dir=tmp_path) == "GPU: not measured yet"
+    # a CPU: derived from the recorded runs of the same network (any scale, trained alone), never measured
+    for seed, wall in ((0, 600.0), (1, 900.0), (2, 660.0)):  # 400 steps at one thread: 1.5, 2.25, 1.65 s a step
+        cfg = recipes.config("a_table1_shortcuts", "conv1x1", "cpu", seed)
+        results.save_result({"config": cfg, "config_hash": results.config_hash(cfg), "status": "ok",
+                             "final": {"wall_s": wall, "steps": 400}, "hardware": {"torch_threads": 1},
+                             "history": {"train": [], "test": []}}, tmp_path / "runs")
+    t = run_times.full_recipe_time(recipes.config("a_table2_activations", "original-110", "full"), tmp_path,
+                                   results_dir=tmp_path / "runs")
+    assert t.endswith("; CPU ~29.3 h at one thread (derived from the pace of 3 recorded runs of this network; "
+                      "not measured)")  # 64,000 steps x the median 1.65 s
 
 
 def test_full_recipe_curves_show_runs_under_way_over_the_whole_recipe_beside_the_papers_number(tmp_path):

@@ -131,3 +131,14 @@ def test_cifar_k_note_ranks_the_dimension_changing_and_last_blocks(tmp_path):
     assert ("gated ResNet-32 (3 seeds, 15 blocks): smallest k at block 6, largest at block 15; the "
             "dimension-changing blocks 6, 11 rank 1, 2 of 15 from the smallest, the last block 15") in note
     assert "WRN" not in note.split(".")[0]
+
+
+def test_error_gap_note_measures_ours_against_the_papers_and_says_what_is_argued(tmp_path):
+    for s, e in enumerate((0.0150, 0.0170, 0.0160)):  # the paper's GResNet d = 100: 1.26 %
+        results.save_result(mnist_result("gresnet", 100, s, e), tmp_path)
+    note = gf.error_gap_note(out_dir=tmp_path)
+    assert "our means lie +0.34 to +0.34 points" in note and "every seed ends above the paper's number" in note
+    assert "reach 1.26-1.26 %" in note and "**Argued, not tested:**" in note
+    results.save_result(mnist_result("resnet", 100, 0, 0.0140), tmp_path)  # the paper's ResNet d = 100: 1.50 %
+    assert "3 of 4 seeds end above" in gf.error_gap_note(out_dir=tmp_path)
+    assert gf.error_gap_note(out_dir=tmp_path / "none") == ""

@@ -43,6 +43,11 @@ FIGURE = ('<script>Plotly.newPlot("f", {data}, {{"title": {{"text": "planted"}}{
     ("bad_panels", FIGURE.format(data='[{"x": [128], "y": [0.9]}, {"x": [128], "y": [0.8]}, {"x": [128], '
                                       '"y": [0.85]}, {"x": [128, 128], "y": [1, 2]}]', axis=""),
      FIGURE.format(data='[{"x": [64, 128], "y": [0.9, 0.8]}]', axis="")),
+    ("bad_panels", FIGURE.format(data='[{"x": [128], "y": [0.9]}, {"x": [128], "y": [0.8]}]', axis=""),  # ch 9's case
+     FIGURE.format(data='[{"x": [128], "y": [0.9]}, {"x": [64], "y": [0.8]}]', axis="")),
+    ("bad_panels", FIGURE.format(data='[{"x": {"dtype": "f8", "bdata": "AAAAAAAAYEAAAAAAAABgQA=="}, "y": [1, 2]}]',
+                                 axis=""),  # plotly's binary arrays: [128.0, 128.0]
+     FIGURE.format(data='[{"x": {"dtype": "f8", "bdata": "AAAAAAAAUEAAAAAAAABgQA=="}, "y": [1, 2]}]', axis="")),
     ("bad_panels", FIGURE.format(data='[{"x": [1, 2], "y": [35, 20], "name": "relu_before_add"}, '
                                       '{"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, 1.9]}]', axis=""),
      FIGURE.format(data='[{"x": [1, 2], "y": [35, 20]}, {"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, '

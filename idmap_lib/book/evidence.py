@@ -120,7 +120,12 @@ def scale_text(experiment, variant) -> str:
         s = cfg["schedule"]
         if s["kind"] == "constant":
             return f"lr {s['base']:g} throughout"
-        warm = f"lr {s['warmup_lr']:g} for the first {s['warmup_steps']} steps, then " if s.get("warmup_steps") else "lr "
+        if not s.get("warmup_steps"):
+            warm = "lr "
+        elif s.get("warmup") == "linear":
+            warm = f"lr rising linearly from {s['warmup_lr']:g} over the first {s['warmup_steps']} steps to "
+        else:
+            warm = f"lr {s['warmup_lr']:g} for the first {s['warmup_steps']} steps, then "
         return f"{warm}{s['base']:g}, divided by {s['divisor']:g} at steps {', '.join(map(str, s['milestones']))}"
 
     def data(cfg):
@@ -286,16 +291,26 @@ def lr_marks(fig, schedule, cols=(1, 2)):
                           **label(f"lr {new_lr:g}", col))
 
 
-def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None, title=None):
-    """Training loss (log axis) and test error (%) against the step: for each variant every recorded seed as a
-    thin line, their mean as a thick one with a band of ± one standard deviation, and the lr schedule marked
-    (``lr_marks``; a plotly figure that works without a kernel)."""
+PANELS = {  # what a curve panel shows: (history part, key, scale of the value, its title)
+    "train_loss": ("train", "train_loss", 1, "training loss (log-step windows, log axis)"),
+    "train_err": ("train", "train_err", 100, "training error %"),
+    "test_err": ("test", "test_err", 100, "test error %"),
+}
+
+
+def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None, title=None,
+                panels=("train_loss", "test_err")):
+    """Training loss (log axis) and test error (%) against the step -- or the ``panels`` asked for (PANELS: a run
+    evaluated only at its end, like ResNet-1001's 128 steps, is better read by its training error): for each
+    variant every recorded seed as a thin line, their mean as a thick one with a band of ± one standard
+    deviation, and the lr schedule marked (``lr_marks``; a plotly figure that works without a kernel)."""
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (10-step windows, log axis)", "test error %"),
-                        horizontal_spacing=0.08)
+    log_every = recipes.config(experiment, variants[0], scale)["log_every"]
+    titles = [PANELS[p][3].replace("log-step", f"{log_every}-step") for p in panels]
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=titles, horizontal_spacing=0.08)
     colours = qualitative.Plotly + qualitative.D3
     missing, where = [], set()
     for i, v in enumerate(variants):
@@ -306,7 +321,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
         where.update(hardware(r) for r in runs)
         c = colours[i % len(colours)]
         label = f"{v} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
-        for col, key, part, scale_y in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
+        for col, (part, key, scale_y, _) in enumerate((PANELS[p] for p in panels), 1):
             for r in runs:
                 h = r["history"][part]
                 fig.add_trace(go.Scatter(x=[x["step"] for x in h], y=[scale_y * x[key] for x in h], mode="lines",
@@ -323,11 +338,12 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                                      fillcolor=c, opacity=0.15, line={"width": 0}, hoverinfo="skip", legendgroup=v,
                                      showlegend=False), 1, col)
             fig.add_trace(go.Scatter(x=steps, y=mean, name=label, legendgroup=v, showlegend=col == 1,
-                                     mode="lines" if col == 1 else "lines+markers", line={"color": c, "width": 3},
+                                     mode="lines+markers" if part == "test" else "lines", line={"color": c, "width": 3},
                                      hovertemplate=f"{v} mean<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
-    lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"])
+    lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"], cols=range(1, len(panels) + 1))
     fig.update_xaxes(title_text="step")
-    fig.update_yaxes(type="log", row=1, col=1)
+    if "train_loss" in panels:
+        fig.update_yaxes(type="log", row=1, col=panels.index("train_loss") + 1)
     sub = "thin: each seed; thick: mean ± sd; " + ("; ".join(sorted(where)) if where else "no recorded runs yet")
     if missing:
         sub += f"; not run yet: {', '.join(missing)}"
@@ -387,20 +403,21 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
         cfg = recipes.config(experiment, v, "full", seed)
         r = results.find_result(cfg, out_dir)
         p = paper_numbers.paper_number(experiment, v) or {}
-        row = {"variant": v, "network": net_name(cfg), "paper: error %": p.get("value", float("nan"))}
+        paper = p.get("value", "–")  # a number, or Paper A's "fail": text either way (one column, one format)
+        row = {"variant": v, "network": net_name(cfg), "paper: error %": paper if isinstance(paper, str) else f"{paper:.2f}"}
         c = None if r is not None else committed_checkpoint(cfg, checkpoint_dir)[0]
         if r is not None:
-            row.update({"ours: error %": 100 * claims.final_test_err(r), "state": f"finished on {hardware(r)}"})
+            row.update({"ours: error %": f"{100 * claims.final_test_err(r):.2f}", "state": f"finished on {hardware(r)}"})
         elif c is not None:
             last = c["history"]["test"][-1] if c["history"]["test"] else {}
-            row.update({"ours: error %": float("nan"),
+            row.update({"ours: error %": "–",
                         "state": f"under way: step {c['step']:,} of {cfg['steps']:,} (test error "
                                  f"{100 * last.get('test_err', float('nan')):.1f} % at step {last.get('step', 0):,}; "
                                  f"resume on a GPU: data/checkpoints/README.md)"})
         else:
-            row.update({"ours: error %": float("nan"), "state": "not run: " + command(experiment, v, "full")
+            row.update({"ours: error %": "–", "state": "not run: " + command(experiment, v, "full")
                         + " --cuda-graph"})
-        row["one run takes"] = "–" if r is not None else full_recipe_time(cfg)
+        row["one run takes"] = "–" if r is not None else full_recipe_time(cfg, results_dir=out_dir)
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
 

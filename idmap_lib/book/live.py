@@ -21,6 +21,7 @@ cell, on Google Drive (``use_drive``), where it outlives the runtime.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..engine import recipes, results
@@ -44,10 +45,12 @@ def your_results(experiment, variant, scale="cpu", folder=None) -> list[dict]:
                                                                            r["config"]["seed"]))]
 
 
-def command(experiment, variant, scale, seed=YOUR_SEED) -> str:
+def command(experiment, variant, scale, seed=YOUR_SEED, folder="idmap_runs") -> str:
+    """How to train your run: the cell's call, or the same run from a terminal into the same runs folder (on
+    Colab with DRIVE = True: book.DRIVE_RUNS), so that its result is yours in the chapter's tables either way."""
     return (f"live.train_live({experiment!r}, {variant!r}, scale={scale!r}, seed={seed}, run=True)   "
             f"# or: python -m idmap_lib train --experiment {experiment} --variant {variant} --scale {scale} "
-            f"--seed {seed} --checkpoint-dir idmap_runs/checkpoints --out idmap_runs/results --resume "
+            f"--seed {seed} --checkpoint-dir {folder}/checkpoints --out {folder}/results --resume "
             f"--checkpoint-minutes 3")
 
 
@@ -74,31 +77,36 @@ class LiveFigure:
     def __init__(self, experiment, variant, scale, seed):
         import plotly.graph_objects as go
 
-        from .evidence import band_curves
+        from .evidence import PANELS, band_curves
 
-        self.fig = fig = band_curves(experiment, [variant], scale,
+        self.fig = fig = band_curves(experiment, [variant], scale, panels=self.PANELS,
                                      title=f"{variant}: your run (seed {seed}) beside the book's recorded runs "
                                            f"({recipes.SCALE_WORDS[scale]})")
         p = (paper_numbers.paper_number(experiment, variant) or {}).get("value")
         if isinstance(p, (int, float)):
-            fig.add_hline(y=p, line_dash="dot", line_color="black", row=1, col=2,
+            fig.add_hline(y=p, line_dash="dot", line_color="black", row=1, col=len(self.PANELS),
                           annotation_text=f"paper: {p:.2f} % after its full recipe "
                                           f"({paper_numbers.source(experiment)})", annotation_font_size=11)
-        first = len(fig.data)
-        for col, name in ((1, "train_loss"), (2, "test_err")):
+        self.traces = []  # yours: (trace, history part, key, scale of the value) per panel
+        for col, name in enumerate(self.PANELS, 1):
+            part, key, scale_y, _ = PANELS[name]
             fig.add_trace(go.Scatter(x=[], y=[], mode="lines+markers", name=f"yours (seed {seed})",
                                      legendgroup="yours", showlegend=col == 1,
                                      line={"color": "black", "width": 3}, marker={"size": 5}), 1, col)
-        self.train_trace, self.test_trace = fig.data[first], fig.data[first + 1]
+            self.traces.append((fig.data[-1], part, key, scale_y))
+        fig.update_layout(height=600)
+
+    PANELS = ("train_loss", "train_err", "test_err")
 
     @property
     def points(self) -> int:
-        return len(self.train_trace.x) + len(self.test_trace.x)
+        """Points drawn of yours: training windows (loss and error count once) and evaluations."""
+        return sum(len(t.x) for t, part, key, _ in self.traces if key != "train_err")
 
     def update(self, history):
-        tr, te = history["train"], history["test"]
-        self.train_trace.x, self.train_trace.y = [h["step"] for h in tr], [h["train_loss"] for h in tr]
-        self.test_trace.x, self.test_trace.y = [h["step"] for h in te], [100 * h["test_err"] for h in te]
+        for trace, part, key, scale_y in self.traces:
+            h = history[part]
+            trace.x, trace.y = [x["step"] for x in h], [scale_y * x[key] for x in h]
 
 
 def _display(fig):
@@ -123,7 +131,8 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     live = LiveFigure(experiment, variant, scale, seed)
     folder = runs_dir(folder)
     done = results.find_result(cfg, folder / "results", same_training=False)
-    out = {"figure": live, "result": done, "command": command(experiment, variant, scale, seed)}
+    shown = folder if folder.is_absolute() and "IDMAP_RUNS" in os.environ else "idmap_runs"  # (no machine paths)
+    out = {"figure": live, "result": done, "command": command(experiment, variant, scale, seed, shown)}
     if done is not None:
         live.update(done["history"])
     handle = _display(live.fig) if show else None

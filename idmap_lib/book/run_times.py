@@ -4,11 +4,14 @@ labelled where not (issue 22).
 A lent H200 measured ResNet-110 and ResNet-1001 (``tools/gpu_session.sh``; ``data/gpu/<date>-h200/modes.json``:
 images per second of one run with the whole step as one CUDA graph). A T4 (Colab's free GPU) has not been
 measured: these CIFAR ResNets are bound by memory traffic and kernel launches, not arithmetic, so its time is
-derived from the H200's by the ratio of their memory bandwidths -- an estimate, and labelled one.
+derived from the H200's by the ratio of their memory bandwidths -- an estimate, and labelled one. A CPU's time
+is derived from the recorded CPU-scale runs of the same network (the same model config): their median cost per
+step (training wall time x threads) times the recipe's steps, per core -- also an estimate, and labelled one.
 """
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from ..engine.data import DEFAULT_ROOT
 
@@ -36,17 +39,67 @@ def _measured_net(cfg) -> int | None:
     return kw["depth"] if cifar_block(kw["depth"], kw.get("block")) == cifar_block(kw["depth"], None) else None
 
 
-def full_recipe_time(cfg, gpu_dir=None) -> str:
-    """'H200 11.6 min (measured 2026-11-30-h200); T4 ~2.9 h (derived: H200 x 15, memory bandwidth)', or what is
-    not measured."""
+def _network(cfg) -> tuple:
+    """What sets a step's cost: the builder, depth, block (as built: a CIFAR ResNet's default made explicit) and
+    widths -- not the unit, shortcut or gate, which cost about the same."""
+    from ..models.networks import cifar_block
+
+    kw = cfg["model"]["kwargs"]
+    block = cifar_block(kw["depth"], kw.get("block")) if cfg["model"]["builder"] == "cifar_resnet" else None
+    return (cfg["model"]["builder"], kw.get("depth"), block, kw.get("width_scale", 1), kw.get("widen"), kw.get("d"),
+            kw.get("width"))
+
+
+_PACES: dict = {}  # results folder -> (its mtime, {(network, batch): [core-seconds per step of each run]})
+
+
+def _paces(results_dir=None) -> dict:
+    """Every recorded run's cost per step (training wall time x threads / steps), by network and batch; read
+    again only when the folder changed. A stacked or fused run's wall time is its whole stack's: left out."""
+    from ..engine.results import RESULTS_DIR, core_seconds, load_results
+
+    folder = Path(results_dir or RESULTS_DIR)
+    stamp = folder.stat().st_mtime_ns if folder.is_dir() else None
+    if _PACES.get(folder, (None,))[0] != stamp or stamp is None:
+        paces = {}
+        for r in load_results(folder) if stamp else []:
+            if core_seconds(r) and r["final"].get("steps") and not ("stacked" in r or "fused" in r):
+                paces.setdefault((_network(r["config"]), r["config"]["batch_size"]), []).append(
+                    core_seconds(r) / r["final"]["steps"])
+        _PACES[folder] = (stamp, paces)
+    return _PACES[folder][1]
+
+
+def cpu_core_hours(cfg, results_dir=None) -> tuple[float, int] | None:
+    """(core-hours the full recipe would take on a CPU, how many recorded runs that rests on): the median cost per
+    step of the recorded runs of the same network and batch at any scale (each trained alone), times the recipe's
+    steps; None if no run of that network is recorded."""
+    import statistics
+
+    per_step = _paces(results_dir).get((_network(cfg), cfg["batch_size"]))
+    if not per_step:
+        return None
+    return statistics.median(per_step) * cfg["steps"] / 3600, len(per_step)
+
+
+def full_recipe_time(cfg, gpu_dir=None, results_dir=None) -> str:
+    """'H200 11.6 min (measured 2026-11-30-h200); T4 ~2.9 h (derived: H200 x 15, memory bandwidth); CPU ~...
+    (derived from the recorded runs of the same network)', each part only where it can be said."""
+    parts = []
     pace = h200_measured(gpu_dir).get(_measured_net(cfg))
     if pace is None:
-        return "not measured on a GPU yet"
-    img_s, where = pace
-    minutes = cfg["steps"] * cfg["batch_size"] / img_s / 60
-    ratio = H200_TB_S / T4_TB_S
-    return (f"H200 {_words(minutes)} (measured, {where}); T4 ~{_words(minutes * ratio)} (derived: H200 x "
-            f"{ratio:g}, the ratio of their memory bandwidths; not measured)")
+        parts.append("GPU: not measured yet")
+    else:
+        img_s, where = pace
+        minutes = cfg["steps"] * cfg["batch_size"] / img_s / 60
+        ratio = H200_TB_S / T4_TB_S
+        parts.append(f"H200 {_words(minutes)} (measured, {where}); T4 ~{_words(minutes * ratio)} (derived: H200 x "
+                     f"{ratio:g}, the ratio of their memory bandwidths; not measured)")
+    cpu = cpu_core_hours(cfg, results_dir)
+    if cpu is not None:
+        parts.append(f"CPU ~{_words(cpu[0] * 60)} at one thread (derived from the pace of {cpu[1]} recorded "
+                     f"run{'s' if cpu[1] > 1 else ''} of this network; not measured)")
+    return "; ".join(parts)
 
 
 def _words(minutes: float) -> str:
