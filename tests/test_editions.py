@@ -113,14 +113,22 @@ def test_grade_folder_one_row_per_student(dist, tmp_path):
             c["source"] = "def direct_term(lams):\n    return sum(lams)\n\n\ndef vanishing_depth(lam, eps):\n" \
                           "    import math\n    return math.ceil(math.log(eps) / math.log(lam))\n"
     (subs / "alan.ipynb").write_text(json.dumps(nb))
+    (subs / "bob.zip").write_bytes(b"PK\x03\x04 cut off mid-export")  # corrupt, empty, not a notebook:
+    (subs / "carl.ipynb").write_text("")                                # each a row with its reason,
+    (subs / "dora.ipynb").write_text("{ not json")                      # and the class is still graded
     rows = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")
     with open(tmp_path / "grades.csv") as f:
         table = {r["student"]: r for r in csv.DictReader(f)}
-    assert set(table) == {"ada", "grace", "alan"} and len(rows) == 3
-    assert float(table["grace"]["total"]) == float(table["grace"]["possible"]) > 0
+    assert set(table) == {"ada", "grace", "alan", "bob", "carl", "dora"} and len(rows) == 6
+    assert float(table["grace"]["total"]) == float(table["grace"]["possible"]) > 0 and table["grace"]["reason"] == ""
     assert float(table["ada"]["total"]) == 0
     assert float(table["alan"]["ex_direct"]) == 0
     assert float(table["alan"]["total"]) == float(table["alan"]["possible"]) - 1
+    assert "check_direct_term" in table["alan"]["ex_direct: feedback"]  # why, not only how much
+    assert table["grace"]["ex_direct: feedback"] == ""
+    for who, why in (("bob", "not a readable zip"), ("carl", "empty file"), ("dora", "not a notebook")):
+        assert float(table[who]["total"]) == 0 and why in table[who]["reason"], table[who]
+        assert table[who]["possible"] == table["grace"]["possible"]
 
 
 @pytest.mark.skipif(not ablations.BOOK_RUNS.is_dir(), reason="the book's classroom runs are not recorded")
@@ -145,6 +153,14 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path):
     assert row["explanation_scaling"] == "My own words about what happened."
     assert row["prediction_scaling"].startswith("The scaled net")
     assert {f"prediction_{t}" for t in ("gate_bias", "bn", "plain", "k_depth", "prune")} <= set(row)
+    # handed in without its runs: graded "runs missing" from the notebook alone, never trained by the grader
+    (subs / "ada.zip").unlink()
+    _submission_zip(solved, subs / "ben.zip", [])
+    import time
+    t0 = time.perf_counter()
+    row = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")[0]
+    assert row["student"] == "ben" and row["total"] == 0 and time.perf_counter() - t0 < 120, row
+    assert all("runs missing" in v for k, v in row.items() if k.endswith(": feedback")), row
 
 
 def test_instructor_guide_is_computed():

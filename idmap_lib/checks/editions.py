@@ -54,6 +54,18 @@ init_cell: true
 """
 
 
+EXPORT_RUNS = """\
+# Before the export: it zips this notebook with your runs folder (idmap_runs). Without runs the submission is still
+# valid: the grader marks the missing runs, and never trains them.
+import os
+os.makedirs("idmap_runs", exist_ok=True)
+_recorded = [f for f in os.listdir("idmap_runs") if f.endswith(".json")]
+if not _recorded:
+    open(os.path.join("idmap_runs", "NO_RUNS.txt"), "w").write("No run was recorded before the export.\\n")
+print(f"idmap_runs/: {len(_recorded)} recorded runs go with the notebook")
+"""
+
+
 def _src(cell):
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
@@ -188,6 +200,8 @@ def otter_master(src, dst, name=None):
         cells.append(_cell("raw", "# END QUESTION"))
         cells += [_cell("markdown", t) for t in ex["after"]]  # e.g. "Grade your unit:"
         cells += [_cell("code", g) for g in ex["grading"]]  # the hints of idmap_lib.checks, as in the book
+    if runs:  # the export zips idmap_runs/: it must exist, and say so when no run was recorded
+        cells.append(_cell("code", EXPORT_RUNS))
     nb["cells"] = cells
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(json.dumps(nb, indent=1) + "\n")
@@ -217,7 +231,17 @@ def run_grading_cell(env, source):
     for stmt in ast.parse(source).body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = ast.fix_missing_locations(_ToStatus().visit(stmt.value))
-            status = eval(compile(ast.Expression(call), "<grading cell>", "eval"), ns)
+            try:
+                status = eval(compile(ast.Expression(call), "<grading cell>", "eval"), ns)
+            except NameError as e:  # the cells that define it failed: say why, when it is the runs
+                asked = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id.startswith("runs_")}
+                missing = [f"{k}[{key!r}]" for k in sorted(asked) if isinstance(ns.get(k), dict)
+                           for key, r in ns[k].items() if r is None]
+                if missing:
+                    raise AssertionError(f"runs missing: the submission has no recorded {', '.join(missing)}, so "
+                                         f"{e.name} could not be computed. Hint: hand in the notebook with its "
+                                         f"idmap_runs/ folder (the export cell zips both); a grader never trains") from e
+                raise
             assert status == "passed", f"{ast.unparse(stmt.value)}: {status}"
         else:
             exec(compile(ast.Module([stmt], []), "<grading cell>", "exec"), ns)
@@ -275,27 +299,86 @@ def _free_text(path):
     return found
 
 
+def _submission_notebook(sub: Path, scratch: Path) -> tuple[Path | None, str]:
+    """The notebook of a submission (an .ipynb, or the one notebook in a .zip, unpacked into `scratch`), or None
+    and why it cannot be graded."""
+    import zipfile
+
+    if sub.stat().st_size == 0:
+        return None, "empty file"
+    if sub.suffix == ".zip":
+        if not zipfile.is_zipfile(sub):
+            return None, "not a readable zip (corrupt or cut off): ask the student to export again"
+        try:
+            with zipfile.ZipFile(sub) as z:
+                bad = z.testzip()
+                if bad:
+                    return None, f"corrupt zip (bad entry {bad}): ask the student to export again"
+                z.extractall(scratch)
+        except (zipfile.BadZipFile, OSError, EOFError) as e:
+            return None, f"corrupt zip ({e}): ask the student to export again"
+        found = [p for p in scratch.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts]
+        if len(found) != 1:
+            return None, f"the zip holds {len(found)} notebooks, not one"
+        sub = found[0]
+    try:
+        nb = json.loads(sub.read_text())
+        assert isinstance(nb.get("cells"), list)
+    except (ValueError, UnicodeDecodeError, AssertionError, AttributeError):
+        return None, "not a notebook (invalid JSON)"
+    return sub, ""
+
+
+def _feedback(test_file) -> str:
+    """What a question's failed checks said (the grader's hint), one line; '' when it passed."""
+    msgs = [" ".join(str(r.message or "").split()).split("AssertionError: ")[-1]  # the grader's words, not Otter's
+            for r in getattr(test_file, "test_case_results", []) if not r.passed]
+    text = " | ".join(m for m in msgs if m) or ("" if test_file.score == test_file.possible else "not passed")
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
 def grade_folder(folder, autograder, csv_path, ext=(".ipynb", ".zip")):
     """Grade every submission in `folder` with Otter (no Docker) against `autograder` (the zip that
-    ``assign`` made); write one CSV row per student (the file's stem): total, each question's score, and the
-    free-text answers. Returns the rows."""
+    ``assign`` made); write one CSV row per student (the file's stem): total, each question's score and its
+    feedback (the grader's hint where it failed), a reason where the submission could not be graded, and the
+    free-text answers. A corrupt, empty or unreadable submission is a row with total 0 and its reason, never a
+    crash; nothing trains while grading (``ablations.grading``: a submission without its runs is graded "runs
+    missing"). Returns the rows."""
+    import tempfile
+
     from otter.api import grade_submission
     rows = []
     for sub in sorted(p for p in Path(folder).iterdir() if p.suffix in ext):
-        res = grade_submission(str(sub), str(autograder), quiet=True)
-        row = {"student": sub.stem, "total": res.total, "possible": res.possible}
+        row = {"student": sub.stem, "total": 0.0, "possible": None, "reason": ""}
+        nb, why = _submission_notebook(sub, Path(tempfile.mkdtemp(prefix="idmap-sub-")))
+        if nb is None:
+            row["reason"] = why
+            rows.append(row)
+            continue
+        before = os.environ.get("IDMAP_GRADING")
+        os.environ["IDMAP_GRADING"] = "1"
+        try:
+            res = grade_submission(str(sub), str(autograder), quiet=True)
+        except Exception as e:  # one broken submission never stops the grading of the others
+            row["reason"] = f"could not be graded: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+            rows.append(row)
+            continue
+        finally:
+            if before is None:
+                os.environ.pop("IDMAP_GRADING", None)
+            else:
+                os.environ["IDMAP_GRADING"] = before
+        row.update(total=res.total, possible=res.possible)
+        if res.has_catastrophic_failure():
+            row["reason"] = f"the notebook failed as a whole: {' '.join(str(res.catastrophic_error).split())[:300]}"
         for q, r in sorted(res.results.items()):
             row[q] = r.score
-        nb = sub
-        if sub.suffix == ".zip":
-            import tempfile
-            import zipfile
-            tmp = Path(tempfile.mkdtemp())
-            with zipfile.ZipFile(sub) as z:
-                z.extractall(tmp)
-            nb = next(tmp.glob("*.ipynb"))
+            row[f"{q}: feedback"] = _feedback(r)
         row.update(_free_text(nb))
         rows.append(row)
+    possible = max((r["possible"] for r in rows if r["possible"] is not None), default=None)
+    for r in rows:  # an ungraded submission is out of the same points as the others
+        r["possible"] = possible if r["possible"] is None else r["possible"]
     keys = list(dict.fromkeys(k for r in rows for k in r))
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
