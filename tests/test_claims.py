@@ -400,6 +400,7 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     assert df.loc["full_preact-164", "one run takes"] == "GPU: not measured yet"
     assert df.loc["full_preact-164", "paper: error %"] == "5.46"  # text, like "fail": one column, one format
     assert df.loc["full_preact-110", "one run takes"].startswith("H200 ")  # data/gpu/*-h200/modes.json
+    assert "* derived, not measured: a T4's time" in evidence.styled(df).to_html()  # the stars explained, once
     # the same training named by another table (Table 1's original is Table 2's original-110) finds it too
     cfg = recipes.config("a_table2_activations", "original-110", "full")
     torch.save({"step": 29000, "config": cfg, "history": {"test": [{"step": 28000, "test_err": 0.149}]}},
@@ -417,8 +418,8 @@ def test_run_times_are_measured_on_the_h200_and_derived_for_a_t4(tmp_path):
     (tmp_path / "2026-01-01-h200" / "modes.json").write_text(json.dumps({"110": {"cuda_graph": {"img_per_s_total": 12800.0}}}))
     t = run_times.full_recipe_time(recipes.config("a_table2_activations", "original-110", "full"), tmp_path,
                                    results_dir=tmp_path / "none")
-    assert t == ("H200 10.7 min (measured, 2026-01-01-h200); T4 ~2.7 h (derived: H200 x 15, the ratio of their "
-                 "memory bandwidths; not measured)")  # 64,000 x 128 images at 12,800 img/s
+    assert t == "H200 10.7 min (measured, 2026-01-01-h200); T4 ~2.7 h*"  # 64,000 x 128 images at 12,800 img/s
+    assert "a T4's time from the H200's by the ratio of their memory bandwidths (x15" in run_times.derived_note()
     narrow = recipes.config("a_table2_activations", "original-110", "cpu")  # same depth, but a subset: pace applies
     assert run_times.full_recipe_time(narrow, tmp_path, results_dir=tmp_path / "none").startswith("H200 0.1 min")
     r164 = recipes.config("a_table2_activations", "full_preact-164", "full")
@@ -431,8 +432,7 @@ def test_run_times_are_measured_on_the_h200_and_derived_for_a_t4(tmp_path):
                              "history": {"train": [], "test": []}}, tmp_path / "runs")
     t = run_times.full_recipe_time(recipes.config("a_table2_activations", "original-110", "full"), tmp_path,
                                    results_dir=tmp_path / "runs")
-    assert t.endswith("; CPU ~29.3 h at one thread (derived from the pace of 3 recorded runs of this network; "
-                      "not measured)")  # 64,000 steps x the median 1.65 s
+    assert t.endswith("; CPU ~29.3 h at 1 thread*")  # 64,000 steps x the median 1.65 s
 
 
 def test_full_recipe_curves_show_runs_under_way_over_the_whole_recipe_beside_the_papers_number(tmp_path):

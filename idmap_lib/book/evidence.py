@@ -264,6 +264,8 @@ def styled(df):
         s = s.format_index(lambda k: str(k).replace("_", "_\u200b"), axis=0)
     if "verdict" in df.columns:
         s = s.map(lambda v: f"background-color: {colour.get(v, '')}", subset=["verdict"])
+    if df.attrs.get("caption"):  # (e.g. how a table's starred times are derived)
+        s = s.set_caption(df.attrs["caption"])
     return s.set_table_styles([{"selector": "td, th", "props": "font-size: 0.85em; padding: 0.2em 0.6em; "
                                                                "vertical-align: top; text-align: left;"},
                                {"selector": "th.row_heading", "props": "overflow-wrap: normal; min-width: 7em;"}])
@@ -394,7 +396,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
 def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
     """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the command, and
     the time one run takes (``run_times``: measured on an H200, derived for a T4)."""
-    from .run_times import full_recipe_time
+    from .run_times import derived_note, full_recipe_time
 
     import pandas as pd
 
@@ -419,7 +421,9 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
                         + " --cuda-graph"})
         row["one run takes"] = "–" if r is not None else full_recipe_time(cfg, results_dir=out_dir)
         rows.append(row)
-    return pd.DataFrame(rows).set_index("variant")
+    df = pd.DataFrame(rows).set_index("variant")
+    df.attrs["caption"] = derived_note()
+    return df
 
 
 def full_recipe_runs(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):

@@ -85,8 +85,8 @@ class LiveFigure:
         p = (paper_numbers.paper_number(experiment, variant) or {}).get("value")
         if isinstance(p, (int, float)):
             fig.add_hline(y=p, line_dash="dot", line_color="black", row=1, col=len(self.PANELS),
-                          annotation_text=f"paper: {p:.2f} % after its full recipe "
-                                          f"({paper_numbers.source(experiment)})", annotation_font_size=11)
+                          annotation_text=f"paper: {p:.2f} % (its full recipe)", annotation_font_size=11,
+                          annotation_position="top left")
         self.traces = []  # yours: (trace, history part, key, scale of the value) per panel
         for col, name in enumerate(self.PANELS, 1):
             part, key, scale_y, _ = PANELS[name]

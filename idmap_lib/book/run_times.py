@@ -82,9 +82,19 @@ def cpu_core_hours(cfg, results_dir=None) -> tuple[float, int] | None:
     return statistics.median(per_step) * cfg["steps"] / 3600, len(per_step)
 
 
+DERIVED = ("* derived, not measured: a T4's time from the H200's by the ratio of their memory bandwidths (x{ratio:g}; "
+           "these nets are bound by memory traffic and kernel launches); a CPU's from the median pace of the recorded "
+           "runs of the same network (training wall time x threads per step)")
+
+
+def derived_note() -> str:
+    """The footnote every table of full_recipe_time's entries carries: how the starred times are derived."""
+    return DERIVED.format(ratio=H200_TB_S / T4_TB_S)
+
+
 def full_recipe_time(cfg, gpu_dir=None, results_dir=None) -> str:
-    """'H200 11.6 min (measured 2026-11-30-h200); T4 ~2.9 h (derived: H200 x 15, memory bandwidth); CPU ~...
-    (derived from the recorded runs of the same network)', each part only where it can be said."""
+    """'H200 11.6 min (measured, 2026-11-30-h200); T4 ~2.9 h*; CPU ~30 h at 1 thread*' -- each part only where it
+    can be said, a star where it is derived (``derived_note``)."""
     parts = []
     pace = h200_measured(gpu_dir).get(_measured_net(cfg))
     if pace is None:
@@ -92,13 +102,10 @@ def full_recipe_time(cfg, gpu_dir=None, results_dir=None) -> str:
     else:
         img_s, where = pace
         minutes = cfg["steps"] * cfg["batch_size"] / img_s / 60
-        ratio = H200_TB_S / T4_TB_S
-        parts.append(f"H200 {_words(minutes)} (measured, {where}); T4 ~{_words(minutes * ratio)} (derived: H200 x "
-                     f"{ratio:g}, the ratio of their memory bandwidths; not measured)")
+        parts.append(f"H200 {_words(minutes)} (measured, {where}); T4 ~{_words(minutes * H200_TB_S / T4_TB_S)}*")
     cpu = cpu_core_hours(cfg, results_dir)
     if cpu is not None:
-        parts.append(f"CPU ~{_words(cpu[0] * 60)} at one thread (derived from the pace of {cpu[1]} recorded "
-                     f"run{'s' if cpu[1] > 1 else ''} of this network; not measured)")
+        parts.append(f"CPU ~{_words(cpu[0] * 60)} at 1 thread*")
     return "; ".join(parts)
 
 
