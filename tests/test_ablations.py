@@ -163,9 +163,13 @@ def test_edited_unfinished_and_missing_runs_and_unattempted_answers(quick_runs):
         ablations.check(name, runs, right, "  ", scale="quick")
 
 
-def test_run_refuses_to_train_without_a_prediction(tmp_path):
-    with pytest.raises(ValueError, match="prediction first"):
-        ablations.run("gate_depth", "   ", scale="quick", out_dir=tmp_path)
+def test_run_refuses_to_train_without_a_prediction(tmp_path, capsys):
+    runs = ablations.run("gate_depth", "   ", scale="quick", out_dir=tmp_path)  # said, not raised: "Run all" goes on
+    assert runs and all(r is None for r in runs.values()) and not list(tmp_path.glob("*.json"))
+    assert "write your prediction first" in capsys.readouterr().out
+    assert set(ablations.table(runs)["status"]) == {"not run"}
+    with pytest.raises(AssertionError, match="runs missing"):
+        ablations.check("gate_depth", runs, {}, "   ", scale="quick")
 
 
 def test_configs_change_one_thing_and_keep_the_papers_recipe():

@@ -61,11 +61,13 @@ def test_student_edition_has_no_solutions_and_no_instructor_notes(dist, chapter)
               if len(ln.strip()) > 12 and ln.strip() not in elsewhere and ln.strip() in student_lines]
     assert not leaked, f"solution lines in the student edition of {chapter}: {leaked[:5]}"
     assert sum(len(s.splitlines()) for s in solutions) > 20  # there were solutions to leak
-    # the stubs, the graders (with their hints) and Otter's checks are there
+    # the stubs and one check per question (Otter's, whose test runs the book's graders: in the autograder)
     n_ex = sum(1 for k, _ in editions.split_chapter(json.loads((BOOK / editions.CHAPTERS[chapter]).read_text()))
                if k == "exercise")
     assert text.count("grader.check(") == n_ex
-    assert text.count("checks.check_") + text.count("ablations.check(") >= n_ex
+    assert text.count("checks.check_") + text.count("ablations.check(") == 0
+    first = "".join(nb["cells"][0]["source"])  # installs the pinned otter-grader where it is missing (Colab)
+    assert "find_spec(\"otter\") is None" in first and "otter-grader==" in first and "grader = otter.Notebook(" in first
     assert made["autograder"].exists() and zipfile.is_zipfile(made["autograder"])
     with zipfile.ZipFile(made["autograder"]) as z:
         names = z.namelist()
@@ -172,3 +174,54 @@ def test_instructor_guide_is_computed():
     sp = ablations.spread()
     for name in sp:  # the measured run time of every exercise is in the guide, as the library computes it
         assert f"{sp[name]['exercise_wall_s'] / 60:.1f} min" in text
+
+
+def _run_all(nb_path, work):
+    """Jupyter's "Run all" on a copy of the notebook in `work` (where the export writes its zip); the zip, or
+    the error that stopped it."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    work.mkdir()
+    shutil.copy(nb_path, work)
+    nb = nbformat.read(work / Path(nb_path).name, as_version=4)
+    try:
+        NotebookClient(nb, timeout=600, resources={"metadata": {"path": str(work)}}).execute()
+    except CellExecutionError as e:
+        return None, str(e).splitlines()[-1]
+    return next(work.glob("*.zip"), None), ""
+
+
+@pytest.mark.parametrize("chapter", ["exercises", "ablations"])
+def test_run_all_goes_top_to_bottom_for_a_blank_student_and_exports_a_valid_submission(dist, chapter, tmp_path,
+                                                                                       monkeypatch):
+    """A student who runs the edition as handed out, answering nothing (and, for the ablations, training
+    nothing: no prediction): every cell runs, one check per question says what is missing, and the export makes
+    a valid zip -- with the runs folder where the chapter trains, saying it holds no run."""
+    monkeypatch.setenv("IDMAP_ABLATION_SCALE", "quick")
+    made = dist[chapter]
+    zipped, stopped = _run_all(made["student"], tmp_path / "blank")
+    assert zipped is not None, f"Run all stopped: {stopped}"
+    with zipfile.ZipFile(zipped) as z:
+        names = z.namelist()
+    assert f"{chapter}.ipynb" in names and (chapter == "exercises" or "idmap_runs/NO_RUNS.txt" in names), names
+    (tmp_path / "subs").mkdir()
+    shutil.copy(zipped, tmp_path / "subs" / "blank.zip")
+    row = editions.grade_folder(tmp_path / "subs", made["autograder"], tmp_path / "grades.csv")[0]
+    assert row["total"] == 0 and row["reason"] == "" and row["possible"] > 0, row  # graded, with reasons:
+    if chapter == "ablations":
+        assert all("runs missing" in v for k, v in row.items() if k.endswith(": feedback")), row
+
+
+def test_run_all_goes_top_to_bottom_for_a_wrong_student(dist, tmp_path):
+    """The student edition with one wrong answer written in: its check fails with a hint, "Run all" goes on."""
+    made = dist["exercises"]
+    nb = json.loads(Path(made["student"]).read_text())
+    starter = [c for c in nb["cells"] if "".join(c["source"]).startswith("def direct_term")]
+    assert len(starter) == 1
+    starter[0]["source"] = "def direct_term(lams):\n    return sum(lams)\n\n\ndef vanishing_depth(lam, eps):\n    return 1\n"
+    wrong = tmp_path / "exercises.ipynb"
+    wrong.write_text(json.dumps(nb))
+    zipped, stopped = _run_all(wrong, tmp_path / "wrong")
+    assert zipped is not None, f"Run all stopped: {stopped}"

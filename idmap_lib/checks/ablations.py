@@ -344,7 +344,8 @@ def run(name: str, prediction: str, seed: int = 0, scale: str | None = None, out
         progress=True) -> dict:
     """Train (or find, by config hash, in `out_dir`) every run of ablation `name`; returns {key: result}.
 
-    `prediction`: what you expect, written before running; it is stored with each run it starts. While a grader
+    `prediction`: what you expect, written before running; it is stored with each run it starts (without one,
+    nothing trains: it says so, and the runs not recorded yet come back as None). While a grader
     runs the notebook (``grading``) nothing trains: a run the submission lacks comes back as None, and the check
     grades it "runs missing"."""
     import time
@@ -360,8 +361,10 @@ def run(name: str, prediction: str, seed: int = 0, scale: str | None = None, out
         return found
     if todo:
         if not isinstance(prediction, str) or len(prediction.strip()) < 10:
-            raise ValueError("write your prediction first (a sentence or two in `prediction`): the exercise is to "
-                             "predict, then run, then explain")
+            # said, not raised: a blank notebook still runs top to bottom to its export ("Run all"), its runs None
+            print(f"nothing trained: write your prediction first (a sentence or two in `prediction`), then run this "
+                  f"cell again -- the exercise is to predict, then run, then explain ({', '.join(todo)} not run yet)")
+            return found
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         t0 = time.perf_counter()
         ckpt = out / "checkpoints" if ab.checkpoint else None
@@ -489,9 +492,9 @@ def _check(name, runs, answers, prediction, scale):
                   f"{', '.join(ab.runs)}")
         r = runs[key]
         if r is None:
-            _fail(c, f"runs missing: the submission has no recorded run {key!r}",
-                  "hand in the notebook with its idmap_runs/ folder (the export cell zips both): a grader never "
-                  "trains")
+            _fail(c, f"runs missing: no recorded run {key!r} (not run yet, or not handed in)",
+                  "write your prediction and run the run cell; hand in the notebook with its idmap_runs/ folder "
+                  "(the export cell zips both): a grader never trains")
         if not isinstance(r, dict) or "config" not in r or "config_hash" not in r:
             _fail(c, f"run {key!r} is not a recorded run", "pass what ablations.run returned")
         if config_hash(r["config"]) != r["config_hash"]:
@@ -541,6 +544,9 @@ def table(runs):
     import pandas as pd
     rows = []
     for k, r in runs.items():
+        if r is None:  # not run yet (no prediction), or missing from a submission
+            rows.append({"run": k, "status": "not run"})
+            continue
         f = r["final"]
         rows.append({"run": k, "status": r["status"], "train loss": f["train_loss"], "train error": f["train_err"],
                      "test error": f.get("test_err"), "mean k": mean_k(r) if f.get("gates_k") else None,

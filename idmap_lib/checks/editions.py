@@ -9,7 +9,10 @@ solution block. :func:`otter_master` turns a chapter into an Otter-Grader *maste
   starter, the autograder runs the solution); other cells of the solution block (the book's discussion)
   are left out;
 - every grading cell becomes an exception-based Otter test whose body is :func:`run_grading_cell`, i.e. the
-  graders of ``idmap_lib.checks`` (a grader that prints NOT ATTEMPTED fails the test);
+  graders of ``idmap_lib.checks`` (a grader that prints NOT ATTEMPTED fails the test); the student edition checks
+  each question once, with ``grader.check`` (which shows the graders' hints and never stops "Run all");
+- the first cell installs the pinned otter-grader where it is missing (Colab) and makes the grader; a chapter
+  that trains ends with a cell that makes sure the export finds its runs folder;
 - cells tagged ``instructor`` or ``book-only`` (notes for instructors, sentences about the book's hidden
   solutions) are left out.
 
@@ -50,8 +53,24 @@ tests:
   files: false
   ok_format: false
 check_all_cell: false
-init_cell: true
+init_cell: false
 """
+# The student edition's first cell (instead of Otter's own, which imports otter and stops where it is missing, as on
+# Colab): it installs the pinned otter-grader only where it cannot be imported, then makes the grader.
+INIT_CELL = """\
+# Grading: otter-grader (installed here if it is missing, as on Colab; nothing else is changed)
+import importlib.util, subprocess, sys
+if importlib.util.find_spec("otter") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{otter}"], check=True)
+import otter
+grader = otter.Notebook("{name}.ipynb")
+"""
+
+
+def _otter_pin() -> str:
+    """The otter-grader requirement the autograder installs (requirements-grading.txt): the student's too."""
+    return next(ln.strip() for ln in (ROOT / "requirements-grading.txt").read_text().splitlines()
+                if ln.strip().startswith("otter-grader"))
 
 
 EXPORT_RUNS = """\
@@ -169,7 +188,8 @@ def otter_master(src, dst, name=None):
     export_files = ("\n  files: [idmap_runs]\n  instructions: \"The zip holds your notebook and your recorded "
                     "runs (the folder idmap_runs), which the autograder reads instead of training again.\""
                     if runs else "")
-    cells = [_cell("raw", ASSIGNMENT_CONFIG.format(name=name, export_files=export_files))]
+    cells = [_cell("raw", ASSIGNMENT_CONFIG.format(name=name, export_files=export_files)),
+             _cell("code", INIT_CELL.format(otter=_otter_pin(), name=name))]
     for kind, part in split_chapter(nb):
         if kind == "cell":
             c = dict(part)
@@ -198,8 +218,8 @@ def otter_master(src, dst, name=None):
                                            f"    run_grading_cell(env, {g!r})"))
             cells.append(_cell("raw", "# END TESTS"))
         cells.append(_cell("raw", "# END QUESTION"))
-        cells += [_cell("markdown", t) for t in ex["after"]]  # e.g. "Grade your unit:"
-        cells += [_cell("code", g) for g in ex["grading"]]  # the hints of idmap_lib.checks, as in the book
+        # one check per question: Otter's (its test runs the book's graders and shows their hints), not the book's
+        # grading cells too -- they raise on a wrong answer, and "Run all" would stop before the export
     if runs:  # the export zips idmap_runs/: it must exist, and say so when no run was recorded
         cells.append(_cell("code", EXPORT_RUNS))
     nb["cells"] = cells
