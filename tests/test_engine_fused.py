@@ -220,3 +220,16 @@ def test_cli_fused_refuses_what_cannot_fuse(capsys):
 
     rc = main(["train", "--experiment", T2, "--variant", "original-110,original-164", "--fused", "--max-steps", "1"])
     assert rc == 2 and "cannot be fused" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- on a GPU: the fused step as one CUDA graph
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_fused_cuda_graph_trains_as_the_eager_fused_step(cifar):
+    cfgs = [tiny(s, steps=30) for s in (0, 1)]
+    kw = dict(data=cifar, progress=False, write_result=False, amp="fp32", deterministic=True)
+    eager, graph = train_fused(cfgs, **kw), train_fused(cfgs, cuda_graph=True, **kw)
+    for e, g in zip(eager, graph):
+        assert g["cuda_graph"] is True and e["cuda_graph"] is False and g["status"] == e["status"] == "ok"
+        for a, b in zip(e["history"]["train"], g["history"]["train"]):  # 2 recaptures: the lr moves twice
+            assert a["step"] == b["step"] and abs(a["train_loss"] - b["train_loss"]) < 1e-3 * max(1, a["train_loss"])

@@ -52,7 +52,7 @@ DRY=$(( 1 - CUDA ))
 step data_cache 120 "$PY" -c "from idmap_lib.engine import data; print(data.load('cifar10', '$DATA').source)"
 
 # the engine's CUDA-graph tests on this device (pick_device() -> CUDA): they decide whether runs use the graph
-step graph_tests 75 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py -k "graph"; RC=$?
+step graph_tests 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py tests/test_engine_fused.py -k "graph"; RC=$?
 GRAPH=--cuda-graph; (( RC != 0 )) && { GRAPH=; say "CUDA-graph tests failed: full runs without --cuda-graph"; }
 if [[ ${FULL_CHECK:-0} == 1 ]]; then
   step tests 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_engine_gpu_path.py tests/test_engine_trainer.py \
