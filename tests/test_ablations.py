@@ -81,7 +81,9 @@ def test_chapter_runs_end_to_end_and_every_solution_passes(quick_runs):
 @pytest.mark.parametrize("name", NAMES)
 def test_correct_answers_pass(quick_runs, name):
     runs = runs_of(name, quick_runs[0])
-    assert ablations.status(name, runs, truth(name, runs), PRED, scale="quick") == "passed"
+    mine = next(iter(runs.values()))["exercise"]["prediction"]  # the notebook's prediction, stored with its runs
+    assert ablations.status(name, runs, truth(name, runs), mine, scale="quick") == "passed"
+    assert next(iter(runs.values()))["config"]["seed"] == ablations.student_seed(quick_runs[0]) >= 1000  # its own
     # a submission is also accepted as the result files' paths (as the autograder finds them)
     paths = {k: r["path"] for k, r in runs.items()}
     assert ablations.status(name, paths, truth(name, runs), scale="quick") == "passed"
@@ -200,3 +202,28 @@ def test_committed_spread_matches_the_recorded_runs():
         for a, std in sp[name]["answers"].items():
             vals = [ablations.ABLATIONS[name].truth(p)[a] for p in per_seed]
             assert std == pytest.approx(statistics.stdev(vals)), (name, a)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_copy_of_the_books_runs_or_of_another_notebooks_runs_does_not_pass(quick_runs, name, tmp_path):
+    """Can't pass without training: the book's recorded runs (seeds 0-2, in every clone) copied into one's runs
+    folder are rejected, and so are runs trained after another prediction than the notebook's."""
+    import shutil
+    if not ablations.BOOK_RUNS.is_dir():
+        pytest.skip("the book's classroom runs are not recorded")
+    from idmap_lib.engine.results import find_result
+    book = {k: find_result(c, ablations.BOOK_RUNS, same_training=False) for k, c in ablations.configs(name, 0).items()}
+    if None in book.values():
+        pytest.skip(f"the book's classroom runs of {name} are not all recorded")
+    assert ablations.status(name, book, truth(name, book), scale=None) == "passed"  # on the book's own pages
+    copy_dir = tmp_path / "idmap_runs"
+    copy_dir.mkdir()
+    for r in book.values():
+        shutil.copy(r["path"], copy_dir)
+    copied = ablations.run(name, PRED, out_dir=copy_dir, progress=False)  # found: the copy's seed, 0
+    assert all(r is not None for r in copied.values()) and ablations.student_seed(copy_dir) == 0
+    fails(name, copied, truth(name, copied), "one of the book's recorded seeds", "not yours", scale=None)
+    runs = runs_of(name, quick_runs[0])
+    with pytest.raises(AssertionError, match="another prediction than this notebook's"):
+        ablations.check(name, runs, truth(name, runs), "Someone else's prediction, copied with the runs.",
+                        scale="quick")

@@ -3,6 +3,7 @@ the autograder package grades submissions (otter run, no Docker); a folder of su
 row per student, with the free-text answers collected; the instructor guide computes its numbers."""
 import csv
 import json
+import os
 import re
 import shutil
 import zipfile
@@ -133,10 +134,29 @@ def test_grade_folder_one_row_per_student(dist, tmp_path):
         assert table[who]["possible"] == table["grace"]["possible"]
 
 
+def _trained_by(solved, runs_dir):
+    """Run the solved notebook as its student would (quick scale, runs into `runs_dir`): its own runs, its seed."""
+    import nbformat
+    from nbclient import NotebookClient
+    env = {"IDMAP_ABLATION_SCALE": "quick", "IDMAP_RUNS": str(runs_dir), "OMP_NUM_THREADS": "1"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        NotebookClient(nbformat.read(solved, as_version=4), timeout=900, kernel_name="python3",
+                       resources={"metadata": {"path": str(Path(solved).parent)}}).execute()
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    return sorted(runs_dir.iterdir())
+
+
 @pytest.mark.skipif(not ablations.BOOK_RUNS.is_dir(), reason="the book's classroom runs are not recorded")
-def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path):
-    """The LMS path for the ablations: a zip with the notebook and its recorded runs is graded by the
-    autograder without training; predictions and explanations land in the CSV as text."""
+def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path, monkeypatch):
+    """The LMS path for the ablations: a zip with the notebook and the student's own recorded runs is graded by
+    the autograder without training; predictions and explanations land in the CSV as text. The same notebook
+    with the book's recorded runs copied in (every clone has them) does not pass; without runs it is 'runs
+    missing', and nothing trains."""
+    import time
     made = dist["ablations"]
     (tmp_path / "nb").mkdir()
     solved = editions.solved_notebook(BOOK / "06_ablations.ipynb", tmp_path / "nb" / "ablations.ipynb")
@@ -145,24 +165,27 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path):
         if "".join(c["source"]).startswith("explanation_scaling ="):
             c["source"] = 'explanation_scaling = """My own words about what happened."""'
     solved.write_text(json.dumps(nb))
-    runs = [p for p in ablations.BOOK_RUNS.glob("*__s0__*.json")]
-    subs = tmp_path / "subs"
+    own = _trained_by(solved, tmp_path / "nb" / "idmap_runs")
+    assert any(p.name == "seed.txt" for p in own)
+    subs, others = tmp_path / "subs", tmp_path / "others"
     subs.mkdir()
-    _submission_zip(solved, subs / "ada.zip", runs)
-    rows = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")
-    row = rows[0]
+    others.mkdir()
+    _submission_zip(solved, subs / "ada.zip", own)  # (ada trained at the quick scale: graded at it)
+    _submission_zip(solved, others / "bea.zip", ablations.BOOK_RUNS.glob("*__s0__*.json"))  # the book's, copied
+    _submission_zip(solved, others / "ben.zip", [])                                        # no runs at all
+    t0 = time.perf_counter()
+    rows = {r["student"]: r for r in editions.grade_folder(others, made["autograder"], tmp_path / "others.csv")}
+    monkeypatch.setenv("IDMAP_ABLATION_SCALE", "quick")
+    rows.update({r["student"]: r for r in editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")})
+    row = rows["ada"]
     assert row["total"] == row["possible"] == len(ablations.ABLATIONS), row
     assert row["explanation_scaling"] == "My own words about what happened."
     assert row["prediction_scaling"].startswith("The scaled net")
     assert {f"prediction_{t}" for t in ("gate_bias", "bn", "plain", "k_depth", "prune")} <= set(row)
-    # handed in without its runs: graded "runs missing" from the notebook alone, never trained by the grader
-    (subs / "ada.zip").unlink()
-    _submission_zip(solved, subs / "ben.zip", [])
-    import time
-    t0 = time.perf_counter()
-    row = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")[0]
-    assert row["student"] == "ben" and row["total"] == 0 and time.perf_counter() - t0 < 120, row
-    assert all("runs missing" in v for k, v in row.items() if k.endswith(": feedback")), row
+    feedback = {w: [v for k, v in rows[w].items() if k.endswith(": feedback")] for w in ("bea", "ben")}
+    assert rows["bea"]["total"] == 0 and all("not yours" in v for v in feedback["bea"]), rows["bea"]
+    assert rows["ben"]["total"] == 0 and all("runs missing" in v for v in feedback["ben"]), rows["ben"]
+    assert time.perf_counter() - t0 < 300  # three notebooks graded, nothing trained
 
 
 def test_instructor_guide_is_computed():

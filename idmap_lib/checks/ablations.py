@@ -340,10 +340,33 @@ def grading() -> bool:
     return bool(getattr(Notebook, "_grading_mode", False))
 
 
-def run(name: str, prediction: str, seed: int = 0, scale: str | None = None, out_dir=None, data=None,
+def student_seed(out_dir=None) -> int:
+    """Your seed: drawn once at random for your runs folder and kept there (``seed.txt``, which the export zips with
+    the runs), never one of the book's seeds -- so a run of yours is yours, and a copy of the book's recorded runs
+    (data/classroom, seeds 0-2) is told apart. The book's own pages (their runs folder is data/classroom) use seed 0.
+    A folder with runs but no seed.txt: the seed of its runs."""
+    import secrets
+
+    out = Path(out_dir or default_runs_dir())
+    f = out / "seed.txt"
+    if f.is_file():
+        return int(f.read_text().strip())
+    if out.resolve() == BOOK_RUNS.resolve():
+        return 0
+    recorded = sorted(out.glob("*.json")) if out.is_dir() else []
+    if recorded:
+        return int(json.loads(recorded[0].read_text())["config"]["seed"])
+    seed = 1000 + secrets.randbelow(10 ** 6)
+    out.mkdir(parents=True, exist_ok=True)
+    f.write_text(f"{seed}\n")
+    return seed
+
+
+def run(name: str, prediction: str, seed: int | None = None, scale: str | None = None, out_dir=None, data=None,
         progress=True) -> dict:
     """Train (or find, by config hash, in `out_dir`) every run of ablation `name`; returns {key: result}.
 
+    `seed`: default ``student_seed`` (yours, kept in your runs folder).
     `prediction`: what you expect, written before running; it is stored with each run it starts (without one,
     nothing trains: it says so, and the runs not recorded yet come back as None). While a grader
     runs the notebook (``grading``) nothing trains: a run the submission lacks comes back as None, and the check
@@ -353,7 +376,7 @@ def run(name: str, prediction: str, seed: int = 0, scale: str | None = None, out
     from ..engine import trainer
     ab = ABLATIONS[name]
     out = Path(out_dir or default_runs_dir())
-    cfgs = configs(name, seed, scale)
+    cfgs = configs(name, student_seed(out) if seed is None else seed, scale)
     found = {k: find_result(c, out, same_training=False) for k, c in cfgs.items()}
     todo = [k for k, r in found.items() if r is None]
     if todo and grading():
@@ -467,6 +490,33 @@ def _compare(name, key, judge, got, truth, runs):
     raise ValueError(kind)
 
 
+def _same_text(a, b):
+    return " ".join(str(a).split()) == " ".join(str(b).split())
+
+
+def _not_yours(key, r, prediction):
+    """Why run `r` is not the student's own (what, hint), or None. The book's own pages (runs recorded in
+    data/classroom) are exempt: they show the book's runs."""
+    path = r.get("path")
+    if path and Path(path).resolve().is_relative_to(BOOK_RUNS.resolve()):
+        return None
+    ex, seed = r.get("exercise") or {}, r["config"].get("seed")
+    if seed in SEEDS:
+        return (f"run {key!r} has seed {seed}, one of the book's recorded seeds: a copy of the book's runs "
+                f"(data/classroom) is not yours", "train your own runs: ablations.run(name, prediction) uses your seed")
+    if not ex:
+        return (f"run {key!r} was not trained by ablations.run (no prediction recorded with it)",
+                "train it with ablations.run(name, prediction)")
+    if prediction is not None and isinstance(prediction, str) and prediction.strip() and \
+            not _same_text(ex.get("prediction", ""), prediction):
+        return (f"run {key!r} was trained with another prediction than this notebook's", "your runs are trained "
+                "after your own prediction is written: write it, then run the run cell")
+    when = r.get("date") or (r.get("provenance") or {}).get("date")
+    if when and ex.get("prediction_recorded") and str(when) < str(ex["prediction_recorded"]):
+        return (f"run {key!r} was trained before its prediction was recorded", "write the prediction, then run")
+    return None
+
+
 def _load(r):
     if isinstance(r, (str, os.PathLike)):
         return json.loads(Path(r).read_text())
@@ -510,6 +560,9 @@ def _check(name, runs, answers, prediction, scale):
             _fail(c, f"run {key!r} has no provenance", "pass what ablations.run returned")
         if ab.checkpoint and "pruned_test_err" not in r:
             _fail(c, f"run {key!r} has no pruning measurement", "ablations.run measures it after training")
+        copied = _not_yours(key, r, prediction)
+        if copied:
+            _fail(c, *copied)
     if not isinstance(answers, dict):
         _fail(c, f"answers is a {type(answers).__name__}, not a dict", f"answers = {{{', '.join(map(repr, ab.answers))}: ...}}")
     missing = [a for a in ab.answers if a not in answers or answers[a] is Ellipsis]

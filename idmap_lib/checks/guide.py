@@ -103,6 +103,14 @@ def instructor_guide(title=True) -> str:
               "result (`fail`), and every answer agrees with the student's own runs: readings to a small "
               "tolerance, judgements (which is larger, which b_g is best) up to the seed spread above, within "
               "which either answer is accepted. Predictions and explanations are collected, not graded.", "",
+              "**Runs that are the student's own.** Every student's runs train with their own seed, drawn once at "
+              "random and kept in their runs folder (`idmap_runs/seed.txt`, exported with the runs); the book's "
+              "recorded runs (`data/classroom`, in every clone) have seeds 0-2. A submitted run with one of the book's "
+              "seeds, one trained after another prediction than the notebook's, or one recorded before its "
+              "prediction is rejected, with that reason. The public site keeps the solutions (readers learn from "
+              "them): the *answers* of an exercise can be copied from it, but they must agree with the student's "
+              "own runs, and the runs cannot be copied. What the grader cannot see is who wrote the prediction and "
+              "the explanation: read those (the CSV has them) when they count.", "",
               "## The student edition and the autograder", "",
               "```bash",
               "python -m idmap_lib.checks assign --out dist        # both chapters; --chapter ablations for one",
@@ -120,6 +128,9 @@ def instructor_guide(title=True) -> str:
               "--csv grades.csv", "```", "",
               "grades every `.ipynb` or `.zip` in the folder with `otter run` (no Docker; the students' code runs "
               "on your machine, so use one you trust with it) and writes one row per student: each question's "
-              "score, the total, and every prediction and explanation as text for you to read. One submission "
+              "score and its feedback (the grader's hint where it failed), the total, a reason where a submission "
+              "could not be graded (a corrupt or empty file is a row with 0, never a stop for the others), and "
+              "every prediction and explanation as text for you to read. Nothing trains while grading: a "
+              "submission without its runs is graded \"runs missing\". One submission "
               "alone: `otter run -a dist/ablations/dist/autograder/*.zip submission.zip`.", ""]
     return "\n".join(lines)
