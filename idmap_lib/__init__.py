@@ -7,7 +7,8 @@ Where things live: three layers, each a folder, none importing a layer above it 
   shortcuts), networks.py (CIFAR, Wide and ImageNet ResNets), mlp.py (Paper B MNIST nets), init.py
   (He init), introspect.py (units, gates, identity point, layouts), pruning.py (removing blocks);
 - engine/ (on models): recipes.py (every experiment as data), data.py, augment.py, trainer.py,
-  checkpoint.py, results.py, distributed.py, stacked.py (Paper B's MNIST nets trained as one), bench.py;
+  checkpoint.py, results.py, distributed.py, stacked.py (Paper B's MNIST nets trained as one), fused.py (N runs of
+  one architecture as one network), bench.py;
 - book/ (on both; what the chapters call): the setup and prose helpers (``from idmap_lib.book import
   setup, say``), repository.py (the URL setting, ``python -m idmap_lib.book``), theory.py (sympy
   derivations), probes.py (measurements), diagrams.py, claims.py, evidence.py, paper_numbers.py,

@@ -9,6 +9,8 @@ and neither imports it; tests/test_layers.py).
   seeds; paper_numbers.py: the papers' tables as data; reports.py: naming and provenance of recorded runs;
 - mnist_grid.py: Paper B's MNIST grid (looks runs up, trains the missing ones through the engine, records the
   pruning curves); gate_figures.py: chapter 10's figures of it.
+- live.py: "train it yourself" in chapters 7-10 (your run, live, beside the recorded ones); run_times.py: how long
+  a full recipe takes (measured on an H200, derived for a T4 and a CPU).
 
 Every chapter starts with ``device = setup()``. It reports the device found and returns it as a
 ``torch.device``. When the book is being built (``IDMAP_BOOK_BUILD=1``, set by ``make book``), it also

@@ -10,5 +10,6 @@ helpers or the command line (tests/test_layers.py).
   optimizer), batches.py (data on the device, evaluation); checkpoint.py (atomic checkpoints), distributed.py
   (DDP);
 - results.py: one JSON file per finished run, with provenance; looked up by config hash;
-- stacked.py: Paper B's MNIST MLPs of one depth trained as one network; bench.py: the benchmarks.
+- stacked.py: Paper B's MNIST MLPs of one depth trained as one network; fused.py: N runs of one architecture
+  (seeds, scalar variants) as one fused network; bench.py: the benchmarks.
 """
