@@ -246,6 +246,10 @@ def test_sweep_says_what_the_recorded_runs_cost_and_what_is_left(tmp_path, capsy
     assert last.startswith(f"2 of {len(claims.runs_needed(results_dir=tmp_path))} runs recorded (1.5 CPU core-hours: ")
     done = {"found": {("e", "v", 0): {}}, "spent_h": 0.3, "left_h": 0.0, "untimed": 0}
     assert claims.sweep_in_words(done) == "1 of 1 runs recorded (0.3 CPU core-hours: training wall time x threads)"
+    assert claims.sweep_in_words({**done, "spent_h": 1.0, "today_h": 0.6}) == (
+        "1 of 1 runs recorded (1.0 CPU core-hours: training wall time x threads; 0.6 of them trained at today's CPU "
+        "scale, the rest recorded before it and read again: the step warm-up's runs, and trainings the change left "
+        "as they were)")
 
 
 def test_tests_in_words_say_a_shared_side_once():

@@ -14,7 +14,7 @@ means over seeds by Welch's t (unequal variances), at the level the old "2 se" r
   (-margin, margin), **contradicted** if it lies outside, **inconclusive** otherwise.
 - A claim made of several comparisons is reproduced if every part is, contradicted if any part is,
   inconclusive otherwise (a conjunction is false when one of its parts is).
-- What a comparison is about (``ABOUT``): the error after the paper's recipe ("end": at the CPU scale, tested as
+- What a comparison is about (``ABOUT``): the end of the paper's recipe ("end": at the CPU scale, tested as
   what it predicts for a short run of the same network, and said so beside the verdict), the converged end of
   training ("converged": a short run cannot test it, its verdict is **needs the full recipe** at any scale but
   the full one), or early optimisation ("early": testable in a short run, by a metric that neither the loss at
@@ -47,7 +47,7 @@ ALL_SEEDS = SEEDS + MORE_SEEDS
 LEVEL = 0.975  # one side of a 5 % two-sided test: the level the old "2 se" rule meant
 NEEDS_FULL = "needs the full recipe"
 VERDICTS = ("reproduced", "contradicted", "inconclusive", NEEDS_FULL, "not run yet")
-ABOUT = {"end": "the error after the paper's recipe",
+ABOUT = {"end": "the end of the paper's recipe",
          "converged": "the converged end of training (a short run cannot test it)",
          "early": "early optimisation"}
 
@@ -547,7 +547,8 @@ def runs_needed(claims=None, seeds=None, results_dir=None):
 
 def sweep_status(claims=None, seeds=None, results_dir=None) -> dict:
     """Where the CPU sweep stands: every run the claims need (`runs_needed`) with its recorded result or None,
-    the core-hours the recorded ones took (training wall time x threads) and the core-hours the missing ones
+    the core-hours the recorded ones took (training wall time x threads; ``today_h``: those trained at today's CPU
+    scale, recorded under its label) and the core-hours the missing ones
     will take at the pace of every recorded run of the same network and steps, with how many of them run a
     network not timed yet."""
     from ..engine.recipes import config
@@ -558,14 +559,19 @@ def sweep_status(claims=None, seeds=None, results_dir=None) -> dict:
     found = {r: find_result(cfgs[r], results_dir) for r in runs}
     done = [f for f in found.values() if f]
     left, untimed = pace([cfgs[r] for r in runs if found[r] is None], load_results(results_dir))
+    today = [f for f in done if f["config"].get("scale") == "cpu"]  # trained at today's CPU scale (the ramp)
     return {"found": found, "spent_h": sum(core_seconds(f) or 0 for f in done) / 3600, "left_h": left,
-            "untimed": untimed}
+            "untimed": untimed, "today_h": sum(core_seconds(f) or 0 for f in today) / 3600}
 
 
 def sweep_in_words(status: dict) -> str:
     """`sweep_status` in one sentence."""
     n, done = len(status["found"]), sum(f is not None for f in status["found"].values())
-    words = f"{done} of {n} runs recorded ({status['spent_h']:.1f} CPU core-hours: training wall time x threads)"
+    words = f"{done} of {n} runs recorded ({status['spent_h']:.1f} CPU core-hours: training wall time x threads"
+    if "today_h" in status and status["spent_h"] - status["today_h"] > 0.05:
+        words += (f"; {status['today_h']:.1f} of them trained at today's CPU scale, the rest recorded before it and "
+                  f"read again: the step warm-up's runs, and trainings the change left as they were")
+    words += ")"
     if done < n:
         words += f"; the missing ones take about {status['left_h']:.1f} CPU core-hours at the recorded pace"
         if status["untimed"]:
