@@ -132,7 +132,7 @@ def test_run_reports_device_and_projected_time(cifar, capsys):
     text = out.out + out.err
     dev = device.pick_device()
     assert f": {dev.type}" in text and device.precision_name(amp_dtype(dev)) in text
-    assert "img/s after the first steps -> the remaining 5 steps take about" in text
+    assert "img/s -> the remaining 5 steps take about" in text and ": step 15, training loss " in text
     if not CUDA:  # the option is refused with its reason, and the result says what ran
         assert "no CUDA graph: CUDA graphs need a CUDA device" in text and r["cuda_graph"] is False
 

@@ -25,16 +25,73 @@ IMPLEMENTATION_GOALS = {
 ABLATION_GOALS = {
     "constant_scaling": "see Eqn 8's product of lambdas in a real run: a shortcut scale below 1 removes the direct "
                         "path of the gradient",
-    "exclusive_gate_bias": "see the gate's trade-off: the initial b_g sets both how close the shortcut is to the "
-                           "identity and how much of F passes",
-    "bn_after_addition": "see that anything on the path after the addition (here a BN) breaks the identity, and test "
-                         "Paper A's slow start on a net much shallower than its ResNet-110",
-    "plain_depth": "find the depth at which a plain net stops training, and test whether Paper B's gate rescues it "
-                   "when k has had only a short training to move",
+    "exclusive_gate_bias": "see the gate's trade-off (the initial b_g sets both how close the shortcut is to the "
+                           "identity and how much of F passes), and explain why Paper A's choice of b_g, found at "
+                           "depth 110, does not carry over to the classroom's much shallower net (an honest "
+                           "question: the book's runs favour the gate that starts half open there)",
+    "bn_after_addition": "see that anything on the path after the addition (here a BN) breaks the identity, and "
+                         "explain why Paper A's slow start, found in its ResNet-110, does not show reliably in a net "
+                         "much shallower (an honest question: the book's runs end worse but do not start slower)",
+    "plain_depth": "find the depth at which a plain net stops training, and explain why Paper B's gate, started at "
+                   "k = 1 where the gated layer is the plain layer, does not rescue it in a short training (an "
+                   "honest question: in the book's runs the gated net breaks at the same depth)",
     "gate_depth": "read Paper B's Table 2 trend in their own runs: deeper gated nets keep k smaller",
-    "prune_by_k": "test the learned gates as a measure of each block's importance: prune without retraining, by k "
-                  "and at random",
+    "prune_by_k": "test the learned gates as a measure of each block's importance (prune without retraining, by k "
+                  "and at random), and explain why k is no such measure yet after a short training (an honest "
+                  "question: in the book's runs smallest-k pruning is worse than random)",
 }
+
+# Whether an exercise shows the paper's effect at the classroom scale in every seed the book recorded (data/classroom).
+# The others are honest questions: their statements say, before the prediction, what the paper found at its depth
+# and length, what the book's runs show instead, and ask why the scale changes it. tests/test_ablation_effects.py
+# checks both on the recorded runs.
+SHOWS_PAPER_EFFECT = {"constant_scaling": True, "exclusive_gate_bias": False, "bn_after_addition": False,
+                      "plain_depth": False, "gate_depth": True, "prune_by_k": False}
+
+
+def recorded(name):
+    """The book's recorded classroom runs of ablation `name`, seed by seed: (seeds, {answer: [its value in each
+    seed]}), as the spread file has them (written from data/classroom by ``python -m idmap_lib.checks spread``;
+    tests/test_ablation_effects.py checks that they agree with the runs)."""
+    sp = ab.spread().get(name) or {}
+    return sp.get("seeds", []), sp.get("answers_by_seed", {})
+
+
+def recorded_mean(name, key, metric):
+    """The mean over the book's seeds of one metric of run `key` of ablation `name` (the spread file)."""
+    return ab.spread()[name]["runs"][key]["mean"][metric]
+
+
+def of_seeds(flags) -> str:
+    """[True, True, False] -> '2 of 3 seeds'."""
+    flags = list(flags)
+    return f"{sum(map(bool, flags))} of {len(flags)} seeds"
+
+
+TRAIN_IMAGES = {"cifar10": 50000, "mnist": 60000}  # the training sets' sizes (a recipe without a subset trains on all)
+
+
+def scales_in_words(name) -> dict:
+    """The classroom scale of ablation `name` and the paper's recipe, in words, read from the configs of its first
+    run: {"net", "length", "paper_net", "paper_length"} -- the net (a CIFAR ResNet with its residual units; Paper B's
+    MNIST nets at the exercise's depths), and the steps with about how many epochs they are."""
+    from ..engine import recipes
+    key, cfg = next(iter(ab.configs(name, 0, "classroom").items()))
+    experiment, variant, _ = ab.ABLATIONS[name].runs[key]
+    full = recipes.config(experiment, variant, "full")
+
+    def net(c):
+        if c["model"]["builder"] == "cifar_resnet":
+            return f"ResNet-{c['model']['kwargs']['depth']} ({ab._units(c)} residual units)"
+        return "Paper B's MNIST nets at the exercise's depths"
+
+    def length(c):
+        sub = c.get("subset")
+        n_train = 10 * sub["train_per_class"] if sub else TRAIN_IMAGES[c["dataset"]]
+        e = c["steps"] * c["batch_size"] / n_train
+        epochs = f"{e:.1f} epoch{'' if round(e, 1) == 1 else 's'}" if e < 10 else f"{e:.0f} epochs"
+        return f"{c['steps']:,} steps of batch {c['batch_size']} (about {epochs} of {n_train:,} images)"
+    return {"net": net(cfg), "length": length(cfg), "paper_net": net(full), "paper_length": length(full)}
 
 
 def _fmt(x, digits=3):
@@ -94,6 +151,10 @@ def instructor_guide(title=True) -> str:
     for name, a in ab.ABLATIONS.items():
         lines += [f"### {name}: {a.title}", "", f"- **Paper**: {a.paper}.",
                   f"- **Goal**: {ABLATION_GOALS[name]}.",
+                  "- **At the classroom scale**: " + (
+                      "the book's runs show the paper's effect in every seed they recorded." if SHOWS_PAPER_EFFECT[name]
+                      else "the book's runs do not show the paper's effect in every seed they recorded; the statement "
+                           "says so before the prediction and asks why the scale changes it (an honest question)."),
                   f"- **Runs** (classroom scale): {', '.join(f'`{k}`' for k in a.runs)}; the baseline is `{a.baseline}`.",
                   "- **Answers**: " + "; ".join(f"`{k}`: {v}" for k, v in a.answers.items()) + ".",
                   f"- **Expected** (the book's runs) {_expected(name)}.", ""]

@@ -65,7 +65,7 @@ from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .device import EngineSettings, amp_dtype, format_duration, pick_device, precision_name
 from .recipes import lr_at
 from .results import config_hash, provenance, run_name, save_result, training_hash
-from .trainer import GRAPH_WARMUP
+from .trainer import GraphedStep
 
 # recipe keys that fused runs share (the model may differ only as FusedModels allows; the seed is free)
 SAME = ("dataset", "steps", "batch_size", "schedule", "optimizer", "preprocess", "augment", "subset", "log_every",
@@ -289,7 +289,7 @@ def check_fusable(cfgs):
         check_one_architecture([build_model(c["model"]) for c in cfgs])
 
 
-class FusedRun:
+class FusedRun(GraphedStep):
     """N runs (configs that ``check_fusable``) advanced in lockstep as one fused network; ``advance`` until
     ``done``, then ``finish`` -> one result per run. Each run's state is its solo run's (``trainer.Run``)."""
 
@@ -341,7 +341,7 @@ class FusedRun:
             self._resume()
         self.stop = self.total if max_steps is None else min(self.total, max_steps)
         self.step_t.fill_(self.step)
-        self.eager_since = self.step  # graph capture waits GRAPH_WARMUP eager steps after every (re)start
+        self.eager_since = self.step  # graph capture waits trainer.GRAPH_WARMUP eager steps after every (re)start
         div = c["divergence"]
         self.grace = None if div.get("grace_fraction") is None else \
             max(int(div["grace_fraction"] * self.total), 2 * self.log_every)
@@ -483,31 +483,12 @@ class FusedRun:
             self.acc[:, 3] = torch.where(first_bad, self.step_t.expand_as(l), self.acc[:, 3])
             self.step_t += 1
 
-    def _capture(self, x, y, lr):
-        """Capture the fused step in a CUDA graph for this learning rate (as ``Run._capture``)."""
-        self.graph = None  # frees the previous graph's memory pool
-        if self.static is None:
-            self.static = (torch.empty_like(x), torch.empty_like(y))
-        self.opt.zero_grad(set_to_none=True)  # the captured backward then writes (not adds) the gradients
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=self.stream):
-            self._forward_backward(*self.static)
-        self.graph, self.graph_lr = g, lr
-
     def _train_step(self):
         lr = lr_at(self.cfgs[0]["schedule"], self.step)
         for g in self.opt.param_groups:
             g["lr"] = lr
         x, y = self._batches()
-        if self.graph_on and self.step - self.eager_since >= GRAPH_WARMUP:
-            if self.graph is None or lr != self.graph_lr:
-                self._capture(x, y, lr)
-            self.static[0].copy_(x)
-            self.static[1].copy_(y)
-            self.graph.replay()
-        else:
-            self.opt.zero_grad(set_to_none=True)
-            self._forward_backward(x, y)
+        self._step_on(x, y, lr)  # eager, or replayed as one CUDA graph (trainer.GraphedStep)
         self.step += 1
         self.steps_window += 1
 

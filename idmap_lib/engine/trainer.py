@@ -52,9 +52,42 @@ GRAPH_WARMUP = 3  # eager steps before the first capture (lazy init of cuDNN/cuB
 
 
 # ----------------------------------------------------------------------------------------------
+# the step, eager or as one CUDA graph
+
+class GraphedStep:
+    """The training step, eager or replayed as one CUDA graph, for a run (``Run``, ``fused.FusedRun``) that has
+    ``graph_on``, ``eager_since``, ``step``, ``opt``, ``stream``, ``graph``, ``graph_lr``, ``static`` and
+    ``_forward_backward(x, y)`` (forward, backward, optimizer step and the device-side sums)."""
+
+    def _capture(self, x, y, lr):
+        """Capture the step in a CUDA graph for this learning rate (fused SGD bakes the lr into its kernel)."""
+        self.graph = None  # frees the previous graph's memory pool
+        if self.static is None:
+            self.static = (torch.empty_like(x), torch.empty_like(y))
+        self.opt.zero_grad(set_to_none=True)  # the captured backward then writes (not adds) the gradients
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=self.stream):
+            self._forward_backward(*self.static)
+        self.graph, self.graph_lr = g, lr
+
+    def _step_on(self, x, y, lr):
+        """One step on the batch (x, y): replayed from the graph (captured again when the lr changes) once
+        GRAPH_WARMUP eager steps have run since the (re)start, else eager."""
+        if self.graph_on and self.step - self.eager_since >= GRAPH_WARMUP:
+            if self.graph is None or lr != self.graph_lr:
+                self._capture(x, y, lr)
+            self.static[0].copy_(x)
+            self.static[1].copy_(y)
+            self.graph.replay()
+        else:
+            self.opt.zero_grad(set_to_none=True)
+            self._forward_backward(x, y)
+
+
+# ----------------------------------------------------------------------------------------------
 # one run
 
-class Run:
+class Run(GraphedStep):
     """One training run, advanced a step at a time (``advance``) until ``done``; ``train`` drives one,
     ``train_many`` several. All its device work goes to its own CUDA stream."""
 
@@ -281,17 +314,6 @@ class Run:
             self.acc[3] = torch.where(first_bad, self.step_t, self.acc[3])
             self.step_t += 1
 
-    def _capture(self, x, y, lr):
-        """Capture the step in a CUDA graph for this learning rate (fused SGD bakes the lr into its kernel)."""
-        self.graph = None  # frees the previous graph's memory pool
-        if self.static is None:
-            self.static = (torch.empty_like(x), torch.empty_like(y))
-        self.opt.zero_grad(set_to_none=True)  # the captured backward then writes (not adds) the gradients
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=self.stream):
-            self._forward_backward(*self.static)
-        self.graph, self.graph_lr = g, lr
-
     def advance(self):
         """One training step, then the log / evaluation / checkpoint that fall on it."""
         with self._on_stream():
@@ -315,15 +337,7 @@ class Run:
         self.pos += B
         x = train_batch(self.D, idx, cfg.get("augment") or None, self.gen_aug, self.cl)
         y = self.D["y_train"][idx]
-        if self.graph_on and self.step - self.eager_since >= GRAPH_WARMUP:
-            if self.graph is None or lr != self.graph_lr:
-                self._capture(x, y, lr)
-            self.static[0].copy_(x)
-            self.static[1].copy_(y)
-            self.graph.replay()
-        else:
-            self.opt.zero_grad(set_to_none=True)
-            self._forward_backward(x, y)
+        self._step_on(x, y, lr)
         self.imgs_window += len(y) * ctx.world
         self.step += 1
 
