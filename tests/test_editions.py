@@ -73,6 +73,10 @@ def test_student_edition_has_no_solutions_and_no_instructor_notes(dist, chapter)
     with zipfile.ZipFile(made["autograder"]) as z:
         names = z.namelist()
     assert any(n.startswith("files/idmap_lib/checks/") for n in names) and "run_autograder" in names
+    with zipfile.ZipFile(made["autograder"]) as z:  # Gradescope's image: Python 3.11, CPU torch, no browser
+        env, setup = z.read("environment.yml").decode(), z.read("setup.sh").decode()
+    assert "python=3.11" in env and "download.pytorch.org/whl/cpu" in env and "+cpu" in env
+    assert "playwright" not in setup and "mamba env create" in setup
 
 
 def test_book_pages_keep_the_instructor_notes_the_student_edition_drops():

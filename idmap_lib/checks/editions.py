@@ -54,6 +54,7 @@ tests:
   ok_format: false
 check_all_cell: false
 init_cell: false
+python_version: "3.11"
 """
 # The student edition's first cell (instead of Otter's own, which imports otter and stops where it is missing, as on
 # Colab): it installs the pinned otter-grader only where it cannot be imported, then makes the grader.
@@ -291,9 +292,29 @@ def assign(out="dist", chapters=None, run_tests=True):
                         ignore=shutil.ignore_patterns("__pycache__"))
         args = ["assign", str(master), str(work / "dist")] + ([] if run_tests else ["--no-run-tests"])
         _otter(*args, cwd=master.parent, env=env)
-        made[name] = {"master": master, "student": work / "dist" / "student" / f"{name}.ipynb",
-                      "autograder": next((work / "dist" / "autograder").glob("*.zip"))}
+        zipped = next((work / "dist" / "autograder").glob("*.zip"))
+        _lean_autograder(zipped)
+        made[name] = {"master": master, "student": work / "dist" / "student" / f"{name}.ipynb", "autograder": zipped}
     return made
+
+
+# What Otter's Gradescope image does that these graders do not need: a browser (its setup.sh always installs
+# Playwright's Chromium, for PDF exports; ours are off). torch comes as the CPU build (requirements-grading.txt):
+# PyPI's default wheel is the CUDA one, gigabytes an autograder never uses.
+BROWSER_LINE = "playwright install-deps && playwright install chromium"
+
+
+def _lean_autograder(zipped: Path):
+    """Rewrite the autograder zip in place without the browser install of its setup.sh (see BROWSER_LINE)."""
+    import zipfile
+
+    with zipfile.ZipFile(zipped) as z:
+        entries = [(i, z.read(i)) for i in z.infolist()]
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, data in entries:
+            if info.filename == "setup.sh":
+                data = "\n".join(ln for ln in data.decode().splitlines() if BROWSER_LINE not in ln).encode() + b"\n"
+            z.writestr(info, data)
 
 
 # ---- batch grading ---------------------------------------------------------------------------------------------
