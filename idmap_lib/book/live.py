@@ -131,8 +131,8 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     live = LiveFigure(experiment, variant, scale, seed)
     folder = runs_dir(folder)
     done = results.find_result(cfg, folder / "results", same_training=False)
-    shown = folder if folder.is_absolute() and "IDMAP_RUNS" in os.environ else "idmap_runs"  # (no machine paths)
-    out = {"figure": live, "result": done, "command": command(experiment, variant, scale, seed, shown)}
+    out = {"figure": live, "result": done,  # (the command names the folder as set, never a machine's own path)
+           "command": command(experiment, variant, scale, seed, os.environ.get("IDMAP_RUNS", "idmap_runs"))}
     if done is not None:
         live.update(done["history"])
     handle = _display(live.fig) if show else None
