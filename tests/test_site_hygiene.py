@@ -64,3 +64,24 @@ def test_links_to_missing_files_and_anchors_are_caught(tmp_path):
     for href, bad in (("a.html", False), ("a.html#there", False), ("a.html#gone", True), ("a.ipynb", True),
                       ("https://example.org/x.ipynb", False), ("#here", True)):
         assert bool(h.broken_links(page(f'<a href="{href}">x</a>'), p)) == bad, href
+
+
+def test_chapter_11_never_mixes_scales_in_one_claims_table():
+    """Issue 19.5: every table of verdicts on the built chapter 11 holds claims of one scale (the table that sets
+    the superseded scale's verdicts beside today's names both scales in its columns and has no verdict column)."""
+    from bs4 import BeautifulSoup
+
+    from idmap_lib.book import claims
+    page = SITE / "11_reproductions.html"
+    if not page.exists():
+        pytest.skip("the book is not built")
+    tables = 0
+    for table in BeautifulSoup(page.read_text(), "html.parser").find_all("table"):
+        heads = [th.get_text(" ", strip=True) for th in table.find_all("th")]
+        if "verdict" not in heads:
+            continue
+        keys = {th.get_text("", strip=True).replace("\u200b", "") for th in table.find_all("th")} & set(claims.CLAIMS_BY_KEY)
+        scales = {claims.CLAIMS_BY_KEY[k].scale for k in keys}
+        assert len(scales) == 1, f"one claims table mixes scales {scales}: {sorted(keys)}"
+        tables += 1
+    assert tables >= 4  # the CPU scale, the full recipe on a CPU, and our own claims at each of their two scales
