@@ -385,9 +385,11 @@ def test_claims_are_counted_per_scale_and_the_forest_draws_each_interval(tmp_pat
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
     fig = evidence.forest(["t1_gating_bias", "t2_full_preact_best"], out_dir=tmp_path)
-    (dot,) = fig.data                                             # only the comparison that has its seeds
+    seeds_a, seeds_b, dot = fig.data                              # only the comparison that has its seeds
     assert dot.x[0] == pytest.approx(20.0) and dot.error_x.array[0] == pytest.approx(dot.error_x.arrayminus[0])
     assert dot.marker.color == evidence.VERDICT_COLOURS["reproduced"]
+    # every seed beside it: one seed of a (b) against b's (a's) mean; they average to d
+    assert list(seeds_a.x) == pytest.approx([21.0, 20.0, 19.0]) and list(seeds_b.x) == pytest.approx([19.0, 20.0, 21.0])
 
 
 def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):

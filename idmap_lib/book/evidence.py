@@ -357,7 +357,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
 
 def forest(keys=None, scale=None, out_dir=None, title=None):
     """Each comparison's effect d with its 95 % interval (Welch's t), one row per comparison and a panel per
-    metric: right of 0 is the paper's direction. Colour: the comparison's verdict."""
+    metric: right of 0 is the paper's direction. Colour: the comparison's verdict. Beside it, every seed: one seed
+    of a (or b) against the other side's mean -- their mean is d, so one seed that carries d stands out."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -377,6 +378,18 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
         unit, fmt = _unit(metric)
         for label, r, t in items:
             d, lo, hi = (unit * r[k] for k in ("d", "lo", "hi"))
+            for side, xs in (("a", r["xa"]), ("b", r["xb"])):  # each seed against the other side's mean
+                if t.kind == "better":
+                    per = [r["mean_b"] - x - t.margin for x in xs] if side == "a" else \
+                        [x - r["mean_a"] - t.margin for x in xs]
+                else:
+                    per = [x - r["mean_b"] for x in xs] if side == "a" else [r["mean_a"] - x for x in xs]
+                fig.add_trace(go.Scatter(x=[unit * v for v in per], y=[label] * len(per), mode="markers",
+                                         showlegend=False, marker={"size": 6, "color": "grey", "opacity": 0.6,
+                                                                   "symbol": "circle-open" if side == "a" else "x-thin",
+                                                                   "line": {"width": 1, "color": "grey"}},
+                                         hovertemplate=f"{label}<br>one seed of {getattr(t, side)} against the "
+                                                       f"other side's mean: %{{x:{fmt}}}<extra></extra>"), i, 1)
             fig.add_trace(go.Scatter(x=[d], y=[label], mode="markers", showlegend=False,
                                      marker={"size": 10, "color": VERDICT_COLOURS[r["verdict"]],
                                              "line": {"color": "black", "width": 1}},
@@ -387,7 +400,8 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
         fig.add_vline(x=0, line_color="grey", row=i, col=1)
     n = sum(len(v) for v in rows.values())
     fig.update_layout(title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
-                             "the paper's direction; colour: the verdict</sup>"},
+                             "the paper's direction; colour: the verdict; grey: each seed (o of a, x of b) "
+                             "against the other side's mean</sup>"},
                       height=140 + 34 * n + 60 * len(rows), margin={"l": 20, "t": 90})
     fig.update_yaxes(automargin=True, autorange="reversed")
     return fig
