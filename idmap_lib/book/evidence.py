@@ -407,6 +407,13 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
     return fig
 
 
+def _checkpoints_readme() -> str:
+    """A link to data/checkpoints/README.md (how to resume a run under way) in the book's repository."""
+    from .repository import repository_url
+
+    return f'<a href="{repository_url()}/blob/main/data/checkpoints/README.md">data/checkpoints/README.md</a>'
+
+
 def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
     """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the command, and
     the time one run takes (``run_times``: measured on an H200, derived for a T4)."""
@@ -429,7 +436,7 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
             row.update({"ours: error %": "–",
                         "state": f"under way: step {c['step']:,} of {cfg['steps']:,} (test error "
                                  f"{100 * last.get('test_err', float('nan')):.1f} % at step {last.get('step', 0):,}; "
-                                 f"resume on a GPU: data/checkpoints/README.md)"})
+                                 f"resume on a GPU: {_checkpoints_readme()})"})
         else:
             row.update({"ours: error %": "–", "state": "not run: " + command(experiment, v, "full")
                         + " --cuda-graph"})
