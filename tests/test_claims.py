@@ -318,6 +318,17 @@ def test_variant_table_and_claims_table_read_the_seeds(tmp_path):
     assert evidence.verdict_counts(c)["reproduced"] == 1
 
 
+def test_a_claim_of_many_comparisons_shows_the_deciding_ones_and_sums_up_the_rest(tmp_path):
+    from idmap_lib.book import claims as cl, evidence
+    save(tmp_path, "a_table1_shortcuts", "original", [0.50, 0.51, 0.52])
+    for i, v in enumerate(cl.T1_MODIFIED):
+        save(tmp_path, "a_table1_shortcuts", v, [0.52, 0.53, 0.54] if i == 0 else [0.80 + 0.01 * i, 0.81 + 0.01 * i, 0.82 + 0.01 * i])
+    ev_text = evidence.claims_table(["t1_identity_best"], out_dir=tmp_path).loc["t1_identity_best", "evidence"]
+    first, rest = ev_text.split(" | ")[:2]
+    assert first.startswith("original 51.0 ± 1.0 vs constant_scaling-0-1 53.0 ± 1.0; d = 2.0 [")  # inconclusive: in full
+    assert rest.startswith("original vs 9 more, each reproduced (constant_scaling-0.5-1, ") and "d = 31.0 to 39.0" in rest
+
+
 def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_path):
     from idmap_lib.book import evidence
     save(tmp_path, "a_table1_shortcuts", "original", [0.5, 0.5, 0.5], losses=(2.0, 1.0, 0.5, 0.25))

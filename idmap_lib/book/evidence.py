@@ -197,12 +197,34 @@ def _evidence(test, res, same_a=False) -> str:
             f"[{unit * res['lo']:{fmt}}, {unit * res['hi']:{fmt}}]")
 
 
+FULL_PARTS = 4  # a claim of more comparisons shows the ones that decide it in full, the rest summed up
+
+
 def _evidence_of(parts) -> list[str]:
+    """Each comparison's evidence; for a claim of more than FULL_PARTS comparisons, the ones that are not
+    reproduced in full (they decide an inconclusive or contradicted verdict) and the reproduced ones summed up in
+    one line (their names and the range of d; each interval is in the forest plot)."""
+    done = [(t, r) for t, r in parts if "d" in r]
+    summed = [(t, r) for t, r in done if r["verdict"] == "reproduced" and t.kind == "better"] \
+        if len(done) > FULL_PARTS else []
+    if len(summed) < 2:
+        summed = []
     out, last = [], None
     for t, r in parts:
+        if (t, r) in summed:
+            continue
         key = (t.a, t.metric, t.metric_b)
         out.append(_evidence(t, r, same_a=key == last and bool(out and out[-1])))
         last = key
+    if summed:
+        unit, fmt = _unit(summed[0][0].metric)
+        ds = [unit * r["d"] for _, r in summed]
+        sides = {t.a for t, _ in summed}
+        names = ", ".join(t.metric_b or t.b for t, _ in summed) if len(sides) == 1 else \
+            ", ".join(f"{t.a} vs {t.metric_b or t.b}" for t, _ in summed)
+        head = f"{sides.pop()} vs " if len(sides) == 1 else ""
+        out.append(f"{head}{len(summed)} more, each reproduced ({names}): d = {min(ds):{fmt}} to {max(ds):{fmt}}, "
+                   f"every interval above 0 (the forest plot)")
     return out
 
 
