@@ -316,7 +316,7 @@ def lr_marks(fig, schedule, cols=(1, 2)):
 
 
 PANELS = {  # what a curve panel shows: (history part, key, scale of the value, its title)
-    "train_loss": ("train", "train_loss", 1, "training loss (log-step windows, log axis)"),
+    "train_loss": ("train", "train_loss", 1, "training loss ({log}-step windows, log axis)"),
     "train_err": ("train", "train_err", 100, "training error %"),
     "test_err": ("test", "test_err", 100, "test error %"),
 }
@@ -333,7 +333,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
     from plotly.subplots import make_subplots
 
     log_every = recipes.config(experiment, variants[0], scale)["log_every"]
-    titles = [PANELS[p][3].replace("log-step", f"{log_every}-step") for p in panels]
+    titles = [PANELS[p][3].format(log=log_every) for p in panels]
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=titles, horizontal_spacing=0.08)
     colours = qualitative.Plotly + qualitative.D3
     missing, where = [], set()

@@ -79,16 +79,16 @@ class LiveFigure:
 
         from .evidence import PANELS, band_curves
 
-        self.fig = fig = band_curves(experiment, [variant], scale, panels=self.PANELS,
+        self.fig = fig = band_curves(experiment, [variant], scale, panels=self.SHOWN,
                                      title=f"{variant}: your run (seed {seed}) beside the book's recorded runs "
                                            f"({recipes.SCALE_WORDS[scale]})")
         p = (paper_numbers.paper_number(experiment, variant) or {}).get("value")
         if isinstance(p, (int, float)):
-            fig.add_hline(y=p, line_dash="dot", line_color="black", row=1, col=len(self.PANELS),
+            fig.add_hline(y=p, line_dash="dot", line_color="black", row=1, col=len(self.SHOWN),
                           annotation_text=f"paper: {p:.2f} % (its full recipe)", annotation_font_size=11,
                           annotation_position="top left")
         self.traces = []  # yours: (trace, history part, key, scale of the value) per panel
-        for col, name in enumerate(self.PANELS, 1):
+        for col, name in enumerate(self.SHOWN, 1):
             part, key, scale_y, _ = PANELS[name]
             fig.add_trace(go.Scatter(x=[], y=[], mode="lines+markers", name=f"yours (seed {seed})",
                                      legendgroup="yours", showlegend=col == 1,
@@ -96,7 +96,7 @@ class LiveFigure:
             self.traces.append((fig.data[-1], part, key, scale_y))
         fig.update_layout(height=600)
 
-    PANELS = ("train_loss", "train_err", "test_err")
+    SHOWN = ("train_loss", "train_err", "test_err")  # its panels (evidence.PANELS)
 
     @property
     def points(self) -> int:
