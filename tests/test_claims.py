@@ -329,6 +329,21 @@ def test_a_claim_of_many_comparisons_shows_the_deciding_ones_and_sums_up_the_res
     assert rest.startswith("original vs 9 more, each reproduced (constant_scaling-0.5-1, ") and "d = 31.0 to 39.0" in rest
 
 
+def test_verdict_changes_say_what_drove_a_change_between_scales(tmp_path):
+    from idmap_lib.book import evidence
+    for scale, stuck in (("cpu_step_warmup", 2), ("cpu", 0)):  # the original: at chance in 2 of 3 seeds, then none
+        for seed in range(3):
+            losses = (2.3, 2.3, 2.3, 2.3) if seed < stuck else (2.3, 1.5, 1.2, 1.0)
+            results.save_result(result("a_table1_shortcuts", "original", seed, 0.9 if seed < stuck else 0.4, losses,
+                                       scale=scale), tmp_path)
+            results.save_result(result("a_table1_shortcuts", "shortcut_only_gating-b-6", seed, 0.5, scale=scale),
+                                tmp_path)
+    df = evidence.verdict_changes(["t1_shortcut_only_gating_near_identity"], out_dir=tmp_path)
+    row = df.loc["t1_shortcut_only_gating_near_identity"]
+    assert {row["CPU scale, step warm-up (superseded)"], row["CPU scale"]} <= set(claims.VERDICTS)
+    assert row.iloc[2] == "original: 2 of 3 seeds → none"
+
+
 def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_path):
     from idmap_lib.book import evidence
     save(tmp_path, "a_table1_shortcuts", "original", [0.5, 0.5, 0.5], losses=(2.0, 1.0, 0.5, 0.25))

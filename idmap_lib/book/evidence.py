@@ -266,6 +266,29 @@ def claims_table(keys=None, scale=None, out_dir=None):
     return pd.DataFrame(rows).set_index("claim")
 
 
+def verdict_changes(keys, before="cpu_step_warmup", after="cpu", out_dir=None):
+    """The claims' verdicts read at two scales by today's rule, side by side, with what drove a change where it
+    can be measured: the compared runs whose number of seeds at chance differs between the two scales."""
+    import pandas as pd
+
+    rows = []
+    for k in keys:
+        c = claims.CLAIMS_BY_KEY[k]
+        counts = {s: {name: (n, runs) for name, n, runs, _ in sum(at_chance(c.experiment, c.variants, s, out_dir=out_dir), [])}
+                  for s in (before, after)}
+
+        def seeds(s, v):
+            return "{} of {}".format(*counts[s][v]) if v in counts[s] else "none"
+
+        moved = [f"{v}: {seeds(before, v)} seeds → {seeds(after, v)}" for v in sorted(set(counts[before]) | set(counts[after]))
+                 if counts[before].get(v, (0,))[0] != counts[after].get(v, (0,))[0]]
+        rows.append({"claim": k, recipes.SCALE_WORDS[before]: claims.evaluate(c, before, out_dir).verdict,
+                     recipes.SCALE_WORDS[after]: claims.evaluate(c, after, out_dir).verdict,
+                     f"runs at chance ({recipes.SCALE_WORDS[before]} → {recipes.SCALE_WORDS[after]}), where they differ":
+                         "; ".join(moved) or "the same"})
+    return pd.DataFrame(rows).set_index("claim")
+
+
 def verdict_counts(df) -> dict:
     """{verdict: number of claims} for a ``claims_table``."""
     return {v: int((df["verdict"] == v).sum()) for v in claims.VERDICTS}
