@@ -336,6 +336,7 @@ def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activation
     from .fused import FusedRun
     from .recipes import config
     from .results import provenance
+    from .trainer import GRAPH_WARMUP
 
     def cfg_for(seed):
         c = config(experiment, variant, scale, seed)
@@ -351,7 +352,7 @@ def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activation
         run = FusedRun([cfg_for(s) for s in range(n)], data=data, device=device, progress=False, write_result=False,
                        cuda_graph=cuda_graph)
         run.log_every = run.eval_every = 10 ** 9  # nothing but training steps inside the timing
-        for _ in range(warmup + (3 if cuda_graph else 0)):
+        for _ in range(warmup + (GRAPH_WARMUP if cuda_graph else 0)):  # (and the graph's capture)
             run._train_step()
         float(run.acc.sum())  # wait for the device
         t = time.perf_counter()

@@ -590,7 +590,7 @@ def train_fused(cfgs: list[dict], data=None, device=None, out_dir=None, checkpoi
     The keyword arguments mean what they mean for ``trainer.train``; checkpoints are the solo runs' (one file
     per run, where ``train`` would write it), so a run can go on fused or alone. A run whose loss turns
     non-finite is recorded "fail" at that step; the others go on."""
-    check_fusable(cfgs)
+    check_fusable(cfgs)  # (before the data is loaded: a refusal costs nothing)
     d = data if isinstance(data, data_mod.Data) else data_mod.load(cfgs[0]["dataset"], data)
     with EngineSettings(deterministic, device):
         run = FusedRun(cfgs, data=d, device=device, out_dir=out_dir, checkpoint_dir=checkpoint_dir,
