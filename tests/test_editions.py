@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.checks import ablations, editions
+from idmap_lib.checks import ablations, editions, student
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -67,8 +67,9 @@ def test_student_edition_has_no_solutions_and_no_instructor_notes(dist, chapter)
                if k == "exercise")
     assert text.count("grader.check(") == n_ex
     assert text.count("checks.check_") + text.count("ablations.check(") == 0
-    first = "".join(nb["cells"][0]["source"])  # installs the pinned otter-grader where it is missing (Colab)
-    assert "find_spec(\"otter\") is None" in first and "otter-grader==" in first and "grader = otter.Notebook(" in first
+    code = [("".join(c["source"])) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code[0].startswith(editions.SETUP_MARK)   # the setup cell, then the grader (student.py: installs otter)
+    assert f'grader = student_grader("{chapter}")' in code[1] and f'submit(grader, "{chapter}"' in code[-1]
     assert made["autograder"].exists() and zipfile.is_zipfile(made["autograder"])
     with zipfile.ZipFile(made["autograder"]) as z:
         names = z.namelist()
@@ -252,3 +253,82 @@ def test_run_all_goes_top_to_bottom_for_a_wrong_student(dist, tmp_path):
     wrong.write_text(json.dumps(nb))
     zipped, stopped = _run_all(wrong, tmp_path / "wrong")
     assert zipped is not None, f"Run all stopped: {stopped}"
+
+
+def test_published_student_editions_are_current(tmp_path):
+    """The student editions the exercise pages' Colab buttons open (book/student/) are what the chapters make now:
+    `python -m idmap_lib.checks publish` writes them; a chapter edited without it fails here."""
+    fresh = editions.publish(dest=tmp_path)
+    committed = sorted(p.relative_to(student.PUBLISHED) for p in student.PUBLISHED.rglob("*") if p.is_file())
+    assert committed == sorted(p.relative_to(tmp_path) for p in fresh)
+    stale = [str(p) for p in committed if (tmp_path / p).read_bytes() != (student.PUBLISHED / p).read_bytes()]
+    assert not stale, f"run `python -m idmap_lib.checks publish` and commit book/student/: {stale}"
+    assert student.OTTER in (ROOT / "requirements-grading.txt").read_text().split()  # the student's otter = the grader's
+    for page, rel in editions.student_edition_paths().items():
+        text = (BOOK / rel).read_text()
+        assert not re.search(r"\]\(\d\d_\w+\.ipynb", text), f"{rel}: a link relative to the book's folder"
+        assert "{solution-start}" not in text and "```{exercise" not in text, rel   # no raw MyST fences
+
+
+class _FakeColab:
+    """google.colab as a test can have it: the notebook the browser holds, and the files it was asked to download."""
+
+    def __init__(self, nb):
+        import types
+        self.downloaded = []
+        self.message = types.SimpleNamespace(blocking_request=lambda what, timeout_sec=0: {"ipynb": nb} if what == "get_ipynb" else None)
+        self.files = types.SimpleNamespace(download=self.downloaded.append)
+
+    def install(self, monkeypatch):
+        import sys
+        import types
+
+        from otter.check.utils import IPythonInterpreter
+        pkg = types.ModuleType("google.colab")
+        pkg._message, pkg.files = self.message, self.files
+        monkeypatch.setitem(sys.modules, "google.colab", pkg)
+        monkeypatch.setitem(sys.modules, "google.colab._message", self.message)
+        monkeypatch.setitem(sys.modules, "google.colab.files", self.files)
+        monkeypatch.setattr(type(IPythonInterpreter.COLAB.value), "running",   # otter itself believes it is Colab
+                            lambda self: self.check_strs == ["google.colab"])
+
+
+def test_on_colab_the_grader_checks_and_the_submission_is_made_and_graded(dist, tmp_path, monkeypatch):
+    """Colab, where otter cannot read tests from the notebook nor export: the grader takes the published tests (no
+    ./tests in /content), a check passes and a wrong answer fails with its hint, and submit() zips the notebook as the
+    browser holds it (Colab drops otter's metadata: it is put back) with the runs folder and no checkpoint; the
+    batch grader grades that zip."""
+    made = dist["exercises"]
+    solved = editions.solved_notebook(BOOK / "06_exercises.ipynb", tmp_path / "solved.ipynb")
+    nb = json.loads(solved.read_text())
+    nb["metadata"] = {"colab": {"provenance": []}}          # as Colab saves it
+    colab = _FakeColab(nb)
+    colab.install(monkeypatch)
+    content = tmp_path / "content"
+    content.mkdir()
+    monkeypatch.chdir(content)
+    monkeypatch.delenv("IDMAP_RUNS", raising=False)
+    grader = student.student_grader("exercises")
+    assert Path(grader._tests_dir) == student.PUBLISHED / "exercises" / "tests" and grader._notebook is None
+    env = {"math": __import__("math")}
+    exec(compile("\n".join(editions._solution_for(s, p["solutions"]) or s for k, p in editions.split_chapter(
+        json.loads((BOOK / "06_exercises.ipynb").read_text())) if k == "exercise" for s in p["starters"]
+        if "direct_term" in s), "<student>", "exec"), env)
+    assert grader.check("ex_direct", global_env=env).grade == 1
+    env["direct_term"] = lambda lams: sum(lams)
+    wrong = grader.check("ex_direct", global_env=env)
+    assert wrong.grade < 1 and "direct_term" in repr(wrong)
+    (content / "idmap_runs" / "checkpoints").mkdir(parents=True)
+    (content / "idmap_runs" / "r.json").write_text("{}")
+    (content / "idmap_runs" / "checkpoints" / "r.pt").write_bytes(b"weights")
+    zipped = student.submit(grader, "exercises", runs=True)
+    assert colab.downloaded == [str(zipped)]
+    with zipfile.ZipFile(zipped) as z:
+        assert sorted(z.namelist()) == ["exercises.ipynb", "idmap_runs/r.json"]
+        assert json.loads(z.read("exercises.ipynb"))["metadata"]["otter"]["assignment_name"] == "exercises"
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(zipped, subs / "grace.zip")
+    monkeypatch.undo()  # grading happens on the instructor's machine
+    row = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")[0]
+    assert row["reason"] == "" and row["total"] == row["possible"] > 0, row

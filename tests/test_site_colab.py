@@ -194,3 +194,66 @@ def test_a_chapter_runs_from_a_clone_in_a_clean_environment_and_after_a_restart(
     assert finished["resumed_from"] == 9 and finished["result"] == "ok", finished   # resumed, then to the end
     assert finished["yours"].endswith("(seed 100)"), finished                      # in the chapter's table
     assert (work / "idmap_runs" / "results").is_dir(), "your runs did not go to your runs folder"
+
+
+OTTER_AND_MISSING = ("otter-grader==7.0.0", "fica", "ipylab", "python-frontmatter", "jupytext", "python-on-whales")
+NOT_ON_COLAB = ("otter", "otter_grader", "fica", "ipylab", "frontmatter", "python_frontmatter", "jupytext",
+                "python_on_whales")  # what Colab lacks of the grader's client: the student edition installs it
+FAKE_COLAB = ("import json, sys, types\n"   # Colab's modules as the student edition uses them (the notebook as
+              "nb = json.load(open('exercises.ipynb'))\n"  # the browser holds it; downloads noted)
+              "colab = types.ModuleType('google.colab'); google = types.ModuleType('google'); google.colab = colab\n"
+              "colab._message = types.SimpleNamespace(blocking_request=lambda what, timeout_sec=0: {'ipynb': nb})\n"
+              "colab.files = types.SimpleNamespace(download=lambda p: open('downloaded.txt', 'a').write(p))\n"
+              "sys.modules.update({'google': google, 'google.colab': colab, 'google.colab._message': colab._message,\n"
+              "                    'google.colab.files': colab.files})")
+VERSIONS = ("import importlib.metadata as md, json\n"
+            "print(json.dumps({n: md.version(n) for n in ['ipywidgets', 'otter-grader', 'ipython', 'pandas']}))")
+
+
+def test_the_student_edition_runs_on_colab_as_handed_out(tmp_path):
+    """The exercises' student edition (the one the page's Colab button opens), opened in a Colab-like runtime with
+    neither idmap_lib nor otter-grader: "Run all" clones the book, installs the pinned otter without upgrading
+    anything (ipywidgets stays 7.7.1), every check runs (a blank student: each says what is missing), and the last
+    cell makes and downloads a submission zip that the batch grader grades."""
+    import nbformat
+
+    from idmap_lib.checks import editions, student
+
+    python = _clean_venv(tmp_path, exclude=(MISSING, *NOT_ON_COLAB))
+    wheels = _colab_like_packages(python, tmp_path)
+    got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels),
+                          *OTTER_AND_MISSING, "--disable-pip-version-check"], capture_output=True, text=True)
+    if got.returncode:
+        pytest.skip(f"no package registry to fetch otter-grader from: {got.stderr[-300:]}")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", book.BUILD_ENV, "VIRTUAL_ENV", "IDMAP_RUNS")}
+    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels),
+               PIP_DISABLE_PIP_VERSION_CHECK="1",
+               IDMAP_DATA=os.environ.get("IDMAP_DATA", str(ROOT.parent / "shared" / "data")))
+    bare = subprocess.run([python, "-c", "import otter"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert bare.returncode != 0, "otter-grader is importable before the notebook installs it"
+    kernels = tmp_path / "jupyter" / "kernels" / "colab-like"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "clean venv", "language": "python"}))
+
+    published = student.PUBLISHED / "exercises" / "exercises.ipynb"
+    work = tmp_path / "content"                                          # Colab's /content: no tests/ folder
+    work.mkdir()
+    (work / "exercises.ipynb").write_text(published.read_text())         # what get_ipynb hands over
+    nb = nbformat.read(published, as_version=4)
+    setup = next(c for c in nb.cells if c.cell_type == "code")
+    setup.source = repository.setup_cell(ROOT.as_uri())                  # a local clone's URL
+    nb.cells.insert(0, nbformat.v4.new_code_cell(FAKE_COLAB))
+    nb.cells.append(nbformat.v4.new_code_cell(VERSIONS))
+    versions = _execute(nb, env, work)
+    assert versions["ipywidgets"] == "7.7.1" and versions["otter-grader"] == "7.0.0", versions
+    checks = [c for c in nb.cells if "grader.check(" in c.source]
+    assert checks and all("NOT ATTEMPTED" in str(c.outputs) or "failed" in str(c.outputs).lower() for c in checks)
+    zipped = Path((work / "downloaded.txt").read_text())
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    subs.joinpath("blank.zip").write_bytes(zipped.read_bytes())
+    made = editions.assign(tmp_path / "dist", ["exercises"], run_tests=False)["exercises"]
+    row = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")[0]
+    assert row["reason"] == "" and row["total"] == 0 and row["possible"] > 0, row

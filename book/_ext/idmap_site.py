@@ -12,6 +12,8 @@
   wide tables and equations scroll inside their own block), padded tables.
 - MathJax is loaded on every page (not only those with equations of their own): chapter titles
   with math appear in every page's navigation.
+- The exercise pages' Colab button opens the student edition (``book/student/``: solutions hidden, checks
+  and submission intact, see ``idmap_lib.checks.editions.publish``), not the instructor's page it sits on.
 """
 
 from __future__ import annotations
@@ -56,6 +58,18 @@ def _page_scripts(app, pagename, templatename, context, doctree):
         app.add_js_file(f"vendor/{SHIM}", priority=100)
 
 
+def _student_edition_button(app, pagename, templatename, context, doctree):
+    """After the theme's launch buttons (priority 501): on an exercise page, Colab opens the student edition."""
+    from idmap_lib.checks.editions import student_edition_paths
+
+    edition = student_edition_paths().get(pagename)
+    for group in context.get("header_buttons", []) if edition else []:
+        for button in group.get("buttons", []):
+            if button.get("text") == "Colab":
+                button.update(url=button["url"].replace(f"{pagename}.ipynb", edition), text="Colab: student edition",
+                              tooltip="Open the student edition in Colab (no solutions; graded checks and submission)")
+
+
 def _copy_assets(app, exception):
     if exception is not None or app.builder.format != "html":
         return
@@ -77,5 +91,6 @@ def setup(app):
     app.add_css_file(CSS)
     app.connect("config-inited", _check_vendor)
     app.connect("html-page-context", _page_scripts)
+    app.connect("html-page-context", _student_edition_button, priority=502)
     app.connect("build-finished", _copy_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -70,6 +70,12 @@ def repository_url(root: Path = ROOT) -> str:
     return yaml.safe_load((Path(root) / CONFIG).read_text(encoding="utf-8"))["repository"]["url"]
 
 
+def site_url(root: Path = ROOT) -> str:
+    """The published site's address: GitHub Pages of the repository (README, "Publishing"), ending in '/'."""
+    owner, repo = repository_url(root).rstrip("/").split("/")[-2:]
+    return f"https://{owner.lower()}.github.io/{repo}/"
+
+
 def chapter_notebooks(root: Path = ROOT) -> list:
     """Every chapter notebook under book/ whose first code cell is the setup cell."""
     out = []

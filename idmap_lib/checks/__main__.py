@@ -10,6 +10,7 @@ def main(argv=None):
     a.add_argument("--out", default="dist")
     a.add_argument("--chapter", action="append", help="exercises and/or ablations (default: both)")
     a.add_argument("--no-run-tests", action="store_true", help="skip otter's check of the solutions")
+    sub.add_parser("publish", help="write the student editions the Colab buttons open (book/student/, committed)")
     g = sub.add_parser("grade", help="grade a folder of submissions with Otter (no Docker) into one CSV")
     g.add_argument("folder")
     g.add_argument("--autograder", required=True, help="the zip `assign` wrote")
@@ -23,6 +24,10 @@ def main(argv=None):
         from .editions import assign
         for name, made in assign(args.out, args.chapter, run_tests=not args.no_run_tests).items():
             print(f"{name}: student edition {made['student']}\n{name}: autograder {made['autograder']}")
+    elif args.cmd == "publish":
+        from .editions import publish
+        for path in publish():
+            print(path)
     elif args.cmd == "grade":
         from .editions import grade_folder
         rows = grade_folder(args.folder, args.autograder, args.csv)

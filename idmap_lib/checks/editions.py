@@ -11,13 +11,14 @@ solution block. :func:`otter_master` turns a chapter into an Otter-Grader *maste
 - every grading cell becomes an exception-based Otter test whose body is :func:`run_grading_cell`, i.e. the
   graders of ``idmap_lib.checks`` (a grader that prints NOT ATTEMPTED fails the test); the student edition checks
   each question once, with ``grader.check`` (which shows the graders' hints and never stops "Run all");
-- the first cell installs the pinned otter-grader where it is missing (Colab) and makes the grader; a chapter
-  that trains ends with a cell that makes sure the export finds its runs folder;
+- after the chapter's setup cell, a cell makes the grader, and the last cell makes the submission zip (both in
+  :mod:`.student`, which also runs on Colab, where Otter's client alone cannot);
 - cells tagged ``instructor`` or ``book-only`` (notes for instructors, sentences about the book's hidden
   solutions) are left out.
 
-``otter assign`` then writes the student notebook and the autograder zip (Gradescope, Canvas via
-Gradescope, or ``otter run`` locally without Docker). :func:`grade_folder` grades every submission in a
+``otter assign`` then writes the student notebook, its question tests and the autograder zip (Gradescope,
+Canvas via Gradescope, or ``otter run`` locally without Docker). :func:`publish` commits the student editions
+to ``book/student/<name>/`` (notebook and tests), which the exercise pages' Colab button opens. :func:`grade_folder` grades every submission in a
 folder with Otter (no Docker) and writes one CSV row per student, with each exercise's score, and the
 predictions and explanations (free text, for the instructor, not graded).
 """
@@ -44,46 +45,36 @@ ASSIGNMENT_CONFIG = """\
 name: {name}
 requirements: requirements.txt
 files: [idmap_lib]
-export_cell:
-  pdf: false
-  run_tests: false{export_files}
+export_cell: false
 generate:
   show_stdout: true
 tests:
-  files: false
+  files: true
   ok_format: false
 check_all_cell: false
 init_cell: false
 python_version: "3.11"
 """
-# The student edition's first cell (instead of Otter's own, which imports otter and stops where it is missing, as on
-# Colab): it installs the pinned otter-grader only where it cannot be imported, then makes the grader.
+# The student edition's grader (instead of Otter's init cell, which imports otter and stops where it is missing, as
+# on Colab), right after the chapter's setup cell, which makes idmap_lib importable: see checks/student.py.
 INIT_CELL = """\
-# Grading: otter-grader (installed here if it is missing, as on Colab; nothing else is changed)
-import importlib.util, subprocess, sys
-if importlib.util.find_spec("otter") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{otter}"], check=True)
-import otter
-grader = otter.Notebook("{name}.ipynb")
+# Grading: this notebook's grader (otter-grader, installed here where it is missing, as on Colab; nothing already
+# installed is changed). It needs the setup cell above.
+from idmap_lib.checks.student import student_grader
+grader = student_grader("{name}")
 """
+SUBMIT_TEXT = """\
+## Submission
 
-
-def _otter_pin() -> str:
-    """The otter-grader requirement the autograder installs (requirements-grading.txt): the student's too."""
-    return next(ln.strip() for ln in (ROOT / "requirements-grading.txt").read_text().splitlines()
-                if ln.strip().startswith("otter-grader"))
-
-
-EXPORT_RUNS = """\
-# Before the export: it zips this notebook with your runs folder (idmap_runs). Without runs the submission is still
-# valid: the grader marks the missing runs, and never trains them.
-import os
-os.makedirs("idmap_runs", exist_ok=True)
-_recorded = [f for f in os.listdir("idmap_runs") if f.endswith(".json")]
-if not _recorded:
-    open(os.path.join("idmap_runs", "NO_RUNS.txt"), "w").write("No run was recorded before the export.\\n")
-print(f"idmap_runs/: {len(_recorded)} recorded runs go with the notebook")
+Run every cell in order first. The cell below makes the zip you hand in: your notebook{runs_text}. In Jupyter, save
+the notebook before you run it; on Colab it takes the notebook as it is open and downloads the zip."""
+RUNS_TEXT = (" and your runs folder (`idmap_runs`), which the grader reads instead of training again (without runs "
+             "the submission is still valid: the grader marks the missing runs and never trains them)")
+SUBMIT_CELL = """\
+from idmap_lib.checks.student import submit
+submit(grader, "{name}", runs={runs})
 """
+SETUP_MARK = "# Setup."  # the first line of a chapter's setup cell (idmap_lib.book.repository.setup_cell)
 
 
 def _src(cell):
@@ -127,6 +118,16 @@ DIRECTIVE = re.compile(r"```\{(exercise|solution)-(start|end)\}[^\n]*\n(?::[^\n]
 
 def _strip_directives(text):
     return DIRECTIVE.sub("", text).strip()
+
+
+CHAPTER_LINK = re.compile(r"\]\((\d\d_\w+)\.ipynb(#[^)\s]*)?\)")
+
+
+def _site_links(text):
+    """Links to the book's chapters made absolute (the site's pages): the student edition lives elsewhere."""
+    from ..book.repository import site_url
+
+    return CHAPTER_LINK.sub(lambda m: f"]({site_url()}{m.group(1)}.html{m.group(2) or ''})", text)
 
 
 def _label(text):
@@ -186,17 +187,15 @@ def otter_master(src, dst, name=None):
     nb = json.loads(src.read_text())
     name = name or re.sub(r"^\d+_", "", src.stem)
     runs = "ablations.run(" in src.read_text()  # a chapter that trains: the recorded runs go with the notebook
-    export_files = ("\n  files: [idmap_runs]\n  instructions: \"The zip holds your notebook and your recorded "
-                    "runs (the folder idmap_runs), which the autograder reads instead of training again.\""
-                    if runs else "")
-    cells = [_cell("raw", ASSIGNMENT_CONFIG.format(name=name, export_files=export_files)),
-             _cell("code", INIT_CELL.format(otter=_otter_pin(), name=name))]
+    cells = [_cell("raw", ASSIGNMENT_CONFIG.format(name=name))]
     for kind, part in split_chapter(nb):
         if kind == "cell":
             c = dict(part)
             if c["cell_type"] == "code":
                 c.update(outputs=[], execution_count=None)
             cells.append(c)
+            if c["cell_type"] == "code" and _src(c).startswith(SETUP_MARK):
+                cells.append(_cell("code", INIT_CELL.format(name=name)))
             continue
         ex = part
         cells.append(_cell("raw", f"# BEGIN QUESTION\nname: {ex['label']}\npoints: 1"))
@@ -221,8 +220,12 @@ def otter_master(src, dst, name=None):
         cells.append(_cell("raw", "# END QUESTION"))
         # one check per question: Otter's (its test runs the book's graders and shows their hints), not the book's
         # grading cells too -- they raise on a wrong answer, and "Run all" would stop before the export
-    if runs:  # the export zips idmap_runs/: it must exist, and say so when no run was recorded
-        cells.append(_cell("code", EXPORT_RUNS))
+    if not any(INIT_CELL.format(name=name) == _src(c) for c in cells):
+        raise ValueError(f"{src.name} has no setup cell (a code cell starting {SETUP_MARK!r}): the grader needs it")
+    cells += [_cell("markdown", SUBMIT_TEXT.format(runs_text=RUNS_TEXT if runs else "")),
+              _cell("code", SUBMIT_CELL.format(name=name, runs=runs))]
+    for c in cells:  # the text a cell shows or prints, in the student's folder or on Colab: links to the site
+        c["source"] = _site_links(_src(c))
     nb["cells"] = cells
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(json.dumps(nb, indent=1) + "\n")
@@ -296,6 +299,35 @@ def assign(out="dist", chapters=None, run_tests=True):
         _lean_autograder(zipped)
         made[name] = {"master": master, "student": work / "dist" / "student" / f"{name}.ipynb", "autograder": zipped}
     return made
+
+
+def student_edition_paths() -> dict:
+    """{chapter page: its published student edition, relative to book/} (the pages' Colab buttons)."""
+    return {Path(f).stem: f"student/{name}/{name}.ipynb" for name, f in CHAPTERS.items()}
+
+
+def publish(chapters=None, dest=None) -> list[Path]:
+    """Write the student editions (notebook and ``tests/``) to ``book/student/<name>/`` (or `dest`), with stable
+    cell ids, so that the committed copy changes only when the chapter does. Returns the files written."""
+    import tempfile
+
+    from .student import PUBLISHED
+    dest = Path(dest or PUBLISHED)
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, made in assign(tmp, chapters, run_tests=False).items():
+            student = made["student"].parent
+            target = dest / name
+            shutil.rmtree(target, ignore_errors=True)
+            (target / "tests").mkdir(parents=True)
+            nb = json.loads(made["student"].read_text())
+            for i, c in enumerate(nb["cells"]):
+                c["id"] = f"{name}-{i:03d}"
+            (target / made["student"].name).write_text(json.dumps(nb, indent=1) + "\n")
+            written.append(target / made["student"].name)
+            for t in sorted((student / "tests").glob("*.py")):
+                written.append(Path(shutil.copy(t, target / "tests" / t.name)))
+    return written
 
 
 # What Otter's Gradescope image does that these graders do not need: a browser (its setup.sh always installs

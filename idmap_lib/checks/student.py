@@ -1,0 +1,143 @@
+"""What the student edition of an exercise chapter runs on the student's side: its grader and its submission.
+
+The same notebook runs in Jupyter and on Colab, where Otter-Grader's client has three limits (otter 7): it
+is not installed, it cannot read tests stored in the notebook, and it cannot export. So
+
+- :func:`ensure_otter` installs the pinned otter-grader where it is missing, without its dependencies, then
+  only those of its requirements that are not installed at all, also without theirs: nothing the runtime
+  ships is upgraded (Colab's ipywidgets 7.x stays; otter's checks run with it);
+- :func:`student_grader` makes the ``grader`` with the question tests as files: the ``tests/`` folder next
+  to the notebook (the student folder ``otter assign`` writes), else the published student edition's in the
+  library's checkout (``book/student/<name>/tests``, in the clone the setup cell makes on Colab);
+- :func:`submit` makes the submission zip: Otter's export in Jupyter; on Colab the same zip made here (the
+  notebook as the browser holds it, with its runs folder as ``idmap_runs/``), then downloaded.
+
+A submission always carries the notebook; a chapter that trains adds its runs folder, and says when it holds
+no run (the grader marks the runs missing; it never trains them).
+"""
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+OTTER = "otter-grader==7.0.0"  # the autograder's otter too: requirements-grading.txt (a test holds them equal)
+ROOT = Path(__file__).resolve().parents[2]
+PUBLISHED = ROOT / "book" / "student"  # the committed student editions (editions.publish)
+RUNS = "idmap_runs"  # the runs folder's name in a submission (the grader reads it there)
+
+
+def on_colab() -> bool:
+    return "google.colab" in sys.modules
+
+
+def _installed(dist: str) -> bool:
+    try:
+        importlib.metadata.version(dist)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def ensure_otter(pin: str = OTTER) -> list[str]:
+    """Install `pin` where otter cannot be imported (see the module's docstring); the distributions installed."""
+    if importlib.util.find_spec("otter") is not None:
+        return []
+
+    def pip(*names):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", *names], check=True)
+
+    from packaging.requirements import Requirement
+
+    pip(pin)
+    importlib.invalidate_caches()
+    name = Requirement(pin).name
+    needs = [Requirement(r) for r in importlib.metadata.requires(name) or []]
+    missing = [r.name for r in needs if (r.marker is None or r.marker.evaluate({"extra": ""})) and not _installed(r.name)]
+    if missing:
+        pip(*missing)
+        importlib.invalidate_caches()
+    print(f"installed {pin}" + (f" and {', '.join(missing)}" if missing else "") + " (nothing already here changed)")
+    return [pin, *missing]
+
+
+def tests_dir(name: str) -> Path:
+    """The question tests of chapter `name`: ./tests where the student folder has them, else the published ones."""
+    here = Path("tests")
+    return here if (here / "__init__.py").exists() or any(here.glob("*.py")) else PUBLISHED / name / "tests"
+
+
+def student_grader(name: str):
+    """The student edition's ``grader`` (an ``otter.Notebook``), in Jupyter and on Colab alike."""
+    ensure_otter()
+    import otter
+
+    tests = tests_dir(name)
+    if not tests.is_dir():
+        raise FileNotFoundError(f"no tests for {name!r} in ./tests or {tests}: run the setup cell first (it makes the "
+                                f"clone that holds them), or hand out the student folder with its tests/")
+    # on Colab the notebook is not a file here: no path (otter would read it)
+    return otter.Notebook(None if on_colab() else f"{name}.ipynb", tests_dir=str(tests))
+
+
+def runs_folder(note: bool = True) -> Path:
+    """The runs folder the exercises recorded into (made if missing); with `note`, a NO_RUNS.txt where it holds
+    no run, so that the submission says so."""
+    from .ablations import default_runs_dir
+
+    out = default_runs_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    recorded = sorted(out.glob("*.json"))
+    if note and not recorded:
+        (out / "NO_RUNS.txt").write_text("No run was recorded before the export.\n")
+    print(f"{out}: {len(recorded)} recorded runs go with the notebook")
+    return out
+
+
+def _colab_notebook() -> dict:
+    """The notebook as Colab's browser holds it (with its outputs): Colab's own request, as its File menu uses."""
+    from google.colab import _message
+
+    got = _message.blocking_request("get_ipynb", timeout_sec=60)
+    if not got or "ipynb" not in got:
+        raise RuntimeError("Colab did not hand over the notebook: save it (Ctrl+S) and run this cell again, or use "
+                           "File > Download > .ipynb and hand it in with a zip of your runs folder")
+    return got["ipynb"]
+
+
+def _zip(name: str, nb: dict, runs: Path | None, where: Path) -> Path:
+    stamp = datetime.datetime.now().strftime("%Y_%m_%dT%H_%M_%S")
+    path = where / f"{name}_{stamp}.zip"
+    nb.setdefault("metadata", {}).setdefault("otter", {})["assignment_name"] = name  # Otter checks it
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"{name}.ipynb", json.dumps(nb, indent=1))
+        for f in sorted(runs.rglob("*")) if runs else []:
+            rel = f.relative_to(runs)
+            if f.is_file() and rel.parts[0] != "checkpoints":  # the results carry what is graded; weights stay
+                z.write(f, f"{RUNS}/{rel.as_posix()}")
+    return path
+
+
+def submit(grader, name: str, runs: bool) -> Path | None:
+    """The submission of chapter `name` (see the module's docstring): Otter's export where it can (Jupyter, the
+    runs in ./idmap_runs); else the zip made here (on Colab also downloaded), whose path it returns."""
+    folder = runs_folder() if runs else None
+    if not on_colab() and (folder is None or folder.resolve() == Path(RUNS).resolve()):
+        return grader.export(pdf=False, run_tests=False, files=[RUNS] if runs else [])
+    if on_colab():
+        nb = _colab_notebook()
+    else:  # runs recorded elsewhere (IDMAP_RUNS): the notebook as saved, the runs put where the grader reads them
+        nb = json.loads(Path(f"{name}.ipynb").read_text())
+    path = _zip(name, nb, folder, Path(os.getcwd()))
+    if on_colab():
+        from google.colab import files
+
+        files.download(str(path))
+    print(f"{path.name}: your notebook{' and runs' if runs else ''}; hand in this zip")
+    return path
