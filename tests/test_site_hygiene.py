@@ -85,3 +85,23 @@ def test_chapter_11_never_mixes_scales_in_one_claims_table():
         assert len(scales) == 1, f"one claims table mixes scales {scales}: {sorted(keys)}"
         tables += 1
     assert tables >= 4  # the CPU scale, the full recipe on a CPU, and our own claims at each of their two scales
+
+
+def test_the_exercise_pages_colab_buttons_open_the_student_editions():
+    """Issue 21: the rocket of an exercise page opens its student edition (book/student/, no solutions), never the
+    instructor's page it sits on; every other chapter's opens the chapter itself."""
+    from bs4 import BeautifulSoup
+
+    from idmap_lib.checks import editions
+    if not (SITE / "index.html").is_file():
+        pytest.skip("the book is not built")
+    for name in pages():
+        links = [a["href"] for a in BeautifulSoup((SITE / name).read_text(), "html.parser").find_all("a", href=True)
+                 if a["href"].startswith("https://colab.research.google.com/")]
+        page = Path(name).stem
+        edition = editions.student_edition_paths().get(page)
+        if edition:
+            assert links and all(link.endswith(f"/book/{edition}") for link in links), (name, links)
+            assert (Path(__file__).resolve().parents[1] / "book" / edition).is_file()
+        elif (Path(__file__).resolve().parents[1] / "book" / f"{page}.ipynb").is_file():
+            assert links and all(link.endswith(f"/book/{page}.ipynb") for link in links), (name, links)

@@ -182,8 +182,15 @@ def instructor_guide(title=True) -> str:
               "(Otter-Grader, pinned in requirements.txt); each graded cell of the book becomes an Otter test "
               "whose body is the grader of `idmap_lib.checks`. The zip carries the library, so the graders are "
               "the book's.", "",
-              "Students submit the zip that the notebook's last cell makes (`grader.export`): the notebook plus "
-              "their recorded runs (`idmap_runs/`), so the autograder reads the runs instead of training again.",
+              "The student editions are also in the repository, `book/student/<chapter>/` (the notebook and its "
+              "`tests/`; `python -m idmap_lib.checks publish` writes them, and a test fails when a chapter changes "
+              "without it): the Colab button of each exercise page opens that edition, not the page. Hand out "
+              "either the Colab link or the student folder; both run as they are, in Jupyter and on Colab (the "
+              "setup cell installs what is missing, otter-grader included, and upgrades nothing).", "",
+              "Students submit the zip that the notebook's last cell makes: the notebook plus their recorded runs "
+              "(`idmap_runs/`), so the autograder reads the runs instead of training again. In Jupyter it is "
+              "Otter's export; on Colab, where Otter cannot export, the cell makes the same zip from the notebook "
+              "as it is open and downloads it.",
               "", "## Grading a class", "", "```bash",
               "python -m idmap_lib.checks grade submissions/ --autograder dist/ablations/dist/autograder/*.zip "
               "--csv grades.csv", "```", "",
