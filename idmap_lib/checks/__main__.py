@@ -19,6 +19,9 @@ def main(argv=None):
     i.add_argument("--out", default="instructor_guide.md")
     s = sub.add_parser("spread", help="run every ablation over 3 seeds and record the seed spread")
     s.add_argument("names", nargs="*")
+    t = sub.add_parser("time", help="time every exercise as its notebook runs it (2 threads) for the guide")
+    t.add_argument("names", nargs="*")
+    t.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     if args.cmd == "assign":
         from .editions import assign
@@ -36,6 +39,9 @@ def main(argv=None):
         from .guide import instructor_guide
         open(args.out, "w").write(instructor_guide())
         print(f"instructor guide -> {args.out}")
+    elif args.cmd == "time":
+        from .ablations import time_exercises
+        time_exercises(args.names or None, threads=args.threads)
     elif args.cmd == "spread":
         from .ablations import measure
         measure(args.names or None)

@@ -138,15 +138,20 @@ def instructor_guide(title=True) -> str:
               "its hint (the post-activation order, a missing (1 - g) factor, a sum instead of a product, k "
               "initialised to 0, a sigmoid gate, eval-mode BN...).", "",
               "## Ablation exercises ([chapter](06_ablations.ipynb))", "",
-              "| exercise | goes with | changes | runs | CPU, 2 cores (measured) | Colab GPU (estimated) |",
+              "| exercise | goes with | changes | runs | CPU, the notebook's 2 threads (measured) | Colab GPU (estimated) |",
               "|---|---|---|---|---|---|"]
     for name, a in ab.ABLATIONS.items():
         t = ab.run_times(name)
-        cpu = f"{t['cpu_s'] / 60:.1f} min" if t["cpu_s"] else "not measured"
+        cpu = f"{t['cpu_s'] / 60:.1f} min" if t["cpu_s"] else "not measured: `python -m idmap_lib.checks time`"
         lines.append(f"| {name} | {_chapter_link(a.chapter)} | {a.changes} | {t['runs']} | {cpu} | "
                      f"{t['colab_gpu_s'] / 60:.1f} min |")
-    lines += ["", "CPU times are the book's runs of the whole exercise (all its runs trained together) on the 2-core "
-              "CPU the book is built on, shared with other jobs while they ran (an idle one is faster); GPU times are an estimate (an assumed Colab T4 throughput, "
+    when = sorted({(m["cpu"], m["date"][:10]) for m in (ab.run_times(n)["cpu_measured"] for n in ab.ABLATIONS) if m})
+    lines += ["", "CPU times: each exercise trained once as its notebook runs it (all its runs together, "
+              "`torch.set_num_threads(2)`), by `python -m idmap_lib.checks time`"
+              + (f", on {', '.join(f'a 2-core {c} ({d})' for c, d in when)}" if when else "")
+              + ". They are training times (loading the data once adds a minute or so); a machine busy with other "
+              "work is slower, several times over when every core is taken, and the same machine varies up to 2x "
+              "between days. GPU times are an estimate (an assumed Colab T4 throughput, "
               "`ablations.COLAB_IMG_PER_S`, plus data loading), not a measurement.", ""]
     for name, a in ab.ABLATIONS.items():
         lines += [f"### {name}: {a.title}", "", f"- **Paper**: {a.paper}.",
