@@ -2,7 +2,7 @@
 Residual Networks") and Savarese et al. 2016 (Paper B, "Learning Identity Mappings with Residual
 Gates"), with the trainer and the helpers the book's chapters use.
 
-Where things live: three layers, each a folder, none importing a layer above it (tests/test_layers.py)
+Where things live: four layers, each a folder, none importing a layer above it (tests/test_layers.py)
 - models/: registry.py (variant names), units.py (Fig 4 units, Paper B gates), shortcuts.py (Fig 2
   shortcuts), networks.py (CIFAR, Wide and ImageNet ResNets), mlp.py (Paper B MNIST nets), init.py
   (He init), introspect.py (units, gates, identity point, layouts), pruning.py (removing blocks);
@@ -12,8 +12,9 @@ Where things live: three layers, each a folder, none importing a layer above it 
 - book/ (on both; what the chapters call): the setup and prose helpers (``from idmap_lib.book import
   setup, say``), repository.py (the URL setting, ``python -m idmap_lib.book``), theory.py (sympy
   derivations), probes.py (measurements), diagrams.py, claims.py, evidence.py, paper_numbers.py,
-  reports.py, mnist_grid.py, gate_figures.py; checks/ (exercise graders, ``python -m idmap_lib.checks``)
-  sits beside it, on the same layer. Import those as submodules (``from idmap_lib.book import theory``).
+  reports.py, mnist_grid.py, gate_figures.py, live.py (the reader's runs folder is ``book.default_runs_dir``);
+- checks/ (on the book): the exercise graders, the student editions and batch grading (``python -m
+  idmap_lib.checks``). Import those as submodules (``from idmap_lib.book import theory``).
 On top: this file (the ``im.`` API below) and cli.py (``python -m idmap_lib``).
 """
 from .models import (BLOCKS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, gates, imagenet_resnet, make_unit, mlp,

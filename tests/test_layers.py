@@ -1,5 +1,5 @@
-"""The package's three layers, as its folders show them: models <- engine <- book (with the exercise graders,
-checks/), and the command line and the ``import idmap_lib as im`` API on top. No module imports upward: read
+"""The package's layers, as its folders show them: models <- engine <- book <- checks (the exercise graders),
+and the command line and the ``import idmap_lib as im`` API on top. No module imports upward: read
 from every module's source (``ast``), at module level and inside functions alike."""
 import ast
 from pathlib import Path
@@ -9,10 +9,10 @@ import pytest
 import idmap_lib as im
 
 PACKAGE = Path(im.__file__).resolve().parent
-LAYERS = {"models": 0, "engine": 1, "book": 2, "checks": 2}
-TOP = 3  # idmap_lib/__init__.py (the im. API), __main__.py, cli.py
+LAYERS = {"models": 0, "engine": 1, "book": 2, "checks": 3}
+TOP = 4  # idmap_lib/__init__.py (the im. API), __main__.py, cli.py
 TOP_MODULES = {"idmap_lib", "idmap_lib.__main__", "idmap_lib.cli"}
-NAMES = ["models", "engine", "book", "top"]
+NAMES = ["models", "engine", "book", "checks", "top"]
 
 
 def modules():

@@ -1,5 +1,5 @@
-"""The book side of the library: what the chapters call (the top layer: it builds on the models and the engine,
-and neither imports it; tests/test_layers.py).
+"""The book side of the library: what the chapters call (it builds on the models and the engine, and neither
+imports it; only checks/, the exercises' graders, builds on it; tests/test_layers.py).
 
 - this file: the chapters' setup (device, build-time plotly renderer) and their prose helpers (``say``, ``sci``,
   ``live_widget``); repository.py: the repository URL setting (``python -m idmap_lib.book set-url|check``);
@@ -23,6 +23,7 @@ plotly is changed, so Colab and Jupyter keep their own renderers.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 BUILD_ENV = "IDMAP_BOOK_BUILD"
 RENDERER = "idmap_book"
@@ -136,6 +137,18 @@ def describe_device(device) -> str:
 
 
 DRIVE_RUNS = "/content/drive/MyDrive/idmap/runs"  # where DRIVE = True records the reader's runs on Colab
+CLASSROOM_RUNS = Path(__file__).resolve().parents[2] / "data" / "classroom"  # the book's recorded exercise runs
+
+
+def default_runs_dir() -> Path:
+    """Where the reader's runs are recorded (the exercises', and chapters 7-10's "train it yourself"):
+    ``IDMAP_RUNS``, else ``idmap_runs/`` next to the notebook. The book's build (``IDMAP_BOOK_BUILD=1``) reads
+    the exercise runs recorded in the repository (data/classroom)."""
+    if os.environ.get("IDMAP_RUNS"):
+        return Path(os.environ["IDMAP_RUNS"])
+    if in_book_build() and CLASSROOM_RUNS.is_dir():
+        return CLASSROOM_RUNS
+    return Path("idmap_runs")
 
 
 def use_drive(mountpoint: str = "/content/drive") -> bool:
@@ -155,7 +168,6 @@ def use_drive(mountpoint: str = "/content/drive") -> bool:
 def whereabouts() -> list:
     """Two lines: where ``idmap_lib`` was imported from and how many recorded runs it found (its data root's
     results/, never the working directory's); where the reader's runs and their checkpoints are recorded."""
-    from ..checks.ablations import default_runs_dir
     from ..engine.results import RESULTS_DIR
 
     library = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -32,7 +32,7 @@ YOUR_SEED = 100  # none of the book's seeds (0-4): your run is your own, never a
 
 def runs_dir(folder=None) -> Path:
     """Your runs folder (see the module's docstring)."""
-    from ..checks.ablations import default_runs_dir
+    from . import default_runs_dir
 
     return Path(folder) if folder else default_runs_dir()
 

@@ -29,29 +29,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..book import CLASSROOM_RUNS as BOOK_RUNS  # the book's recorded classroom runs (a repository checkout)
+from ..book import default_runs_dir  # noqa: F401  (the reader's runs folder: ablations.default_runs_dir)
 from ..engine import recipes
 from ..engine.results import config_hash, find_result, save_result
 from .implementation import _fail, _grader
 
 HERE = Path(__file__).resolve().parent
 SPREAD_FILE = HERE / "spread.json"  # measured by `python -m idmap_lib.checks spread` (package data)
-BOOK_RUNS = HERE.parents[1] / "data" / "classroom"  # the book's recorded classroom runs (a repository checkout)
 SEEDS = (0, 1, 2)  # the seeds the book measures the spread over
 
 
 def default_scale():
     """``classroom``, or ``IDMAP_ABLATION_SCALE`` (the tests run every exercise at ``quick`` scale)."""
     return os.environ.get("IDMAP_ABLATION_SCALE", "classroom")
-
-
-def default_runs_dir():
-    """Where the student's runs are recorded: ``IDMAP_RUNS``, else ``idmap_runs/`` next to the notebook.
-    The book's build (``IDMAP_BOOK_BUILD=1``) reads the runs recorded in the repository (data/classroom)."""
-    if os.environ.get("IDMAP_RUNS"):
-        return Path(os.environ["IDMAP_RUNS"])
-    if os.environ.get("IDMAP_BOOK_BUILD") and BOOK_RUNS.is_dir():
-        return BOOK_RUNS
-    return Path("idmap_runs")
 
 
 # ---- the exercises ------------------------------------------------------------------------------------------

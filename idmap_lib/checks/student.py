@@ -89,7 +89,7 @@ def student_grader(name: str):
 def runs_folder(note: bool = True) -> Path:
     """The runs folder the exercises recorded into (made if missing); with `note`, a NO_RUNS.txt where it holds
     no run, so that the submission says so."""
-    from .ablations import default_runs_dir
+    from ..book import default_runs_dir
 
     out = default_runs_dir()
     out.mkdir(parents=True, exist_ok=True)
