@@ -548,3 +548,18 @@ def test_styled_tables_let_long_claim_keys_break_after_an_underscore():
         html = ev.styled(pd.DataFrame({"verdict": ["reproduced"]}, index=index)).to_html()
         assert "t1_\u200bshortcut_\u200bonly_\u200bgating" in html
         assert "background-color: #d9f2d9" in html
+
+
+def test_contradiction_note_names_the_part_its_seeds_and_the_papers_gap(tmp_path):
+    """A contradicted claim is explained from its runs: the part that contradicts it, each seed, the paper's two
+    numbers; a claim that is not contradicted gets no line."""
+    save(tmp_path, "a_table2_activations", "full_preact-110", [0.55, 0.54, 0.56])
+    save(tmp_path, "a_table2_activations", "relu_preact-110", [0.50, 0.51, 0.49])
+    for v in ("original-110", "bn_after_add-110", "relu_before_add-110"):
+        save(tmp_path, "a_table2_activations", v, [0.80, 0.81, 0.82])
+    note = ev.contradiction_note(["t2_full_preact_best", "t2_bn_after_add_worst"], out_dir=tmp_path)
+    assert note.count("\n- ") == 0 and note.startswith("- **t2_full_preact_best** is contradicted")
+    assert "full_preact-110 < relu_preact-110" in note and "55.0, 54.0, 56.0 %" in note
+    assert "6.37 %" in note and "6.71 %" in note and "0.34 points apart" in note
+    save(tmp_path, "a_table2_activations", "relu_preact-110", [0.60, 0.61, 0.59])
+    assert ev.contradiction_note(["t2_full_preact_best"], out_dir=tmp_path) == ""

@@ -632,6 +632,31 @@ def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None)
     return "\n\n".join(out)
 
 
+def contradiction_note(keys, out_dir=None) -> str:
+    """For each of the claims `keys` that its scale contradicts: the part that does it, its per-seed values, and
+    the paper's own numbers for the two variants (what the paper's recipe separates, by how much). Markdown, computed
+    from the recorded runs; empty when none is contradicted."""
+    lines = []
+    for key in keys:
+        claim = claims.CLAIMS_BY_KEY[key]
+        v = claims.evaluate(claim, results_dir=out_dir)
+        for t, res in v.parts if v.verdict == "contradicted" else []:
+            if res.get("verdict") != "contradicted":
+                continue
+            unit, fmt, u = (100, "{:.1f}", " %") if t.metric in claims.PERCENT else (1, "{:.3g}", "")
+            each = {side: ", ".join(fmt.format(unit * x) for x in res[f"x{side}"]) for side in "ab"}
+            d, lo, hi = (fmt.format(unit * res[k]) for k in ("d", "lo", "hi"))
+            pa, pb = (paper_numbers.paper_number(claim.experiment, x) or {} for x in (t.a, t.b))
+            paper = (f" The paper, after its whole recipe: {t.a} {pa['value']:.2f} %, {t.b} {pb['value']:.2f} % "
+                     f"({abs(pa['value'] - pb['value']):.2f} points apart)."
+                     if isinstance(pa.get("value"), float) and isinstance(pb.get("value"), float) else "")
+            lines.append(f"- **{key}** is contradicted at the {recipes.SCALE_WORDS[claim.scale]} by its part "
+                         f"*{t.words()}*: it holds the other way round, d = {d} [{lo}, {hi}] over the seeds "
+                         f"recorded ({t.a}: {each['a']}{u}; {t.b}: {each['b']}{u}).{paper} What it contradicts is the prediction for a short run of the "
+                         f"same network, not the paper's number.")
+    return "\n".join(lines)
+
+
 def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None) -> str:
     """What each variant's recorded seeds did when the lr reached its peak, in words computed from the runs: how
     many seeds' training loss rose by more than claims.PROBE_MAX_RISE after the warm-up (claims.lr_jump_rise,
