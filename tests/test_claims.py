@@ -563,3 +563,20 @@ def test_contradiction_note_names_the_part_its_seeds_and_the_papers_gap(tmp_path
     assert "6.37 %" in note and "6.71 %" in note and "0.34 points apart" in note
     save(tmp_path, "a_table2_activations", "relu_preact-110", [0.60, 0.61, 0.59])
     assert ev.contradiction_note(["t2_full_preact_best"], out_dir=tmp_path) == ""
+
+
+def test_one_runs_early_spike_does_not_set_the_loss_axis_and_log_ticks_are_written_out(tmp_path):
+    """Issue 21: a loss panel whose range one seed's early spike sets flattens every other curve; the axis stops
+    above the others, says so, and its ticks read as numbers (20, not a second "2")."""
+    flat = tuple([2.3] + [1.5 - 0.01 * i for i in range(60)])
+    spike = (40.0,) + flat[1:]
+    save(tmp_path, "a_table2_activations", "full_preact-110", [0.5, 0.5, 0.5], losses=flat)
+    save(tmp_path, "a_table2_activations", "relu_before_add-110", [0.9], losses=spike)
+    fig = ev.band_curves("a_table2_activations", ["full_preact-110", "relu_before_add-110"], out_dir=tmp_path)
+    lo, hi = fig.layout.yaxis.range
+    assert 10 ** hi < 5 and "runs off the top" in fig.layout.title.text
+    assert list(fig.layout.yaxis.ticktext) == [f"{v:g}" for v in fig.layout.yaxis.tickvals]
+    assert len(fig.layout.yaxis.tickvals) >= 4
+    calm = ev.band_curves("a_table2_activations", ["full_preact-110"], out_dir=tmp_path)
+    assert 10 ** calm.layout.yaxis.range[1] > 2.3 and "runs off the top" not in calm.layout.title.text
+    assert ev.log_ticks(8, 60)["ticktext"] == ["10", "20", "50"] or len(ev.log_ticks(8, 60)["ticktext"]) >= 4

@@ -64,7 +64,7 @@ def test_speedup_note_reads_the_recorded_benchmark(tmp_path):
          "speedup": 4.73, "date": "2026-11-30T04:40:59+00:00", "hardware": {"cpu": "Test CPU", "cpu_count": 2}}
     (tmp_path / "b.json").write_text(json.dumps(r))
     note = gf.speedup_note(tmp_path / "b.json")
-    assert "2026-11-30, CPU Test CPU (2 cores), 1 thread" in note and "2,607" in note and "**4.7x**" in note
+    assert "2026-11-30, CPU Test CPU (2 cores, 1 thread)" in note and "2,607" in note and "**4.7x**" in note
 
 
 def test_closed_gates_and_pruning_notes_count_what_the_runs_recorded(tmp_path):

@@ -345,6 +345,31 @@ PANELS = {  # what a curve panel shows: (history part, key, scale of the value, 
 }
 
 
+def log_ticks(lo: float, hi: float) -> dict:
+    """Tick values and labels for a log axis from `lo` to `hi`: 1, 2, 5 of each decade, written out in full (plotly's
+    own minor labels read "2 3 ... 10 2 3", where the second "2" is 20)."""
+    import math
+
+    decades = range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+    for ms in ((1, 2, 5), (1, 1.5, 2, 3, 4, 5, 7), (1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 4, 5, 6, 8)):  # short: more
+        vals = [m * 10.0 ** e for e in decades for m in ms if lo <= m * 10.0 ** e <= hi]
+        if len(vals) >= 4:
+            break
+    return {"tickvals": vals, "ticktext": [f"{v:g}" for v in vals]}
+
+
+def loss_range(traces, spread=2.0) -> tuple[float, float, bool]:
+    """(low, high, cut) of a log axis for these traces (one list of values each: a seed, or all seeds of a
+    variant): all of them, unless one trace's highest value (an early spike) lies more than `spread` times above
+    every other trace's: then the axis stops just above the others (cut = True), so that one curve does not
+    flatten all the others."""
+    tops = sorted((max(t) for t in traces if t), reverse=True)
+    lo = min(min(t) for t in traces if t) * 0.9
+    if len(tops) > 1 and tops[0] > spread * tops[1]:
+        return lo, tops[1] * 1.15, True
+    return lo, tops[0] * 1.1, False
+
+
 def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None, title=None,
                 panels=("train_loss", "test_err")):
     """Training loss (log axis) and test error (%) against the step -- or the ``panels`` asked for (PANELS: a run
@@ -359,7 +384,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
     titles = [PANELS[p][3].format(log=log_every) for p in panels]
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=titles, horizontal_spacing=0.08)
     colours = qualitative.Plotly + qualitative.D3
-    missing, where = [], set()
+    missing, where, losses = [], set(), {}  # losses: variant -> every seed's values
     for i, v in enumerate(variants):
         runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         if not runs:
@@ -371,6 +396,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
         for col, (part, key, scale_y, _) in enumerate((PANELS[p] for p in panels), 1):
             for r in runs:
                 h = r["history"][part]
+                if key == "train_loss":
+                    losses.setdefault(v, []).extend(x[key] for x in h)
                 fig.add_trace(go.Scatter(x=[x["step"] for x in h], y=[scale_y * x[key] for x in h], mode="lines",
                                          line={"color": c, "width": 1}, opacity=0.45, legendgroup=v,
                                          showlegend=False, name=f"{v} seed {r['config']['seed']}",
@@ -389,9 +416,17 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                                      hovertemplate=f"{v} mean<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
     lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"], cols=range(1, len(panels) + 1))
     fig.update_xaxes(title_text="step")
-    if "train_loss" in panels:
-        fig.update_yaxes(type="log", row=1, col=panels.index("train_loss") + 1)
     sub = "thin: each seed; thick: mean ± sd; " + ("; ".join(sorted(where)) if where else "no recorded runs yet")
+    if "train_loss" in panels and losses:
+        import math
+
+        lo, hi, cut = loss_range(list(losses.values()))
+        fig.update_yaxes(type="log", range=[math.log10(lo), math.log10(hi)], **log_ticks(lo, hi),
+                         row=1, col=panels.index("train_loss") + 1)
+        if cut:
+            top = max(losses, key=lambda v: max(losses[v]))
+            sub += (f"<br>loss axis cut at {hi:.2g}: {top}'s early spike, up to {max(losses[top]):.3g}, runs off the "
+                    f"top (hover its lines)")
     if missing:
         sub += f"; not run yet: {', '.join(missing)}"
     head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + f", our runs ({recipes.SCALE_WORDS[scale]})"
@@ -411,14 +446,17 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
         for t, r in claims.evaluate(c, scale, out_dir).parts:
             if "d" in r:
-                rows.setdefault(t.metric, []).append((f"{c.key}: {t.a} vs {t.metric_b or t.b}", r, t))
+                rows.setdefault(t.metric, []).append((f"{c.key}<br>{t.a} vs {t.metric_b or t.b}", r, t))
     if not rows:
         fig = go.Figure()
         fig.update_layout(title={"text": (title or "Effects with their intervals") + "<br><sup>no comparison has "
                                  "its seeds yet</sup>"}, height=160)
         return fig
-    fig = make_subplots(rows=len(rows), cols=1, row_heights=[len(v) for v in rows.values()], vertical_spacing=0.12,
-                        subplot_titles=[f"{claims.METRIC_WORDS[m]}: d (b minus a, minus any margin)" for m in rows])
+    sizes = [max(len(v), 2) for v in rows.values()]  # a panel of one comparison still has room for its ticks
+    height = 150 + 46 * sum(sizes) + 90 * len(rows)
+    fig = make_subplots(rows=len(rows), cols=1, row_heights=sizes,
+                        vertical_spacing=min(0.25, 90 / height) if len(rows) > 1 else 0.1,
+                        subplot_titles=[f"{claims.METRIC_WORDS[m]}: d" for m in rows])
     for i, (metric, items) in enumerate(rows.items(), start=1):
         unit, fmt = _unit(metric)
         for label, r, t in items:
@@ -443,11 +481,10 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                                      hovertemplate=f"{label}<br>d = {d:{fmt}} [{lo:{fmt}}, {hi:{fmt}}], "
                                                    f"{r['verdict']}<extra></extra>"), i, 1)
         fig.add_vline(x=0, line_color="grey", row=i, col=1)
-    n = sum(len(v) for v in rows.values())
     fig.update_layout(title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
-                             "the paper's direction; colour: the verdict; grey: each seed (o of a, x of b) "
-                             "against the other side's mean</sup>"},
-                      height=140 + 34 * n + 60 * len(rows), margin={"l": 20, "t": 90})
+                             "the paper's direction (d = b minus a, minus any margin); colour: the verdict;<br>grey: "
+                             "each seed (o of a, x of b) against the other side's mean</sup>"},
+                      height=height, margin={"l": 20, "t": 110})
     fig.update_yaxes(automargin=True, autorange="reversed")
     return fig
 

@@ -196,7 +196,7 @@ def speedup_note(path=None) -> str:
         return ("Not measured here yet: `python -m idmap_lib bench --stacked --json data/bench/stacked-d100-cpu.json` "
                 "times the runs of one depth one after another against the same runs stacked.")
     r = json.loads(path.read_text())
-    return (f"Measured ({r['date'][:10]}, {hardware(r)}, {r['threads']} thread{'s' if r['threads'] > 1 else ''}, "
+    return (f"Measured ({r['date'][:10]}, {hardware({'hardware': {**r['hardware'], 'torch_threads': r['threads']}})}, "
             f"`python -m idmap_lib bench --stacked`): the {r['runs']} runs of d = {r['depth']} train at "
             f"{r['alone_img_per_s_total']:,} images/s one after another through the engine and at "
             f"{r['stacked_img_per_s_total']:,} stacked, **{r['speedup']:.1f}x** faster.")

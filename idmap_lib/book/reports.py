@@ -43,12 +43,15 @@ def net_name(cfg: dict) -> str:
 
 
 def hardware(result: dict) -> str:
-    """'GPU name' or 'CPU name (N cores)' of a result, with the process count under DDP."""
+    """'GPU name' or 'CPU name (N cores, T threads)' of a result (the threads its training used, where recorded:
+    a run at 1 thread of 2 cores is twice as slow as the machine), with the process count under DDP."""
     hw = result.get("hardware", {})
     if hw.get("gpu"):
         name = hw["gpu"]
     else:
-        name = f"CPU {hw.get('cpu', '?')} ({hw.get('cpu_count', '?')} cores)"
+        t = hw.get("torch_threads")
+        threads = f", {t} thread{'s' if t > 1 else ''}" if isinstance(t, int) else ""
+        name = f"CPU {hw.get('cpu', '?')} ({hw.get('cpu_count', '?')} cores{threads})"
     world = hw.get("world_size", 1) or 1
     return f"{world} x {name}" if world > 1 else name
 
