@@ -397,7 +397,7 @@ def test_lr_change_note_counts_each_seeds_rise_in_words(tmp_path):
         results.save_result(r, tmp_path)
     note = evidence.lr_change_note("a_table2_activations", ["original-110"], "cpu_step_warmup", out_dir=tmp_path)
     assert "is 0.01 for the first 100 steps and jumps to 0.1 in one step" in note
-    assert "**original-110**: loss rose by more than 0.5 after the warm-up in 1 of 3 seeds (rises 4.00, 0.00, 0.00)" \
+    assert "**original-110**: between the end of the warm-up and the first lr drop, the loss rose more than 0.5 above its level at the end of the warm-up in 1 of 3 seeds (rises 4.00, 0.00, 0.00)" \
         in note and "first below 80 % training error at step 10, 10, 10" in note
     assert evidence.lr_change_note("a_table2_activations", ["original-110"], out_dir=tmp_path) == ""  # none at cpu
 

@@ -186,18 +186,24 @@ def _unit(metric):
     return (100, ".1f") if metric in claims.PERCENT else (1, ".0f") if metric == "steps_to_80" else (1, ".3f")
 
 
+def _num(x, fmt) -> str:
+    """x formatted, without the minus sign of a value that rounds to zero ("-0.0" reads as a direction)."""
+    t = f"{x:{fmt}}"
+    return t[1:] if t.startswith("-") and float(t) == 0 else t
+
+
 def _evidence(test, res, same_a=False) -> str:
     """'a 41.0 ± 1.0 vs b 61.0 ± 1.0; d = 20.0 [16.9, 23.1]' (a said once for a run of parts that share it)."""
     if "d" not in res:
         return ""
     unit, fmt = _unit(test.metric)
     a, b = (test.metric, test.metric_b) if test.metric_b else (test.a, test.b)
-    head = "" if same_a else f"{a} {unit * res['mean_a']:{fmt}} ± {unit * res['sd_a']:{fmt}} "
-    return (f"{head}vs {b} {unit * res['mean_b']:{fmt}} ± {unit * res['sd_b']:{fmt}}; d = {unit * res['d']:{fmt}} "
-            f"[{unit * res['lo']:{fmt}}, {unit * res['hi']:{fmt}}]")
+    n = {k: _num(unit * res[k], fmt) for k in ("mean_a", "sd_a", "mean_b", "sd_b", "d", "lo", "hi")}
+    head = "" if same_a else f"{a} {n['mean_a']} ± {n['sd_a']} "
+    return f"{head}vs {b} {n['mean_b']} ± {n['sd_b']}; d = {n['d']} [{n['lo']}, {n['hi']}]"
 
 
-FULL_PARTS = 4  # a claim of more comparisons shows the ones that decide it in full, the rest summed up
+FULL_PARTS = 2  # a claim of more comparisons shows the ones that decide it in full, the rest summed up
 
 
 def _evidence_of(parts) -> list[str]:
@@ -263,7 +269,8 @@ def claims_table(keys=None, scale=None, out_dir=None):
                      "verdict": v.verdict, "tested for": tested_for(c, scale or c.scale),
                      "evidence": " | ".join(filter(None, _evidence_of(v.parts) + slow)) or "–",
                      "missing runs": sum(len(s) for _, s in v.missing)})
-    return pd.DataFrame(rows).set_index("claim")
+    df = pd.DataFrame(rows).set_index("claim")
+    return df if df["missing runs"].any() else df.drop(columns="missing runs")  # a column of zeros says nothing
 
 
 def verdict_changes(keys, before="cpu_step_warmup", after="cpu", out_dir=None):
@@ -478,7 +485,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                                              "line": {"color": "black", "width": 1}},
                                      error_x={"type": "data", "symmetric": False, "array": [hi - d],
                                               "arrayminus": [d - lo], "color": "black"},
-                                     hovertemplate=f"{label}<br>d = {d:{fmt}} [{lo:{fmt}}, {hi:{fmt}}], "
+                                     hovertemplate=f"{label}<br>d = {_num(d, fmt)} [{_num(lo, fmt)}, {_num(hi, fmt)}], "
                                                    f"{r['verdict']}<extra></extra>"), i, 1)
         fig.add_vline(x=0, line_color="grey", row=i, col=1)
     fig.update_layout(title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
@@ -714,7 +721,8 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=N
         big = sum(x > claims.PROBE_MAX_RISE for x in rises)
         starts = ", ".join(f"{claims.steps_to_80(r):.0f}" for r in runs)
         stuck = sum(ended_at_chance(r) for r in runs)
-        lines.append(f"- **{v}**: loss rose by more than {claims.PROBE_MAX_RISE:g} after the warm-up in {big} of "
+        lines.append(f"- **{v}**: between the end of the warm-up and the first lr drop, the loss rose more than "
+                     f"{claims.PROBE_MAX_RISE:g} above its level at the end of the warm-up in {big} of "
                      f"{len(runs)} seeds (rises " + ", ".join(f"{x:.2f}" for x in rises) + "); first below 80 % "
                      f"training error at step {starts}; ended at chance in {stuck} of {len(runs)}.")
     if not lines:
