@@ -494,7 +494,8 @@ def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
                                    losses=(2.3, 2.3, 2.3, 2.3 if seed else 1.0)), tmp_path)
         results.save_result(result("a_table1_shortcuts", "conv1x1", seed), tmp_path)  # trained: loss 1.0
     note = evidence.stuck_note("a_table1_shortcuts", ["original", "dropout-0.5", "conv1x1"], out_dir=tmp_path)
-    own, schedule = note.split("\n\n")
+    own, schedule, means = note.split("\n\n")
+    assert means.startswith("*At chance*: ") and "training loss" in means  # said once, what it counts
     assert "**dropout-0.5** (2 of 3 seeds; the paper: fail)" in own and "original" not in own
     assert "**original** (3 of 3 seeds; the paper: 6.61 %)" in schedule and "conv1x1" not in note
     assert evidence.stuck_note("a_table1_shortcuts", ["conv1x1"], out_dir=tmp_path) == ""

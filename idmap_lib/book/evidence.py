@@ -673,6 +673,10 @@ def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None)
                    "to a low error, so this is the short run's kind of failure, not the paper's: a test of final "
                    "errors then reads it as a worse end. What happened to each seed at the lr change is said "
                    "below the curves.")
+    if out:  # what "at chance" means here: the training loss, not the test error
+        out.append("*At chance*: the run diverged, or its final training loss is within 3 % of ln C (C classes), "
+                   "where it began; a run can learn its training data and still test near chance, which this "
+                   "does not count.")
     return "\n\n".join(out)
 
 
