@@ -142,3 +142,41 @@ def test_error_gap_note_measures_ours_against_the_papers_and_says_what_is_argued
     results.save_result(mnist_result("resnet", 100, 0, 0.0140), tmp_path)  # the paper's ResNet d = 100: 1.50 %
     assert "3 of 4 seeds end above" in gf.error_gap_note(out_dir=tmp_path)
     assert gf.error_gap_note(out_dir=tmp_path / "none") == ""
+
+
+def cifar_gated_result(experiment, seed, ks):
+    cfg = recipes.config(experiment, "gated", "cpu", seed)
+    return {"config": cfg, "config_hash": results.config_hash(cfg), "status": "ok", "fail": None, "seed": seed,
+            "final": {"test_err": 0.5, "gates_k": ks}, "history": {"train": [], "test": []},
+            "hardware": {"device": "cpu", "cpu": "test CPU"}}
+
+
+@pytest.mark.parametrize("seeds", [(0, 1, 2, 3, 4), (0, 1, 2, 3)])
+def test_k_figure_and_its_note_count_every_recorded_seed(tmp_path, seeds):
+    from idmap_lib.book import evidence
+    assert gf.ALL_SEEDS == evidence.ALL_SEEDS and len(gf.ALL_SEEDS) > len(gf.SEEDS)
+    for s in seeds:  # more seeds than the claim's 3 recorded: the figure and the note read them all
+        results.save_result(cifar_gated_result("b_resnet32", s, [1.0 + 0.01 * b for b in range(15)]), tmp_path)
+    for s in (0, 1, 2):
+        results.save_result(cifar_gated_result("b_wrn", s, [1.0] * 12), tmp_path)
+    titles = [a.text for a in gf.k_figure(out_dir=tmp_path).layout.annotations[:3]]
+    assert titles[1].endswith(f"CPU scale ({len(seeds)} seeds)") and titles[2].endswith("CPU scale (3 seeds)")
+    note = gf.cifar_k_note(out_dir=tmp_path)
+    assert f"gated ResNet-32 ({len(seeds)} seeds, 15 blocks)" in note and "gated WRN-28-1 (3 seeds, 12 blocks)" in note
+
+
+def test_numbers_that_round_to_zero_print_without_a_sign(tmp_path):
+    assert [gf.num(x, sign=True) for x in (-0.004, 0.004, 0.0, -0.3, 0.3)] == ["0.00", "0.00", "0.00", "-0.30", "+0.30"]
+    assert gf.num(-0.04, ".1f") == "0.0" and gf.num(-0.06, ".1f") == "-0.1" and gf._mean_sd([-0.001, -0.002]) == "0.00 ± 0.00"
+    for s, e in enumerate((0.01259, 0.01259, 0.01259)):  # the paper's GResNet d = 100: 1.26 %, ours 0.001 below
+        results.save_result(mnist_result("gresnet", 100, s, e), tmp_path)
+    note = gf.error_gap_note(out_dir=tmp_path)
+    assert "our means lie 0.00 to 0.00 points" in note and "d = 100 GResNet 0.00)" in note and "-0.00" not in note
+
+
+def test_cifar_curves_are_titled_by_the_tables_of_the_variants_shown(tmp_path):
+    from idmap_lib.book import evidence, paper_numbers
+    assert paper_numbers.source("b_wrn", ["plain", "gated", "gated-k_decay"]) == "Paper B Table 3"
+    assert paper_numbers.source("b_wrn", ["gated", "c100-gated"]) == "Paper B Table 3 / Paper B Table 4"
+    fig = evidence.band_curves("b_wrn", ["plain", "gated", "gated-k_decay"], out_dir=tmp_path)
+    assert fig.layout.title.text.startswith("Paper B Table 3, our runs (CPU scale)<br>")

@@ -84,7 +84,7 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_d
     import pandas as pd
 
     variants = variants or list(recipes.EXPERIMENTS[experiment]["variants"])
-    src = paper_numbers.source(experiment)
+    src = paper_numbers.source(experiment, variants) or paper_numbers.source(experiment)
     rows = []
     for v in variants:
         runs, missing = seed_runs(experiment, v, scale, seeds, out_dir)
@@ -186,10 +186,11 @@ def _unit(metric):
     return (100, ".1f") if metric in claims.PERCENT else (1, ".0f") if metric == "steps_to_80" else (1, ".3f")
 
 
-def _num(x, fmt) -> str:
-    """x formatted, without the minus sign of a value that rounds to zero ("-0.0" reads as a direction)."""
-    t = f"{x:{fmt}}"
-    return t[1:] if t.startswith("-") and float(t) == 0 else t
+def num(x, fmt=".2f", sign=False) -> str:
+    """x formatted (with its sign, + or -, if `sign`), without the sign of a value that rounds to zero ("-0.0" reads
+    as a direction)."""
+    t = f"{x:+{fmt}}" if sign else f"{x:{fmt}}"
+    return t.lstrip("+-") if float(t) == 0 else t
 
 
 def _evidence(test, res, same_a=False) -> str:
@@ -198,7 +199,7 @@ def _evidence(test, res, same_a=False) -> str:
         return ""
     unit, fmt = _unit(test.metric)
     a, b = (test.metric, test.metric_b) if test.metric_b else (test.a, test.b)
-    n = {k: _num(unit * res[k], fmt) for k in ("mean_a", "sd_a", "mean_b", "sd_b", "d", "lo", "hi")}
+    n = {k: num(unit * res[k], fmt) for k in ("mean_a", "sd_a", "mean_b", "sd_b", "d", "lo", "hi")}
     head = "" if same_a else f"{a} {n['mean_a']} ± {n['sd_a']} "
     return f"{head}vs {b} {n['mean_b']} ± {n['sd_b']}; d = {n['d']} [{n['lo']}, {n['hi']}]"
 
@@ -436,7 +437,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                     f"top (hover its lines)")
     if missing:
         sub += f"; not run yet: {', '.join(missing)}"
-    head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + f", our runs ({recipes.SCALE_WORDS[scale]})"
+    head = title or ((paper_numbers.source(experiment, variants) or recipes.EXPERIMENTS[experiment]["title"].split(":")[0])
+                     + f", our runs ({recipes.SCALE_WORDS[scale]})")  # the tables of the variants shown
     fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560, margin={"t": 110},
                       legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})  # below: wide panels
     return fig
@@ -485,7 +487,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                                              "line": {"color": "black", "width": 1}},
                                      error_x={"type": "data", "symmetric": False, "array": [hi - d],
                                               "arrayminus": [d - lo], "color": "black"},
-                                     hovertemplate=f"{label}<br>d = {_num(d, fmt)} [{_num(lo, fmt)}, {_num(hi, fmt)}], "
+                                     hovertemplate=f"{label}<br>d = {num(d, fmt)} [{num(lo, fmt)}, {num(hi, fmt)}], "
                                                    f"{r['verdict']}<extra></extra>"), i, 1)
         fig.add_vline(x=0, line_color="grey", row=i, col=1)
     fig.update_layout(title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "

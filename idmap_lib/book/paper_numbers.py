@@ -112,7 +112,9 @@ def paper_number(experiment: str, variant: str) -> dict | None:
     return PAPER[experiment].get(variant)
 
 
-def source(experiment: str) -> str:
-    """The table an experiment's numbers come from ("Paper A Table 1" ...)."""
-    sources = {e["source"] for e in PAPER[experiment].values()}
-    return " / ".join(sorted(sources))
+def source(experiment: str, variants=None) -> str:
+    """The tables an experiment's numbers come from ("Paper A Table 1" ...): of the `variants` shown where given
+    (b_wrn's CIFAR-100 rows, Table 4, are not among its CPU-scale runs); "" when none of them has a number."""
+    entries = PAPER[experiment].values() if variants is None else \
+        [PAPER[experiment][v] for v in variants if v in PAPER[experiment]]
+    return " / ".join(sorted({e["source"] for e in entries}))
