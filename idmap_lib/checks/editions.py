@@ -17,10 +17,11 @@ solution block. :func:`otter_master` turns a chapter into an Otter-Grader *maste
   solutions) are left out.
 
 ``otter assign`` then writes the student notebook, its question tests and the autograder zip (Gradescope,
-Canvas via Gradescope, or ``otter run`` locally without Docker). :func:`publish` commits the student editions
-to ``book/student/<name>/`` (notebook and tests), which the exercise pages' Colab button opens. :func:`grade_folder` grades every submission in a
-folder with Otter (no Docker) and writes one CSV row per student, with each exercise's score, and the
-predictions and explanations (free text, for the instructor, not graded).
+Canvas via Gradescope, or ``otter run`` locally without Docker). :func:`publish` writes the student editions
+to ``book/student/<name>/`` (notebook and tests, committed), which the exercise pages' Colab button opens.
+:func:`grade_folder` grades every submission in a folder with Otter (no Docker) and writes one CSV row per
+student, with each exercise's score, and the predictions and explanations (free text, for the instructor,
+not graded).
 """
 from __future__ import annotations
 
