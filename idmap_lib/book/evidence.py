@@ -105,6 +105,8 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_d
             rows[-1]["yours: test error % (seed)"] = ", ".join(
                 f"{100 * claims.final_test_err(r):.1f} (seed {r['config']['seed']})" for r in mine)
     df = pd.DataFrame(rows).set_index("variant")
+    if not df["to run"].any():  # every seed recorded: an empty column says nothing
+        df = df.drop(columns="to run")
     if "yours: test error % (seed)" in df:
         df["yours: test error % (seed)"] = df["yours: test error % (seed)"].fillna("–")
     df.attrs.update(experiment=experiment, scale=scale)
@@ -439,7 +441,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
         sub += f"; not run yet: {', '.join(missing)}"
     head = title or ((paper_numbers.source(experiment, variants) or recipes.EXPERIMENTS[experiment]["title"].split(":")[0])
                      + f", our runs ({recipes.SCALE_WORDS[scale]})")  # the tables of the variants shown
-    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560, margin={"t": 110},
+    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560, margin={"t": 110 + 22 * sub.count("<br>")},
                       legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})  # below: wide panels
     return fig
 
@@ -589,7 +591,7 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     sub = (f"seed {seed}; solid: ours as it stands; dotted: the paper's final test error"
            + (f"; not run yet: {', '.join(missing)}" if missing else ""))
     head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + ", the full recipe"
-    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560, margin={"t": 110},
+    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560, margin={"t": 110 + 22 * sub.count("<br>")},
                       legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})
     return fig
 
@@ -727,12 +729,13 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=N
         big = sum(x > claims.PROBE_MAX_RISE for x in rises)
         starts = ", ".join(f"{claims.steps_to_80(r):.0f}" for r in runs)
         stuck = sum(ended_at_chance(r) for r in runs)
-        lines.append(f"- **{v}**: between the end of the warm-up and the first lr drop, the loss rose more than "
-                     f"{claims.PROBE_MAX_RISE:g} above its level at the end of the warm-up in {big} of "
-                     f"{len(runs)} seeds (rises " + ", ".join(f"{x:.2f}" for x in rises) + "); first below 80 % "
-                     f"training error at step {starts}; ended at chance in {stuck} of {len(runs)}.")
+        lines.append(f"- **{v}**: rose more than {claims.PROBE_MAX_RISE:g} in {big} of {len(runs)} seeds (rises "
+                     + ", ".join(f"{x:.2f}" for x in rises) + f"); first below 80 % training error at step {starts}; "
+                     f"ended at chance in {stuck} of {len(runs)}.")
     if not lines:
         return ""
     return (f"At the {recipes.SCALE_WORDS[scale]} the lr {how}, then is divided by {sched['divisor']:g} at steps "
-            f"{', '.join(map(str, sched['milestones']))}. What each seed did (a run that never got below 80 % "
-            f"counts as its length, {steps}):\n\n" + "\n".join(lines))
+            f"{', '.join(map(str, sched['milestones']))}. What each seed did: how far its training loss rose above "
+            f"its level at the end of the warm-up before the first lr drop (a rise: more than "
+            f"{claims.PROBE_MAX_RISE:g}), the step where it first got below 80 % training error (a run that never "
+            f"did counts as its length, {steps}), and whether it ended at chance:\n\n" + "\n".join(lines))

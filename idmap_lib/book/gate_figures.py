@@ -61,7 +61,8 @@ def mnist_table(seeds=SEEDS, out_dir=None):
                 row["seeds"] = len(runs)
         row["to run"] = f"python -m idmap_lib mnist --depths {d}" if missing else ""
         rows.append(row)
-    return pd.DataFrame(rows).set_index("d")
+    df = pd.DataFrame(rows).set_index("d")
+    return df if df["to run"].any() else df.drop(columns="to run")  # every run recorded: no empty column
 
 
 def _band(fig, x, per, name, colour, col=1, dash=None, group=None):
