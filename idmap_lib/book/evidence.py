@@ -232,7 +232,8 @@ def _evidence_of(parts) -> list[str]:
         names = ", ".join(t.metric_b or t.b for t, _ in summed) if len(sides) == 1 else \
             ", ".join(f"{t.a} vs {t.metric_b or t.b}" for t, _ in summed)
         head = f"{sides.pop()} vs " if len(sides) == 1 else ""
-        out.append(f"{head}{len(summed)} more, each reproduced ({names}): d = {min(ds):{fmt}} to {max(ds):{fmt}}, "
+        names = f" ({names})" if len(summed) <= 3 else " (the test's other variants)"  # many: the test names them
+        out.append(f"{head}{len(summed)} more, each reproduced{names}: d = {min(ds):{fmt}} to {max(ds):{fmt}}, "
                    f"every interval above 0 (the forest plot)")
     return out
 
@@ -264,7 +265,7 @@ def claims_table(keys=None, scale=None, out_dir=None):
         _, slow = at_chance(c.experiment, c.variants, scale or c.scale, out_dir=out_dir)
         slow = [("at chance at this scale only (the paper trains them): " if len(slow) > 1 else
                  "at chance at this scale only (the paper trains it): ")
-                + ", ".join(f"{name} in {n} of {runs} seeds" for name, n, runs, _ in slow)] if slow else []
+                + ", ".join(f"{name} {n}/{runs} seeds" for name, n, runs, _ in slow)] if slow else []
         # (a verdict that reads a slow start as a worse end says so)
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
                      "test (fixed before the runs)": claims.tests_in_words(c.tests)
