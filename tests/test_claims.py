@@ -452,7 +452,7 @@ def test_run_times_are_measured_on_the_h200_and_derived_for_a_t4(tmp_path):
     (tmp_path / "2026-01-01-h200" / "modes.json").write_text(json.dumps({"110": {"cuda_graph": {"img_per_s_total": 12800.0}}}))
     t = run_times.full_recipe_time(recipes.config("a_table2_activations", "original-110", "full"), tmp_path,
                                    results_dir=tmp_path / "none")
-    assert t == "H200 10.7 min (measured, 2026-01-01-h200); T4 ~2.7 h*"  # 64,000 x 128 images at 12,800 img/s
+    assert t == "H200 10.7 min (measured 2026-01-01); T4 ~2.7 h*"  # 64,000 x 128 images at 12,800 img/s
     assert "a T4's time from the H200's by the ratio of their memory bandwidths (x15" in run_times.derived_note()
     narrow = recipes.config("a_table2_activations", "original-110", "cpu")  # same depth, but a subset: pace applies
     assert run_times.full_recipe_time(narrow, tmp_path, results_dir=tmp_path / "none").startswith("H200 0.1 min")

@@ -93,7 +93,7 @@ def derived_note() -> str:
 
 
 def full_recipe_time(cfg, gpu_dir=None, results_dir=None) -> str:
-    """'H200 11.6 min (measured, 2026-11-30-h200); T4 ~2.9 h*; CPU ~30 h at 1 thread*' -- each part only where it
+    """'H200 11.6 min (measured 2026-11-30); T4 ~2.9 h*; CPU ~30 h at 1 thread*' -- each part only where it
     can be said, a star where it is derived (``derived_note``)."""
     parts = []
     pace = h200_measured(gpu_dir).get(_measured_net(cfg))
@@ -102,7 +102,8 @@ def full_recipe_time(cfg, gpu_dir=None, results_dir=None) -> str:
     else:
         img_s, where = pace
         minutes = cfg["steps"] * cfg["batch_size"] / img_s / 60
-        parts.append(f"H200 {_words(minutes)} (measured, {where}); T4 ~{_words(minutes * H200_TB_S / T4_TB_S)}*")
+        day = where[:10] if where[:4].isdigit() else where  # the folder data/gpu/<date>-h200: its date
+        parts.append(f"H200 {_words(minutes)} (measured {day}); T4 ~{_words(minutes * H200_TB_S / T4_TB_S)}*")
     cpu = cpu_core_hours(cfg, results_dir)
     if cpu is not None:
         parts.append(f"CPU ~{_words(cpu[0] * 60)} at 1 thread*")
