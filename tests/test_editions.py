@@ -270,6 +270,9 @@ def test_published_student_editions_are_current(tmp_path):
         text = (BOOK / rel).read_text()
         assert not re.search(r"\]\(\d\d_\w+\.ipynb", text), f"{rel}: a link relative to the book's folder"
         assert "{solution-start}" not in text and "```{exercise" not in text, rel   # no raw MyST fences
+    for c in json.loads((BOOK / editions.student_edition_paths()["06_ablations"]).read_text())["cells"]:
+        if "An honest question" in "".join(c["source"]):  # input hidden on the site: hidden in Jupyter and Colab too
+            assert c["metadata"]["jupyter"]["source_hidden"] and c["metadata"]["cellView"] == "form"
 
 
 class _FakeColab:

@@ -225,7 +225,10 @@ def otter_master(src, dst, name=None):
         raise ValueError(f"{src.name} has no setup cell (a code cell starting {SETUP_MARK!r}): the grader needs it")
     cells += [_cell("markdown", SUBMIT_TEXT.format(runs_text=RUNS_TEXT if runs else "")),
               _cell("code", SUBMIT_CELL.format(name=name, runs=runs))]
+    hidden = {_src(c) for c in nb["cells"] if _tags(c) & {"remove-input", "hide-input"}}
     for c in cells:  # the text a cell shows or prints, in the student's folder or on Colab: links to the site
+        if c["cell_type"] == "code" and _src(c) in hidden:  # the site shows only its output: so do Jupyter and Colab
+            c["metadata"] = {**c.get("metadata", {}), "jupyter": {"source_hidden": True}, "cellView": "form"}
         c["source"] = _site_links(_src(c))
     nb["cells"] = cells
     dst.parent.mkdir(parents=True, exist_ok=True)
