@@ -59,7 +59,8 @@ def ensure_otter(pin: str = OTTER) -> list[str]:
     importlib.invalidate_caches()
     name = Requirement(pin).name
     needs = [Requirement(r) for r in importlib.metadata.requires(name) or []]
-    missing = [r.name for r in needs if (r.marker is None or r.marker.evaluate({"extra": ""})) and not _installed(r.name)]
+    wanted = [r for r in needs if r.marker is None or r.marker.evaluate({"extra": ""})]  # not the extras
+    missing = [r.name for r in wanted if not _installed(r.name)]
     if missing:
         pip(*missing)
         importlib.invalidate_caches()
