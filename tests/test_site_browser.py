@@ -391,14 +391,17 @@ def test_no_frozen_widget_controls(name):
 
 # ---- launch buttons follow the repository URL setting ------------------------------------------------------------
 def test_launch_buttons_follow_the_repository_url_setting():
-    """Every chapter page opens its own notebook on Colab from the repository named in _config.yml."""
+    """Every chapter page opens its own notebook on Colab from the repository named in _config.yml (an exercise
+    page: its student edition, book/student/)."""
     from idmap_lib.book import repository
+    from idmap_lib.checks.editions import student_edition_paths
 
     assert (SITE / "index.html").is_file(), f"{SITE} has no built site: run `make book` first"
     url = repository.repository_url()
     owner_repo = url.removeprefix("https://github.com/")
     for nb_path in repository.chapter_notebooks():
         html = (SITE / f"{nb_path.stem}.html").read_text(encoding="utf-8")
-        colab = f"https://colab.research.google.com/github/{owner_repo}/blob/main/book/{nb_path.name}"
+        target = student_edition_paths().get(nb_path.stem, nb_path.name)
+        colab = f"https://colab.research.google.com/github/{owner_repo}/blob/main/book/{target}"
         assert colab in html, f"{nb_path.stem}.html: no Colab button for {colab}"
         assert f'href="{url}"' in html, f"{nb_path.stem}.html: repository button does not point to {url}"
