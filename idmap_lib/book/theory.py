@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import re
+
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 from sympy.simplify.simplify import product_simplify
@@ -110,6 +112,12 @@ def tex_display(expr, wrap: int = WRAP) -> str:
 
 
 # ---- the result object ----------------------------------------------------------------------------------
+
+def _as_code(name: str) -> str:
+    """A check's name as the page shows it: in code font where it writes symbols the ASCII way (``prod_{i=l}^{L}``),
+    which would otherwise read as TeX that failed to render."""
+    return f"`{name}`" if re.search(r"[_^{}\\]", name) else name
+
 @dataclass
 class Derivation:
     name: str
@@ -137,7 +145,7 @@ class Derivation:
             out += [("text", why), ("math", tex_display(e))]
         out += [("text", self.paper_label or f"The paper's {self.name.split(':')[0]}, as printed:"),
                 ("math", tex_display(self.paper))]
-        ok = "".join(f"\n- {k}: {'✓' if v else '✗ FAILED'}" for k, v in self.checks.items())
+        ok = "".join(f"\n- {_as_code(k)}: {'✓' if v else '✗ FAILED'}" for k, v in self.checks.items())
         out.append(("text", f"sympy: `simplify(derived − paper) = {self.difference()}`"
                             + (f"\n\nChecks sympy ran on the way:{ok}" if ok else "")))
         return out
