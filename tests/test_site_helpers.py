@@ -117,3 +117,27 @@ def test_the_gate_path_is_drawn_dashed_and_the_others_solid():
     assert not any("stroke-dasharray" in ln for ln in lines if GATE_COLOR not in ln)
     plain = draw_units([im.unit_layout(im.make_unit("original", "identity"))], ["p"])
     assert "stroke-dasharray" not in plain
+
+
+def test_the_book_renderer_writes_log_ticks_out_in_full(monkeypatch, keep_renderer):
+    """Issue 21: plotly's minor labels on a log axis read "2 3 ... 10 2 3" (the second "2" is 20); on the site every
+    log axis without ticks of its own is labelled 1, 2, 5, 10, 20 ... in full; a linear axis, or one with its own
+    ticks, is left alone."""
+    import numpy as np
+
+    from plotly.subplots import make_subplots
+    monkeypatch.setenv(book.BUILD_ENV, "1")
+    book.setup(verbose=False)
+    fig = make_subplots(rows=1, cols=3)
+    fig.add_scatter(y=np.array([0.03, 0.4, 7.0, 250.0]), row=1, col=1)
+    fig.add_scatter(y=[1.0, 2.0, 3.0], row=1, col=2)
+    fig.add_scatter(y=[5.0, 50.0], row=1, col=3)
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_yaxes(type="log", tickvals=[5, 50], row=1, col=3)
+    html = pio.renderers[book.RENDERER].to_mimebundle(fig.to_dict())["text/html"]
+    d = fig.to_dict()
+    from idmap_lib.book.evidence import readable_log_axes
+    lay = readable_log_axes(d)["layout"]
+    assert lay["yaxis"]["ticktext"] == ["0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100", "200"]
+    assert "tickvals" not in lay["yaxis2"] and list(lay["yaxis3"]["tickvals"]) == [5, 50]
+    assert '"ticktext":["0.05","0.1"' in html.replace(" ", "")

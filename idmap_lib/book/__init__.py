@@ -53,8 +53,10 @@ def _book_renderer():
         """``text/html`` only: a div plus ``Plotly.newPlot``; no plotly.js, no MathJax, no CDN."""
 
         def to_mimebundle(self, fig_dict):
+            from .evidence import readable_log_axes
+
             html = to_html(
-                fig_dict,
+                readable_log_axes(fig_dict),  # log axes labelled in full (20, not a second "2")
                 include_plotlyjs=False,
                 include_mathjax=False,
                 full_html=False,

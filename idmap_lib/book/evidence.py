@@ -369,6 +369,49 @@ def log_ticks(lo: float, hi: float) -> dict:
     return {"tickvals": vals, "ticktext": [f"{v:g}" for v in vals]}
 
 
+def _plotly_values(v):
+    """A trace's values as numbers: a list, or plotly's encoded array ({"dtype", "bdata"}: base64 of the buffer)."""
+    if isinstance(v, dict) and "bdata" in v:
+        import base64
+
+        import numpy as np
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).astype(float).ravel().tolist()
+    return v
+
+
+def readable_log_axes(fig_dict: dict) -> dict:
+    """Every log axis of a figure (its dict) without ticks of its own gets ``log_ticks`` over the positive values of
+    the traces drawn on it (or over its range, where set): the book's renderer applies it to every figure of the site,
+    whose log axes would otherwise carry plotly's minor labels ("2 3 ... 10 2 3")."""
+    import math
+    import re
+
+    layout = fig_dict.get("layout", {})
+    for name, ax in list(layout.items()):
+        m = re.fullmatch(r"([xy])axis(\d*)", name)
+        if not m or not isinstance(ax, dict) or ax.get("type") != "log" or "tickvals" in ax:
+            continue
+        ref = m.group(1) + m.group(2)
+        if ax.get("range"):
+            lo, hi = (10 ** v for v in ax["range"])
+        else:
+            vals = []
+            for t in fig_dict.get("data", []):
+                if t.get(f"{m.group(1)}axis", m.group(1)) == ref:
+                    try:
+                        vals += [float(v) for v in _plotly_values(t.get(m.group(1), [])) if v is not None and v > 0]
+                    except (TypeError, ValueError):  # not numbers (text, categories): leave the axis as it is
+                        vals = []
+                        break
+            vals = [v for v in vals if math.isfinite(v)]
+            if len(vals) < 2:
+                continue
+            lo, hi = min(vals), max(vals)
+        if hi > lo > 0:
+            ax.update(log_ticks(lo, hi))
+    return fig_dict
+
+
 def loss_range(traces, spread=2.0) -> tuple[float, float, bool]:
     """(low, high, cut) of a log axis for these traces (one list of values each: a seed, or all seeds of a
     variant): all of them, unless one trace's highest value (an early spike) lies more than `spread` times above
