@@ -119,6 +119,21 @@ def _colab_like_packages(python: Path, tmp: Path) -> Path:
     return wheels
 
 
+def _kernel_env(tmp_path: Path, python: Path, wheels: Path) -> dict:
+    """The environment a notebook runs in on the clean venv: no PYTHONPATH, no book build, no runs folder of the
+    shell's, pip offline from `wheels`; the venv registered as the kernel "colab-like"."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", book.BUILD_ENV, "VIRTUAL_ENV", "IDMAP_RUNS")}
+    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels),
+               PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1",
+               IDMAP_DATA=os.environ.get("IDMAP_DATA", str(ROOT.parent / "shared" / "data")))
+    kernels = tmp_path / "jupyter" / "kernels" / "colab-like"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "clean venv", "language": "python"}))
+    return env
+
+
 def _execute(nb, env: dict, cwd: Path):
     from nbclient import NotebookClient
 
@@ -147,22 +162,13 @@ def test_a_chapter_runs_from_a_clone_in_a_clean_environment_and_after_a_restart(
 
     python = _clean_venv(tmp_path, exclude=(MISSING,))
     wheels = _colab_like_packages(python, tmp_path)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", book.BUILD_ENV, "VIRTUAL_ENV")}
-    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels),
-               PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1",
-               IDMAP_DATA=os.environ.get("IDMAP_DATA", str(ROOT.parent / "shared" / "data")))
+    env = _kernel_env(tmp_path, python, wheels)
     check = subprocess.run([python, "-c", "import torch, sympy, plotly, ipykernel, ipywidgets\n"
                             "print(ipywidgets.__version__)\n"
                             f"for name in ('idmap_lib', {MISSING!r}):\n"
                             " try:\n  __import__(name); print(name)\n except ImportError: pass"],
                            capture_output=True, text=True, env=env, cwd=tmp_path)
     assert check.stdout.split() == ["7.7.1"], check.stdout + check.stderr   # Colab-like, and clean
-
-    kernels = tmp_path / "jupyter" / "kernels" / "colab-like"
-    kernels.mkdir(parents=True)
-    (kernels / "kernel.json").write_text(json.dumps({
-        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "clean venv", "language": "python"}))
 
     nb = nbformat.read(ROOT / "book" / f"{CHAPTER}.ipynb", as_version=4)
     setup = next(c for c in nb.cells if c.cell_type == "code")
@@ -225,18 +231,9 @@ def test_the_student_edition_runs_on_colab_as_handed_out(tmp_path):
                           *OTTER_AND_MISSING, "--disable-pip-version-check"], capture_output=True, text=True)
     if got.returncode:
         pytest.skip(f"no package registry to fetch otter-grader from: {got.stderr[-300:]}")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", book.BUILD_ENV, "VIRTUAL_ENV", "IDMAP_RUNS")}
-    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels),
-               PIP_DISABLE_PIP_VERSION_CHECK="1",
-               IDMAP_DATA=os.environ.get("IDMAP_DATA", str(ROOT.parent / "shared" / "data")))
+    env = _kernel_env(tmp_path, python, wheels)
     bare = subprocess.run([python, "-c", "import otter"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert bare.returncode != 0, "otter-grader is importable before the notebook installs it"
-    kernels = tmp_path / "jupyter" / "kernels" / "colab-like"
-    kernels.mkdir(parents=True)
-    (kernels / "kernel.json").write_text(json.dumps({
-        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "clean venv", "language": "python"}))
-
     published = student.PUBLISHED / "exercises" / "exercises.ipynb"
     work = tmp_path / "content"                                          # Colab's /content: no tests/ folder
     work.mkdir()

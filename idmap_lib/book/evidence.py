@@ -104,9 +104,7 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_d
         if mine:  # the reader's own finished runs (live.train_live), beside the recorded seeds and the paper
             rows[-1]["yours: test error % (seed)"] = ", ".join(
                 f"{100 * claims.final_test_err(r):.1f} (seed {r['config']['seed']})" for r in mine)
-    df = pd.DataFrame(rows).set_index("variant")
-    if not df["to run"].any():  # every seed recorded: an empty column says nothing
-        df = df.drop(columns="to run")
+    df = drop_if_empty(pd.DataFrame(rows).set_index("variant"), "to run")  # every seed recorded: nothing to run
     if "yours: test error % (seed)" in df:
         df["yours: test error % (seed)"] = df["yours: test error % (seed)"].fillna("–")
     df.attrs.update(experiment=experiment, scale=scale)
@@ -186,6 +184,11 @@ def scale_differences(experiment, variant, scales=recipes.SCALES):
 def _unit(metric):
     """(factor, format) a metric is shown in: % for errors, whole steps, 3 decimals otherwise."""
     return (100, ".1f") if metric in claims.PERCENT else (1, ".0f") if metric == "steps_to_80" else (1, ".3f")
+
+
+def drop_if_empty(df, column):
+    """`df` without `column` where no row has anything in it (zeros, empty strings): a column that says nothing."""
+    return df if df[column].any() else df.drop(columns=column)
 
 
 def num(x, fmt=".2f", sign=False) -> str:
@@ -273,8 +276,7 @@ def claims_table(keys=None, scale=None, out_dir=None):
                      "verdict": v.verdict, "tested for": tested_for(c, scale or c.scale),
                      "evidence": " | ".join(filter(None, _evidence_of(v.parts) + slow)) or "–",
                      "missing runs": sum(len(s) for _, s in v.missing)})
-    df = pd.DataFrame(rows).set_index("claim")
-    return df if df["missing runs"].any() else df.drop(columns="missing runs")  # a column of zeros says nothing
+    return drop_if_empty(pd.DataFrame(rows).set_index("claim"), "missing runs")
 
 
 def verdict_changes(keys, before="cpu_step_warmup", after="cpu", out_dir=None):
@@ -740,9 +742,10 @@ def contradiction_note(keys, out_dir=None) -> str:
         for t, res in v.parts if v.verdict == "contradicted" else []:
             if res.get("verdict") != "contradicted":
                 continue
-            unit, fmt, u = (100, "{:.1f}", " %") if t.metric in claims.PERCENT else (1, "{:.3g}", "")
-            each = {side: ", ".join(fmt.format(unit * x) for x in res[f"x{side}"]) for side in "ab"}
-            d, lo, hi = (fmt.format(unit * res[k]) for k in ("d", "lo", "hi"))
+            unit, fmt = _unit(t.metric)
+            u = " %" if t.metric in claims.PERCENT else ""
+            each = {side: ", ".join(num(unit * x, fmt) for x in res[f"x{side}"]) for side in "ab"}
+            d, lo, hi = (num(unit * res[k], fmt) for k in ("d", "lo", "hi"))
             pa, pb = (paper_numbers.paper_number(claim.experiment, x) or {} for x in (t.a, t.b))
             paper = (f" The paper, after its whole recipe: {t.a} {pa['value']:.2f} %, {t.b} {pb['value']:.2f} % "
                      f"({abs(pa['value'] - pb['value']):.2f} points apart)."

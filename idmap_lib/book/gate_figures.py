@@ -13,7 +13,7 @@ import torch.nn as nn
 from ..engine import recipes
 from ..models.introspect import residual_units
 from . import claims, paper_numbers
-from .evidence import num
+from .evidence import drop_if_empty, num
 from .mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from .reports import hardware
 
@@ -61,8 +61,7 @@ def mnist_table(seeds=SEEDS, out_dir=None):
                 row["seeds"] = len(runs)
         row["to run"] = f"python -m idmap_lib mnist --depths {d}" if missing else ""
         rows.append(row)
-    df = pd.DataFrame(rows).set_index("d")
-    return df if df["to run"].any() else df.drop(columns="to run")  # every run recorded: no empty column
+    return drop_if_empty(pd.DataFrame(rows).set_index("d"), "to run")  # every run recorded: nothing to run
 
 
 def _band(fig, x, per, name, colour, col=1, dash=None, group=None):

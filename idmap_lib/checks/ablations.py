@@ -398,6 +398,10 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
 
 # ---- grading ------------------------------------------------------------------------------------------------
 
+def _write_spread(result: dict) -> None:
+    SPREAD_FILE.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+
+
 def spread() -> dict:
     """{ablation: {"runs": {key: {metric: std over seeds}}, "answers": {answer: std over seeds}}}, as measured."""
     return json.loads(SPREAD_FILE.read_text()) if SPREAD_FILE.exists() else {}
@@ -634,7 +638,7 @@ def measure(names=None, seeds=SEEDS, out_dir=None, data=None, progress=False):
         result[name] = {"seeds": list(seeds), "runs": runs_sp, "answers": answers_sp,
                         "exercise_wall_s": statistics.mean(walls), "exercise_wall_s_by_seed": walls,
                         "answers_by_seed": {a: [t[a] for t in truths] for a in ab.answers}}
-    SPREAD_FILE.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    _write_spread(result)
     return result
 
 
@@ -664,7 +668,7 @@ def time_exercises(names=None, threads=2, data=None):
                 "cpu_count": hw.get("cpu_count"), "measured_threads": hw.get("torch_threads"), "date": r["date"],
                 "seed": TIMING_SEED}
             print(f"{name}: {r['exercise']['wall_s_together'] / 60:.1f} min at {threads} threads", flush=True)
-            SPREAD_FILE.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")  # each as it lands
+            _write_spread(result)  # each as it lands
     finally:
         torch.set_num_threads(before)
     return result

@@ -124,11 +124,9 @@ def _strip_directives(text):
 CHAPTER_LINK = re.compile(r"\]\((\d\d_\w+)\.ipynb(#[^)\s]*)?\)")
 
 
-def _site_links(text):
-    """Links to the book's chapters made absolute (the site's pages): the student edition lives elsewhere."""
-    from ..book.repository import site_url
-
-    return CHAPTER_LINK.sub(lambda m: f"]({site_url()}{m.group(1)}.html{m.group(2) or ''})", text)
+def _site_links(text, site):
+    """Links to the book's chapters made absolute (pages of the site at `site`): the student edition lives elsewhere."""
+    return CHAPTER_LINK.sub(lambda m: f"]({site}{m.group(1)}.html{m.group(2) or ''})", text)
 
 
 def _label(text):
@@ -225,11 +223,13 @@ def otter_master(src, dst, name=None):
         raise ValueError(f"{src.name} has no setup cell (a code cell starting {SETUP_MARK!r}): the grader needs it")
     cells += [_cell("markdown", SUBMIT_TEXT.format(runs_text=RUNS_TEXT if runs else "")),
               _cell("code", SUBMIT_CELL.format(name=name, runs=runs))]
-    hidden = {_src(c) for c in nb["cells"] if _tags(c) & {"remove-input", "hide-input"}}
+    from ..book.repository import site_url
+
+    hidden, site = {_src(c) for c in nb["cells"] if _tags(c) & {"remove-input", "hide-input"}}, site_url()
     for c in cells:  # the text a cell shows or prints, in the student's folder or on Colab: links to the site
         if c["cell_type"] == "code" and _src(c) in hidden:  # the site shows only its output: so do Jupyter and Colab
             c["metadata"] = {**c.get("metadata", {}), "jupyter": {"source_hidden": True}, "cellView": "form"}
-        c["source"] = _site_links(_src(c))
+        c["source"] = _site_links(_src(c), site)
     nb["cells"] = cells
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(json.dumps(nb, indent=1) + "\n")

@@ -71,7 +71,7 @@ def ensure_otter(pin: str = OTTER) -> list[str]:
 def tests_dir(name: str) -> Path:
     """The question tests of chapter `name`: ./tests where the student folder has them, else the published ones."""
     here = Path("tests")
-    return here if (here / "__init__.py").exists() or any(here.glob("*.py")) else PUBLISHED / name / "tests"
+    return here if any(here.glob("*.py")) else PUBLISHED / name / "tests"
 
 
 def student_grader(name: str):
