@@ -150,8 +150,8 @@ def instructor_guide(title=True) -> str:
               "`torch.set_num_threads(2)`), by `python -m idmap_lib.checks time`"
               + (f", on {', '.join(f'a 2-core {c} ({d})' for c, d in when)}" if when else "")
               + ". They are training times (loading the data comes on top, once per session); a machine busy with other "
-              "work is slower, several times over when every core is taken, and the same machine varies up to 2x "
-              "between days. GPU times are an estimate (an assumed Colab T4 throughput, "
+              "work is slower, several times over when every core is taken, and the same machine varies from day "
+              "to day. GPU times are an estimate (an assumed Colab T4 throughput, "
               "`ablations.COLAB_IMG_PER_S`, plus data loading), not a measurement.", ""]
     for name, a in ab.ABLATIONS.items():
         lines += [f"### {name}: {a.title}", "", f"- **Paper**: {a.paper}.",
