@@ -19,6 +19,8 @@ def main(argv=None):
     i.add_argument("--out", default="instructor_guide.md")
     s = sub.add_parser("spread", help="run every ablation over 3 seeds and record the seed spread")
     s.add_argument("names", nargs="*")
+    s.add_argument("--scale", default="classroom", choices=("classroom", "gpu"),
+                   help="gpu: the papers' networks (trains on a GPU, or slowly on a CPU; the configs are the same)")
     t = sub.add_parser("time", help="time every exercise as its notebook runs it (2 threads) for the guide")
     t.add_argument("names", nargs="*")
     t.add_argument("--threads", type=int, default=2)
@@ -44,7 +46,7 @@ def main(argv=None):
         time_exercises(args.names or None, threads=args.threads)
     elif args.cmd == "spread":
         from .ablations import measure
-        measure(args.names or None)
+        measure(args.names or None, scale=args.scale)
     return 0
 
 

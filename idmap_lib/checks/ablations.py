@@ -41,8 +41,12 @@ SEEDS = (0, 1, 2)  # the seeds the book measures the spread over
 
 
 def default_scale():
-    """``classroom``, or ``IDMAP_ABLATION_SCALE`` (the tests run every exercise at ``quick`` scale)."""
-    return os.environ.get("IDMAP_ABLATION_SCALE", "classroom")
+    """``IDMAP_ABLATION_SCALE`` if set (the tests run every exercise at ``quick`` scale), else ``gpu`` where a
+    CUDA GPU is, else ``classroom``."""
+    if os.environ.get("IDMAP_ABLATION_SCALE"):
+        return os.environ["IDMAP_ABLATION_SCALE"]
+    import torch
+    return "gpu" if torch.cuda.is_available() else "classroom"
 
 
 # ---- the exercises ------------------------------------------------------------------------------------------
@@ -94,11 +98,26 @@ def failed(r):
 # 10-step warm-up, the paper's MNIST nets for 400 steps, and the rule that also fails a run stuck at chance
 # after a quarter of its steps. quick: the tests' end-to-end runs (a few steps of small batches: it checks that
 # everything runs, not what it shows).
+# gpu: the papers' networks for a GPU (Colab's T4), <= 2 min an exercise there (see gpu_minutes): the CIFAR
+# exercises at the recipe's depth (ResNet-110), on the chapters' CPU-scale data and schedule shape (the lr ramps
+# 0.01 -> 0.1 over the first quarter: a 0.01 -> 0.1 jump would be a shock the paper's 64k steps do not have,
+# chapter 11), for as many steps as the T4's derived pace allows the exercise's runs (GPU_STEPS); the MNIST
+# exercises are the paper's networks already, so their gpu scale *is* the classroom scale (same runs, same hash).
 STUCK_AT_CHANCE = {"grace_fraction": 0.25, "chance_margin": 0.01}
 QUICK = {"steps": 4, "batch_size": 16, "subset": {"train_per_class": 8, "test_per_class": 4}}
-CIFAR_SCALES = {"classroom": {"steps": 150, "depth": 20, "warmup_steps": 10, "divergence": STUCK_AT_CHANCE},
-                "quick": {**QUICK, "depth": 20}}
-MNIST_SCALES = {"classroom": {"steps": 400, "divergence": STUCK_AT_CHANCE}, "quick": QUICK}
+GPU_STEPS = {2: 250, 4: 125}  # runs in the exercise -> steps of each (2 x 250 x 128 images on a T4: gpu_minutes)
+
+
+def cifar_scales(runs: int) -> dict:
+    steps = GPU_STEPS[runs]
+    return {"classroom": {"steps": 150, "depth": 20, "warmup_steps": 10, "divergence": STUCK_AT_CHANCE},
+            "gpu": {"steps": steps, "recipe_scale": "cpu", "warmup_steps": steps // 4},
+            "quick": {**QUICK, "depth": 20}}
+
+
+MNIST_SCALES = {"classroom": {"steps": 400, "divergence": STUCK_AT_CHANCE}, "gpu": {"same_as": "classroom"},
+                "quick": QUICK}
+OFFERED = ("classroom", "gpu")  # the scales a student runs (quick is the tests')
 
 B_G = (0, -2, -4, -6)
 PLAIN_DEPTHS = (10, 20, 30, 40, 50)
@@ -126,7 +145,7 @@ ABLATIONS = {a.name: a for a in [
         changes="h(x) = 0.5 x instead of x in every unit of the original ResNet",
         runs={"original": ("a_table1_shortcuts", "original", {}),
               "constant_scaling-0.5-1": ("a_table1_shortcuts", "constant_scaling-0.5-1", {})},
-        baseline="original", scales=CIFAR_SCALES,
+        baseline="original", scales=cifar_scales(2),
         answers={"direct_term": "Eqn 8: the factor prod(lambda) of the direct term from the last unit to the first",
                  "loss_gap": "final training loss of the scaled net minus that of the original net (your runs)",
                  "scaled_is_worse": "True if the scaled net ends with the higher training loss"},
@@ -140,7 +159,7 @@ ABLATIONS = {a.name: a for a in [
         name="exclusive_gate_bias", title="Sweep the exclusive gate's initial bias b_g", chapter="03_scaled_shortcuts",
         paper="Paper A Table 1 (exclusive gating, b_g from 0 to -7) and Fig 2(c)",
         changes="the initial gate bias b_g of the exclusive gate, in {" + ", ".join(map(str, B_G)) + "}",
-        runs=_gate_runs(), baseline="b0", scales=CIFAR_SCALES,
+        runs=_gate_runs(), baseline="b0", scales=cifar_scales(len(B_G)),
         answers={"best_b_g": "the b_g whose run ends with the lowest training loss",
                  "loss_b-6_minus_b0": "final training loss at b_g = -6 minus that at b_g = 0 (your runs)"},
         truth=lambda runs: {"best_b_g": _best_b(runs),
@@ -152,7 +171,7 @@ ABLATIONS = {a.name: a for a in [
         changes="the original unit with its last BN moved after the addition (Fig 4b)",
         runs={"original": ("a_table2_activations", "original-110", {}),
               "bn_after_add": ("a_table2_activations", "bn_after_add-110", {})},
-        baseline="original", scales=CIFAR_SCALES,
+        baseline="original", scales=cifar_scales(2),
         answers={"early_gap": "training loss at the first third of training (the logged step nearest "
                               "steps/3): BN-after-addition minus original (your runs)",
                  "slower_start": "True if BN after addition has the higher training loss at that step",
@@ -240,20 +259,28 @@ def _rescale_schedule(s, steps):
     return s
 
 
-def config(name: str, key: str, seed: int = 0, scale: str | None = None) -> dict:
-    """The config of run `key` of ablation `name`: the recipe's ``cpu_step_warmup`` config (the CPU scale with
-    the paper's step warm-up, which the recorded classroom runs were made with) with the exercise's one change
-    and the scale's steps/subset/depth. Its ``variant`` is `key`, its ``scale`` the ablation scale."""
-    ab = ABLATIONS[name]
-    scale = scale or default_scale()
-    if key not in ab.runs:
-        raise ValueError(f"{name} has no run {key!r}; its runs: {', '.join(ab.runs)}")
+def resolve_scale(name: str, scale: str | None = None) -> str:
+    """The scale whose configs ablation `name` trains at `scale` (default ``default_scale``): itself, or the
+    scale it is the same as (the MNIST exercises' gpu scale is their classroom scale)."""
+    ab, scale = ABLATIONS[name], scale or default_scale()
     if scale not in ab.scales:
         raise ValueError(f"unknown ablation scale {scale!r}; valid: {', '.join(ab.scales)}")
+    return ab.scales[scale].get("same_as", scale)
+
+
+def config(name: str, key: str, seed: int = 0, scale: str | None = None) -> dict:
+    """The config of run `key` of ablation `name`: the recipe's config at the scale's ``recipe_scale`` (default
+    ``cpu_step_warmup``, the CPU scale with the paper's step warm-up, which the recorded classroom runs were made
+    with) with the exercise's one change and the scale's steps/subset/depth/warm-up. Its ``variant`` is `key`, its
+    ``scale`` the ablation scale."""
+    ab = ABLATIONS[name]
+    if key not in ab.runs:
+        raise ValueError(f"{name} has no run {key!r}; its runs: {', '.join(ab.runs)}")
+    scale = resolve_scale(name, scale)
     experiment, variant, kwargs = ab.runs[key]
-    cfg = recipes.config(experiment, variant, "cpu_step_warmup", seed)
-    cfg["model"]["kwargs"].update(kwargs)
     s = ab.scales[scale]
+    cfg = recipes.config(experiment, variant, s.get("recipe_scale", "cpu_step_warmup"), seed)
+    cfg["model"]["kwargs"].update(kwargs)
     if "depth" in s:
         cfg["model"]["kwargs"]["depth"] = s["depth"]
     steps = s["steps"]
@@ -268,7 +295,7 @@ def config(name: str, key: str, seed: int = 0, scale: str | None = None) -> dict
     if "divergence" in s:
         cfg["divergence"] = dict(s["divergence"])
     cfg["why"] = {**cfg.get("why", {}), "ablation": f"{name}: {ab.changes}; the {scale} scale of the exercises "
-                  f"({steps} steps; see CIFAR_SCALES / MNIST_SCALES)"}
+                  f"({steps} steps; see cifar_scales / MNIST_SCALES)"}
     return cfg
 
 
@@ -407,8 +434,14 @@ def spread() -> dict:
     return json.loads(SPREAD_FILE.read_text()) if SPREAD_FILE.exists() else {}
 
 
-def _spread_of(name, answer):
-    return spread().get(name, {}).get("answers", {}).get(answer, 0.0)
+def spread_key(name, scale="classroom"):
+    """Where the spread file keeps ablation `name` at `scale`: its name (the classroom scale, which the tests'
+    quick scale is judged by too), or ``name@gpu``."""
+    return f"{name}@gpu" if resolve_scale(name, scale) == "gpu" else name
+
+
+def _spread_of(sk, answer):
+    return spread().get(sk, {}).get("answers", {}).get(answer, 0.0)
 
 
 def _diagnose_config(name, key, r, scale):
@@ -440,10 +473,11 @@ def _diagnose_config(name, key, r, scale):
             "train the exercise's configs (ablations.run), unchanged")
 
 
-def _compare(name, key, judge, got, truth, runs):
-    """None if `got` agrees with `truth` (from the student's runs) under `judge`, else (what, hint)."""
+def _compare(name, key, judge, got, truth, runs, sk):
+    """None if `got` agrees with `truth` (from the student's runs) under `judge`, up to the seed spread recorded
+    under `sk` (``spread_key``), else (what, hint)."""
     kind = judge[0]
-    sp = _spread_of(name, key)
+    sp = _spread_of(sk, key)
     if kind in ("abs", "rel"):
         if got is None and truth is None:
             return None
@@ -462,13 +496,13 @@ def _compare(name, key, judge, got, truth, runs):
             return (f"{key} = {got!r}, expected True or False", "a judgement: True or False")
         if kind == "sign":  # the difference answer judge[1]
             diff = ABLATIONS[name].truth(runs)[judge[1]]
-            sp = _spread_of(name, judge[1])
+            sp = _spread_of(sk, judge[1])
         else:  # metric judge[3] of run judge[1] vs metric judge[4] (default: the same) of run judge[2]
             def m(r, what):
                 return mean_k(r) if what == "mean_k" else float(r[what])
             diff = m(runs[judge[2]], judge[-1]) - m(runs[judge[1]], judge[3])
-            sp = _spread_of(name, key) or max(
-                spread().get(name, {}).get("runs", {}).get(judge[i], {}).get(judge[j], 0.0)
+            sp = _spread_of(sk, key) or max(
+                spread().get(sk, {}).get("runs", {}).get(judge[i], {}).get(judge[j], 0.0)
                 for i, j in ((1, 3), (2, -1)))
         if abs(diff) <= sp:  # within the seed spread: the runs cannot tell, either answer stands
             return None
@@ -477,7 +511,7 @@ def _compare(name, key, judge, got, truth, runs):
     if kind == "argmin":
         vals = {v: final(runs[k]) for v, k in judge[1]}
         best = min(vals.values())
-        sp = max((spread().get(name, {}).get("runs", {}).get(k, {}).get("train_loss", 0.0) for _, k in judge[1]),
+        sp = max((spread().get(sk, {}).get("runs", {}).get(k, {}).get("train_loss", 0.0) for _, k in judge[1]),
                  default=0.0)
         ok = {v for v, x in vals.items() if x - best <= sp}
         return None if got in ok else (f"{key} = {got!r}; your runs' lowest loss is at {truth!r} "
@@ -525,12 +559,25 @@ def _as_ablation_grader(name):
     return _grader(f"`answers` of {name} (still ...)")(check)
 
 
+def submitted_scale(name, runs) -> str | None:
+    """The offered scale (classroom or gpu) the submitted runs were trained at, read from the first recorded one;
+    None if none is."""
+    for r in runs.values():
+        label = (r or {}).get("config", {}).get("scale", "") if isinstance(r, dict) else ""
+        for s in OFFERED:
+            if label == f"ablation-{resolve_scale(name, s)}":
+                return s
+    return None
+
+
 def _check(name, runs, answers, prediction, scale):
-    ab, scale = ABLATIONS[name], scale or default_scale()
-    c = f"check_{name}"
+    """Grade at `scale`, else the tests' IDMAP_ABLATION_SCALE, else the offered scale the runs were trained at (a
+    class may train on CPUs and on GPUs: the instructor's machine grades both), else ``default_scale``."""
+    ab, c = ABLATIONS[name], f"check_{name}"
     if not isinstance(runs, dict) or not runs:
         _fail(c, f"no runs (got {type(runs).__name__})", f"run the run cell: runs = ablations.run({name!r}, prediction)")
     runs = {k: _load(v) for k, v in runs.items()}
+    scale = scale or os.environ.get("IDMAP_ABLATION_SCALE") or submitted_scale(name, runs) or default_scale()
     for key in ab.runs:
         if key not in runs:
             _fail(c, f"the run {key!r} is missing", f"ablations.run({name!r}, prediction) trains all of: "
@@ -569,7 +616,7 @@ def _check(name, runs, answers, prediction, scale):
         _fail(c, "no prediction", "write what you expected before the run; it is collected with your answers")
     truth = ab.truth(runs)
     for a in ab.answers:
-        bad = _compare(name, a, ab.judge[a], answers[a], truth[a], runs)
+        bad = _compare(name, a, ab.judge[a], answers[a], truth[a], runs, spread_key(name, scale))
         if bad:
             _fail(c, *bad)
     return f"{len(ab.runs)} recorded runs of {name} at the {scale} scale; {len(ab.answers)} answers agree with them"
@@ -605,15 +652,19 @@ def table(runs):
 
 # ---- the book's measurement of the spread ----------------------------------------------------------------------
 
-def measure(names=None, seeds=SEEDS, out_dir=None, data=None, progress=False):
-    """Run every ablation at the classroom scale for each seed (recorded in `out_dir`, the book's data/classroom)
-    and write the seed spread (standard deviation over seeds) of every run's metrics and every numeric answer."""
+def measure(names=None, seeds=SEEDS, out_dir=None, data=None, progress=False, scale="classroom"):
+    """Run every ablation at `scale` (classroom or gpu) for each seed (recorded in `out_dir`, the book's
+    data/classroom; trained only where missing) and write the seed spread (standard deviation over seeds) of every
+    run's metrics and every numeric answer under ``spread_key(name, scale)``. An exercise whose gpu scale is its
+    classroom scale is not written twice."""
     import statistics
     out = Path(out_dir or BOOK_RUNS)
     result = spread()
     for name in names or ABLATIONS:
         ab = ABLATIONS[name]
-        per_seed = [run(name, f"(the book's measurement of the seed spread, seed {s})", seed=s, scale="classroom",
+        if resolve_scale(name, scale) != scale:
+            continue
+        per_seed = [run(name, f"(the book's measurement of the seed spread, seed {s})", seed=s, scale=scale,
                         out_dir=out, data=data, progress=progress) for s in seeds]
         runs_sp = {}
         for k in ab.runs:
@@ -635,9 +686,10 @@ def measure(names=None, seeds=SEEDS, out_dir=None, data=None, progress=False):
                 answers_sp[a] = statistics.stdev(vals)
         walls = [max(r.get("exercise", {}).get("wall_s_together") or r["final"]["wall_s"] for r in p.values())
                  for p in per_seed]
-        result[name] = {"seeds": list(seeds), "runs": runs_sp, "answers": answers_sp,
-                        "exercise_wall_s": statistics.mean(walls), "exercise_wall_s_by_seed": walls,
-                        "answers_by_seed": {a: [t[a] for t in truths] for a in ab.answers}}
+        sk = spread_key(name, scale)
+        result[sk] = {**result.get(sk, {}), "seeds": list(seeds), "runs": runs_sp, "answers": answers_sp,
+                      "exercise_wall_s": statistics.mean(walls), "exercise_wall_s_by_seed": walls,
+                      "answers_by_seed": {a: [t[a] for t in truths] for a in ab.answers}}
     _write_spread(result)
     return result
 
@@ -676,31 +728,51 @@ def time_exercises(names=None, threads=2, data=None):
 
 # ---- overview -----------------------------------------------------------------------------------------------
 
-# Throughput assumed for the Colab estimate (an estimate, not a measurement: eager PyTorch on a T4, where a
-# ResNet-20 step is bound by kernel launches and an MLP step by the optimizer's small kernels).
+# Throughput assumed for a Colab T4 where no GPU has measured the network (an estimate, not a measurement: eager
+# PyTorch, where a small net's step is bound by kernel launches and an MLP step by the optimizer's small kernels).
 COLAB_IMG_PER_S = {"cifar_resnet": 4000.0, "mlp": 30000.0}
-COLAB_OVERHEAD_S = 30.0  # data download and decoding, first CUDA kernels
+COLAB_OVERHEAD_S = 30.0  # data download and decoding, first CUDA kernels (assumed)
+GPU_BUDGET_S = 120.0  # issue 23: an exercise at its gpu scale takes <= 2 min on a T4
+
+
+def t4_pace(cfg) -> tuple[float, str]:
+    """(images per second of one run of `cfg` on a T4, how it is known): derived from a lent H200's measured pace of
+    the same network by the ratio of their memory bandwidths (``book.run_times``), else the assumed
+    :data:`COLAB_IMG_PER_S`."""
+    from ..book import run_times as rt
+    measured = rt.h200_measured().get(rt._measured_net(cfg))
+    if measured:
+        return measured[0] / (rt.H200_TB_S / rt.T4_TB_S), f"derived from the H200's pace measured {measured[1][:10]}"
+    return COLAB_IMG_PER_S[cfg["model"]["builder"]], "estimated: no GPU has measured this network"
+
+
+def gpu_time(name) -> dict:
+    """{"s": seconds of the exercise at its gpu scale on a T4, "how": derived or estimated, "net": what trains}."""
+    cfgs = configs(name, 0, "gpu")
+    paces = [t4_pace(c) for c in cfgs.values()]
+    train = sum(c["steps"] * c["batch_size"] / p for c, (p, _) in zip(cfgs.values(), paces))
+    how = sorted({h for _, h in paces})
+    c0 = next(iter(cfgs.values()))
+    net = (f"ResNet-{c0['model']['kwargs']['depth']}, {c0['steps']} steps" if c0["model"]["builder"] == "cifar_resnet"
+           else f"the classroom scale's runs (Paper B's nets already), {c0['steps']} steps")
+    return {"s": COLAB_OVERHEAD_S + train, "how": "; ".join(how), "net": net}
 
 
 def run_times(name):
-    """{"cpu_s": measured (the book's runs, mean over seeds), "colab_gpu_s": estimated} for one exercise."""
-    ab = ABLATIONS[name]
+    """{"cpu_s": the classroom scale measured as the notebook runs it, "gpu": ``gpu_time``} for one exercise."""
     sp = spread().get(name, {})
     cpu = (sp.get("notebook_wall") or {}).get("s")  # measured as the notebook runs it (time_exercises)
-    cfgs = configs(name, 0, "classroom")
-    imgs = {}
-    for c in cfgs.values():
-        imgs[c["model"]["builder"]] = imgs.get(c["model"]["builder"], 0) + c["steps"] * c["batch_size"]
-    gpu = COLAB_OVERHEAD_S + sum(n / COLAB_IMG_PER_S[b] for b, n in imgs.items())
-    return {"cpu_s": cpu, "colab_gpu_s": gpu, "runs": len(ab.runs), "cpu_measured": sp.get("notebook_wall")}
+    return {"cpu_s": cpu, "gpu": gpu_time(name), "runs": len(ABLATIONS[name].runs), "cpu_measured": sp.get("notebook_wall")}
 
 
 def overview():
-    """One row per ablation exercise: the chapter, what changes, how many runs, and the run times."""
+    """One row per ablation exercise: the chapter, how many runs, and their times at each scale."""
     import pandas as pd
     rows = []
     for name, ab in ABLATIONS.items():
         t = run_times(name)
         rows.append({"exercise": name, "paper": ab.paper, "chapter": ab.chapter, "runs": t["runs"],
-                     "CPU, the notebook's 2 threads (measured, s)": t["cpu_s"], "Colab GPU (estimated, s)": t["colab_gpu_s"]})
-    return pd.DataFrame(rows).style.format(precision=0, na_rep="not measured").hide(axis="index")
+                     "classroom scale: CPU, 2 threads (measured, min)": t["cpu_s"] and t["cpu_s"] / 60,
+                     "gpu scale": t["gpu"]["net"], "gpu scale: Colab T4 (min)": t["gpu"]["s"] / 60,
+                     "T4 time": t["gpu"]["how"]})
+    return pd.DataFrame(rows).style.format(precision=1, na_rep="not measured").hide(axis="index")

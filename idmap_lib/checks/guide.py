@@ -41,25 +41,57 @@ ABLATION_GOALS = {
                   "question: in the book's runs smallest-k pruning is worse than random)",
 }
 
-# Whether an exercise shows the paper's effect at the classroom scale in every seed the book recorded (data/classroom).
-# The others are honest questions: their statements say, before the prediction, what the paper found at its depth
-# and length, what the book's runs show instead, and ask why the scale changes it. tests/test_ablation_effects.py
-# checks both on the recorded runs.
-SHOWS_PAPER_EFFECT = {"constant_scaling": True, "exclusive_gate_bias": False, "bn_after_addition": False,
-                      "plain_depth": False, "gate_depth": True, "prune_by_k": False}
+def _k_falls(t):
+    ks = [t[f"mean_k_d{d}"] for d in ab.K_DEPTHS]
+    return all(x > y for x, y in zip(ks, ks[1:]))
 
 
-def recorded(name):
-    """The book's recorded classroom runs of ablation `name`, seed by seed: (seeds, {answer: [its value in each
+# What each paper found, as one seed's answers of an exercise can show it.
+PAPER_EFFECT = {
+    # Paper A Table 1: the shortcut scaled by 0.5 trains worse than the identity
+    "constant_scaling": lambda t: t["scaled_is_worse"],
+    # Paper A Table 1: exclusive gating works at b_g = -6 and fails at b_g = 0
+    "exclusive_gate_bias": lambda t: t["loss_b-6_minus_b0"] < 0,
+    # Paper A Fig 6 and Table 2: BN after the addition starts slower and ends worse
+    "bn_after_addition": lambda t: t["slower_start"] and t["ends_worse"],
+    # Paper B Table 1 and its gate: plain nets break deep, and the gate lets the plain layers reach the identity
+    "plain_depth": lambda t: t["plain_breaks_at"] is not None and (
+        t["gated_breaks_at"] is None or t["gated_breaks_at"] > t["plain_breaks_at"]),
+    # Paper B Table 2: the mean learned k falls with every step of depth
+    "gate_depth": _k_falls,
+    # Paper B Sec 4.1: smallest k first beats random, and the pruned GResNet beats the pruned ResNet
+    "prune_by_k": lambda t: t["greedy_beats_random"] and t["gated_prunes_better"],
+}
+
+# Whether an exercise shows the paper's effect, at each scale a student runs, in every seed the book recorded
+# (data/classroom). Where not, it is an honest question: its statement says, before the prediction, what the paper
+# found at its depth and length, what the book's runs show instead, and asks why. tests/test_ablation_effects.py
+# checks both on the recorded runs. The MNIST exercises' gpu scale is their classroom scale.
+SHOWS_PAPER_EFFECT = {"constant_scaling": {"classroom": True, "gpu": True},
+                      "exclusive_gate_bias": {"classroom": False, "gpu": False},
+                      "bn_after_addition": {"classroom": False, "gpu": True},
+                      "plain_depth": {"classroom": False, "gpu": False},
+                      "gate_depth": {"classroom": True, "gpu": True},
+                      "prune_by_k": {"classroom": False, "gpu": False}}
+
+
+def recorded(name, scale="classroom"):
+    """The book's recorded runs of ablation `name` at `scale`, seed by seed: (seeds, {answer: [its value in each
     seed]}), as the spread file has them (written from data/classroom by ``python -m idmap_lib.checks spread``;
     tests/test_ablation_effects.py checks that they agree with the runs)."""
-    sp = ab.spread().get(name) or {}
+    sp = ab.spread().get(ab.spread_key(name, scale)) or {}
     return sp.get("seeds", []), sp.get("answers_by_seed", {})
 
 
-def recorded_mean(name, key, metric):
+def recorded_mean(name, key, metric, scale="classroom"):
     """The mean over the book's seeds of one metric of run `key` of ablation `name` (the spread file)."""
-    return ab.spread()[name]["runs"][key]["mean"][metric]
+    return ab.spread()[ab.spread_key(name, scale)]["runs"][key]["mean"][metric]
+
+
+def shown(name, scale="classroom") -> list[bool]:
+    """Seed by seed: do the book's recorded runs of `name` at `scale` show the paper's effect (``PAPER_EFFECT``)?"""
+    seeds, answers = recorded(name, scale)
+    return [bool(PAPER_EFFECT[name]({a: v[i] for a, v in answers.items()})) for i in range(len(seeds))]
 
 
 def of_seeds(flags) -> str:
@@ -71,12 +103,12 @@ def of_seeds(flags) -> str:
 TRAIN_IMAGES = {"cifar10": 50000, "mnist": 60000}  # the training sets' sizes (a recipe without a subset trains on all)
 
 
-def scales_in_words(name) -> dict:
-    """The classroom scale of ablation `name` and the paper's recipe, in words, read from the configs of its first
-    run: {"net", "length", "paper_net", "paper_length"} -- the net (a CIFAR ResNet with its residual units; Paper B's
+def scales_in_words(name, scale="classroom") -> dict:
+    """A scale of ablation `name` (default classroom) and the paper's recipe, in words, read from the configs of its
+    first run: {"net", "length", "paper_net", "paper_length"} -- the net (a CIFAR ResNet with its residual units; Paper B's
     MNIST nets at the exercise's depths), and the steps with about how many epochs they are."""
     from ..engine import recipes
-    key, cfg = next(iter(ab.configs(name, 0, "classroom").items()))
+    key, cfg = next(iter(ab.configs(name, 0, scale).items()))
     experiment, variant, _ = ab.ABLATIONS[name].runs[key]
     full = recipes.config(experiment, variant, "full")
 
@@ -102,10 +134,49 @@ def _fmt(x, digits=3):
     return str(x)
 
 
-def _expected(name):
-    sp = ab.spread().get(name)
+def _own_scales(name):
+    """The offered scales that train their own runs (the MNIST exercises' gpu scale is their classroom one)."""
+    return [sc for sc in ab.OFFERED if ab.resolve_scale(name, sc) == sc]
+
+
+def effect_in_words(name, scale="classroom") -> str:
+    """What the book's recorded seeds of `name` at `scale` show of the paper's effect, in a sentence."""
+    flags = shown(name, scale)
+    if not flags:
+        return (f"not recorded yet: `python -m idmap_lib.checks spread {name} --scale {scale}` (on a GPU, or hours "
+                "on a CPU)")
+    if SHOWS_PAPER_EFFECT[name][scale]:
+        return f"the book's runs show the paper's effect in every seed they recorded ({of_seeds(flags)})."
+    return (f"the book's runs show the paper's effect in {of_seeds(flags)}, so not reliably: the statement says so "
+            "before the prediction and asks why the scale changes it (an honest question).")
+
+
+def scales_note(name) -> str:
+    """The paragraph an exercise's statement shows about its two scales: what each trains, where, for how long, and
+    what the book's recorded seeds show of the paper's effect at each (computed; Markdown)."""
+    t = ab.run_times(name)
+    words = {sc: scales_in_words(name, sc) for sc in ab.OFFERED}
+    cpu = f", {t['cpu_s'] / 60:.1f} min on a 2-core CPU" if t["cpu_s"] else ""
+    gpu = f", ~{t['gpu']['s'] / 60:.1f} min on a T4 ({t['gpu']['how']})"
+    if _own_scales(name) == ["classroom"]:
+        return (f"**Scale.** On a CPU and on a GPU alike this trains {words['classroom']['net']} for "
+                f"{words['classroom']['length']}{cpu}{gpu}: the paper's networks already. The book's runs show the "
+                f"paper's effect in {of_seeds(shown(name))}.")
+    out = [f"**Two scales.** `ablations.run` trains the *classroom* scale on a CPU ({words['classroom']['net']}, "
+           f"{words['classroom']['length']}{cpu}) and the *gpu* scale where a GPU is ({words['gpu']['net']}, the "
+           f"papers' depth, {words['gpu']['length']}{gpu})."]
+    for sc in ab.OFFERED:
+        flags = shown(name, sc)
+        out.append(f"At the {sc} scale the book's runs show the paper's effect in {of_seeds(flags)}." if flags else
+                   f"The {sc} scale's runs are not recorded yet: `python -m idmap_lib.checks spread {name} "
+                   f"--scale {sc}`.")
+    return " ".join(out)
+
+
+def _expected(name, scale="classroom"):
+    sp = ab.spread().get(ab.spread_key(name, scale))
     if not sp:
-        return "not measured yet (`python -m idmap_lib.checks spread`)"
+        return f"not measured yet (`python -m idmap_lib.checks spread --scale {scale}`)"
     parts = []
     for a, vals in sp["answers_by_seed"].items():
         if a in sp["answers"]:
@@ -138,34 +209,43 @@ def instructor_guide(title=True) -> str:
               "its hint (the post-activation order, a missing (1 - g) factor, a sum instead of a product, k "
               "initialised to 0, a sigmoid gate, eval-mode BN...).", "",
               "## Ablation exercises ([chapter](06_ablations.ipynb))", "",
-              "| exercise | goes with | changes | runs | CPU, the notebook's 2 threads (measured) | Colab GPU (estimated) |",
-              "|---|---|---|---|---|---|"]
+              "| exercise | goes with | changes | runs | classroom scale: CPU, the notebook's 2 threads (measured) "
+              "| gpu scale | gpu scale: Colab T4 |",
+              "|---|---|---|---|---|---|---|"]
     for name, a in ab.ABLATIONS.items():
         t = ab.run_times(name)
         cpu = f"{t['cpu_s'] / 60:.1f} min" if t["cpu_s"] else "not measured: `python -m idmap_lib.checks time`"
-        lines.append(f"| {name} | {_chapter_link(a.chapter)} | {a.changes} | {t['runs']} | {cpu} | "
-                     f"{t['colab_gpu_s'] / 60:.1f} min |")
+        gpu = t["gpu"]
+        lines.append(f"| {name} | {_chapter_link(a.chapter)} | {a.changes} | {t['runs']} | {cpu} | {gpu['net']} | "
+                     f"{gpu['s'] / 60:.1f} min ({gpu['how']}) |")
     when = sorted({(m["cpu"], m["date"][:10]) for m in (ab.run_times(n)["cpu_measured"] for n in ab.ABLATIONS) if m})
-    lines += ["", "CPU times: each exercise trained once as its notebook runs it (all its runs together, "
+    lines += ["", "**Two scales.** The *classroom* scale is for a laptop CPU: depth-20 CIFAR nets, 150 steps, and "
+              "Paper B's MNIST nets for 400 steps. The *gpu* scale, which `ablations.run` takes where a CUDA GPU "
+              "is (Colab's T4), trains the papers' own network, ResNet-110, for as many steps as keep an "
+              f"exercise within {ab.GPU_BUDGET_S / 60:.0f} min on a T4; the MNIST exercises are the paper's nets "
+              "already, so their gpu scale is the classroom one. The grader grades each submission at the scale "
+              "its runs were trained at, so one class can mix both.", "",
+              "CPU times: each exercise trained once as its notebook runs it (all its runs together, "
               "`torch.set_num_threads(2)`), by `python -m idmap_lib.checks time`"
               + (f", on {', '.join(f'a 2-core {c} ({d})' for c, d in when)}" if when else "")
               + ". They are training times (loading the data comes on top, once per session); a machine busy with other "
               "work is slower, several times over when every core is taken, and the same machine varies from day "
-              "to day. GPU times are an estimate (an assumed Colab T4 throughput, "
-              "`ablations.COLAB_IMG_PER_S`, plus data loading), not a measurement.", ""]
+              "to day. T4 times are not measured: for ResNet-110 they are derived from the pace a lent H200 "
+              "measured, divided by the ratio of the two GPUs' memory bandwidths (these nets are bound by memory "
+              "traffic); for the MLPs they are estimated from an assumed throughput (`ablations.COLAB_IMG_PER_S`); "
+              f"both add {ab.COLAB_OVERHEAD_S:.0f} s for loading the data.", ""]
     for name, a in ab.ABLATIONS.items():
         lines += [f"### {name}: {a.title}", "", f"- **Paper**: {a.paper}.",
                   f"- **Goal**: {ABLATION_GOALS[name]}.",
-                  "- **At the classroom scale**: " + (
-                      "the book's runs show the paper's effect in every seed they recorded." if SHOWS_PAPER_EFFECT[name]
-                      else "the book's runs do not show the paper's effect in every seed they recorded; the statement "
-                           "says so before the prediction and asks why the scale changes it (an honest question)."),
-                  f"- **Runs** (classroom scale): {', '.join(f'`{k}`' for k in a.runs)}; the baseline is `{a.baseline}`.",
+                  *[f"- **At the {sc} scale** ({scales_in_words(name, sc)['net']}, "
+                    f"{scales_in_words(name, sc)['length']}): " + effect_in_words(name, sc) for sc in _own_scales(name)],
+                  f"- **Runs**: {', '.join(f'`{k}`' for k in a.runs)}; the baseline is `{a.baseline}`.",
                   "- **Answers**: " + "; ".join(f"`{k}`: {v}" for k, v in a.answers.items()) + ".",
-                  f"- **Expected** (the book's runs) {_expected(name)}.", ""]
+                  *[f"- **Expected at the {sc} scale** (the book's runs) {_expected(name, sc)}."
+                    for sc in _own_scales(name)], ""]
     lines += ["**How an ablation is graded.** `ablations.check(name, runs, answers, prediction)`: every run of the "
-              "exercise is present and intact (its config hash), its config is the exercise's at the classroom "
-              "scale (a baseline or a run of another scale is named as such), it finished (`ok`) or failed as a "
+              "exercise is present and intact (its config hash), its config is the exercise's at the scale the "
+              "runs were trained at (classroom or gpu; a baseline, or runs of two scales mixed, are named as such), it finished (`ok`) or failed as a "
               "result (`fail`), and every answer agrees with the student's own runs: readings to a small "
               "tolerance, judgements (which is larger, which b_g is best) up to the seed spread above, within "
               "which either answer is accepted. Predictions and explanations are collected, not graded.", "",
@@ -186,7 +266,10 @@ def instructor_guide(title=True) -> str:
               "package Gradescope takes (Canvas and other LMSs through Gradescope). It uses `otter assign` "
               "(Otter-Grader, pinned in requirements.txt); each graded cell of the book becomes an Otter test "
               "whose body is the grader of `idmap_lib.checks`. The zip carries the library, so the graders are "
-              "the book's.", "",
+              "the book's. Its environment is Python 3.11 with the CPU build of torch (pinned in "
+              "`requirements-grading.txt`; grading trains nothing), and its setup installs no browser. To try the "
+              "zip before uploading it, `tools/check_autograder.sh <zip> submissions/ graded/` builds a clean venv "
+              "from nothing but the zip's `environment.yml` and grades the folder with `otter run`.", "",
               "The student editions are also in the repository, `book/student/<chapter>/` (the notebook and its "
               "`tests/`; `python -m idmap_lib.checks publish` writes them, and a test fails when a chapter changes "
               "without it): the Colab button of each exercise page opens that edition, not the page. Hand out "
