@@ -169,7 +169,7 @@ def test_run_refuses_to_train_without_a_prediction(tmp_path, capsys):
     runs = ablations.run("gate_depth", "   ", scale="quick", out_dir=tmp_path)  # said, not raised: "Run all" goes on
     assert runs and all(r is None for r in runs.values()) and not list(tmp_path.glob("*.json"))
     assert "write your prediction first" in capsys.readouterr().out
-    assert set(ablations.table(runs)["status"]) == {"not run"}
+    assert set(ablations.table(runs).data["status"]) == {"not run"}
     with pytest.raises(AssertionError, match="runs missing"):
         ablations.check("gate_depth", runs, {}, "   ", scale="quick")
 

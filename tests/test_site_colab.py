@@ -40,6 +40,11 @@ def test_set_url_writes_one_setting_everywhere(tmp_path):
     for rel in [repository.CONFIG, *repository.DOCS, *[p.relative_to(ROOT) for p in repository.chapter_notebooks()]]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes((ROOT / rel).read_bytes())
+    nb_path = tmp_path / "book" / f"{CHAPTER}.ipynb"  # a setup cell without its tag (the site folds the cell)
+    nb = json.loads(nb_path.read_text())
+    next(c for c in nb["cells"] if c["cell_type"] == "code")["metadata"] = {}
+    nb_path.write_text(json.dumps(nb))
+    assert any("not tagged" in p for p in repository.check(tmp_path))
     url = "https://github.com/someone/idmap-fork"
     changed = repository.set_url(url, root=tmp_path)
     assert repository.repository_url(tmp_path) == url

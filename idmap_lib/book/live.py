@@ -84,9 +84,7 @@ class LiveFigure:
                                            f"({recipes.SCALE_WORDS[scale]})")
         p = (paper_numbers.paper_number(experiment, variant) or {}).get("value")
         if isinstance(p, (int, float)):
-            fig.add_hline(y=p, line_dash="dot", line_color="black", row=1, col=len(self.SHOWN),
-                          annotation_text=f"paper: {p:.2f} % (its full recipe)", annotation_font_size=11,
-                          annotation_position="top left")
+            self._paper_line(p)
         self.traces = []  # yours: (trace, history part, key, scale of the value) per panel
         for col, name in enumerate(self.SHOWN, 1):
             part, key, scale_y, _ = PANELS[name]
@@ -97,6 +95,22 @@ class LiveFigure:
         fig.update_layout(height=600)
 
     SHOWN = ("train_loss", "train_err", "test_err")  # its panels (evidence.PANELS)
+
+    def _paper_line(self, p):
+        """The paper's final test error on the last panel: a dotted line where it lies near the recorded curves; a
+        note at the panel's foot where it lies far below them (a short run ends far above the paper's 64k steps,
+        and an axis stretched down to it would flatten every curve)."""
+        col = len(self.SHOWN)
+        axis = self.fig.get_subplot(1, col).yaxis.anchor  # the panel's x axis, e.g. "x3"
+        ys = [y for t in self.fig.data if t.xaxis == axis and t.y is not None for y in t.y if y is not None]
+        text = f"paper: {p:.2f} % (its full recipe)"
+        if ys and p < min(ys) - 0.5 * (max(ys) - min(ys)):
+            self.fig.add_annotation(text=f"{text}, far below this axis", xref=f"{axis} domain",
+                                    yref=f"{axis.replace('x', 'y')} domain", x=0.02, y=0.02, xanchor="left",
+                                    yanchor="bottom", showarrow=False, font_size=11)
+        else:
+            self.fig.add_hline(y=p, line_dash="dot", line_color="black", row=1, col=col, annotation_text=text,
+                               annotation_font_size=11, annotation_position="top left")
 
     @property
     def points(self) -> int:

@@ -87,8 +87,15 @@ def chapter_notebooks(root: Path = ROOT) -> list:
 
 
 def first_code_cell(nb_path) -> str:
+    return "".join(_first_code(nb_path)["source"])
+
+
+SETUP_TAG = "hide-input"  # the site folds the setup cell behind a "show code" toggle; Jupyter and Colab show it
+
+
+def _first_code(nb_path) -> dict:
     nb = json.loads(Path(nb_path).read_text(encoding="utf-8"))
-    return "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+    return next(c for c in nb["cells"] if c["cell_type"] == "code")
 
 
 def check(root: Path = ROOT, expect: str | None = None) -> list:
@@ -98,6 +105,8 @@ def check(root: Path = ROOT, expect: str | None = None) -> list:
     for nb_path in chapter_notebooks(root):
         if first_code_cell(nb_path) != setup_cell(url):
             problems.append(f"{nb_path.relative_to(root)}: setup cell does not match setup_cell({url!r})")
+        if SETUP_TAG not in _first_code(nb_path)["metadata"].get("tags", []):
+            problems.append(f"{nb_path.relative_to(root)}: setup cell is not tagged {SETUP_TAG} (the site folds it)")
     for doc in DOCS:
         if url not in (Path(root) / doc).read_text(encoding="utf-8"):
             problems.append(f"{doc}: does not mention {url}")
@@ -126,8 +135,11 @@ def set_url(url: str, root: Path = ROOT) -> list:
         nb = json.loads(nb_path.read_text(encoding="utf-8"))
         first = next(c for c in nb["cells"] if c["cell_type"] == "code")
         source = [ln + "\n" for ln in cell[:-1]] + [cell[-1]]
-        if first["source"] != source:
+        tags = first.setdefault("metadata", {}).setdefault("tags", [])
+        if first["source"] != source or SETUP_TAG not in tags:
             first["source"] = source
+            if SETUP_TAG not in tags:
+                tags.append(SETUP_TAG)
             nb_path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
             changed.append(nb_path)
     for doc in DOCS:

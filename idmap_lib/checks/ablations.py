@@ -635,7 +635,8 @@ def status(name, runs, answers, prediction=None, scale=None):
 
 
 def table(runs):
-    """One row per run: status, final training loss/error, test error, mean k, pruned error, steps, wall time."""
+    """One row per run (a pandas Styler; ``.data`` is the frame): status, final training loss/error, test error, mean
+    k, pruned error, steps, wall time."""
     import pandas as pd
     rows = []
     for k, r in runs.items():
@@ -647,7 +648,11 @@ def table(runs):
                      "test error": f.get("test_err"), "mean k": mean_k(r) if f.get("gates_k") else None,
                      "pruned test error": r.get("pruned_test_err"),
                      "pruned at random, test error": r.get("pruned_random_test_err"), "steps": f["steps"], "seconds": f["wall_s"]})
-    return pd.DataFrame(rows).dropna(axis=1, how="all")
+    # shown to 3 decimals, finer than every reading's tolerance; "-" where a run has no such value (a failed run's
+    # test error, an ungated net's k)
+    df = pd.DataFrame(rows).dropna(axis=1, how="all")
+    whole = [c for c in ("steps", "seconds") if c in df]
+    return df.style.format(precision=3, na_rep="-").format("{:.0f}", subset=whole, na_rep="-").hide(axis="index")
 
 
 # ---- the book's measurement of the spread ----------------------------------------------------------------------
