@@ -239,11 +239,17 @@ def test_default_scale_is_gpu_where_cuda_is(monkeypatch):
     assert ablations.default_scale() == "quick"
 
 
-def test_runs_are_graded_at_the_scale_they_were_trained_at(monkeypatch):
-    """A class mixes CPUs and GPUs, and the instructor's machine grades both: runs of the gpu scale are graded at
-    it on a machine without a GPU; asked for another scale, or mixed with runs of another, they are named."""
+def test_runs_are_graded_at_the_scale_they_were_trained_at(monkeypatch, tmp_path):
+    """A class mixes CPUs and GPUs, and the instructor's machine grades both: runs of the gpu scale are found by the
+    notebook's run cell and graded at their scale on a machine without a GPU; asked for another scale, or mixed
+    with runs of another, they are named."""
+    import shutil
+
+    import torch
+
     from idmap_lib.engine.results import find_result
     monkeypatch.delenv("IDMAP_ABLATION_SCALE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     name = "bn_after_addition"
     gpu = {k: find_result(c, ablations.BOOK_RUNS, same_training=False)
            for k, c in ablations.configs(name, 0, "gpu").items()}
@@ -252,6 +258,11 @@ def test_runs_are_graded_at_the_scale_they_were_trained_at(monkeypatch):
     if None in gpu.values() or None in room.values():
         pytest.skip("the book's runs of bn_after_addition are not all recorded")
     assert ablations.submitted_scale(name, gpu) == "gpu" and ablations.submitted_scale(name, room) == "classroom"
+    for r in gpu.values():  # a GPU student's runs folder, graded on a CPU: found at their scale, nothing trains
+        shutil.copy(r["path"], tmp_path)
+    monkeypatch.setenv("IDMAP_GRADING", "1")
+    handed_in = ablations.run(name, PRED, out_dir=tmp_path, progress=False)
+    assert {k: r["config_hash"] for k, r in handed_in.items()} == {k: r["config_hash"] for k, r in gpu.items()}
     assert ablations.status(name, gpu, truth(name, gpu), scale=None) == "passed"
     assert ablations.status(name, room, truth(name, room), scale=None) == "passed"
     fails(name, gpu, truth(name, gpu), "is the gpu scale", "asks for the classroom scale", scale="classroom")

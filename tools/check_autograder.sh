@@ -34,8 +34,8 @@ out, who = Path(sys.argv[1]), sys.argv[2]
 try:
     tests = json.loads((out / "results.json").read_text())["tests"]
 except (OSError, ValueError, KeyError):
-    tail = " ".join((out / "log.txt").read_text().split()[-40:])
-    print(f"{who}: not graded ({tail[-300:]})")
+    last = [ln.strip() for ln in (out / "log.txt").read_text().splitlines() if ln.strip()][-1:] or ["no log"]
+    print(f"{who}: not graded by otter run ({last[0][:300]}); the batch grader makes it a row with its reason")
     sys.exit()
 graded = [t for t in tests if t.get("max_score")]
 failed = [t for t in graded if t["score"] < t["max_score"]]

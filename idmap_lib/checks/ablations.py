@@ -380,11 +380,27 @@ def student_seed(out_dir=None) -> int:
     return seed
 
 
+def _lookup(name, seed, scale, out):
+    """(configs, {key: recorded result or None}) of ablation `name` in folder `out`: at `scale`; with no scale asked,
+    at ``default_scale`` unless the folder holds every run at another offered scale and not all at the default (runs
+    trained on a GPU, then graded, or reopened, on a CPU: found, not trained again at the CPU's scale)."""
+    order = [scale] if scale else [default_scale()] + [s for s in OFFERED if s != default_scale()]
+    looked = []
+    for sc in order:
+        cfgs = configs(name, seed, sc)
+        found = {k: find_result(c, out, same_training=False) for k, c in cfgs.items()}
+        if all(r is not None for r in found.values()):
+            return cfgs, found
+        looked.append((cfgs, found))
+    return looked[0]
+
+
 def run(name: str, prediction: str, seed: int | None = None, scale: str | None = None, out_dir=None, data=None,
         progress=True) -> dict:
     """Train (or find, by config hash, in `out_dir`) every run of ablation `name`; returns {key: result}.
 
-    `seed`: default ``student_seed`` (yours, kept in your runs folder).
+    `seed`: default ``student_seed`` (yours, kept in your runs folder). `scale`: default ``default_scale`` (gpu where
+    a CUDA GPU is), or the offered scale at which `out_dir` already holds every run (``_lookup``).
     `prediction`: what you expect, written before running; it is stored with each run it starts (without one,
     nothing trains: it says so, and the runs not recorded yet come back as None). While a grader
     runs the notebook (``grading``) nothing trains: a run the submission lacks comes back as None, and the check
@@ -394,8 +410,7 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
     from ..engine import trainer
     ab = ABLATIONS[name]
     out = Path(out_dir or default_runs_dir())
-    cfgs = configs(name, student_seed(out) if seed is None else seed, scale)
-    found = {k: find_result(c, out, same_training=False) for k, c in cfgs.items()}
+    cfgs, found = _lookup(name, student_seed(out) if seed is None else seed, scale, out)
     todo = [k for k, r in found.items() if r is None]
     if todo and grading():
         print(f"runs missing: {', '.join(todo)} of {name} are not in the submission's {out}; a grader never trains")
