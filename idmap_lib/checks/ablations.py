@@ -2,7 +2,8 @@
 
 Each ablation changes one thing in a recipe of ``idmap_lib.engine.recipes`` and trains it with
 ``idmap_lib.engine.trainer`` at a *classroom* scale (a recipe's ``cpu_step_warmup`` config at the depth, steps, warm-up and
-divergence rule of :data:`CIFAR_SCALES` / :data:`MNIST_SCALES`: minutes on a laptop CPU). The student
+divergence rule of :func:`cifar_scales` / :data:`MNIST_SCALES`: minutes on a laptop CPU) or, where a GPU is, at a
+*gpu* scale (the papers' ResNet-110, <= 2 min an exercise on a T4). The student
 
 1. writes a *prediction* (``run`` refuses to train without one, and stores it in the recorded run: the
    grader can tell it was written before the run);
@@ -98,14 +99,14 @@ def failed(r):
 # 10-step warm-up, the paper's MNIST nets for 400 steps, and the rule that also fails a run stuck at chance
 # after a quarter of its steps. quick: the tests' end-to-end runs (a few steps of small batches: it checks that
 # everything runs, not what it shows).
-# gpu: the papers' networks for a GPU (Colab's T4), <= 2 min an exercise there (see gpu_minutes): the CIFAR
+# gpu: the papers' networks for a GPU (Colab's T4), <= 2 min an exercise there (see gpu_time): the CIFAR
 # exercises at the recipe's depth (ResNet-110), on the chapters' CPU-scale data and schedule shape (the lr ramps
 # 0.01 -> 0.1 over the first quarter: a 0.01 -> 0.1 jump would be a shock the paper's 64k steps do not have,
 # chapter 11), for as many steps as the T4's derived pace allows the exercise's runs (GPU_STEPS); the MNIST
 # exercises are the paper's networks already, so their gpu scale *is* the classroom scale (same runs, same hash).
 STUCK_AT_CHANCE = {"grace_fraction": 0.25, "chance_margin": 0.01}
 QUICK = {"steps": 4, "batch_size": 16, "subset": {"train_per_class": 8, "test_per_class": 4}}
-GPU_STEPS = {2: 250, 4: 125}  # runs in the exercise -> steps of each (2 x 250 x 128 images on a T4: gpu_minutes)
+GPU_STEPS = {2: 250, 4: 125}  # runs in the exercise -> steps of each (2 x 250 x 128 images on a T4: gpu_time)
 
 
 def cifar_scales(runs: int) -> dict:
@@ -782,7 +783,8 @@ def run_times(name):
     """{"cpu_s": the classroom scale measured as the notebook runs it, "gpu": ``gpu_time``} for one exercise."""
     sp = spread().get(name, {})
     cpu = (sp.get("notebook_wall") or {}).get("s")  # measured as the notebook runs it (time_exercises)
-    return {"cpu_s": cpu, "gpu": gpu_time(name), "runs": len(ABLATIONS[name].runs), "cpu_measured": sp.get("notebook_wall")}
+    return {"cpu_s": cpu, "gpu": gpu_time(name), "runs": len(ABLATIONS[name].runs),
+            "cpu_measured": sp.get("notebook_wall")}
 
 
 def overview():
