@@ -768,15 +768,16 @@ def t4_pace(cfg) -> tuple[float, str]:
 
 
 def gpu_time(name) -> dict:
-    """{"s": seconds of the exercise at its gpu scale on a T4, "how": derived or estimated, "net": what trains}."""
+    """{"s": seconds of the exercise at its gpu scale on a T4, "how": "derived" or "estimated", "basis": from what,
+    "net": what trains, in a few words}."""
     cfgs = configs(name, 0, "gpu")
     paces = [t4_pace(c) for c in cfgs.values()]
     train = sum(c["steps"] * c["batch_size"] / p for c, (p, _) in zip(cfgs.values(), paces))
-    how = sorted({h for _, h in paces})
+    basis = "; ".join(sorted({b for _, b in paces}))
     c0 = next(iter(cfgs.values()))
     net = (f"ResNet-{c0['model']['kwargs']['depth']}, {c0['steps']} steps" if c0["model"]["builder"] == "cifar_resnet"
-           else f"the classroom scale's runs (Paper B's nets already), {c0['steps']} steps")
-    return {"s": COLAB_OVERHEAD_S + train, "how": "; ".join(how), "net": net}
+           else "the classroom scale (Paper B's nets)")
+    return {"s": COLAB_OVERHEAD_S + train, "how": basis.split(" ")[0].rstrip(":"), "basis": basis, "net": net}
 
 
 def run_times(name):
@@ -796,5 +797,5 @@ def overview():
         rows.append({"exercise": name, "paper": ab.paper, "chapter": ab.chapter, "runs": t["runs"],
                      "classroom scale: CPU, 2 threads (measured, min)": t["cpu_s"] and t["cpu_s"] / 60,
                      "gpu scale": t["gpu"]["net"], "gpu scale: Colab T4 (min)": t["gpu"]["s"] / 60,
-                     "T4 time": t["gpu"]["how"]})
+                     "the T4 time is": t["gpu"]["how"]})
     return pd.DataFrame(rows).style.format(precision=1, na_rep="not measured").hide(axis="index")

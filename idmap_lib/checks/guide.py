@@ -157,7 +157,7 @@ def scales_note(name) -> str:
     t = ab.run_times(name)
     words = {sc: scales_in_words(name, sc) for sc in ab.OFFERED}
     cpu = f", {t['cpu_s'] / 60:.1f} min on a 2-core CPU" if t["cpu_s"] else ""
-    gpu = f", ~{t['gpu']['s'] / 60:.1f} min on a T4 ({t['gpu']['how']})"
+    gpu = f", ~{t['gpu']['s'] / 60:.1f} min on a T4 ({t['gpu']['basis']})"
     if _own_scales(name) == ["classroom"]:
         return (f"**Scale.** On a CPU and on a GPU alike this trains {words['classroom']['net']} for "
                 f"{words['classroom']['length']}{cpu}{gpu}: the paper's networks already. The book's runs show the "
