@@ -13,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]   # the repository checkout (for set-url / check)
 CONFIG = "_config.yml"
 DOCS = ("README.md", "book/intro.md")        # pages that quote the repository URL
+SETUP_TAG = "hide-input"  # the site folds the setup cell behind a "show code" toggle; Jupyter and Colab show it
 SETUP_FIRST_LINE = "# Setup."
 
 
@@ -89,8 +90,6 @@ def chapter_notebooks(root: Path = ROOT) -> list:
 def first_code_cell(nb_path) -> str:
     return "".join(_first_code(nb_path)["source"])
 
-
-SETUP_TAG = "hide-input"  # the site folds the setup cell behind a "show code" toggle; Jupyter and Colab show it
 
 
 def _first_code(nb_path) -> dict:

@@ -9,9 +9,8 @@ residual unit, W_l its weights, F the residual function, E the loss, lambda_l th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import re
+from dataclasses import dataclass, field
 
 import sympy as sp
 from sympy.printing.latex import LatexPrinter

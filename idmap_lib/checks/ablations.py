@@ -385,7 +385,8 @@ def _lookup(name, seed, scale, out):
     """(configs, {key: recorded result or None}) of ablation `name` in folder `out`: at `scale`; with no scale asked,
     at ``default_scale`` unless the folder holds every run at another offered scale and not all at the default (runs
     trained on a GPU, then graded, or reopened, on a CPU: found, not trained again at the CPU's scale)."""
-    order = [scale] if scale else [default_scale()] + [s for s in OFFERED if s != default_scale()]
+    first = scale or default_scale()
+    order = [first] + ([] if scale else [s for s in OFFERED if s != first])
     looked = []
     for sc in order:
         cfgs = configs(name, seed, sc)
@@ -756,12 +757,12 @@ COLAB_OVERHEAD_S = 30.0  # data download and decoding, first CUDA kernels (assum
 GPU_BUDGET_S = 120.0  # issue 23: an exercise at its gpu scale takes <= 2 min on a T4
 
 
-def t4_pace(cfg) -> tuple[float, str]:
+def t4_pace(cfg, h200=None) -> tuple[float, str]:
     """(images per second of one run of `cfg` on a T4, how it is known): derived from a lent H200's measured pace of
-    the same network by the ratio of their memory bandwidths (``book.run_times``), else the assumed
-    :data:`COLAB_IMG_PER_S`."""
+    the same network (`h200`: ``run_times.h200_measured()``, read here if not given) by the ratio of their memory
+    bandwidths (``book.run_times``), else the assumed :data:`COLAB_IMG_PER_S`."""
     from ..book import run_times as rt
-    measured = rt.h200_measured().get(rt._measured_net(cfg))
+    measured = (rt.h200_measured() if h200 is None else h200).get(rt._measured_net(cfg))
     if measured:
         return measured[0] / (rt.H200_TB_S / rt.T4_TB_S), f"derived from the H200's pace measured {measured[1][:10]}"
     return COLAB_IMG_PER_S[cfg["model"]["builder"]], "estimated: no GPU has measured this network"
@@ -770,8 +771,9 @@ def t4_pace(cfg) -> tuple[float, str]:
 def gpu_time(name) -> dict:
     """{"s": seconds of the exercise at its gpu scale on a T4, "how": "derived" or "estimated", "basis": from what,
     "net": what trains, in a few words}."""
-    cfgs = configs(name, 0, "gpu")
-    paces = [t4_pace(c) for c in cfgs.values()]
+    from ..book.run_times import h200_measured
+    cfgs, h200 = configs(name, 0, "gpu"), h200_measured()
+    paces = [t4_pace(c, h200) for c in cfgs.values()]
     train = sum(c["steps"] * c["batch_size"] / p for c, (p, _) in zip(cfgs.values(), paces))
     basis = "; ".join(sorted({b for _, b in paces}))
     c0 = next(iter(cfgs.values()))

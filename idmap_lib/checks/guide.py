@@ -27,13 +27,14 @@ ABLATION_GOALS = {
                         "path of the gradient",
     "exclusive_gate_bias": "see the gate's trade-off (the initial b_g sets both how close the shortcut is to the "
                            "identity and how much of F passes), and explain why Paper A's choice of b_g, found at "
-                           "depth 110 after 64k steps, does not carry over to the classroom's much shallower net, nor to the "
-                           "gpu scale's 125 steps at depth 110 (an honest question: the book's classroom runs favour "
-                           "the gate that starts half open; at the gpu scale every gate is still near chance)",
+                           "depth 110 after 64k steps, does not carry over to the classroom's much shallower net, "
+                           f"nor to the gpu scale's {ab.GPU_STEPS[len(ab.B_G)]} steps at depth 110 (an honest "
+                           "question: the book's classroom runs favour the gate that starts half open; at the gpu "
+                           "scale every gate is still near chance)",
     "bn_after_addition": "see that anything on the path after the addition (here a BN) breaks the identity, and "
                          "explain why Paper A's slow start, found in its ResNet-110, does not show reliably in a net "
-                         "much shallower, nor in 250 steps of ResNet-110 (an honest question: the book's runs end "
-                         "worse but do not reliably start slower)",
+                         f"much shallower, nor in {ab.GPU_STEPS[2]} steps of ResNet-110 (an honest question: the "
+                         "book's runs end worse but do not reliably start slower)",
     "plain_depth": "find the depth at which a plain net stops training, and explain why Paper B's gate, started at "
                    "k = 1 where the gated layer is the plain layer, does not rescue it in a short training (an "
                    "honest question: in the book's runs the gated net breaks at the same depth)",
@@ -152,6 +153,14 @@ def effect_in_words(name, scale="classroom") -> str:
     return f"the book's runs show the paper's effect in {of_seeds(flags)}: not reliably."
 
 
+def _at_scale(name, scale) -> str:
+    """The guide's line on one scale of an exercise: what trains, and what the book's runs show there."""
+    w = scales_in_words(name, scale)
+    honest = "" if SHOWS_PAPER_EFFECT[name][scale] else (" The statement says so before the prediction and asks why "
+                                                          "the scale changes it (an honest question).")
+    return f"- **At the {scale} scale** ({w['net']}, {w['length']}): {effect_in_words(name, scale)}{honest}"
+
+
 def scales_note(name) -> str:
     """The paragraph an exercise's statement shows about its two scales: what each trains, where, for how long, and
     what the book's recorded seeds show of the paper's effect at each (computed; Markdown)."""
@@ -208,13 +217,14 @@ def instructor_guide(title=True) -> str:
               "| exercise | goes with | changes | runs | classroom scale: CPU, the notebook's 2 threads (measured) "
               "| gpu scale | gpu scale: Colab T4 |",
               "|---|---|---|---|---|---|---|"]
+    times = {name: ab.run_times(name) for name in ab.ABLATIONS}
     for name, a in ab.ABLATIONS.items():
-        t = ab.run_times(name)
+        t = times[name]
         cpu = f"{t['cpu_s'] / 60:.1f} min" if t["cpu_s"] else "not measured: `python -m idmap_lib.checks time`"
         gpu = t["gpu"]
         lines.append(f"| {name} | {_chapter_link(a.chapter)} | {a.changes} | {t['runs']} | {cpu} | {gpu['net']} | "
                      f"{gpu['s'] / 60:.1f} min ({gpu['how']}) |")
-    when = sorted({(m["cpu"], m["date"][:10]) for m in (ab.run_times(n)["cpu_measured"] for n in ab.ABLATIONS) if m})
+    when = sorted({(m["cpu"], m["date"][:10]) for m in (t["cpu_measured"] for t in times.values()) if m})
     lines += ["", "**Two scales.** The *classroom* scale is for a laptop CPU: depth-20 CIFAR nets, 150 steps, and "
               "Paper B's MNIST nets for 400 steps. The *gpu* scale, which `ablations.run` takes where a CUDA GPU "
               "is (Colab's T4), trains the papers' own network, ResNet-110, for as many steps as keep an "
@@ -233,10 +243,7 @@ def instructor_guide(title=True) -> str:
     for name, a in ab.ABLATIONS.items():
         lines += [f"### {name}: {a.title}", "", f"- **Paper**: {a.paper}.",
                   f"- **Goal**: {ABLATION_GOALS[name]}.",
-                  *[f"- **At the {sc} scale** ({scales_in_words(name, sc)['net']}, "
-                    f"{scales_in_words(name, sc)['length']}): " + effect_in_words(name, sc)
-                    + ("" if SHOWS_PAPER_EFFECT[name][sc] else " The statement says so before the prediction and asks "
-                       "why the scale changes it (an honest question).") for sc in _own_scales(name)],
+                  *[_at_scale(name, sc) for sc in _own_scales(name)],
                   f"- **Runs**: {', '.join(f'`{k}`' for k in a.runs)}; the baseline is `{a.baseline}`.",
                   "- **Answers**: " + "; ".join(f"`{k}`: {v}" for k, v in a.answers.items()) + ".",
                   *[f"- **Expected at the {sc} scale** (the book's runs) {_expected(name, sc)}."
