@@ -26,9 +26,14 @@ def main(argv=None):
     t.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     if args.cmd == "assign":
-        from .editions import assign
-        for name, made in assign(args.out, args.chapter, run_tests=not args.no_run_tests).items():
-            print(f"{name}: student edition {made['student']}\n{name}: autograder {made['autograder']}")
+        from .editions import AssignError, assign
+        try:
+            made = assign(args.out, args.chapter, run_tests=not args.no_run_tests)
+        except AssignError as e:
+            print(f"assign stopped, nothing of that chapter left in {args.out}: {e}", file=sys.stderr)
+            return 1
+        for name, m in made.items():
+            print(f"{name}: student edition {m['student']}\n{name}: autograder {m['autograder']}")
     elif args.cmd == "publish":
         from .editions import publish
         for path in publish():

@@ -34,11 +34,19 @@ from ..book import CLASSROOM_RUNS as BOOK_RUNS  # the book's recorded classroom 
 from ..book import default_runs_dir  # noqa: F401  (the reader's runs folder: ablations.default_runs_dir)
 from ..engine import recipes
 from ..engine.results import config_hash, find_result, save_result
-from .implementation import _fail, _grader
+from .grading import fail as _fail, grader as _grader
 
 HERE = Path(__file__).resolve().parent
 SPREAD_FILE = HERE / "spread.json"  # measured by `python -m idmap_lib.checks spread` (package data)
 SEEDS = (0, 1, 2)  # the seeds the book measures the spread over
+
+
+def book_runs() -> Path:
+    """The folder of the book's recorded classroom runs, whose runs are the book's own (seed 0, exempt from the
+    "is it yours" check): ``IDMAP_CLASSROOM`` where set -- ``assign`` sets it for Otter's check of the solutions,
+    which runs a copy of the library in a temporary folder -- else the checkout's data/classroom. The trusted batch
+    grader reads a submission's runs from the submission's own folder, which is never this one."""
+    return Path(os.environ.get("IDMAP_CLASSROOM") or BOOK_RUNS)
 
 
 def default_scale():
@@ -370,7 +378,7 @@ def student_seed(out_dir=None) -> int:
     f = out / "seed.txt"
     if f.is_file():
         return int(f.read_text().strip())
-    if out.resolve() == BOOK_RUNS.resolve():
+    if out.resolve() == book_runs().resolve():
         return 0
     recorded = sorted(out.glob("*.json")) if out.is_dir() else []
     if recorded:
@@ -397,6 +405,31 @@ def _lookup(name, seed, scale, out):
     return looked[0]
 
 
+SET_ASIDE = "set_aside"  # a runs folder's subfolder for runs trained after an earlier prediction (kept, handed in)
+
+
+def _valid_prediction(prediction) -> bool:
+    return isinstance(prediction, str) and len(prediction.strip()) >= 10
+
+
+def _set_aside_if_rewritten(name, found, prediction, out):
+    """`found` with the runs trained after another prediction than `prediction` moved to ``out/set_aside/`` (and None
+    in their place, to be trained again after the corrected prediction); says so. A typo fixed after the run then
+    costs a retraining, never the exercise; the old runs stay in the folder (and in the submission), dated."""
+    stale = {k: r for k, r in found.items() if r is not None and (r.get("exercise") or {}).get("name") == name
+             and not _same_text((r.get("exercise") or {}).get("prediction", ""), prediction)}
+    if not stale:
+        return found
+    stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+    where = out / SET_ASIDE / f"{name}-{stamp}"
+    where.mkdir(parents=True, exist_ok=True)
+    for r in stale.values():
+        Path(r["path"]).rename(where / Path(r["path"]).name)
+    print(f"your prediction for {name} changed since its runs were trained: {len(stale)} runs set aside in {where} "
+          f"(kept; they go with your submission) and trained again after the new prediction")
+    return {k: (None if k in stale else r) for k, r in found.items()}
+
+
 def run(name: str, prediction: str, seed: int | None = None, scale: str | None = None, out_dir=None, data=None,
         progress=True) -> dict:
     """Train (or find, by config hash, in `out_dir`) every run of ablation `name`; returns {key: result}.
@@ -413,12 +446,14 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
     ab = ABLATIONS[name]
     out = Path(out_dir or default_runs_dir())
     cfgs, found = _lookup(name, student_seed(out) if seed is None else seed, scale, out)
+    if not grading() and _valid_prediction(prediction) and out.resolve() != book_runs().resolve():
+        found = _set_aside_if_rewritten(name, found, prediction, out)
     todo = [k for k, r in found.items() if r is None]
     if todo and grading():
         print(f"runs missing: {', '.join(todo)} of {name} are not in the submission's {out}; a grader never trains")
         return found
     if todo:
-        if not isinstance(prediction, str) or len(prediction.strip()) < 10:
+        if not _valid_prediction(prediction):
             # said, not raised: a blank notebook still runs top to bottom to its export ("Run all"), its runs None
             print(f"nothing trained: write your prediction first (a sentence or two in `prediction`), then run this "
                   f"cell again -- the exercise is to predict, then run, then explain ({', '.join(todo)} not run yet)")
@@ -544,7 +579,7 @@ def _not_yours(key, r, prediction):
     """Why run `r` is not the student's own (what, hint), or None. The book's own pages (runs recorded in
     data/classroom) are exempt: they show the book's runs."""
     path = r.get("path")
-    if path and Path(path).resolve().is_relative_to(BOOK_RUNS.resolve()):
+    if path and Path(path).resolve().is_relative_to(book_runs().resolve()):
         return None
     ex, seed = r.get("exercise") or {}, r["config"].get("seed")
     if seed in SEEDS:

@@ -277,30 +277,49 @@ def run_grading_cell(env, source):
 
 # ---- otter assign: the student edition and the autograder ---------------------------------------------------
 
+class AssignError(RuntimeError):
+    """``otter assign`` failed; the message holds what Otter said (its output's last lines)."""
+
+
 def _otter(*args, cwd=None, env=None):
     exe = shutil.which("otter", path=str(Path(sys.executable).parent)) or shutil.which("otter")
     cmd = [exe, *args] if exe else [sys.executable, "-m", "otter", *args]
-    return subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if done.returncode:
+        said = "\n".join((done.stdout + "\n" + done.stderr).strip().splitlines()[-40:])
+        raise AssignError(f"otter {args[0]} failed (exit {done.returncode}); Otter said:\n{said}")
+    return done
 
 
 def assign(out="dist", chapters=None, run_tests=True):
     """Write, for each chapter, ``out/<name>/student/<name>.ipynb`` (the student edition) and
-    ``out/<name>/autograder/<name>-autograder_*.zip`` (the LMS package) with ``otter assign``.
+    ``out/<name>/autograder/<name>-autograder_*.zip`` (the LMS package) with ``otter assign``, which (unless
+    `run_tests` is False) first grades the solutions with the book's recorded runs. A chapter whose assign fails
+    leaves nothing behind (its folder removed) and raises :class:`AssignError` with what Otter said.
     Returns {name: {"student": path, "autograder": path, "master": path}}."""
+    from .ablations import book_runs
+
     out = Path(out).resolve()
     made = {}
-    env = {**os.environ, "IDMAP_RUNS": str(ROOT / "data" / "classroom")}  # the solutions' runs are recorded
+    # The solutions' runs are the book's recorded ones: Otter grades them in a temporary copy of the autograder,
+    # whose copied library would look for data/classroom beside itself, so the folder is named (ablations.book_runs).
+    classroom = str(book_runs().resolve())
+    env = {**os.environ, "IDMAP_RUNS": classroom, "IDMAP_CLASSROOM": classroom}
     for name in chapters or CHAPTERS:
         work = out / name
         shutil.rmtree(work, ignore_errors=True)
-        master = otter_master(BOOK / CHAPTERS[name], work / "master" / f"{name}.ipynb", name)
-        shutil.copy(ROOT / "requirements-grading.txt", master.parent / "requirements.txt")
-        shutil.copytree(ROOT / "idmap_lib", master.parent / "idmap_lib",  # the graders travel in the zip
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        args = ["assign", str(master), str(work / "dist")] + ([] if run_tests else ["--no-run-tests"])
-        _otter(*args, cwd=master.parent, env=env)
-        zipped = next((work / "dist" / "autograder").glob("*.zip"))
-        _lean_autograder(zipped)
+        try:
+            master = otter_master(BOOK / CHAPTERS[name], work / "master" / f"{name}.ipynb", name)
+            shutil.copy(ROOT / "requirements-grading.txt", master.parent / "requirements.txt")
+            shutil.copytree(ROOT / "idmap_lib", master.parent / "idmap_lib",  # the graders travel in the zip
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            args = ["assign", str(master), str(work / "dist")] + ([] if run_tests else ["--no-run-tests"])
+            _otter(*args, cwd=master.parent, env=env)
+            zipped = next((work / "dist" / "autograder").glob("*.zip"))
+            _lean_autograder(zipped)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)  # never a half-made package an instructor could upload
+            raise
         made[name] = {"master": master, "student": work / "dist" / "student" / f"{name}.ipynb", "autograder": zipped}
     return made
 
