@@ -59,7 +59,7 @@ def _parser():
     t.add_argument("--retrain", action="store_true", help="train even if a result with this config exists")
     t.add_argument("--no-progress", action="store_true")
     sub.add_parser("list", help="show experiments and variants")
-    w = sub.add_parser("sweep", help="the CPU-scale runs the claims need (claims.py): list them, or train the "
+    w = sub.add_parser("sweep", help="the CPU-scale runs the claims need (book/sweep.py): list them, or train the "
                                      "missing ones one after another (recorded runs are skipped)")
     w.add_argument("--claims", default=None, help="claim keys separated by commas (default: all)")
     w.add_argument("--seeds", default=None, help="seeds separated by commas (default: each claim's own)")
@@ -192,7 +192,8 @@ def _fused(args, cfgs, ckdir) -> int:
 
 
 def _sweep(args) -> int:
-    from .book.claims import CLAIMS_BY_KEY, SWEEP_ORDER, sweep_in_words, sweep_status
+    from .book.claims import CLAIMS_BY_KEY
+    from .book.sweep import SWEEP_ORDER, sweep_in_words, sweep_status
 
     try:
         claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims else SWEEP_ORDER)]

@@ -4,9 +4,10 @@ import re
 
 import pytest
 
-from idmap_lib.book import claims
+from idmap_lib.book import claims, cpu_scale, metrics, rule, sweep
 from idmap_lib.book import evidence as ev
-from idmap_lib.book.claims import CLAIMS, Claim, better, combine, compare, similar
+from idmap_lib.book.claims import CLAIMS, Claim
+from idmap_lib.book.rule import better, combine, compare, similar
 from idmap_lib.engine import recipes, results
 
 
@@ -71,13 +72,13 @@ def test_a_claim_its_scale_cannot_test_needs_the_full_recipe(tmp_path):
     c = claims.CLAIMS_BY_KEY["s42_preact164_regularises"]
     t_loss = c.tests[1]
     assert t_loss.about == "converged"
-    assert compare(t_loss, [1.8, 1.8, 1.8], [2.1, 2.1, 2.1], "cpu")["verdict"] == claims.NEEDS_FULL
+    assert compare(t_loss, [1.8, 1.8, 1.8], [2.1, 2.1, 2.1], "cpu")["verdict"] == rule.NEEDS_FULL
     assert compare(t_loss, [1.8, 1.81, 1.82], [2.1, 2.11, 2.12], "full")["verdict"] == "reproduced"
     save(tmp_path, "a_table2_activations", "full_preact-164", [0.60, 0.61, 0.62], losses=(2.3, 1.8))
     save(tmp_path, "a_table2_activations", "original-164", [0.80, 0.81, 0.82], losses=(2.3, 2.1))
     v = claims.evaluate(c, results_dir=tmp_path)
-    assert [p[1]["verdict"] for p in v.parts] == ["reproduced", claims.NEEDS_FULL]
-    assert v.verdict == claims.NEEDS_FULL
+    assert [p[1]["verdict"] for p in v.parts] == ["reproduced", rule.NEEDS_FULL]
+    assert v.verdict == rule.NEEDS_FULL
     # a testable part that is contradicted still contradicts the claim
     other = tmp_path / "b"
     save(other, "a_table2_activations", "full_preact-164", [0.80, 0.81, 0.82], losses=(2.3, 1.8))
@@ -94,15 +95,15 @@ def test_steps_to_80_is_moved_by_neither_the_loss_at_initialisation_nor_a_spike_
     r = result("a_table2_activations", "original-110", 0)
     errs = [0.9] * 3 + [0.7] * 37                                 # starts training at step 40
     r["history"]["train"] = history([2.3] * 40, errs)
-    base = claims.steps_to_80(r)
+    base = metrics.steps_to_80(r)
     assert base == 40
     r["history"]["train"] = history([9.0, 6.0, 3.0] + [2.0] * 37, errs)  # a huge loss at initialisation
-    assert claims.steps_to_80(r) == base
+    assert metrics.steps_to_80(r) == base
     r["history"]["train"] = history([2.0] * 40, [0.9] * 3 + [0.7] + [0.95] * 3 + [0.6] * 33)
-    assert claims.steps_to_80(r) == 40                             # a spike after the first crossing: no matter
+    assert metrics.steps_to_80(r) == 40                             # a spike after the first crossing: no matter
     r["history"]["train"] = history([2.3] * 40, [0.9] * 40)
-    assert claims.steps_to_80(r) == r["config"]["steps"]           # never started: its length, a lower bound
-    assert claims.steps_to_80(result("a_table2_activations", "original-110", 0, status="fail")) == r["config"]["steps"]
+    assert metrics.steps_to_80(r) == r["config"]["steps"]           # never started: its length, a lower bound
+    assert metrics.steps_to_80(result("a_table2_activations", "original-110", 0, status="fail")) == r["config"]["steps"]
 
 
 def test_lr_jump_rise_reads_the_loss_after_the_warm_up_only():
@@ -111,24 +112,24 @@ def test_lr_jump_rise_reads_the_loss_after_the_warm_up_only():
     assert warm == 100 and r["config"]["schedule"]["milestones"][0] == 200
     losses = [5.0, 3.0] + [2.0] * 8 + [2.1, 6.0, 3.0] + [1.8] * 27   # a high start, then a spike at step 120
     r["history"]["train"] = history(losses, [0.8] * 40)
-    assert claims.lr_jump_rise(r) == pytest.approx(4.0)            # 6.0 - the loss ending the warm-up (2.0)
+    assert metrics.lr_jump_rise(r) == pytest.approx(4.0)            # 6.0 - the loss ending the warm-up (2.0)
     r["history"]["train"] = history([9.0] + [2.0] * 9 + [1.9] * 30, [0.8] * 40)
-    assert claims.lr_jump_rise(r) == 0                             # the loss at initialisation: outside the window
+    assert metrics.lr_jump_rise(r) == 0                             # the loss at initialisation: outside the window
 
 
 def test_the_scale_probe_holds_where_no_seed_of_the_original_spikes(tmp_path):
     calm = [2.2] * 10 + [2.1] * 30
-    for s in claims.SEEDS:
-        r = result(*claims.PROBE, s)
+    for s in rule.SEEDS:
+        r = result(*cpu_scale.PROBE, s)
         r["history"]["train"] = history(calm, [0.8] * 40)
         results.save_result(r, tmp_path)
-    p = claims.scale_probe("cpu", tmp_path)
-    assert p["holds"] and set(p["rises"]) == set(claims.SEEDS)
-    r = result(*claims.PROBE, 2)
+    p = cpu_scale.scale_probe("cpu", tmp_path)
+    assert p["holds"] and set(p["rises"]) == set(rule.SEEDS)
+    r = result(*cpu_scale.PROBE, 2)
     r["history"]["train"] = history([2.2] * 10 + [2.8] + [2.1] * 29, [0.8] * 40)   # one seed rises by 0.6
     results.save_result(r, tmp_path)
-    assert claims.scale_probe("cpu", tmp_path)["holds"] is False
-    assert claims.scale_probe("cpu", tmp_path / "none")["holds"] is None
+    assert cpu_scale.scale_probe("cpu", tmp_path)["holds"] is False
+    assert cpu_scale.scale_probe("cpu", tmp_path / "none")["holds"] is None
 
 
 def test_similar_needs_the_whole_interval_inside_or_outside_the_margin():
@@ -179,10 +180,10 @@ def test_missing_seeds_and_stale_configs_do_not_count(tmp_path):
 
 def test_a_failed_run_counts_at_chance():
     r = result("a_table1_shortcuts", "dropout-0.5", 0, status="fail")
-    assert claims.final_test_err(r) == pytest.approx(0.9)
-    assert claims.early_train_loss(r) == pytest.approx(math.log(10))
+    assert metrics.final_test_err(r) == pytest.approx(0.9)
+    assert metrics.early_train_loss(r) == pytest.approx(math.log(10))
     ok = result("a_table1_shortcuts", "original", 0, losses=(2.0, 1.0, 0.5, 0.25))
-    assert claims.early_train_loss(ok) == pytest.approx(1.5)  # the windows of the first half: 2.0 and 1.0
+    assert metrics.early_train_loss(ok) == pytest.approx(1.5)  # the windows of the first half: 2.0 and 1.0
 
 
 def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
@@ -191,12 +192,12 @@ def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
         for v in c.variants:
             recipes.config(c.experiment, v, c.scale)  # raises for a variant that does not exist
         for t in c.tests:
-            assert t.metric in claims.METRICS and t.metric_of_b in claims.METRICS and t.kind in ("better", "similar")
-    runs = claims.runs_needed()
-    assert len(runs) == len(set(runs)) and {s for _, _, s, _ in runs} >= set(claims.SEEDS)
-    assert runs[:3] == [(*claims.PROBE, s, "cpu") for s in claims.SEEDS]   # the scale's probe first
+            assert t.metric in metrics.METRICS and t.metric_of_b in metrics.METRICS and t.kind in ("better", "similar")
+    runs = sweep.runs_needed()
+    assert len(runs) == len(set(runs)) and {s for _, _, s, _ in runs} >= set(rule.SEEDS)
+    assert runs[:3] == [(*cpu_scale.PROBE, s, "cpu") for s in rule.SEEDS]   # the scale's probe first
     # the CPU sweep trains every claim at a CPU scale; Paper B's MNIST claims rest on the full-recipe grid
-    assert sorted(claims.SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale != "full")
+    assert sorted(sweep.SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale != "full")
     assert {c.experiment for c in CLAIMS if c.scale == "full"} == {"b_mnist"}
     assert all(e != "b_mnist" and scale in recipes.CPU_SCALES for e, _, _, scale in runs)
     # one training once: Table 1's original is Table 2's original-110 (and Table 3's ResNet-110) at the same scale
@@ -208,7 +209,7 @@ def test_every_claim_names_real_runs_and_the_sweep_order_covers_them():
 
 def test_sweep_lists_the_missing_runs_in_order_and_skips_the_recorded(tmp_path, capsys):
     from idmap_lib.cli import main
-    todo = claims.runs_needed(results_dir=tmp_path)
+    todo = sweep.runs_needed(results_dir=tmp_path)
     main(["sweep", "--missing", "--out", str(tmp_path)])
     assert [tuple(l.split()) for l in capsys.readouterr().out.splitlines()] == \
         [(e, v, str(s), sc) for e, v, s, sc in todo]
@@ -236,28 +237,28 @@ def test_pace_prices_missing_runs_by_the_recorded_runs_of_the_same_network():
 
 def test_sweep_says_what_the_recorded_runs_cost_and_what_is_left(tmp_path, capsys):
     from idmap_lib.cli import main
-    (e, v, s, _), (e2, v2, s2, _) = claims.runs_needed(results_dir=tmp_path)[:2]
+    (e, v, s, _), (e2, v2, s2, _) = sweep.runs_needed(results_dir=tmp_path)[:2]
     for exp, var, seed, wall in ((e, v, s, 900.0), (e2, v2, s2, 1800.0)):
         r = result(exp, var, seed)
         r["final"]["wall_s"], r["hardware"] = wall, {"torch_threads": 2}
         results.save_result(r, tmp_path)
     main(["sweep", "--out", str(tmp_path)])
     last = capsys.readouterr().out.splitlines()[-1]
-    assert last.startswith(f"2 of {len(claims.runs_needed(results_dir=tmp_path))} runs recorded (1.5 CPU core-hours: ")
+    assert last.startswith(f"2 of {len(sweep.runs_needed(results_dir=tmp_path))} runs recorded (1.5 CPU core-hours: ")
     done = {"found": {("e", "v", 0): {}}, "spent_h": 0.3, "left_h": 0.0, "untimed": 0}
-    assert claims.sweep_in_words(done) == "1 of 1 runs recorded (0.3 CPU core-hours: training wall time x threads)"
-    assert claims.sweep_in_words({**done, "spent_h": 1.0, "today_h": 0.6}) == (
+    assert sweep.sweep_in_words(done) == "1 of 1 runs recorded (0.3 CPU core-hours: training wall time x threads)"
+    assert sweep.sweep_in_words({**done, "spent_h": 1.0, "today_h": 0.6}) == (
         "1 of 1 runs recorded (1.0 CPU core-hours: training wall time x threads; 0.6 of them trained at today's CPU "
         "scale, the rest recorded before it and read again: the step warm-up's runs, and trainings the change left "
         "as they were)")
 
 
 def test_tests_in_words_say_a_shared_side_once():
-    assert claims.tests_in_words([better("a", "x"), better("a", "y"), better("b", "y", margin=0.05),
+    assert rule.tests_in_words([better("a", "x"), better("a", "y"), better("b", "y", margin=0.05),
                               better("c", "y", margin=0.05), similar("a", "z")]) == (
         "final test error: a < each of x, y; final test error: each of b, c < y by more than 0.05; "
         "final test error: |a - z| < 0.02")
-    assert claims.tests_in_words([better("a", "x", "mean_k"), better("a", "y")]) == \
+    assert rule.tests_in_words([better("a", "x", "mean_k"), better("a", "y")]) == \
         "mean learned k: a < x; final test error: a < y"   # another metric: said apart
 
 
@@ -274,15 +275,15 @@ def test_paper_b_metrics_read_gates_and_pruning_curves():
     curve = lambda start, step: [start + step * i for i in range(5)]  # noqa: E731  (4 blocks: half = 2)
     gated = {"blocks": 4, "by_gate": curve(0.01, 0.01), "at_random": [curve(0.01, 0.1), curve(0.01, 0.2)]}
     r = mnist_run("gresnet-d100", 0, ks=[1.0, 0.5, 3.0], pruning=gated)
-    assert claims.mean_k(r) == pytest.approx(1.5)
-    assert claims.pruned_half(r) == pytest.approx(0.03)                      # by_gate after removing 2 blocks
-    assert claims.pruned_greedy(r) == pytest.approx((0.02 + 0.03) / 2)       # removals 1 and 2, not 0
-    assert claims.pruned_random(r) == pytest.approx(((0.11 + 0.21) / 2 + (0.21 + 0.41) / 2) / 2)
+    assert metrics.mean_k(r) == pytest.approx(1.5)
+    assert metrics.pruned_half(r) == pytest.approx(0.03)                      # by_gate after removing 2 blocks
+    assert metrics.pruned_greedy(r) == pytest.approx((0.02 + 0.03) / 2)       # removals 1 and 2, not 0
+    assert metrics.pruned_random(r) == pytest.approx(((0.11 + 0.21) / 2 + (0.21 + 0.41) / 2) / 2)
     ungated = mnist_run("resnet-d100", 0, pruning={"blocks": 4, "at_random": [curve(0.01, 0.1), curve(0.01, 0.2)]})
-    assert claims.pruned_half(ungated) == pytest.approx((0.21 + 0.41) / 2)  # the mean over the random orders
-    assert claims.pruned_half(mnist_run("resnet-d100", 1, status="fail")) == pytest.approx(0.9)
+    assert metrics.pruned_half(ungated) == pytest.approx((0.21 + 0.41) / 2)  # the mean over the random orders
+    assert metrics.pruned_half(mnist_run("resnet-d100", 1, status="fail")) == pytest.approx(0.9)
     with pytest.raises(ValueError, match="python -m idmap_lib mnist"):
-        claims.pruned_half(mnist_run("resnet-d100", 2))
+        metrics.pruned_half(mnist_run("resnet-d100", 2))
 
 
 def test_a_claim_on_two_readings_of_one_variant(tmp_path):
@@ -342,7 +343,7 @@ def test_verdict_changes_say_what_drove_a_change_between_scales(tmp_path):
                                 tmp_path)
     df = evidence.verdict_changes(["t1_shortcut_only_gating_near_identity"], out_dir=tmp_path)
     row = df.loc["t1_shortcut_only_gating_near_identity"]
-    assert {row["CPU scale, step warm-up (superseded)"], row["CPU scale"]} <= set(claims.VERDICTS)
+    assert {row["CPU scale, step warm-up (superseded)"], row["CPU scale"]} <= set(rule.VERDICTS)
     assert row.iloc[2] == "original: 2 of 3 seeds → none"
 
 
@@ -521,16 +522,16 @@ def test_scale_differences_show_whole_values_setting_by_setting():
 
 def test_more_seeds_are_asked_for_only_where_three_leave_a_comparison_open(tmp_path):
     c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
-    key = [("a_table1_shortcuts", v, s, "cpu") for s in claims.MORE_SEEDS for v in ("exclusive_gating-b-6",
+    key = [("a_table1_shortcuts", v, s, "cpu") for s in rule.MORE_SEEDS for v in ("exclusive_gating-b-6",
                                                                                       "exclusive_gating-b0")]
-    assert not set(key) & set(claims.runs_needed([c], results_dir=tmp_path))        # not run yet: 3 seeds first
+    assert not set(key) & set(sweep.runs_needed([c], results_dir=tmp_path))        # not run yet: 3 seeds first
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.828, 0.850, 0.721])   # one seed far off
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.888, 0.886, 0.898])
     assert claims.evaluate(c, results_dir=tmp_path).verdict == "inconclusive"
-    assert set(key) <= set(claims.runs_needed([c], results_dir=tmp_path))
-    assert not set(key) & set(claims.runs_needed([c], seeds=(0, 1, 2), results_dir=tmp_path))  # seeds given: those
+    assert set(key) <= set(sweep.runs_needed([c], results_dir=tmp_path))
+    assert not set(key) & set(sweep.runs_needed([c], seeds=(0, 1, 2), results_dir=tmp_path))  # seeds given: those
     # the two more seeds agree with the three: they are read with them
-    for seed, (a, b) in zip(claims.MORE_SEEDS, ((0.83, 0.89), (0.84, 0.89))):
+    for seed, (a, b) in zip(rule.MORE_SEEDS, ((0.83, 0.89), (0.84, 0.89))):
         results.save_result(result("a_table1_shortcuts", "exclusive_gating-b-6", seed, test_err=a), tmp_path)
         results.save_result(result("a_table1_shortcuts", "exclusive_gating-b0", seed, test_err=b), tmp_path)
     v = claims.evaluate(c, results_dir=tmp_path)
@@ -538,7 +539,7 @@ def test_more_seeds_are_asked_for_only_where_three_leave_a_comparison_open(tmp_p
     other = tmp_path / "clear"                                                     # decided by 3: no more asked
     save(other, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(other, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
-    assert not set(key) & set(claims.runs_needed([c], results_dir=other))
+    assert not set(key) & set(sweep.runs_needed([c], results_dir=other))
 
 
 def test_styled_tables_let_long_claim_keys_break_after_an_underscore():

@@ -11,17 +11,18 @@ import statistics
 from pathlib import Path
 
 from ..engine import recipes, results
-from . import claims, paper_numbers
+from . import claims, cpu_scale, metrics, paper_numbers, rule
 from .live import your_results
 from .reports import command, hardware, net_name
+from .runs import seed_runs as _seed_runs
 
-SEEDS = claims.SEEDS
-ALL_SEEDS = claims.ALL_SEEDS  # shown wherever recorded: the claim's 3 seeds, and 5 where 3 left it open
+SEEDS = rule.SEEDS
+ALL_SEEDS = rule.ALL_SEEDS  # shown wherever recorded: the claim's 3 seeds, and 5 where 3 left it open
 
 
 def seed_runs(experiment, variant, scale="cpu", seeds=SEEDS, out_dir=None):
     """The recorded runs of one variant, one per seed found, and the seeds still missing."""
-    return claims.seed_runs(experiment, variant, scale, seeds, out_dir)
+    return _seed_runs(experiment, variant, scale, seeds, out_dir)
 
 
 def committed_checkpoint(cfg, checkpoint_dir=None):
@@ -94,16 +95,16 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_d
         rows.append({
             "variant": v, "network trained": net_name(recipes.config(experiment, v, scale)),
             f"paper: test error % ({src})": paper if isinstance(paper, str) else f"{paper:.2f}",
-            "ours: test error %": _mean_sd([claims.final_test_err(r) for r in runs], 100),
-            "ours, per seed": ", ".join(f"{100 * claims.final_test_err(r):.1f}" for r in runs) or "–",
-            "ours: final training loss": _mean_sd([claims.final_train_loss(r) for r in runs], digits=3),
-            "ours: steps to train error < 80 %": _mean_sd([claims.steps_to_80(r) for r in runs], digits=0),
+            "ours: test error %": _mean_sd([metrics.final_test_err(r) for r in runs], 100),
+            "ours, per seed": ", ".join(f"{100 * metrics.final_test_err(r):.1f}" for r in runs) or "–",
+            "ours: final training loss": _mean_sd([metrics.final_train_loss(r) for r in runs], digits=3),
+            "ours: steps to train error < 80 %": _mean_sd([metrics.steps_to_80(r) for r in runs], digits=0),
             "seeds": len(runs), "diverged": sum(r["status"] == "fail" for r in runs),
             "to run": seeds_command(experiment, v, missing, scale) if missing else ""})
         mine = your_results(experiment, v, scale, yours)
         if mine:  # the reader's own finished runs (live.train_live), beside the recorded seeds and the paper
             rows[-1]["yours: test error % (seed)"] = ", ".join(
-                f"{100 * claims.final_test_err(r):.1f} (seed {r['config']['seed']})" for r in mine)
+                f"{100 * metrics.final_test_err(r):.1f} (seed {r['config']['seed']})" for r in mine)
     df = drop_if_empty(pd.DataFrame(rows).set_index("variant"), "to run")  # every seed recorded: nothing to run
     if "yours: test error % (seed)" in df:
         df["yours: test error % (seed)"] = df["yours: test error % (seed)"].fillna("–")
@@ -183,7 +184,7 @@ def scale_differences(experiment, variant, scales=recipes.SCALES):
 
 def _unit(metric):
     """(factor, format) a metric is shown in: % for errors, whole steps, 3 decimals otherwise."""
-    return (100, ".1f") if metric in claims.PERCENT else (1, ".0f") if metric == "steps_to_80" else (1, ".3f")
+    return (100, ".1f") if metric in metrics.PERCENT else (1, ".0f") if metric == "steps_to_80" else (1, ".3f")
 
 
 def drop_if_empty(df, column):
@@ -242,16 +243,16 @@ def _evidence_of(parts) -> list[str]:
 
 
 def tested_for(claim, scale) -> str:
-    """What a claim's verdict at `scale` says, in words (claims.ABOUT): an 'end' claim at a CPU scale is tested as
+    """What a claim's verdict at `scale` says, in words (rule.ABOUT): an 'end' claim at a CPU scale is tested as
     what it predicts for a short run of the same network."""
     words = []
     for about in claim.about:
         if about == "end" and scale != "full":
             words.append("its prediction for a short run of the same network")
         elif about == "converged" and scale != "full":
-            words.append(claims.NEEDS_FULL + " (the converged end of training)")
+            words.append(rule.NEEDS_FULL + " (the converged end of training)")
         else:
-            words.append(claims.ABOUT[about])
+            words.append(rule.ABOUT[about])
     return "; ".join(words)
 
 
@@ -271,7 +272,7 @@ def claims_table(keys=None, scale=None, out_dir=None):
                 + ", ".join(f"{name} {n}/{runs} seeds" for name, n, runs, _ in slow)] if slow else []
         # (a verdict that reads a slow start as a worse end says so)
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
-                     "test (fixed before the runs)": claims.tests_in_words(c.tests)
+                     "test (fixed before the runs)": rule.tests_in_words(c.tests)
                      + (f" ({c.scale_note})" if c.scale_note else ""),
                      "verdict": v.verdict, "tested for": tested_for(c, scale or c.scale),
                      "evidence": " | ".join(filter(None, _evidence_of(v.parts) + slow)) or "–",
@@ -304,11 +305,11 @@ def verdict_changes(keys, before="cpu_step_warmup", after="cpu", out_dir=None):
 
 def verdict_counts(df) -> dict:
     """{verdict: number of claims} for a ``claims_table``."""
-    return {v: int((df["verdict"] == v).sum()) for v in claims.VERDICTS}
+    return {v: int((df["verdict"] == v).sum()) for v in rule.VERDICTS}
 
 
 VERDICT_COLOURS = {"reproduced": "#d9f2d9", "contradicted": "#f8d7d7", "inconclusive": "#fff3cd",
-                   claims.NEEDS_FULL: "#dbe8f6", "not run yet": "#eeeeee"}
+                   rule.NEEDS_FULL: "#dbe8f6", "not run yet": "#eeeeee"}
 
 
 def styled(df):
@@ -514,7 +515,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
     height = 150 + 46 * sum(sizes) + 90 * len(rows)
     fig = make_subplots(rows=len(rows), cols=1, row_heights=sizes,
                         vertical_spacing=min(0.25, 90 / height) if len(rows) > 1 else 0.1,
-                        subplot_titles=[f"{claims.METRIC_WORDS[m]}: d" for m in rows])
+                        subplot_titles=[f"{metrics.METRIC_WORDS[m]}: d" for m in rows])
     for i, (metric, items) in enumerate(rows.items(), start=1):
         unit, fmt = _unit(metric)
         for label, r, t in items:
@@ -570,7 +571,7 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
         row = {"variant": v, "network": net_name(cfg), "paper: error %": paper if isinstance(paper, str) else f"{paper:.2f}"}
         c = None if r is not None else committed_checkpoint(cfg, checkpoint_dir)[0]
         if r is not None:
-            row.update({"ours: error %": f"{100 * claims.final_test_err(r):.2f}", "state": f"finished on {hardware(r)}"})
+            row.update({"ours: error %": f"{100 * metrics.final_test_err(r):.2f}", "state": f"finished on {hardware(r)}"})
         elif c is not None:
             last = c["history"]["test"][-1] if c["history"]["test"] else {}
             row.update({"ours: error %": "–",
@@ -641,20 +642,6 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560, margin={"t": 110 + 22 * sub.count("<br>")},
                       legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})
     return fig
-
-
-def train_missing(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None, **train_kwargs):
-    """Train the missing seeds of `variants` (what a reader asks for with RUN = True; a page never trains on
-    its own). Runs one after another with a progress bar; returns their results."""
-    from ..engine.trainer import train
-
-    done = []
-    for v in variants:
-        for s in seeds:
-            cfg = recipes.config(experiment, v, scale, s)
-            if results.find_result(cfg, out_dir) is None:
-                done.append(train(cfg, out_dir=out_dir, **train_kwargs))
-    return done
 
 
 def trained_model(experiment, variant, scale="full", seed=0, checkpoint_dir=None):
@@ -743,7 +730,7 @@ def contradiction_note(keys, out_dir=None) -> str:
             if res.get("verdict") != "contradicted":
                 continue
             unit, fmt = _unit(t.metric)
-            u = " %" if t.metric in claims.PERCENT else ""
+            u = " %" if t.metric in metrics.PERCENT else ""
             each = {side: ", ".join(num(unit * x, fmt) for x in res[f"x{side}"]) for side in "ab"}
             d, lo, hi = (num(unit * res[k], fmt) for k in ("d", "lo", "hi"))
             pa, pb = (paper_numbers.paper_number(claim.experiment, x) or {} for x in (t.a, t.b))
@@ -760,7 +747,7 @@ def contradiction_note(keys, out_dir=None) -> str:
 
 def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None) -> str:
     """What each variant's recorded seeds did when the lr reached its peak, in words computed from the runs: how
-    many seeds' training loss rose by more than claims.PROBE_MAX_RISE after the warm-up (claims.lr_jump_rise,
+    many seeds' training loss rose by more than cpu_scale.PROBE_MAX_RISE after the warm-up (metrics.lr_jump_rise,
     each rise listed), when each first got below 80 % training error, and how many ended at chance. Markdown."""
     sched = recipes.config(experiment, variants[0], scale)["schedule"]
     if not sched.get("warmup_steps"):
@@ -774,11 +761,11 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=N
         runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         if not runs:
             continue
-        rises = [claims.lr_jump_rise(r) for r in runs]
-        big = sum(x > claims.PROBE_MAX_RISE for x in rises)
-        starts = ", ".join(f"{claims.steps_to_80(r):.0f}" for r in runs)
+        rises = [metrics.lr_jump_rise(r) for r in runs]
+        big = sum(x > cpu_scale.PROBE_MAX_RISE for x in rises)
+        starts = ", ".join(f"{metrics.steps_to_80(r):.0f}" for r in runs)
         stuck = sum(ended_at_chance(r) for r in runs)
-        lines.append(f"- **{v}**: rose more than {claims.PROBE_MAX_RISE:g} in {big} of {len(runs)} seeds (rises "
+        lines.append(f"- **{v}**: rose more than {cpu_scale.PROBE_MAX_RISE:g} in {big} of {len(runs)} seeds (rises "
                      + ", ".join(f"{x:.2f}" for x in rises) + f"); first below 80 % training error at step {starts}; "
                      f"ended at chance in {stuck} of {len(runs)}.")
     if not lines:
@@ -786,5 +773,5 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=N
     return (f"At the {recipes.SCALE_WORDS[scale]} the lr {how}, then is divided by {sched['divisor']:g} at steps "
             f"{', '.join(map(str, sched['milestones']))}. What each seed did: how far its training loss rose above "
             f"its level at the end of the warm-up before the first lr drop (a rise: more than "
-            f"{claims.PROBE_MAX_RISE:g}), the step where it first got below 80 % training error (a run that never "
+            f"{cpu_scale.PROBE_MAX_RISE:g}), the step where it first got below 80 % training error (a run that never "
             f"did counts as its length, {steps}), and whether it ended at chance:\n\n" + "\n".join(lines))

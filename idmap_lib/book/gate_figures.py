@@ -12,20 +12,20 @@ import torch.nn as nn
 
 from ..engine import recipes
 from ..models.introspect import residual_units
-from . import claims, paper_numbers
+from . import claims, metrics, paper_numbers
 from .evidence import drop_if_empty, num
 from .mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from .reports import hardware
+from .rule import ALL_SEEDS, SEEDS  # the gates are read over every recorded seed: 3, and 5 where a claim needed more
+from .runs import seed_runs
 
-SEEDS = claims.SEEDS
-ALL_SEEDS = claims.ALL_SEEDS  # the gates are read over every recorded seed: 3, and 5 where a claim needed more
 KIND_NAMES = {"plain": "plain", "resnet": "ResNet", "gresnet": "GResNet"}
 
 
 LOG_TICKS = [0.5, 1, 2, 5, 10, 20, 50, 100]  # % on the pruning figure's log axis
 
 def _runs(experiment, variant, scale, seeds, out_dir):
-    return claims.seed_runs(experiment, variant, scale, seeds, out_dir)[0]
+    return seed_runs(experiment, variant, scale, seeds, out_dir)[0]
 
 
 def ok_runs(experiment, variant, scale, seeds=SEEDS, out_dir=None):
@@ -54,10 +54,10 @@ def mnist_table(seeds=SEEDS, out_dir=None):
             missing |= len(runs) < len(seeds)
             p = paper_numbers.paper_number(EXPERIMENT, f"{k}-d{d}")
             row[f"{KIND_NAMES[k]}: paper %"] = f"{p['value']:.2f}"
-            row[f"{KIND_NAMES[k]}: ours %"] = _mean_sd([100 * claims.final_test_err(r) for r in runs])
+            row[f"{KIND_NAMES[k]}: ours %"] = _mean_sd([100 * metrics.final_test_err(r) for r in runs])
             if k == "gresnet":
                 row["mean k: paper"] = f"{p['mean_k']:.2f}"
-                row["mean k: ours"] = _mean_sd([claims.mean_k(r) for r in runs if r["status"] == "ok"])
+                row["mean k: ours"] = _mean_sd([metrics.mean_k(r) for r in runs if r["status"] == "ok"])
                 row["seeds"] = len(runs)
         row["to run"] = f"python -m idmap_lib mnist --depths {d}" if missing else ""
         rows.append(row)
@@ -215,7 +215,7 @@ def closed_gates_note(seeds=ALL_SEEDS, out_dir=None) -> str:
     first = [next((i + 1 for i, k in enumerate(run) if k <= 0), None) for run in ks]
     after = [sum(k <= 0 for k in run[f - 1:]) / len(run[f - 1:]) for run, f in zip(ks, first) if f]
     paper = paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}")["mean_k"]
-    mean_k = statistics.fmean(claims.mean_k(r) for r in runs)
+    mean_k = statistics.fmean(metrics.mean_k(r) for r in runs)
     text = (f"In our {len(runs)} trained d = {PRUNE_DEPTH} GResNets, {', '.join(map(str, closed))} of "
             f"{len(ks[0])} gates ended **closed** (k ≤ 0)")
     if after:
@@ -267,7 +267,7 @@ def k_vs_paper_note(seeds=SEEDS, out_dir=None) -> str:
     for d in sorted(DEPTHS):
         runs = ok_runs(EXPERIMENT, f"gresnet-d{d}", "full", seeds, out_dir)
         if runs:
-            ours = statistics.fmean(claims.mean_k(r) for r in runs)
+            ours = statistics.fmean(metrics.mean_k(r) for r in runs)
             rows.append((d, ours, paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")["mean_k"]))
     if not rows:
         return ""
@@ -290,7 +290,7 @@ def error_gap_note(seeds=SEEDS, out_dir=None, depths=(10, 20, 50, 100)) -> str:
     gaps, papers, above, n = [], [], 0, 0
     for d in depths:
         for k in ("resnet", "gresnet"):
-            errs = [100 * claims.final_test_err(r) for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, out_dir)]
+            errs = [100 * metrics.final_test_err(r) for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, out_dir)]
             if errs:
                 paper = paper_numbers.paper_number(EXPERIMENT, f"{k}-d{d}")["value"]
                 papers.append(paper)

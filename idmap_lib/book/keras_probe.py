@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import statistics
 
-from . import claims, paper_numbers
-from .gate_figures import SEEDS, _band, ok_runs, panel_note
+from . import metrics, paper_numbers
+from .gate_figures import _band, ok_runs, panel_note
 from .mnist_grid import EXPERIMENT
+from .rule import SEEDS
 
 DEPTHS = (10, 100)
 SETTINGS = {"gresnet": "PyTorch's defaults (ours)", "gresnet_keras": "Keras's defaults"}
@@ -52,9 +53,9 @@ def probe_figure(seeds=SEEDS, out_dir=None):
 
 def _stats(runs):
     """Mean over seeds of: mean k, gates closed (k <= 0), test error %."""
-    return (statistics.fmean(claims.mean_k(r) for r in runs),
+    return (statistics.fmean(metrics.mean_k(r) for r in runs),
             statistics.fmean(sum(x <= 0 for x in r["final"]["gates_k"]) for r in runs),
-            statistics.fmean(100 * claims.final_test_err(r) for r in runs))
+            statistics.fmean(100 * metrics.final_test_err(r) for r in runs))
 
 
 def probe_note(seeds=SEEDS, out_dir=None) -> str:

@@ -1,0 +1,157 @@
+"""Every number the book reads from one recorded run (a result dict of ``engine.results``), and the one definition
+of a run *at chance*.
+
+A run that failed (non-finite loss) counts at chance in every metric: test error 1 - 1/C (also with blocks
+removed), training loss ln C (C classes: ``chance``). A run *ended at chance* (``ended_at_chance``) if it
+diverged or its final training loss is still within 3 % of ln C, where it began: it never trained. The test error
+does not enter it: a run can learn its training data and still test near chance.
+
+Each metric is a function of one result; ``METRICS`` names them for the claims' tests (claims.py), ``METRIC_WORDS``
+says them in words, ``shown_as`` how the pages print them.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+AT_CHANCE = 0.97  # a final training loss >= AT_CHANCE x ln C is where the run began: it ended at chance
+START_ERR = 0.80  # ResNet v1's warm-up rule: "until the training error is below 80 %"
+
+
+# ----------------------------------------------------------------------------------------------
+# chance
+
+def chance(result) -> tuple[float, float]:
+    """(test error, training loss) of a net that guesses: 1 - 1/C and ln C, C its classes."""
+    c = result["config"]["model"]["kwargs"].get("num_classes", 10)
+    return 1 - 1 / c, math.log(c)
+
+
+def ended_at_chance(result) -> bool:
+    """A run that ended where it began: diverged, or its final training loss still within 3 % of ln C."""
+    if result["status"] == "fail":
+        return True
+    return result["final"]["train_loss"] >= AT_CHANCE * chance(result)[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# the metrics
+
+def final_test_err(result):
+    """Test error at the end of training."""
+    if result["status"] == "fail":
+        return chance(result)[0]
+    return result["final"]["test_err"]
+
+
+def final_train_loss(result):
+    """Training loss of the last logged window."""
+    if result["status"] == "fail":
+        return chance(result)[1]
+    return result["final"]["train_loss"]
+
+
+def early_train_loss(result):
+    """Mean training loss over the logged windows of the first half of training. Shown, never tested: a high
+    loss at initialisation or a spike at an lr change moves it as much as a slow start does."""
+    if result["status"] == "fail":
+        return chance(result)[1]
+    half = result["config"]["steps"] / 2
+    losses = [h["train_loss"] for h in result["history"]["train"] if h["step"] <= half]
+    return statistics.fmean(losses)
+
+
+def steps_to_80(result):
+    """How fast a net starts (early optimisation): the first logged step whose window's training error is below
+    80 % (ResNet v1's sign that training has started). A run that never gets there, or failed, counts as its
+    length (a lower bound). Fixed before the cpu-scale runs: training error is bounded, so a huge loss at
+    initialisation does not move it, and only the *first* crossing counts, so a later spike does not either."""
+    steps = result["config"]["steps"]
+    if result["status"] == "fail":
+        return float(steps)
+    return float(next((h["step"] for h in result["history"]["train"] if h["train_err"] < START_ERR), steps))
+
+
+def lr_jump_rise(result):
+    """How far the training loss rises after the warm-up (the lr jump of the cpu_step_warmup scale): the highest
+    window loss between the end of the warm-up and the first lr drop, minus the loss of the window that ends
+    the warm-up; 0 if it never rises. A failed run counts as a rise to its last loss (non-finite: ln C)."""
+    s = result["config"]["schedule"]
+    warm, drop = s.get("warmup_steps", 0), s["milestones"][0]
+    tr = result["history"]["train"]
+    at_end = [h["train_loss"] for h in tr if h["step"] <= warm]
+    after = [h["train_loss"] for h in tr if warm < h["step"] <= drop]
+    if not at_end:
+        raise ValueError("lr_jump_rise needs a logged window before the end of the warm-up")
+    if result["status"] == "fail":
+        after.append(chance(result)[1])
+    return max([0.0] + [x - at_end[-1] for x in after])
+
+
+def mean_k(result):
+    """Mean of the learned gates k at the end of training (Paper B Table 2). A run of an ungated net has no k: a
+    clear error, never a number that would enter a mean."""
+    ks = result["final"].get("gates_k")
+    if not ks:
+        raise ValueError(f"{result.get('path', 'this run')} has no gates k: mean_k reads a gated net's run "
+                         f"(Paper B's GResNet and gated ResNets)")
+    return statistics.fmean(ks)
+
+
+def _pruning(result):
+    p = (result.get("analysis") or {}).get("pruning")
+    if p is None:
+        raise ValueError(f"{result.get('path', 'this result')} has no pruning curves (they are recorded with the "
+                         f"d = 100 MNIST runs: python -m idmap_lib mnist)")
+    return p
+
+
+def pruned_half(result):
+    """Test error with half of the blocks removed without retraining: by Paper B's order (smallest k first)
+    for a gated net, the mean over random orders for an ungated one (Paper B Fig 5)."""
+    if result["status"] == "fail":
+        return chance(result)[0]
+    p = _pruning(result)
+    half = p["blocks"] // 2
+    if "by_gate" in p:
+        return p["by_gate"][half]
+    return statistics.fmean(c[half] for c in p["at_random"])
+
+
+def _removal_mean(curve, p):
+    return statistics.fmean(curve[1:p["blocks"] // 2 + 1])
+
+
+def pruned_greedy(result):
+    """Mean test error over removing 1, 2, ..., half of the blocks by smallest k first (Paper B Fig 5)."""
+    if result["status"] == "fail":
+        return chance(result)[0]
+    p = _pruning(result)
+    return _removal_mean(p["by_gate"], p)
+
+
+def pruned_random(result):
+    """Mean test error over removing 1, 2, ..., half of the blocks in random orders (mean over the orders)."""
+    if result["status"] == "fail":
+        return chance(result)[0]
+    p = _pruning(result)
+    return statistics.fmean(_removal_mean(c, p) for c in p["at_random"])
+
+
+METRICS = {"test_err": final_test_err, "train_loss": final_train_loss, "early_train_loss": early_train_loss,
+           "steps_to_80": steps_to_80, "lr_jump_rise": lr_jump_rise,
+           "mean_k": mean_k, "pruned_half": pruned_half, "pruned_greedy": pruned_greedy,
+           "pruned_random": pruned_random}
+METRIC_WORDS = {"test_err": "final test error", "train_loss": "final training loss",
+                "early_train_loss": "mean training loss over the first half of training",
+                "steps_to_80": "steps until the training error first falls below 80 %",
+                "lr_jump_rise": "rise of the training loss after the lr jump",
+                "mean_k": "mean learned k", "pruned_half": "test error with half of the blocks removed",
+                "pruned_greedy": "mean test error removing up to half of the blocks, smallest k first",
+                "pruned_random": "mean test error removing up to half of the blocks at random"}
+PERCENT = ("test_err", "pruned_half", "pruned_greedy", "pruned_random")  # metrics shown in %
+
+
+def shown_as(metric) -> tuple[float, str]:
+    """(factor, format) a metric is printed in: % for errors, whole steps, 3 decimals otherwise."""
+    return (100, ".1f") if metric in PERCENT else (1, ".0f") if metric == "steps_to_80" else (1, ".3f")
