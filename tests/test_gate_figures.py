@@ -153,8 +153,8 @@ def cifar_gated_result(experiment, seed, ks):
 
 @pytest.mark.parametrize("seeds", [(0, 1, 2, 3, 4), (0, 1, 2, 3)])
 def test_k_figure_and_its_note_count_every_recorded_seed(tmp_path, seeds):
-    from idmap_lib.book import evidence
-    assert gf.ALL_SEEDS == evidence.ALL_SEEDS and len(gf.ALL_SEEDS) > len(gf.SEEDS)
+    from idmap_lib.book import rule
+    assert gf.ALL_SEEDS == rule.ALL_SEEDS and len(gf.ALL_SEEDS) > len(gf.SEEDS)
     for s in seeds:  # more seeds than the claim's 3 recorded: the figure and the note read them all
         results.save_result(cifar_gated_result("b_resnet32", s, [1.0 + 0.01 * b for b in range(15)]), tmp_path)
     for s in (0, 1, 2):
@@ -167,7 +167,7 @@ def test_k_figure_and_its_note_count_every_recorded_seed(tmp_path, seeds):
 
 def test_numbers_that_round_to_zero_print_without_a_sign(tmp_path):
     assert [gf.num(x, sign=True) for x in (-0.004, 0.004, 0.0, -0.3, 0.3)] == ["0.00", "0.00", "0.00", "-0.30", "+0.30"]
-    assert gf.num(-0.04, ".1f") == "0.0" and gf.num(-0.06, ".1f") == "-0.1" and gf._mean_sd([-0.001, -0.002]) == "0.00 ± 0.00"
+    assert gf.num(-0.04, ".1f") == "0.0" and gf.num(-0.06, ".1f") == "-0.1" and gf.mean_sd([-0.001, -0.002]) == "0.00 ± 0.00"
     for s, e in enumerate((0.01259, 0.01259, 0.01259)):  # the paper's GResNet d = 100: 1.26 %, ours 0.001 below
         results.save_result(mnist_result("gresnet", 100, s, e), tmp_path)
     note = gf.error_gap_note(out_dir=tmp_path)
@@ -175,8 +175,8 @@ def test_numbers_that_round_to_zero_print_without_a_sign(tmp_path):
 
 
 def test_cifar_curves_are_titled_by_the_tables_of_the_variants_shown(tmp_path):
-    from idmap_lib.book import evidence, paper_numbers
+    from idmap_lib.book import curves, paper_numbers
     assert paper_numbers.source("b_wrn", ["plain", "gated", "gated-k_decay"]) == "Paper B Table 3"
     assert paper_numbers.source("b_wrn", ["gated", "c100-gated"]) == "Paper B Table 3 / Paper B Table 4"
-    fig = evidence.band_curves("b_wrn", ["plain", "gated", "gated-k_decay"], out_dir=tmp_path)
+    fig = curves.band_curves("b_wrn", ["plain", "gated", "gated-k_decay"], results_dir=tmp_path)
     assert fig.layout.title.text.startswith("Paper B Table 3, our runs (CPU scale)<br>")

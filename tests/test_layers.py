@@ -82,7 +82,7 @@ def test_no_module_imports_upward():
     ("idmap_lib.engine.trainer", "def f():\n    from ..book.claims import CLAIMS\n"),
     ("idmap_lib.engine.bench", "def f():\n    from idmap_lib import cli\n"),
     ("idmap_lib.engine.stacked", "from .. import book"),
-    ("idmap_lib.book.evidence", "def f():\n    import importlib\n    importlib.import_module('idmap_lib.cli')\n"),
+    ("idmap_lib.book.verdicts", "def f():\n    import importlib\n    importlib.import_module('idmap_lib.cli')\n"),
 ])
 def test_a_planted_upward_import_is_caught(module, planted):
     path = MODULES[module]

@@ -99,11 +99,11 @@ TINY = ("from idmap_lib.engine import recipes\n"  # Paper B's MNIST recipe made 
         "    return cfg\n"
         "recipes.config = config")
 TRY = ("import glob, json, torch\n"
-       "from idmap_lib.book import evidence as ev, live\n"
+       "from idmap_lib.book import live, variants\n"
        "first = not glob.glob('idmap_runs/checkpoints/*.pt')\n"
        "before = None if first else torch.load(glob.glob('idmap_runs/checkpoints/*.pt')[0], weights_only=True)['step']\n"
        "out = live.train_live('b_mnist', 'gresnet-d10', scale='full', run=True, max_steps=9 if first else None)\n"
-       "table = ev.variant_table('b_mnist', ['gresnet-d10'], 'full')\n"
+       "table = variants.variant_table('b_mnist', ['gresnet-d10'], 'full')\n"
        "print(json.dumps({'points': out['figure'].points, 'result': (out['result'] or {}).get('status'),\n"
        "  'checkpoints': len(glob.glob('idmap_runs/checkpoints/*.pt')), 'resumed_from': before,\n"
        "  'yours': str(table.iloc[0].get('yours: test error % (seed)'))}))")

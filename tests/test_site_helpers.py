@@ -136,7 +136,7 @@ def test_the_book_renderer_writes_log_ticks_out_in_full(monkeypatch, keep_render
     fig.update_yaxes(type="log", tickvals=[5, 50], row=1, col=3)
     html = pio.renderers[book.RENDERER].to_mimebundle(fig.to_dict())["text/html"]
     d = fig.to_dict()
-    from idmap_lib.book.evidence import readable_log_axes
+    from idmap_lib.book.log_axes import readable_log_axes
     lay = readable_log_axes(d)["layout"]
     assert lay["yaxis"]["ticktext"] == ["0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100", "200"]
     assert "tickvals" not in lay["yaxis2"] and list(lay["yaxis3"]["tickvals"]) == [5, 50]

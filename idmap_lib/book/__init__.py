@@ -5,8 +5,16 @@ imports it; only checks/, the exercises' graders, builds on it; tests/test_layer
   ``live_widget``); repository.py: the repository URL setting (``python -m idmap_lib.book set-url|check``);
 - theory.py: sympy derivations of Paper A's Eqns 1-8 and Paper B's gates; probes.py: measurements on real
   networks; diagrams.py: drawings of the units;
-- claims.py: the papers' claims with their pre-registered tests; evidence.py: verdicts, tables and curves over
-  seeds; paper_numbers.py: the papers' tables as data; reports.py: naming and provenance of recorded runs;
+- claims.py: the papers' claims as data and ``evaluate``; rule.py: the test that decides them (Welch's t, the
+  seeds); metrics.py: every number read from a run, and the one definition of a run at chance; runs.py: the runs
+  a page reads (the book's, the reader's); paper_numbers.py: the papers' tables as data; reports.py: naming and
+  provenance of recorded runs;
+- what chapters 7-11 show: variants.py (a variant's table over seeds, what each scale trains), verdicts.py (the
+  claims tables, the forest plot, the notes on runs at chance and contradictions), curves.py (training curves
+  over seeds), full_recipe.py (the full recipe's runs, finished or under way), checkpoints.py (trained nets from
+  committed checkpoints); tables.py and log_axes.py: how every table and log axis prints; sweep.py: what to
+  train next (``python -m idmap_lib sweep``, a chapter's RUN cell); cpu_scale.py: the probe that chose the CPU
+  scale;
 - mnist_grid.py: Paper B's MNIST grid (looks runs up, trains the missing ones through the engine, records the
   pruning curves); gate_figures.py: chapter 10's figures of it.
 - live.py: "train it yourself" in chapters 7-10 (your run, live, beside the recorded ones); run_times.py: how long
@@ -53,7 +61,7 @@ def _book_renderer():
         """``text/html`` only: a div plus ``Plotly.newPlot``; no plotly.js, no MathJax, no CDN."""
 
         def to_mimebundle(self, fig_dict):
-            from .evidence import readable_log_axes
+            from .log_axes import readable_log_axes
 
             html = to_html(
                 readable_log_axes(fig_dict),  # log axes labelled in full (20, not a second "2")

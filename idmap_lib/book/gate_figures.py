@@ -13,11 +13,11 @@ import torch.nn as nn
 from ..engine import recipes
 from ..models.introspect import residual_units
 from . import claims, metrics, paper_numbers
-from .evidence import drop_if_empty, num
 from .mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from .reports import hardware
 from .rule import ALL_SEEDS, SEEDS  # the gates are read over every recorded seed: 3, and 5 where a claim needed more
 from .runs import seed_runs
+from .tables import drop_if_empty, mean_sd, num
 
 KIND_NAMES = {"plain": "plain", "resnet": "ResNet", "gresnet": "GResNet"}
 
@@ -31,13 +31,6 @@ def _runs(experiment, variant, scale, seeds, out_dir):
 def ok_runs(experiment, variant, scale, seeds=SEEDS, out_dir=None):
     """The recorded runs of one variant (today's recipe) that trained to the end: the ones with gates to read."""
     return [r for r in _runs(experiment, variant, scale, seeds, out_dir) if r["status"] == "ok"]
-
-
-def _mean_sd(xs, digits=2):
-    if not xs:
-        return "–"
-    m = statistics.fmean(xs)
-    return num(m, f".{digits}f") + (f" ± {statistics.stdev(xs):.{digits}f}" if len(xs) > 1 else "")
 
 
 def mnist_table(seeds=SEEDS, out_dir=None):
@@ -54,10 +47,10 @@ def mnist_table(seeds=SEEDS, out_dir=None):
             missing |= len(runs) < len(seeds)
             p = paper_numbers.paper_number(EXPERIMENT, f"{k}-d{d}")
             row[f"{KIND_NAMES[k]}: paper %"] = f"{p['value']:.2f}"
-            row[f"{KIND_NAMES[k]}: ours %"] = _mean_sd([100 * metrics.final_test_err(r) for r in runs])
+            row[f"{KIND_NAMES[k]}: ours %"] = mean_sd([100 * metrics.final_test_err(r) for r in runs])
             if k == "gresnet":
                 row["mean k: paper"] = f"{p['mean_k']:.2f}"
-                row["mean k: ours"] = _mean_sd([metrics.mean_k(r) for r in runs if r["status"] == "ok"])
+                row["mean k: ours"] = mean_sd([metrics.mean_k(r) for r in runs if r["status"] == "ok"])
                 row["seeds"] = len(runs)
         row["to run"] = f"python -m idmap_lib mnist --depths {d}" if missing else ""
         rows.append(row)

@@ -58,7 +58,8 @@ def recorded_time(experiment, variant, scale) -> str:
     """How long the book's recorded runs of this variant took (median training wall time, and where), in words."""
     import statistics
 
-    from .evidence import ALL_SEEDS, seed_runs
+    from .rule import ALL_SEEDS
+    from .runs import seed_runs
     from .reports import hardware
     from ..engine.device import format_duration
 
@@ -77,7 +78,7 @@ class LiveFigure:
     def __init__(self, experiment, variant, scale, seed):
         import plotly.graph_objects as go
 
-        from .evidence import PANELS, band_curves
+        from .curves import PANELS, band_curves
 
         self.fig = fig = band_curves(experiment, [variant], scale, panels=self.SHOWN,
                                      title=f"{variant}: your run (seed {seed}) beside the book's recorded runs "

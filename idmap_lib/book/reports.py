@@ -1,6 +1,6 @@
 """How the book names and attributes a recorded run: the network that really trained, the command that makes
 a run, the hardware and commit behind a number, and one provenance line per run (the tables and curves of the
-chapters are in evidence.py and gate_figures.py)."""
+chapters are in variants.py, verdicts.py, curves.py, full_recipe.py and gate_figures.py)."""
 from __future__ import annotations
 
 from ..engine import recipes, results

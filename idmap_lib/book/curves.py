@@ -1,0 +1,156 @@
+"""Training curves over seeds (chapters 7-11): ``band_curves`` draws each recorded seed, their mean and a band of
+± one sd, with the lr schedule marked (``lr_marks``) and a loss axis that one seed's early spike does not set
+(``loss_range``); ``lr_change_note`` says in words what each seed did when the lr reached its peak. Plotly figures,
+so they work in the static site; they read recorded runs (runs.py) and never train.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+from ..engine import recipes
+from . import paper_numbers
+from .cpu_scale import PROBE_MAX_RISE
+from .log_axes import log_ticks
+from .metrics import ended_at_chance, lr_jump_rise, steps_to_80
+from .reports import hardware
+from .rule import ALL_SEEDS
+from .runs import seed_runs
+
+
+PANELS = {  # what a curve panel shows: (history part, key, scale of the value, its title)
+    "train_loss": ("train", "train_loss", 1, "training loss ({log}-step windows, log axis)"),
+    "train_err": ("train", "train_err", 100, "training error %"),
+    "test_err": ("test", "test_err", 100, "test error %"),
+}
+
+
+def lr_marks(fig, schedule, cols=(1, 2)):
+    """The learning-rate schedule on every panel: the warm-up shaded (a ramp, or a step at its end: the paper's),
+    a dashed line at each lr change, labelled (on the first panel) with the lr that starts there."""
+    def label(text, col, **where):
+        return {"annotation_text": text, "annotation_font_size": 11, **where} if col == cols[0] else {}
+
+    warm, lr = schedule.get("warmup_steps", 0), schedule["base"]
+    ramp = schedule.get("warmup") == "linear"
+    changes = [] if ramp or not warm else [(warm, lr)]
+    changes += [(m, lr / schedule["divisor"] ** (i + 1)) for i, m in enumerate(schedule.get("milestones", []))]
+    for col in cols:
+        if warm:
+            text = (f"warm-up: lr ramps {schedule['warmup_lr']:g} → {lr:g}" if ramp else
+                    f"warm-up: lr {schedule['warmup_lr']:g}")
+            fig.add_vrect(x0=0, x1=warm, fillcolor="grey", opacity=0.08, line_width=0, row=1, col=col,
+                          exclude_empty_subplots=False,
+                          **label(text, col, annotation_position="bottom left"))
+        for x, new_lr in changes:
+            fig.add_vline(x=x, line_dash="dash", line_color="grey", row=1, col=col, exclude_empty_subplots=False,
+                          **label(f"lr {new_lr:g}", col))
+
+
+def loss_range(traces, spread=2.0) -> tuple[float, float, bool]:
+    """(low, high, cut) of a log axis for these traces (one list of values each: a seed, or all seeds of a
+    variant): all of them, unless one trace's highest value (an early spike) lies more than `spread` times above
+    every other trace's: then the axis stops just above the others (cut = True), so that one curve does not
+    flatten all the others."""
+    tops = sorted((max(t) for t in traces if t), reverse=True)
+    lo = min(min(t) for t in traces if t) * 0.9
+    if len(tops) > 1 and tops[0] > spread * tops[1]:
+        return lo, tops[1] * 1.15, True
+    return lo, tops[0] * 1.1, False
+
+
+def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None, title=None,
+                panels=("train_loss", "test_err")):
+    """Training loss (log axis) and test error (%) against the step -- or the ``panels`` asked for (PANELS: a run
+    evaluated only at its end, like ResNet-1001's 128 steps, is better read by its training error): for each
+    variant every recorded seed as a thin line, their mean as a thick one with a band of ± one standard
+    deviation, and the lr schedule marked (``lr_marks``; a plotly figure that works without a kernel)."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
+    log_every = recipes.config(experiment, variants[0], scale)["log_every"]
+    titles = [PANELS[p][3].format(log=log_every) for p in panels]
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=titles, horizontal_spacing=0.08)
+    colours = qualitative.Plotly + qualitative.D3
+    missing, where, losses = [], set(), {}  # losses: variant -> every seed's values
+    for i, v in enumerate(variants):
+        runs, _ = seed_runs(experiment, v, scale, seeds, results_dir)
+        if not runs:
+            missing.append(v)
+            continue
+        where.update(hardware(r) for r in runs)
+        c = colours[i % len(colours)]
+        label = f"{v} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
+        for col, (part, key, scale_y, _) in enumerate((PANELS[p] for p in panels), 1):
+            for r in runs:
+                h = r["history"][part]
+                if key == "train_loss":
+                    losses.setdefault(v, []).extend(x[key] for x in h)
+                fig.add_trace(go.Scatter(x=[x["step"] for x in h], y=[scale_y * x[key] for x in h], mode="lines",
+                                         line={"color": c, "width": 1}, opacity=0.45, legendgroup=v,
+                                         showlegend=False, name=f"{v} seed {r['config']['seed']}",
+                                         hovertemplate=f"{v} seed {r['config']['seed']}<br>step %{{x}}: "
+                                                       f"%{{y:.3f}}<extra></extra>"), 1, col)
+            steps = sorted({h["step"] for r in runs for h in r["history"][part]})
+            per = [[scale_y * h[key] for r in runs for h in r["history"][part] if h["step"] == s] for s in steps]
+            mean = [statistics.fmean(p) for p in per]
+            sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in per]
+            fig.add_trace(go.Scatter(x=steps + steps[::-1], y=[m + d for m, d in zip(mean, sd)]
+                                     + [max(m - d, 1e-3) for m, d in zip(mean, sd)][::-1], fill="toself",
+                                     fillcolor=c, opacity=0.15, line={"width": 0}, hoverinfo="skip", legendgroup=v,
+                                     showlegend=False), 1, col)
+            fig.add_trace(go.Scatter(x=steps, y=mean, name=label, legendgroup=v, showlegend=col == 1,
+                                     mode="lines+markers" if part == "test" else "lines", line={"color": c, "width": 3},
+                                     hovertemplate=f"{v} mean<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
+    lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"], cols=range(1, len(panels) + 1))
+    fig.update_xaxes(title_text="step")
+    sub = "thin: each seed; thick: mean ± sd; " + ("; ".join(sorted(where)) if where else "no recorded runs yet")
+    if "train_loss" in panels and losses:
+        lo, hi, cut = loss_range(list(losses.values()))
+        fig.update_yaxes(type="log", range=[math.log10(lo), math.log10(hi)], **log_ticks(lo, hi),
+                         row=1, col=panels.index("train_loss") + 1)
+        if cut:
+            top = max(losses, key=lambda v: max(losses[v]))
+            sub += (f"<br>loss axis cut at {hi:.2g}: {top}'s early spike, up to {max(losses[top]):.3g}, runs off the "
+                    f"top (hover its lines)")
+    if missing:
+        sub += f"; not run yet: {', '.join(missing)}"
+    tables = paper_numbers.source(experiment, variants) or recipes.EXPERIMENTS[experiment]["title"].split(":")[0]
+    head = title or f"{tables}, our runs ({recipes.SCALE_WORDS[scale]})"  # the tables of the variants shown
+    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560,
+                      margin={"t": 110 + 22 * sub.count("<br>")},
+                      legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})  # below: wide panels
+    return fig
+
+
+def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None) -> str:
+    """What each variant's recorded seeds did when the lr reached its peak, in words computed from the runs: how
+    many seeds' training loss rose by more than PROBE_MAX_RISE after the warm-up (lr_jump_rise,
+    each rise listed), when each first got below 80 % training error, and how many ended at chance. Markdown."""
+    sched = recipes.config(experiment, variants[0], scale)["schedule"]
+    if not sched.get("warmup_steps"):
+        return ""
+    warm, lo, hi = sched["warmup_steps"], sched["warmup_lr"], sched["base"]
+    how = (f"ramps from {lo:g} to {hi:g} over the first {warm} steps" if sched.get("warmup") == "linear" else
+           f"is {lo:g} for the first {warm} steps and jumps to {hi:g} in one step")
+    steps = recipes.config(experiment, variants[0], scale)["steps"]
+    lines = []
+    for v in variants:
+        runs, _ = seed_runs(experiment, v, scale, seeds, results_dir)
+        if not runs:
+            continue
+        rises = [lr_jump_rise(r) for r in runs]
+        big = sum(x > PROBE_MAX_RISE for x in rises)
+        starts = ", ".join(f"{steps_to_80(r):.0f}" for r in runs)
+        stuck = sum(ended_at_chance(r) for r in runs)
+        lines.append(f"- **{v}**: rose more than {PROBE_MAX_RISE:g} in {big} of {len(runs)} seeds (rises "
+                     + ", ".join(f"{x:.2f}" for x in rises) + f"); first below 80 % training error at step {starts}; "
+                     f"ended at chance in {stuck} of {len(runs)}.")
+    if not lines:
+        return ""
+    return (f"At the {recipes.SCALE_WORDS[scale]} the lr {how}, then is divided by {sched['divisor']:g} at steps "
+            f"{', '.join(map(str, sched['milestones']))}. What each seed did: how far its training loss rose above "
+            f"its level at the end of the warm-up before the first lr drop (a rise: more than "
+            f"{PROBE_MAX_RISE:g}), the step where it first got below 80 % training error (a run that never "
+            f"did counts as its length, {steps}), and whether it ended at chance:\n\n" + "\n".join(lines))

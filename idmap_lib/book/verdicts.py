@@ -1,0 +1,241 @@
+"""The claims' verdicts on the page: ``claims_table`` (each claim, its test, verdict and evidence), ``forest`` (each
+comparison's d with its 95 % interval), ``verdict_changes`` between two scales, and the notes that qualify a
+verdict: runs that ended at chance (``at_chance``, ``stuck_note``) and what a contradicted claim's seeds show
+(``contradiction_note``). The verdicts themselves come from claims.evaluate (the rule: py).
+"""
+from __future__ import annotations
+
+from ..engine import recipes
+from . import claims, paper_numbers
+from .metrics import METRIC_WORDS, PERCENT, ended_at_chance, shown_as
+from .rule import ABOUT, ALL_SEEDS, NEEDS_FULL, VERDICTS, tests_in_words
+from .runs import seed_runs
+from .tables import VERDICT_COLOURS, drop_if_empty, num
+
+
+def _evidence(test, res, same_a=False) -> str:
+    """'a 41.0 ± 1.0 vs b 61.0 ± 1.0; d = 20.0 [16.9, 23.1]' (a said once for a run of parts that share it)."""
+    if "d" not in res:
+        return ""
+    unit, fmt = shown_as(test.metric)
+    a, b = (test.metric, test.metric_b) if test.metric_b else (test.a, test.b)
+    n = {k: num(unit * res[k], fmt) for k in ("mean_a", "sd_a", "mean_b", "sd_b", "d", "lo", "hi")}
+    head = "" if same_a else f"{a} {n['mean_a']} ± {n['sd_a']} "
+    return f"{head}vs {b} {n['mean_b']} ± {n['sd_b']}; d = {n['d']} [{n['lo']}, {n['hi']}]"
+
+
+FULL_PARTS = 2  # a claim of more comparisons shows the ones that decide it in full, the rest summed up
+
+
+def _evidence_of(parts) -> list[str]:
+    """Each comparison's evidence; for a claim of more than FULL_PARTS comparisons, the ones that are not
+    reproduced in full (they decide an inconclusive or contradicted verdict) and the reproduced ones summed up in
+    one line (their names and the range of d; each interval is in the forest plot)."""
+    done = [(t, r) for t, r in parts if "d" in r]
+    summed = [(t, r) for t, r in done if r["verdict"] == "reproduced" and t.kind == "better"] \
+        if len(done) > FULL_PARTS else []
+    if len(summed) < 2:
+        summed = []
+    out, last = [], None
+    for t, r in parts:
+        if (t, r) in summed:
+            continue
+        key = (t.a, t.metric, t.metric_b)
+        out.append(_evidence(t, r, same_a=key == last and bool(out and out[-1])))
+        last = key
+    if summed:
+        unit, fmt = shown_as(summed[0][0].metric)
+        ds = [unit * r["d"] for _, r in summed]
+        sides = {t.a for t, _ in summed}
+        names = ", ".join(t.metric_b or t.b for t, _ in summed) if len(sides) == 1 else \
+            ", ".join(f"{t.a} vs {t.metric_b or t.b}" for t, _ in summed)
+        head = f"{sides.pop()} vs " if len(sides) == 1 else ""
+        names = f" ({names})" if len(summed) <= 3 else " (the test's other variants)"  # many: the test names them
+        out.append(f"{head}{len(summed)} more, each reproduced{names}: d = {min(ds):{fmt}} to {max(ds):{fmt}}, "
+                   f"every interval above 0 (the forest plot)")
+    return out
+
+
+def tested_for(claim, scale) -> str:
+    """What a claim's verdict at `scale` says, in words (ABOUT): an 'end' claim at a CPU scale is tested as
+    what it predicts for a short run of the same network."""
+    words = []
+    for about in claim.about:
+        if about == "end" and scale != "full":
+            words.append("its prediction for a short run of the same network")
+        elif about == "converged" and scale != "full":
+            words.append(NEEDS_FULL + " (the converged end of training)")
+        else:
+            words.append(ABOUT[about])
+    return "; ".join(words)
+
+
+def claims_table(keys=None, scale=None, results_dir=None):
+    """One row per claim: where it comes from, its words, its pre-registered test, our verdict and the
+    evidence (means ± sd over seeds, the difference d with its 95 % interval), and what the verdict can say at
+    this scale (``tested_for``). scale: default each
+    claim's own (Paper A's and Paper B's CIFAR claims: the CPU scale; Paper B's MNIST claims: the full recipe)."""
+    import pandas as pd
+
+    rows = []
+    for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
+        v = claims.evaluate(c, scale, results_dir)
+        _, slow = at_chance(c.experiment, c.variants, scale or c.scale, results_dir=results_dir)
+        slow = [("at chance at this scale only (the paper trains them): " if len(slow) > 1 else
+                 "at chance at this scale only (the paper trains it): ")
+                + ", ".join(f"{name} {n}/{runs} seeds" for name, n, runs, _ in slow)] if slow else []
+        # (a verdict that reads a slow start as a worse end says so)
+        rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
+                     "test (fixed before the runs)": tests_in_words(c.tests)
+                     + (f" ({c.scale_note})" if c.scale_note else ""),
+                     "verdict": v.verdict, "tested for": tested_for(c, scale or c.scale),
+                     "evidence": " | ".join(filter(None, _evidence_of(v.parts) + slow)) or "–",
+                     "missing runs": sum(len(s) for _, s in v.missing)})
+    return drop_if_empty(pd.DataFrame(rows).set_index("claim"), "missing runs")
+
+
+def verdict_changes(keys, before="cpu_step_warmup", after="cpu", results_dir=None):
+    """The claims' verdicts read at two scales by today's rule, side by side, with what drove a change where it
+    can be measured: the compared runs whose number of seeds at chance differs between the two scales."""
+    import pandas as pd
+
+    rows = []
+    for k in keys:
+        c = claims.CLAIMS_BY_KEY[k]
+        counts = {s: {name: (n, runs) for name, n, runs, _ in sum(at_chance(c.experiment, c.variants, s, results_dir=results_dir), [])}
+                  for s in (before, after)}
+
+        def seeds(s, v):
+            return "{} of {}".format(*counts[s][v]) if v in counts[s] else "none"
+
+        moved = [f"{v}: {seeds(before, v)} seeds → {seeds(after, v)}" for v in sorted(set(counts[before]) | set(counts[after]))
+                 if counts[before].get(v, (0,))[0] != counts[after].get(v, (0,))[0]]
+        rows.append({"claim": k, recipes.SCALE_WORDS[before]: claims.evaluate(c, before, results_dir).verdict,
+                     recipes.SCALE_WORDS[after]: claims.evaluate(c, after, results_dir).verdict,
+                     f"runs at chance ({recipes.SCALE_WORDS[before]} → {recipes.SCALE_WORDS[after]}), where they differ":
+                         "; ".join(moved) or "the same"})
+    return pd.DataFrame(rows).set_index("claim")
+
+
+def verdict_counts(df) -> dict:
+    """{verdict: number of claims} for a ``claims_table``."""
+    return {v: int((df["verdict"] == v).sum()) for v in VERDICTS}
+
+
+def forest(keys=None, scale=None, results_dir=None, title=None):
+    """Each comparison's effect d with its 95 % interval (Welch's t), one row per comparison and a panel per
+    metric: right of 0 is the paper's direction. Colour: the comparison's verdict. Beside it, every seed: one seed
+    of a (or b) against the other side's mean -- their mean is d, so one seed that carries d stands out."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    rows = {}
+    for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
+        for t, r in claims.evaluate(c, scale, results_dir).parts:
+            if "d" in r:
+                rows.setdefault(t.metric, []).append((f"{c.key}<br>{t.a} vs {t.metric_b or t.b}", r, t))
+    if not rows:
+        fig = go.Figure()
+        fig.update_layout(title={"text": (title or "Effects with their intervals") + "<br><sup>no comparison has "
+                                 "its seeds yet</sup>"}, height=160)
+        return fig
+    sizes = [max(len(v), 2) for v in rows.values()]  # a panel of one comparison still has room for its ticks
+    height = 150 + 46 * sum(sizes) + 90 * len(rows)
+    fig = make_subplots(rows=len(rows), cols=1, row_heights=sizes,
+                        vertical_spacing=min(0.25, 90 / height) if len(rows) > 1 else 0.1,
+                        subplot_titles=[f"{METRIC_WORDS[m]}: d" for m in rows])
+    for i, (metric, items) in enumerate(rows.items(), start=1):
+        unit, fmt = shown_as(metric)
+        for label, r, t in items:
+            d, lo, hi = (unit * r[k] for k in ("d", "lo", "hi"))
+            for side, xs in (("a", r["xa"]), ("b", r["xb"])):  # each seed against the other side's mean
+                if t.kind == "better":
+                    per = [r["mean_b"] - x - t.margin for x in xs] if side == "a" else \
+                        [x - r["mean_a"] - t.margin for x in xs]
+                else:
+                    per = [x - r["mean_b"] for x in xs] if side == "a" else [r["mean_a"] - x for x in xs]
+                fig.add_trace(go.Scatter(x=[unit * v for v in per], y=[label] * len(per), mode="markers",
+                                         showlegend=False, marker={"size": 6, "color": "grey", "opacity": 0.6,
+                                                                   "symbol": "circle-open" if side == "a" else "x-thin",
+                                                                   "line": {"width": 1, "color": "grey"}},
+                                         hovertemplate=f"{label}<br>one seed of {getattr(t, side)} against the "
+                                                       f"other side's mean: %{{x:{fmt}}}<extra></extra>"), i, 1)
+            fig.add_trace(go.Scatter(x=[d], y=[label], mode="markers", showlegend=False,
+                                     marker={"size": 10, "color": VERDICT_COLOURS[r["verdict"]],
+                                             "line": {"color": "black", "width": 1}},
+                                     error_x={"type": "data", "symmetric": False, "array": [hi - d],
+                                              "arrayminus": [d - lo], "color": "black"},
+                                     hovertemplate=f"{label}<br>d = {num(d, fmt)} [{num(lo, fmt)}, {num(hi, fmt)}], "
+                                                   f"{r['verdict']}<extra></extra>"), i, 1)
+        fig.add_vline(x=0, line_color="grey", row=i, col=1)
+    fig.update_layout(title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
+                             "the paper's direction (d = b minus a, minus any margin); colour: the verdict;<br>grey: "
+                             "each seed (o of a, x of b) against the other side's mean</sup>"},
+                      height=height, margin={"l": 20, "t": 110})
+    fig.update_yaxes(automargin=True, autorange="reversed")
+    return fig
+
+
+def at_chance(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None):
+    """The variants with a recorded run that ended at chance, as (own, schedule): lists of (variant, runs at
+    chance, runs, the paper's number) -- `own` where the paper marks the variant "fail" (error > 20 % after its
+    full recipe), `schedule` where the paper trains it to a low error (the short schedule's kind of failure)."""
+    own, schedule = [], []
+    for v in variants:
+        runs, _ = seed_runs(experiment, v, scale, seeds, results_dir)
+        n = sum(ended_at_chance(r) for r in runs)
+        if n:
+            p = (paper_numbers.paper_number(experiment, v) or {}).get("value")
+            failed_in_paper = p == paper_numbers.FAIL or (isinstance(p, float) and p > 20)
+            (own if failed_in_paper else schedule).append((v, n, len(runs), p))
+    return own, schedule
+
+
+def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None) -> str:
+    """Which variants ended a run at chance at this scale, and whether that is the paper's kind of failure
+    or the short schedule's (``at_chance``). Markdown; empty when no recorded run ended at chance."""
+    def label(v, n, runs, p):
+        return f"**{v}** ({n} of {runs} seeds; the paper: " + (f"{p:.2f} %" if isinstance(p, float) else str(p)) + ")"
+
+    own, schedule = ([label(*x) for x in xs] for xs in at_chance(experiment, variants, scale, seeds, results_dir))
+    out = []
+    if own:
+        out.append("Ended at chance, as the paper's own runs *fail* (error > 20 % after the full recipe): "
+                   + ", ".join(own) + ".")
+    if schedule:
+        out.append("Ended at chance **at this scale only**: " + ", ".join(schedule) + ". The paper trains these "
+                   "to a low error, so this is the short run's kind of failure, not the paper's: a test of final "
+                   "errors then reads it as a worse end. What happened to each seed at the lr change is said "
+                   "below the curves.")
+    if out:  # what "at chance" means here: the training loss, not the test error
+        out.append("*At chance*: the run diverged, or its final training loss is within 3 % of ln C (C classes), "
+                   "where it began; a run can learn its training data and still test near chance, which this "
+                   "does not count.")
+    return "\n\n".join(out)
+
+
+def contradiction_note(keys, results_dir=None) -> str:
+    """For each of the claims `keys` that its scale contradicts: the part that does it, its per-seed values, and
+    the paper's own numbers for the two variants (what the paper's recipe separates, by how much). Markdown, computed
+    from the recorded runs; empty when none is contradicted."""
+    lines = []
+    for key in keys:
+        claim = claims.CLAIMS_BY_KEY[key]
+        v = claims.evaluate(claim, results_dir=results_dir)
+        for t, res in v.parts if v.verdict == "contradicted" else []:
+            if res.get("verdict") != "contradicted":
+                continue
+            unit, fmt = shown_as(t.metric)
+            u = " %" if t.metric in PERCENT else ""
+            each = {side: ", ".join(num(unit * x, fmt) for x in res[f"x{side}"]) for side in "ab"}
+            d, lo, hi = (num(unit * res[k], fmt) for k in ("d", "lo", "hi"))
+            pa, pb = (paper_numbers.paper_number(claim.experiment, x) or {} for x in (t.a, t.b))
+            paper = (f" The paper, after its whole recipe: {t.a} {pa['value']:.2f} %, {t.b} {pb['value']:.2f} % "
+                     f"({abs(pa['value'] - pb['value']):.2f} points apart)."
+                     if isinstance(pa.get("value"), float) and isinstance(pb.get("value"), float) else "")
+            short = (" What it contradicts is the prediction for a short run of the same network, not the paper's "
+                     "number." if t.about == "end" and claim.scale != "full" else "")
+            lines.append(f"- **{key}** is contradicted at the {recipes.SCALE_WORDS[claim.scale]} by its part "
+                         f"*{t.words()}*: it holds the other way round, d = {d} [{lo}, {hi}] over the seeds "
+                         f"recorded ({t.a}: {each['a']}{u}; {t.b}: {each['b']}{u}).{paper}{short}")
+    return "\n".join(lines)

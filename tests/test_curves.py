@@ -1,0 +1,72 @@
+"""Training curves over seeds: every seed, the mean and band, the lr schedule, an axis one spike does not set."""
+import re
+
+from fake_runs import history, result, save
+from idmap_lib.book import curves, log_axes
+from idmap_lib.engine import results
+
+
+def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_path):
+    save(tmp_path, "a_table1_shortcuts", "original", [0.5, 0.5, 0.5], losses=(2.0, 1.0, 0.5, 0.25))
+    fig = curves.band_curves("a_table1_shortcuts", ["original", "conv1x1"], results_dir=tmp_path)
+    one_seed = re.compile(r" seed \d+$")
+    means = [d for d in fig.data if d.fill != "toself" and not one_seed.search(d.name or "")]
+    assert len(means) == 2 and list(means[0].y) == [2.0, 1.0, 0.5, 0.25]  # training loss, then test error
+    seeds = [d for d in fig.data if one_seed.search(d.name or "")]
+    assert sorted(d.name for d in seeds) == sorted(f"original seed {s}" for s in (0, 0, 1, 1, 2, 2))  # both panels
+    assert all(d.visible in (None, True) and d.opacity > 0 and d.line.width > 0 for d in seeds)  # and seen
+    three = curves.band_curves("a_table1_shortcuts", ["original"], results_dir=tmp_path,
+                                 panels=("train_loss", "train_err", "test_err"))
+    assert [a.text for a in three.layout.annotations[:3]] == ["training loss (10-step windows, log axis)",
+                                                              "training error %", "test error %"]
+    assert len([s for s in three.layout.shapes if s.type == "rect"]) == 3  # the lr marks on every panel
+    assert "not run yet: conv1x1" in fig.layout.title.text
+    # the lr schedule on both panels: the warm-up shaded (a ramp at the CPU scale), a line at each lr drop
+    shapes = fig.layout.shapes
+    assert sorted((s.type, s.x0) for s in shapes) == [("line", 200), ("line", 200), ("line", 300), ("line", 300),
+                                                      ("rect", 0), ("rect", 0)]
+    assert {s.x1 for s in shapes if s.type == "rect"} == {100}
+    assert "ramps 0.01 → 0.1" in " ".join(a.text for a in fig.layout.annotations)
+    step = curves.band_curves("a_table1_shortcuts", ["original"], scale="cpu_step_warmup", results_dir=tmp_path)
+    assert sorted(s.x0 for s in step.layout.shapes if s.type == "line") == [100, 100, 200, 200, 300, 300]
+
+
+def test_every_chapter_figure_of_curves_is_drawn_by_band_curves():
+    """The lr marks and per-seed traces live in band_curves (and full_recipe_curves, one seed of the full recipe):
+    a chapter that drew curves another way would lack them."""
+    import json
+    from pathlib import Path
+    for p in sorted((Path(__file__).resolve().parents[1] / "book").glob("*.ipynb")):
+        for c in json.loads(p.read_text())["cells"]:
+            text = "".join(c["source"])
+            if c["cell_type"] == "code" and ("history" in text and "Scatter" in text):
+                raise AssertionError(f"{p.name} draws training curves itself: use curves.band_curves")
+
+
+def test_lr_change_note_counts_each_seeds_rise_in_words(tmp_path):
+    for seed, spike in enumerate((4.0, 0.0, 0.0)):
+        r = result("a_table2_activations", "original-110", seed, scale="cpu_step_warmup")
+        r["history"]["train"] = history([2.2] * 10 + [2.2 + spike] + [2.0] * 29, [0.7] * 40)
+        results.save_result(r, tmp_path)
+    note = curves.lr_change_note("a_table2_activations", ["original-110"], "cpu_step_warmup", results_dir=tmp_path)
+    assert "is 0.01 for the first 100 steps and jumps to 0.1 in one step" in note
+    assert "**original-110**: rose more than 0.5 in 1 of 3 seeds (rises 4.00, 0.00, 0.00)" \
+        in note and "first below 80 % training error at step 10, 10, 10" in note
+    assert curves.lr_change_note("a_table2_activations", ["original-110"], results_dir=tmp_path) == ""  # none at cpu
+
+
+def test_one_runs_early_spike_does_not_set_the_loss_axis_and_log_ticks_are_written_out(tmp_path):
+    """Issue 21: a loss panel whose range one seed's early spike sets flattens every other curve; the axis stops
+    above the others, says so, and its ticks read as numbers (20, not a second "2")."""
+    flat = tuple([2.3] + [1.5 - 0.01 * i for i in range(60)])
+    spike = (40.0,) + flat[1:]
+    save(tmp_path, "a_table2_activations", "full_preact-110", [0.5, 0.5, 0.5], losses=flat)
+    save(tmp_path, "a_table2_activations", "relu_before_add-110", [0.9], losses=spike)
+    fig = curves.band_curves("a_table2_activations", ["full_preact-110", "relu_before_add-110"], results_dir=tmp_path)
+    lo, hi = fig.layout.yaxis.range
+    assert 10 ** hi < 5 and "runs off the top" in fig.layout.title.text
+    assert list(fig.layout.yaxis.ticktext) == [f"{v:g}" for v in fig.layout.yaxis.tickvals]
+    assert len(fig.layout.yaxis.tickvals) >= 4
+    calm = curves.band_curves("a_table2_activations", ["full_preact-110"], results_dir=tmp_path)
+    assert 10 ** calm.layout.yaxis.range[1] > 2.3 and "runs off the top" not in calm.layout.title.text
+    assert log_axes.log_ticks(8, 60)["ticktext"] == ["10", "20", "50"] or len(log_axes.log_ticks(8, 60)["ticktext"]) >= 4

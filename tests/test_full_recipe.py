@@ -1,0 +1,44 @@
+"""The full recipe on the page: runs finished, under way (committed checkpoints) or not run, and their curves."""
+from idmap_lib.book import full_recipe, tables
+from idmap_lib.engine import recipes, results
+
+
+def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
+    import torch
+    cfg = recipes.config("a_table2_activations", "full_preact-110", "full")
+    torch.save({"step": 29000, "history": {"test": [{"step": 28000, "test_err": 0.162}]}},
+               tmp_path / f"{results.run_name(cfg)}.pt")
+    df = full_recipe.full_scale_status("a_table2_activations", ["full_preact-110", "full_preact-164"],
+                                    results_dir=tmp_path, checkpoint_dir=tmp_path)
+    assert df.loc["full_preact-110", "state"].startswith("under way: step 29,000 of 64,000 (test error 16.2 %")
+    assert df.loc["full_preact-164", "state"] == ("not run: python -m idmap_lib train --experiment "
+                                                 "a_table2_activations --variant full_preact-164 --scale full --cuda-graph")
+    assert df.loc["full_preact-164", "one run takes"] == "GPU: not measured yet"
+    assert df.loc["full_preact-164", "paper: error %"] == "5.46"  # text, like "fail": one column, one format
+    assert df.loc["full_preact-110", "one run takes"].startswith("H200 ")  # data/gpu/*-h200/modes.json
+    assert "* derived, not measured: a T4's time" in tables.styled(df).to_html()  # the stars explained, once
+    # the same training named by another table (Table 1's original is Table 2's original-110) finds it too
+    cfg = recipes.config("a_table2_activations", "original-110", "full")
+    torch.save({"step": 29000, "config": cfg, "history": {"test": [{"step": 28000, "test_err": 0.149}]}},
+               tmp_path / f"{results.run_name(cfg)}.pt")
+    t1 = full_recipe.full_scale_status("a_table1_shortcuts", ["original", "conv1x1"], results_dir=tmp_path,
+                                    checkpoint_dir=tmp_path)
+    assert t1.loc["original", "state"].startswith("under way: step 29,000 of 64,000 (test error 14.9 %")
+    assert t1.loc["conv1x1", "state"].startswith("not run")
+
+
+def test_full_recipe_curves_show_runs_under_way_over_the_whole_recipe_beside_the_papers_number(tmp_path):
+    import torch
+    cfg = recipes.config("a_table2_activations", "original-110", "full")
+    hist = {"train": [{"step": s, "train_loss": 2.0 / s ** 0.1} for s in (100, 200)],
+            "test": [{"step": 2000, "test_err": 0.3}, {"step": 4000, "test_err": 0.2}]}
+    torch.save({"step": 4000, "config": cfg, "history": hist}, tmp_path / f"{results.run_name(cfg)}.pt")
+    fig = full_recipe.full_recipe_curves("a_table1_shortcuts", ["original", "conv1x1"], results_dir=tmp_path,
+                                      checkpoint_dir=tmp_path)
+    ours = [d for d in fig.data if "under way" in (d.name or "")]
+    assert [list(d.y) for d in ours] == [[2.0 / 100 ** 0.1, 2.0 / 200 ** 0.1], [30.0, 20.0]]
+    assert ours[0].name == "original (under way, step 4,000 of 64,000)"
+    paper = {d.name: list(d.y) for d in fig.data if (d.line.dash or "") == "dot"}
+    assert paper == {"original: Paper A Table 1, 6.61 %": [6.61, 6.61], "conv1x1: Paper A Table 1, 12.22 %": [12.22, 12.22]}
+    assert "not run yet: conv1x1" in fig.layout.title.text and tuple(fig.layout.xaxis.range) == (0, 64000)
+    assert sorted(s.x0 for s in fig.layout.shapes if s.type == "line") == [400, 400, 32000, 32000, 48000, 48000]

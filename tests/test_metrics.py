@@ -1,0 +1,56 @@
+"""The numbers read from one run: fixed before the runs, moved by what they measure and by nothing else."""
+import math
+
+import pytest
+
+from fake_runs import history, mnist_run, result
+from idmap_lib.book import metrics
+
+
+def test_steps_to_80_is_moved_by_neither_the_loss_at_initialisation_nor_a_spike_at_the_lr_jump():
+    r = result("a_table2_activations", "original-110", 0)
+    errs = [0.9] * 3 + [0.7] * 37                                 # starts training at step 40
+    r["history"]["train"] = history([2.3] * 40, errs)
+    base = metrics.steps_to_80(r)
+    assert base == 40
+    r["history"]["train"] = history([9.0, 6.0, 3.0] + [2.0] * 37, errs)  # a huge loss at initialisation
+    assert metrics.steps_to_80(r) == base
+    r["history"]["train"] = history([2.0] * 40, [0.9] * 3 + [0.7] + [0.95] * 3 + [0.6] * 33)
+    assert metrics.steps_to_80(r) == 40                             # a spike after the first crossing: no matter
+    r["history"]["train"] = history([2.3] * 40, [0.9] * 40)
+    assert metrics.steps_to_80(r) == r["config"]["steps"]           # never started: its length, a lower bound
+    assert metrics.steps_to_80(result("a_table2_activations", "original-110", 0, status="fail")) == r["config"]["steps"]
+
+
+def test_lr_jump_rise_reads_the_loss_after_the_warm_up_only():
+    r = result("a_table2_activations", "original-110", 0, scale="cpu_step_warmup")
+    warm = r["config"]["schedule"]["warmup_steps"]
+    assert warm == 100 and r["config"]["schedule"]["milestones"][0] == 200
+    losses = [5.0, 3.0] + [2.0] * 8 + [2.1, 6.0, 3.0] + [1.8] * 27   # a high start, then a spike at step 120
+    r["history"]["train"] = history(losses, [0.8] * 40)
+    assert metrics.lr_jump_rise(r) == pytest.approx(4.0)            # 6.0 - the loss ending the warm-up (2.0)
+    r["history"]["train"] = history([9.0] + [2.0] * 9 + [1.9] * 30, [0.8] * 40)
+    assert metrics.lr_jump_rise(r) == 0                             # the loss at initialisation: outside the window
+
+
+def test_a_failed_run_counts_at_chance():
+    r = result("a_table1_shortcuts", "dropout-0.5", 0, status="fail")
+    assert metrics.final_test_err(r) == pytest.approx(0.9)
+    assert metrics.early_train_loss(r) == pytest.approx(math.log(10))
+    ok = result("a_table1_shortcuts", "original", 0, losses=(2.0, 1.0, 0.5, 0.25))
+    assert metrics.early_train_loss(ok) == pytest.approx(1.5)  # the windows of the first half: 2.0 and 1.0
+
+
+def test_paper_b_metrics_read_gates_and_pruning_curves():
+    curve = lambda start, step: [start + step * i for i in range(5)]  # noqa: E731  (4 blocks: half = 2)
+    gated = {"blocks": 4, "by_gate": curve(0.01, 0.01), "at_random": [curve(0.01, 0.1), curve(0.01, 0.2)]}
+    r = mnist_run("gresnet-d100", 0, ks=[1.0, 0.5, 3.0], pruning=gated)
+    assert metrics.mean_k(r) == pytest.approx(1.5)
+    assert metrics.pruned_half(r) == pytest.approx(0.03)                      # by_gate after removing 2 blocks
+    assert metrics.pruned_greedy(r) == pytest.approx((0.02 + 0.03) / 2)       # removals 1 and 2, not 0
+    assert metrics.pruned_random(r) == pytest.approx(((0.11 + 0.21) / 2 + (0.21 + 0.41) / 2) / 2)
+    ungated = mnist_run("resnet-d100", 0, pruning={"blocks": 4, "at_random": [curve(0.01, 0.1), curve(0.01, 0.2)]})
+    assert metrics.pruned_half(ungated) == pytest.approx((0.21 + 0.41) / 2)  # the mean over the random orders
+    assert metrics.pruned_half(mnist_run("resnet-d100", 1, status="fail")) == pytest.approx(0.9)
+    with pytest.raises(ValueError, match="python -m idmap_lib mnist"):
+        metrics.pruned_half(mnist_run("resnet-d100", 2))

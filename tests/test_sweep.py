@@ -1,0 +1,88 @@
+"""The CPU sweep: every run the claims need, in order, each training once; what is left and what it costs."""
+import pytest
+
+from fake_runs import result, save
+from idmap_lib.book import claims, cpu_scale, rule, sweep
+from idmap_lib.book.claims import CLAIMS
+from idmap_lib.engine import recipes, results
+
+
+def test_the_sweep_order_covers_every_cpu_claim_and_trains_each_training_once():
+    runs = sweep.runs_needed()
+    assert len(runs) == len(set(runs)) and {s for _, _, s, _ in runs} >= set(rule.SEEDS)
+    assert runs[:3] == [(*cpu_scale.PROBE, s, "cpu") for s in rule.SEEDS]   # the scale's probe first
+    # the CPU sweep trains every claim at a CPU scale; Paper B's MNIST claims rest on the full-recipe grid
+    assert sorted(sweep.SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale != "full")
+    assert all(e != "b_mnist" and scale in recipes.CPU_SCALES for e, _, _, scale in runs)
+    # one training once: Table 1's original is Table 2's original-110 (and Table 3's ResNet-110) at the same scale
+    hashes = [results.training_hash(recipes.config(e, v, sc, s)) for e, v, s, sc in runs]
+    assert len(hashes) == len(set(hashes))
+    assert ("a_table1_shortcuts", "original", 0, "cpu") not in runs
+
+
+def test_sweep_lists_the_missing_runs_in_order_and_skips_the_recorded(tmp_path, capsys):
+    from idmap_lib.cli import main
+    todo = sweep.runs_needed(results_dir=tmp_path)
+    main(["sweep", "--missing", "--out", str(tmp_path)])
+    assert [tuple(l.split()) for l in capsys.readouterr().out.splitlines()] == \
+        [(e, v, str(s), sc) for e, v, s, sc in todo]
+    e, v, s, sc = todo[0]
+    results.save_result(result(e, v, s, scale=sc), tmp_path)
+    main(["sweep", "--next", "--out", str(tmp_path)])
+    assert capsys.readouterr().out.split() == [todo[1][0], todo[1][1], str(todo[1][2]), todo[1][3]]
+
+
+def test_pace_prices_missing_runs_by_the_recorded_runs_of_the_same_network():
+    done = []
+    for variant, wall, threads in (("original-110", 600.0, 1), ("full_preact-110", 400.0, 2), ("bn_after_add-110",
+                                                                                              1300.0, 1)):
+        r = result("a_table2_activations", variant, 0)
+        r["final"]["wall_s"], r["hardware"] = wall, {"torch_threads": threads}
+        done.append(r)
+    todo = [recipes.config("a_table1_shortcuts", "conv1x1", "cpu", 1),        # ResNet-110 too: 800 core-s
+            recipes.config("a_table2_activations", "original-110", "cpu", 2),
+            recipes.config("a_table2_activations", "original-164", "cpu", 2)]  # not timed yet
+    hours, untimed = results.pace(todo, done)
+    assert hours == pytest.approx(2 * 800 / 3600) and untimed == 1   # the median of 600, 800 and 1300 core-s
+    assert [results.core_seconds(r) for r in done] == [600.0, 800.0, 1300.0]
+    assert results.core_seconds(result("a_table2_activations", "original-110", 1)) is None  # no wall time recorded
+
+
+def test_sweep_says_what_the_recorded_runs_cost_and_what_is_left(tmp_path, capsys):
+    from idmap_lib.cli import main
+    (e, v, s, _), (e2, v2, s2, _) = sweep.runs_needed(results_dir=tmp_path)[:2]
+    for exp, var, seed, wall in ((e, v, s, 900.0), (e2, v2, s2, 1800.0)):
+        r = result(exp, var, seed)
+        r["final"]["wall_s"], r["hardware"] = wall, {"torch_threads": 2}
+        results.save_result(r, tmp_path)
+    main(["sweep", "--out", str(tmp_path)])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"2 of {len(sweep.runs_needed(results_dir=tmp_path))} runs recorded (1.5 CPU core-hours: ")
+    done = {"found": {("e", "v", 0): {}}, "spent_h": 0.3, "left_h": 0.0, "untimed": 0}
+    assert sweep.sweep_in_words(done) == "1 of 1 runs recorded (0.3 CPU core-hours: training wall time x threads)"
+    assert sweep.sweep_in_words({**done, "spent_h": 1.0, "today_h": 0.6}) == (
+        "1 of 1 runs recorded (1.0 CPU core-hours: training wall time x threads; 0.6 of them trained at today's CPU "
+        "scale, the rest recorded before it and read again: the step warm-up's runs, and trainings the change left "
+        "as they were)")
+
+
+def test_more_seeds_are_asked_for_only_where_three_leave_a_comparison_open(tmp_path):
+    c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
+    key = [("a_table1_shortcuts", v, s, "cpu") for s in rule.MORE_SEEDS for v in ("exclusive_gating-b-6",
+                                                                                      "exclusive_gating-b0")]
+    assert not set(key) & set(sweep.runs_needed([c], results_dir=tmp_path))        # not run yet: 3 seeds first
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.828, 0.850, 0.721])   # one seed far off
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.888, 0.886, 0.898])
+    assert claims.evaluate(c, results_dir=tmp_path).verdict == "inconclusive"
+    assert set(key) <= set(sweep.runs_needed([c], results_dir=tmp_path))
+    assert not set(key) & set(sweep.runs_needed([c], seeds=(0, 1, 2), results_dir=tmp_path))  # seeds given: those
+    # the two more seeds agree with the three: they are read with them
+    for seed, (a, b) in zip(rule.MORE_SEEDS, ((0.83, 0.89), (0.84, 0.89))):
+        results.save_result(result("a_table1_shortcuts", "exclusive_gating-b-6", seed, test_err=a), tmp_path)
+        results.save_result(result("a_table1_shortcuts", "exclusive_gating-b0", seed, test_err=b), tmp_path)
+    v = claims.evaluate(c, results_dir=tmp_path)
+    assert v.parts[0][1]["n"] == (5, 5) and v.verdict == "reproduced"
+    other = tmp_path / "clear"                                                     # decided by 3: no more asked
+    save(other, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
+    save(other, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
+    assert not set(key) & set(sweep.runs_needed([c], results_dir=other))
