@@ -54,3 +54,21 @@ def test_paper_b_metrics_read_gates_and_pruning_curves():
     assert metrics.pruned_half(mnist_run("resnet-d100", 1, status="fail")) == pytest.approx(0.9)
     with pytest.raises(ValueError, match="python -m idmap_lib mnist"):
         metrics.pruned_half(mnist_run("resnet-d100", 2))
+
+
+def test_a_run_at_chance_is_one_that_never_left_ln_c():
+    """The one definition (metrics.ended_at_chance): diverged, or a final training loss within 3 % of ln C; the
+    test error does not enter it."""
+    near = result("a_table1_shortcuts", "original", 0, test_err=0.2, losses=(2.3, 2.3, 2.3, 0.98 * math.log(10)))
+    assert metrics.ended_at_chance(near)                                  # it learned nothing of its training data
+    trained = result("a_table1_shortcuts", "original", 0, test_err=0.9, losses=(2.3, 1.0, 0.9, 0.96 * math.log(10)))
+    assert not metrics.ended_at_chance(trained)                           # tests at chance, but it did train
+    assert metrics.ended_at_chance(result("a_table1_shortcuts", "original", 0, status="fail"))
+    hundred = result("a_table3_preact", "c100-164-original", 0, losses=(4.6, 4.5, 4.5, 0.98 * math.log(100)))
+    assert metrics.ended_at_chance(hundred) and metrics.chance(hundred) == (pytest.approx(0.99), math.log(100))
+
+
+def test_mean_k_of_an_ungated_run_is_a_clear_error_not_a_number():
+    with pytest.raises(ValueError, match="no gates k"):
+        metrics.mean_k(mnist_run("resnet-d10", 0))
+    assert metrics.mean_k(mnist_run("gresnet-d10", 0, ks=[2.0, 4.0])) == pytest.approx(3.0)

@@ -28,3 +28,37 @@ def test_scale_differences_show_whole_values_setting_by_setting():
     assert df.loc["steps"].tolist() == ["128", "128", "64000"]
     assert df.loc["subset.train_per_class", "full recipe"] == "all the data" and "subset" not in df.index
     assert "experiment" not in df.index and "scale" not in df.index   # labels are not settings
+
+
+def test_each_chapter_shows_the_variants_its_claims_compare():
+    """SHOWN is the one list of each experiment chapter: every variant a CPU-scale claim compares, none other."""
+    from idmap_lib.book import claims
+    from idmap_lib.engine import recipes
+    compared = {}
+    for c in claims.CLAIMS:
+        if c.scale != "full":
+            compared.setdefault(c.experiment, set()).update(c.variants)
+    assert {e: set(v) for e, v in variants.SHOWN.items()} == compared
+    for e, shown in variants.SHOWN.items():
+        assert len(set(shown)) == len(shown) and set(shown) <= set(recipes.EXPERIMENTS[e]["variants"])
+    assert set(variants.T1_CURVES) | set(variants.T1_FULL) <= set(variants.SHOWN["a_table1_shortcuts"])
+    assert variants.UNITS_110[-1] == "full_preact-110" and len(variants.UNITS_110) == 5  # Fig 4's five units
+
+
+def test_a_table1_variant_names_its_shortcut_and_options_as_make_unit_takes_them():
+    from idmap_lib import make_unit
+    assert variants.shortcut_options("a_table1_shortcuts", "original") == ("identity", {})
+    assert variants.shortcut_options("a_table1_shortcuts", "constant_scaling-0.5-1") == \
+        ("constant_scaling", {"shortcut_scale": 0.5, "residual_scale": 1.0})
+    assert variants.shortcut_options("a_table1_shortcuts", "dropout-0.5") == ("dropout", {"p": 0.5})
+    for v in variants.SHOWN["a_table1_shortcuts"]:
+        name, opts = variants.shortcut_options("a_table1_shortcuts", v)
+        make_unit("full_preact", name, 16, 16, **opts)   # every option is one make_unit takes
+
+
+def test_the_papers_numbers_print_as_the_papers_do():
+    from idmap_lib.book import paper_numbers
+    assert paper_numbers.printed("a_table1_shortcuts", "exclusive_gating-b-6") == "8.70"   # 2 decimals, as printed
+    assert paper_numbers.printed("a_table1_shortcuts", "dropout-0.5") == "fail"            # Paper A's word
+    assert paper_numbers.printed("b_wrn", "c100-plain") == "18.85"
+    assert paper_numbers.printed("a_table3_preact", "no-such-variant") == "–"

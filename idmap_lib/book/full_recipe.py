@@ -30,9 +30,8 @@ def full_scale_status(experiment, variants, seed=0, results_dir=None, checkpoint
     for v in variants:
         cfg = recipes.config(experiment, v, "full", seed)
         r = results.find_result(cfg, results_dir)
-        p = paper_numbers.paper_number(experiment, v) or {}
-        paper = p.get("value", "–")  # a number, or Paper A's "fail": text either way (one column, one format)
-        row = {"variant": v, "network": net_name(cfg), "paper: error %": paper if isinstance(paper, str) else f"{paper:.2f}"}
+        row = {"variant": v, "network": net_name(cfg),  # a number, or Paper A's "fail": text either way
+               "paper: error %": paper_numbers.printed(experiment, v)}
         c = None if r is not None else committed_checkpoint(cfg, checkpoint_dir)[0]
         if r is not None:
             row.update({"ours: error %": f"{100 * final_test_err(r):.2f}", "state": f"finished on {hardware(r)}"})
@@ -50,6 +49,25 @@ def full_scale_status(experiment, variants, seed=0, results_dir=None, checkpoint
     df = pd.DataFrame(rows).set_index("variant")
     df.attrs["caption"] = derived_note()
     return df
+
+
+def full_scale_table(experiments, seed=0, results_dir=None, checkpoint_dir=None):
+    """``full_scale_status`` of every CIFAR-10 variant of these experiments, one table with an experiment column
+    first (no copy of CIFAR-100 is available offline where the book is built)."""
+    import pandas as pd
+
+    tables = []
+    for e in experiments:
+        df = full_scale_status(e, [v for v in recipes.EXPERIMENTS[e]["variants"] if not v.startswith("c100")], seed,
+                               results_dir, checkpoint_dir)
+        df.insert(0, "experiment", e)
+        tables.append(df)
+    return pd.concat(tables)
+
+
+def state_counts(df) -> dict:
+    """{state: runs} of a ``full_scale_status`` table: finished, under way, not run (most first)."""
+    return dict(df["state"].map(lambda s: "finished" if s.startswith("finished") else s.split(":")[0]).value_counts())
 
 
 def full_recipe_runs(experiment, variants, seed=0, results_dir=None, checkpoint_dir=None):

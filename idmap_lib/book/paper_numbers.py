@@ -118,3 +118,10 @@ def source(experiment: str, variants=None) -> str:
     entries = PAPER[experiment].values() if variants is None else \
         [PAPER[experiment][v] for v in variants if v in PAPER[experiment]]
     return " / ".join(sorted({e["source"] for e in entries}))
+
+
+def printed(experiment: str, variant: str) -> str:
+    """The paper's number as the book prints it: '6.61' (2 decimals, as the papers print them), Paper A's 'fail', or
+    '–' where the paper reports none."""
+    value = (paper_number(experiment, variant) or {}).get("value", "–")
+    return value if isinstance(value, str) else f"{value:.2f}"

@@ -1,5 +1,6 @@
-"""A variant on the page: its table over seeds beside the paper's number (``variant_table``, with the reader's own
-runs where they trained it), and what it trains at each scale, in words (``scale_text``) and setting by setting
+"""A variant on the page: which ones each chapter shows (``SHOWN`` and its groups: chapters 7-10 read their lists
+here, never typing them again), its table over seeds beside the paper's number (``variant_table``, with the reader's
+own runs where they trained it), and what it trains at each scale, in words (``scale_text``) and setting by setting
 (``scale_differences``). The variants themselves are recipes (engine/recipes.py).
 """
 from __future__ import annotations
@@ -11,6 +12,24 @@ from .reports import net_name
 from .rule import ALL_SEEDS, SEEDS
 from .runs import seed_runs, seeds_command, your_results
 from .tables import drop_if_empty, mean_sd
+
+UNITS_110 = ("original-110", "bn_after_add-110", "relu_before_add-110", "relu_preact-110", "full_preact-110")  # Fig 4
+PAIR_164 = ("original-164", "full_preact-164")                             # Sec 4.2's pair, ResNet-164 (chapter 8)
+DEPTH_1001 = ("c10-1001-original", "c10-1001-full_preact")                # Fig 1: ResNet-1001 (chapter 9)
+SINGLE_110 = ("c10-110-single-original", "c10-110-single-full_preact")    # Table 3: 1-layer residual units
+SHOWN = {  # every variant an experiment chapter (7-10) shows, in its tables' order: what its claims compare
+    "a_table1_shortcuts": tuple(recipes.EXPERIMENTS["a_table1_shortcuts"]["variants"]),
+    "a_table2_activations": UNITS_110 + PAIR_164,
+    "a_table3_preact": DEPTH_1001 + SINGLE_110,
+    "b_resnet32": ("original", "gated", "gated-k_decay"),
+    "b_wrn": ("plain", "gated", "gated-k_decay"),
+}
+# chapter 7's figures: one curve for each kind of shortcut the text discusses, and the rows queued for the full recipe
+T1_CURVES = ("original", "constant_scaling-0.5-1", "constant_scaling-0.5-0.5", "exclusive_gating-b0",
+             "exclusive_gating-b-6", "shortcut_only_gating-b-6", "dropout-0.5")
+T1_FULL = ("original", "exclusive_gating-b-6", "shortcut_only_gating-b-6")
+NETWORK = ("depth", "unit", "shortcut", "num_classes", "block")  # a Table 1 variant's kwargs that are not its shortcut's
+DATASET_SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}  # (train, test)
 
 
 def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, results_dir=None, yours=None):
@@ -26,11 +45,9 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, resul
     for v in variants:
         runs, missing = seed_runs(experiment, v, scale, seeds, results_dir)
         missing = [s for s in missing if s in SEEDS]  # more seeds are asked for only where 3 leave a claim open
-        p = paper_numbers.paper_number(experiment, v) or {}
-        paper = p.get("value", "–")
         rows.append({
             "variant": v, "network trained": net_name(recipes.config(experiment, v, scale)),
-            f"paper: test error % ({src})": paper if isinstance(paper, str) else f"{paper:.2f}",
+            f"paper: test error % ({src})": paper_numbers.printed(experiment, v),
             "ours: test error %": mean_sd([final_test_err(r) for r in runs], 100),
             "ours, per seed": ", ".join(f"{100 * final_test_err(r):.1f}" for r in runs) or "–",
             "ours: final training loss": mean_sd([final_train_loss(r) for r in runs], digits=3),
@@ -77,8 +94,6 @@ def scale_text(experiment, variant) -> str:
             f"{full}: **{net_name(f)}**, {f['steps']:,} steps of batch {f['batch_size']} on {data(f)}.")
 
 
-DATASET_SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}
-
 
 def _flat(d, prefix=""):
     out = {}
@@ -116,3 +131,10 @@ def scale_differences(experiment, variant, scales=recipes.SCALES):
         return next((w for key, w in absent.items() if k.startswith(key)), "the builder's default")
     return pd.DataFrame({recipes.SCALE_WORDS[s]: [value(s, k) for k in keys] for s in scales},
                         index=pd.Index(keys, name="setting"))
+
+
+def shortcut_options(experiment, variant) -> tuple[str, dict]:
+    """The shortcut (Fig 2) of a Table 1 variant and its options, as ``models.make_unit`` takes them: ("constant_scaling",
+    {"shortcut_scale": 0.5, "residual_scale": 1.0}) for constant_scaling-0.5-1."""
+    kw = recipes.config(experiment, variant)["model"]["kwargs"]
+    return kw["shortcut"], {k: v for k, v in kw.items() if k not in NETWORK}
