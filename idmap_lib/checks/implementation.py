@@ -21,10 +21,8 @@ autograder package and batch grading are Otter-Grader's (see :mod:`idmap_lib.che
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import math
-import textwrap
 
 import torch
 import torch.nn as nn
@@ -33,64 +31,12 @@ from ..models.introspect import zero_residuals
 from ..book.probes import truncation_rates, unit_gradient_norms
 from ..models.shortcuts import Shortcut, make_shortcut
 from ..models.units import ResidualUnit, make_unit
+from .grading import WIDTH, fail, grader  # noqa: F401  (WIDTH: checks.WIDTH)
 
 TOL = 1e-6  # outputs must agree to this (absolute and relative), compared in float64
 
 
-# ---- shared machinery --------------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _one_thread():
-    """The graders' tensors are tiny: one thread is much faster than several (per-op overhead), and
-    leaves the other cores alone."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
-def _grader(thing):
-    """Decorator. The check prints PASSED and returns None, raises AssertionError, or (stub code that raises
-    NotImplementedError) prints NOT ATTEMPTED and returns None. `check.status(student)` does the same but
-    returns "passed" or "not attempted" (for batch grading)."""
-    def wrap(check):
-        @functools.wraps(check)
-        def status(student, *args, **kwargs):
-            try:
-                with _one_thread():
-                    detail = check(student, *args, **kwargs)
-            except NotImplementedError:
-                _say(f"NOT ATTEMPTED {check.__name__}: {thing} still raises NotImplementedError "
-                     "(the stub). Write it, then run this cell again.")
-                return "not attempted"
-            _say(f"PASSED {check.__name__}: {detail}")
-            return "passed"
-
-        @functools.wraps(check)
-        def run(student, *args, **kwargs):
-            status(student, *args, **kwargs)
-
-        run.status = status
-        return run
-    return wrap
-
-
-WIDTH = 96  # messages are wrapped to this many characters (the book's output boxes, terminals)
-
-
-def _wrap(text):
-    return textwrap.fill(text, WIDTH, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
-
-
-def _say(text):
-    print(_wrap(text))
-
-
-def _fail(check, what, hint):
-    raise AssertionError(_wrap(f"{check}: {what}") + "\n" + _wrap(f"Hint: {hint}"))
-
+# ---- comparisons ------------------------------------------------------------------------------------------
 
 def _close(a, b, tol=TOL):
     return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=tol, rtol=tol)
@@ -137,32 +83,32 @@ def _load_preact(student, ref, check):
     for name, i in PREACT_LAYOUT.items():
         theirs, ours = getattr(student, name, None), ref.residual[i]
         if theirs is None:
-            _fail(check, f"your module has no attribute `{name}`",
+            fail(check, f"your module has no attribute `{name}`",
                   "expose the four layers as self.bn1, self.conv1, self.bn2, self.conv2 "
                   "(nn.BatchNorm2d, nn.Conv2d, nn.BatchNorm2d, nn.Conv2d): the grader copies weights into them")
         if not isinstance(theirs, type(ours)):
-            _fail(check, f"`{name}` is a {type(theirs).__name__}, expected nn.{type(ours).__name__}",
+            fail(check, f"`{name}` is a {type(theirs).__name__}, expected nn.{type(ours).__name__}",
                   "bn1/bn2 are nn.BatchNorm2d(channels); conv1/conv2 are nn.Conv2d(channels, channels, 3, "
                   "padding=1, bias=False)")
         if isinstance(ours, nn.Conv2d):
             got = (theirs.in_channels, theirs.out_channels, theirs.kernel_size, theirs.stride, theirs.padding)
             want = (ours.in_channels, ours.out_channels, ours.kernel_size, ours.stride, ours.padding)
             if got != want:
-                _fail(check, f"`{name}` has (in, out, kernel, stride, padding) = {got}, expected {want}",
+                fail(check, f"`{name}` has (in, out, kernel, stride, padding) = {got}, expected {want}",
                       "a same-shape unit uses 3x3 convolutions with stride 1 and padding 1")
             if theirs.bias is not None:
-                _fail(check, f"`{name}` has a bias", "use bias=False: the official code has none (a BN "
+                fail(check, f"`{name}` has a bias", "use bias=False: the official code has none (a BN "
                       "follows conv1, and conv2's bias would only shift the residual)")
         theirs.load_state_dict(ours.state_dict())
 
 
 def _make_student(factory, channels, check):
     if isinstance(factory, nn.Module):
-        _fail(check, "you passed a module instance", "pass the class itself, check_full_preact_unit(PreActUnit): "
+        fail(check, "you passed a module instance", "pass the class itself, check_full_preact_unit(PreActUnit): "
               "the grader builds units of several widths")
     student = factory(channels)
     if not isinstance(student, nn.Module):
-        _fail(check, f"PreActUnit({channels}) returned a {type(student).__name__}, not an nn.Module",
+        fail(check, f"PreActUnit({channels}) returned a {type(student).__name__}, not an nn.Module",
               "write `class PreActUnit(nn.Module)` whose __init__ takes the number of channels")
     return student
 
@@ -191,7 +137,7 @@ def _preact_diagnosis(ref, x, out, train):
             "BN -> ReLU -> conv -> BN -> ReLU -> conv, then add the untouched input).")
 
 
-@_grader("PreActUnit")
+@grader("PreActUnit")
 def check_full_preact_unit(PreActUnit, channels=(4, 8), seed=0):
     """Exercise 1. `PreActUnit(channels)` (a class or any factory) must build an nn.Module with layers
     `bn1, conv1, bn2, conv2` whose forward is Paper A Fig 4(e):
@@ -210,7 +156,7 @@ def check_full_preact_unit(PreActUnit, channels=(4, 8), seed=0):
         student.double()  # before loading, so the reference's float64 weights arrive unrounded
         _load_preact(student, ref, check)
         if n_student != n_ref:
-            _fail(check, f"with {c} channels your unit has {n_student} parameters, the reference "
+            fail(check, f"with {c} channels your unit has {n_student} parameters, the reference "
                   f"{n_ref} = 2 x (3*3*{c}*{c}) conv weights + 2 x 2*{c} BN scales and shifts",
                   "no biases in the convolutions, no extra layers; the identity shortcut has no parameters")
         for train in (False, True):
@@ -222,14 +168,14 @@ def check_full_preact_unit(PreActUnit, channels=(4, 8), seed=0):
                 got = student(x_in)
             mode = "train" if train else "eval"
             if not torch.equal(x_in, x):
-                _fail(check, "your forward changed its input in place",
+                fail(check, "your forward changed its input in place",
                       "don't use in-place ops on x (x += ..., ReLU(inplace=True) on x): the shortcut needs x unchanged")
             if not isinstance(got, torch.Tensor) or got.shape != want.shape:
                 shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-                _fail(check, f"output shape {shape}, expected {tuple(want.shape)} (same as the input)",
+                fail(check, f"output shape {shape}, expected {tuple(want.shape)} (same as the input)",
                       "a same-shape unit maps (N, C, H, W) to (N, C, H, W): 3x3 convolutions need padding=1")
             if not _close(got, want):
-                _fail(check, f"in {mode} mode your output differs from the reference by up to "
+                fail(check, f"in {mode} mode your output differs from the reference by up to "
                       f"{_max_diff(got, want):.3g} ({c} channels)", _preact_diagnosis(ref, x, got, train))
     return (f"PreActUnit matches make_unit('full_preact') for channels {tuple(channels)} in eval and train "
             f"mode (max |diff| <= {TOL:g}), with the same number of parameters.")
@@ -271,7 +217,7 @@ def _gating_diagnosis(x, Fx, W_g, b_g, out):
             "of the unit's input x (Paper A Eqn 1 with the Highway gate, Fig 2c).")
 
 
-@_grader("exclusive_gating")
+@grader("exclusive_gating")
 def check_exclusive_gating(exclusive_gating, channels=4, seed=0):
     """Exercise 2. `exclusive_gating(x, Fx, W_g, b_g)` must return Paper A Fig 2(c)'s
     y = (1 - g(x)) * x + g(x) * F(x), g(x) = sigmoid(W_g * x + b_g), W_g a 1x1 convolution
@@ -290,17 +236,17 @@ def check_exclusive_gating(exclusive_gating, channels=4, seed=0):
         got = exclusive_gating(x.clone(), Fx.clone(), W_g.clone(), b_g.clone())
         if not isinstance(got, torch.Tensor) or got.shape != want.shape:
             shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            _fail(check, f"output shape {shape}, expected {tuple(want.shape)}",
+            fail(check, f"output shape {shape}, expected {tuple(want.shape)}",
                   "the combination is elementwise; g(x) = sigmoid(conv2d(x, W_g, b_g)) has x's shape")
         if not _close(got, want):
-            _fail(check, f"with b_g near {b:g} your output differs from Fig 2(c) by up to {_max_diff(got, want):.3g}",
+            fail(check, f"with b_g near {b:g} your output differs from Fig 2(c) by up to {_max_diff(got, want):.3g}",
                   _gating_diagnosis(x, Fx, W_g, b_g, got))
     limits = {-40.0: (x, "the identity shortcut y = x (the gate is closed: g -> 0)"),
               40.0: (Fx, "y = F(x): the gate is open (g -> 1), the shortcut is cut")}
     for b, (want, what) in limits.items():
         got = exclusive_gating(x.clone(), Fx.clone(), W_g.clone(), torch.full((c,), b, dtype=torch.float64))
         if not _close(got, want):
-            _fail(check, f"with b_g = {b:g} the output should be {what}; it differs by {_max_diff(got, want):.3g}",
+            fail(check, f"with b_g = {b:g} the output should be {what}; it differs by {_max_diff(got, want):.3g}",
                   "a very negative gate bias makes g(x) = sigmoid(W_g x + b_g) ~ 0 everywhere")
     return ("exclusive_gating equals idmap_lib's Fig 2(c) shortcut for b_g in {-6, 0, 2}; b_g = -40 gives the "
             "identity, b_g = +40 gives F(x).")
@@ -330,11 +276,11 @@ def _as_float(value, check, name):
     try:
         return float(value)
     except (TypeError, ValueError, RuntimeError):
-        _fail(check, f"{name} returned {type(value).__name__} {value!r:.60}, not a number",
+        fail(check, f"{name} returned {type(value).__name__} {value!r:.60}, not a number",
               "return one float (a 0-d tensor is fine too)")
 
 
-@_grader("direct_term")
+@grader("direct_term")
 def check_direct_term(direct_term, seed=0):
     """Exercise 3a. `direct_term(lams)` must return prod_i lambda_i, the factor of Eqn 8's direct term
     (dE/dx_l = (prod_{i=l}^{L-1} lambda_i) dE/dx_L + ...).
@@ -366,7 +312,7 @@ def check_direct_term(direct_term, seed=0):
                 hint = "you returned lambda_0^L; the lambdas may differ from unit to unit: multiply them all."
             else:
                 hint = "Eqn 8's direct term is (prod_{i=l}^{L-1} lambda_i) dE/dx_L: return that product."
-            _fail(check, f"{what}: direct_term = {got:.6g}, expected {want:.6g}", hint)
+            fail(check, f"{what}: direct_term = {got:.6g}, expected {want:.6g}", hint)
         if what in measured_cases:
             meas = measured_direct_term(lams)
             assert math.isclose(meas, want, rel_tol=1e-9), f"internal: measured {meas} != prod {want}"
@@ -374,7 +320,7 @@ def check_direct_term(direct_term, seed=0):
     return "direct_term = prod(lambda) in every case; in a real zero-residual stack " + "; ".join(rows) + "."
 
 
-@_grader("vanishing_depth")
+@grader("vanishing_depth")
 def check_vanishing_depth(vanishing_depth):
     """Exercise 3b. `vanishing_depth(lam, eps)` must return the smallest number of units L with
     lam**L < eps (0 < lam < 1): how deep a lambda-stack can be before the direct term falls below eps.
@@ -386,7 +332,7 @@ def check_vanishing_depth(vanishing_depth):
         got = vanishing_depth(lam, eps)
         if not isinstance(got, int) and not (isinstance(got, float) and got.is_integer()) and not (
                 isinstance(got, torch.Tensor) and got.numel() == 1 and float(got).is_integer()):
-            _fail(check, f"vanishing_depth({lam}, {eps}) returned {got!r}, not a whole number of units",
+            fail(check, f"vanishing_depth({lam}, {eps}) returned {got!r}, not a whole number of units",
                   "round up: the depth is the smallest integer L with lam**L < eps (math.ceil, or a loop)")
         got = int(got)
         if got != want:
@@ -395,7 +341,7 @@ def check_vanishing_depth(vanishing_depth):
                         "not down, and make sure the inequality is strict.")
             else:
                 hint = "solve lam**L < eps for L: L > log(eps) / log(lam) (log(lam) < 0 flips the inequality)."
-            _fail(check, f"vanishing_depth({lam}, {eps}) = {got}, expected {want} ({lam}**{want} = {lam ** want:.4g})",
+            fail(check, f"vanishing_depth({lam}, {eps}) = {got}, expected {want} ({lam}**{want} = {lam ** want:.4g})",
                   hint)
     meas = [measured_direct_term([0.9] * n) for n in (65, 66)]
     assert meas[0] >= 1e-3 > meas[1], f"internal: measured {meas}"
@@ -411,7 +357,7 @@ def _branch(channels, seed):
     return F.eval()  # running statistics: F is a fixed function during the check
 
 
-@_grader("GatedResidual")
+@grader("GatedResidual")
 def check_gated_residual(GatedResidual, channels=4, seed=0):
     """Exercise 4. `GatedResidual(F)` must wrap a residual branch F as Paper B's gated residual layer
     u = ReLU(k) * F(x) + x, with one scalar parameter `k` initialised to 1.
@@ -424,22 +370,22 @@ def check_gated_residual(GatedResidual, channels=4, seed=0):
     F = _branch(channels, seed)
     student = GatedResidual(F)
     if not isinstance(student, nn.Module):
-        _fail(check, f"GatedResidual(F) returned a {type(student).__name__}", "write `class GatedResidual(nn.Module)`")
+        fail(check, f"GatedResidual(F) returned a {type(student).__name__}", "write `class GatedResidual(nn.Module)`")
     k = getattr(student, "k", None)
     if not isinstance(k, nn.Parameter):
-        _fail(check, "your module has no nn.Parameter `k`",
+        fail(check, "your module has no nn.Parameter `k`",
               "store the gate as self.k = nn.Parameter(torch.ones(())) so the optimiser learns it")
     if k.numel() != 1:
-        _fail(check, f"k has shape {tuple(k.shape)}, expected one scalar", "Paper B uses a single scalar k per layer")
+        fail(check, f"k has shape {tuple(k.shape)}, expected one scalar", "Paper B uses a single scalar k per layer")
     if float(k.detach()) != 1.0:
         hint = ("with k = 0 the gate sits on ReLU's kink: ReLU'(0) = 0 in PyTorch, so k never gets a gradient "
                 "and the layer is stuck at the identity. " if float(k.detach()) == 0.0 else "")
-        _fail(check, f"k starts at {float(k.detach()):g}, expected 1", hint + "Paper B initialises k = 1: the layer "
+        fail(check, f"k starts at {float(k.detach()):g}, expected 1", hint + "Paper B initialises k = 1: the layer "
               "starts as an ordinary residual layer, u = F(x) + x.")
     n_F = sum(p.numel() for p in F.parameters())
     n = sum(p.numel() for p in student.parameters())
     if n != n_F + 1:
-        _fail(check, f"{n} parameters, expected F's {n_F} + 1 (k)",
+        fail(check, f"{n} parameters, expected F's {n_F} + 1 (k)",
               "register F as a submodule (self.F = F) and add exactly one scalar parameter k")
     student.double().eval()
     k = student.k  # the same parameter after .double() (converted in place), fetched again to be safe
@@ -451,12 +397,12 @@ def check_gated_residual(GatedResidual, channels=4, seed=0):
             ref.k.fill_(kv)
             want, got = ref(x), student(x.clone())
         if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-            _fail(check, "output shape differs from the input's", "u = ReLU(k) F(x) + x has x's shape")
+            fail(check, "output shape differs from the input's", "u = ReLU(k) F(x) + x has x's shape")
         if kv <= 0 and not torch.equal(got.double(), x):
             hint = ("sigmoid(k) is never 0: use ReLU(k), which is exactly 0 for k <= 0."
                     if _close(got, torch.sigmoid(torch.tensor(kv, dtype=torch.float64)) * F(x) + x)
                     else "for k <= 0, ReLU(k) = 0 and u = x exactly: that is why the identity is easy to learn.")
-            _fail(check, f"with k = {kv:g} the output is not exactly x (max |u - x| = {_max_diff(got, x):.3g})", hint)
+            fail(check, f"with k = {kv:g} the output is not exactly x (max |u - x| = {_max_diff(got, x):.3g})", hint)
         if not _close(got, want):
             with torch.no_grad():
                 g, Fx = max(kv, 0.0), F(x)
@@ -470,7 +416,7 @@ def check_gated_residual(GatedResidual, channels=4, seed=0):
                         "could never become exactly the identity.")
             else:
                 hint = "u = torch.relu(self.k) * self.F(x) + x"
-            _fail(check, f"with k = {kv:g} the output differs from ReLU(k) F(x) + x by {_max_diff(got, want):.3g}", hint)
+            fail(check, f"with k = {kv:g} the output differs from ReLU(k) F(x) + x by {_max_diff(got, want):.3g}", hint)
     for kv, want in ((1.0, None), (-1.0, 0.0)):
         with torch.no_grad():
             k.fill_(kv)
@@ -481,7 +427,7 @@ def check_gated_residual(GatedResidual, channels=4, seed=0):
                 want = float(F(x).sum())
         got = 0.0 if k.grad is None else float(k.grad)
         if not math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
-            _fail(check, f"at k = {kv:g}, dE/dk = {got:.6g} for E = sum(u); expected {want:.6g}",
+            fail(check, f"at k = {kv:g}, dE/dk = {got:.6g} for E = sum(u); expected {want:.6g}",
                   "compute the gate inside forward from the parameter (torch.relu(self.k)), so autograd sees it")
     with torch.no_grad():
         k.fill_(1.0)
@@ -491,7 +437,7 @@ def check_gated_residual(GatedResidual, channels=4, seed=0):
 
 # ---- exercise 5: ReLU truncation after the addition (Paper A Sec 4.2) ----------------------------------------
 
-@_grader("truncation_rate")
+@grader("truncation_rate")
 def check_truncation_rate(truncation_rate, seed=0):
     """Exercise 5. `truncation_rate(unit, x)` must return the fraction of the entries of
     y_l = h(x_l) + F(x_l) (Eqn 1) that the original unit's f = ReLU sets to zero (those with y_l < 0),
@@ -528,7 +474,7 @@ def check_truncation_rate(truncation_rate, seed=0):
             else:
                 hint = ("compute y = unit.shortcut(x, unit.residual(x)) with the unit in train mode and return "
                         f"(y < 0).float().mean(); here that is {float((y < 0).double().mean()):.4f}.")
-            _fail(check, f"unit {cin}->{cout}, stride {stride}: truncation_rate = {got:.4f}, expected {want:.4f}", hint)
+            fail(check, f"unit {cin}->{cout}, stride {stride}: truncation_rate = {got:.4f}, expected {want:.4f}", hint)
         rows.append(f"{want:.3f}")
     return f"truncation_rate agrees with probes.truncation_rates on {len(cases)} units (rates {', '.join(rows)})."
 
