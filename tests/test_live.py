@@ -3,7 +3,7 @@ finished run shown as theirs in the chapter's table; and the trainer's part of i
 progress line from the first steps that counts max_steps)."""
 import pytest
 
-from idmap_lib.book import evidence as ev
+from idmap_lib.book import variants
 from idmap_lib.book import live
 from idmap_lib.engine import recipes
 from idmap_lib.engine import trainer as trainer_mod
@@ -42,11 +42,11 @@ def test_a_student_trains_stops_resumes_and_finds_the_run_as_theirs(tiny_recipe,
     assert [h["train_loss"] for h in r["history"]["train"]] == pytest.approx(
         [h["train_loss"] for h in alone["history"]["train"]], abs=1e-6)  # resumed = never interrupted
     assert second["figure"].points == 8 + 2  # 8 training windows, 2 evaluations
-    table = ev.variant_table(EXP, [VAR], "full", yours=tmp_path)
+    table = variants.variant_table(EXP, [VAR], "full", yours=tmp_path)
     assert table.loc[VAR, "yours: test error % (seed)"] == f"{100 * r['final']['test_err']:.1f} (seed 100)"
     again = live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist, show=False)
     assert again["result"]["path"] == r["path"] and "stopped" not in again  # recorded: never trained twice
-    assert "yours" not in " ".join(ev.variant_table(EXP, [VAR], "full", yours=tmp_path / "nobody").columns)
+    assert "yours" not in " ".join(variants.variant_table(EXP, [VAR], "full", yours=tmp_path / "nobody").columns)
 
 
 def test_only_looking_shows_the_recorded_band_and_the_paper_and_says_how_to_train(tiny_recipe, tmp_path, capsys):
@@ -60,6 +60,60 @@ def test_only_looking_shows_the_recorded_band_and_the_paper_and_says_how_to_trai
     assert any("seed 0" in (t.name or "") for t in fig.data)  # the book's recorded seeds drawn under it
     assert "train_live('a_table2_activations', 'full_preact-110', scale='cpu', seed=100, run=True)" in \
         capsys.readouterr().out
+
+
+class Shown:
+    """A cell output in place of IPython's: how many there are, what the first drawing held, how often redrawn."""
+    made = []
+
+    def __init__(self, fig):
+        self.first_points = sum(len(t.x) for t in fig.data if t.name and t.name.startswith("yours"))
+        self.redraws = 0
+        Shown.made.append(self)
+
+    def redraw(self, fig, now=False):
+        self.redraws += 1
+
+
+def test_one_output_whose_first_drawing_holds_the_steps_already_trained(tiny_recipe, mnist, tmp_path, monkeypatch):
+    monkeypatch.setattr(live, "Output", Shown)
+    monkeypatch.setattr(Shown, "made", [])
+    live.train_live(EXP, VAR, "full", run=True, max_steps=9, folder=tmp_path, data=mnist)
+    live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist)  # the cell again
+    first, second = Shown.made
+    assert first.first_points == 0 and second.first_points == 3 * 2 + 0  # resumed: its 3 windows (loss, error)
+    assert first.redraws >= 1 and second.redraws >= 1  # redrawn in place, never a second output
+
+
+class Handle:
+    def __init__(self):
+        self.updates = []
+
+    def update(self, obj, **kw):
+        self.updates.append((obj, kw))
+
+
+def test_the_output_is_the_figures_data_updated_in_place(monkeypatch):
+    """A plotly Figure displays itself past any display handle (``_ipython_display_``): each update would add a
+    copy. The output holds the figure's data, a mimebundle dict, shown once and updated through its handle."""
+    import IPython
+    import IPython.display
+    import plotly.graph_objects as go
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)) or Handle())
+    fig = go.Figure(go.Scatter(x=[1], y=[2]))
+    out = live.Output(fig)
+    fig.data[0].x = [1, 2]
+    out.redraw(fig, now=True)
+    (obj, kw), = shown
+    assert isinstance(obj, dict) and kw == {"raw": True, "display_id": True}
+    (new, kw), = out.handle.updates
+    assert kw == {"raw": True} and "application/vnd.plotly.v1+json" in new
+    assert list(new["application/vnd.plotly.v1+json"]["data"][0]["x"]) == [1, 2]
+    out.redraw(fig)  # within REDRAW_S of the last: not sent again
+    assert len(out.handle.updates) == 1
 
 
 def test_wall_time_checkpoints_between_the_recipe_checkpoints(monkeypatch, mnist, tmp_path):

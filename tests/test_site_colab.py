@@ -153,6 +153,14 @@ def _execute(nb, env: dict, cwd: Path):
     return _last_json(nb.cells[-1])
 
 
+PLOTLY = "application/vnd.plotly.v1+json"
+
+
+def _plotly_outputs(cell) -> list:
+    """The plotly figures among a cell's outputs (as nbclient leaves them: a display updated in place stays one)."""
+    return [o["data"][PLOTLY] for o in cell.outputs if PLOTLY in o.get("data", {})]
+
+
 def _last_json(cell):
     """The JSON line a cell printed last (its stdout; progress bars go to stderr)."""
     return json.loads([o for o in cell.outputs if o.get("name") == "stdout"][-1]["text"].splitlines()[-1])
@@ -201,6 +209,11 @@ def test_a_chapter_runs_from_a_clone_in_a_clean_environment_and_after_a_restart(
     yours = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (setup.source, TINY, TRY, TRY)])
     _execute(yours, env, work)
     tried, finished = (_last_json(c) for c in yours.cells[2:])
+    figures = [_plotly_outputs(c) for c in yours.cells[2:]]
+    sizes = [[len(json.dumps(f)) for f in cell] for cell in figures]
+    assert [len(f) for f in figures] == [1, 1], f"plotly outputs of the training cells (bytes each): {sizes}"
+    yours_x = [t["x"] for t in figures[1][0]["data"] if t.get("name", "").startswith("yours")][0]
+    assert list(yours_x) == list(range(3, 19, 3)), yours_x  # every step trained, the resumed part too
     assert tried["points"] > 0 and tried["result"] is None and tried["checkpoints"] == 1, tried
     assert finished["resumed_from"] == 9 and finished["result"] == "ok", finished   # resumed, then to the end
     assert finished["yours"].endswith("(seed 100)"), finished                      # in the chapter's table

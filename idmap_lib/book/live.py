@@ -6,10 +6,9 @@ the book's recorded runs of the same variant and the paper's final number.
   lr schedule, the paper's final test error (dotted, labelled: after the paper's whole recipe), and any run of
   yours already recorded (bold); with ``run=False`` (the static site, or a reader who only looks) that is all,
   with the command that trains it;
-- with ``run=True`` trains on the best device (``trainer.train``), redrawing *your* curve at every log window
-  (training loss; test error at each evaluation) in place, in the same output (a display handle: no widget
-  library needed, so it works on Colab's older ipywidgets as well); the trainer prints a progress line after
-  the first steps (loss so far, img/s, the projected time of *this* run: ``max_steps`` counts);
+- with ``run=True`` trains on the best device (``trainer.train``), redrawing *your* curve (training loss; test
+  error at each evaluation) in place: one output, updated with the figure's data (a display handle: no widget
+  library needed, so it works on Colab's older ipywidgets, in Jupyter and in an executed notebook alike);
 - checkpoints every ``checkpoint_minutes`` of wall time (and at the recipe's own checkpoint steps) into your
   runs folder, so a disconnect loses at most that much; running the same cell again resumes it;
 - when the run reaches the recipe's end its result is written to your runs folder (``results/``), where the
@@ -22,12 +21,14 @@ cell, on Google Drive (``use_drive``), where it outlives the runtime.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from ..engine import recipes, results
 from . import paper_numbers
 
 YOUR_SEED = 100  # none of the book's seeds (0-4): your run is your own, never a recorded one under another name
+REDRAW_S = 2.0  # your curve is redrawn at most this often (and once at the end): each redraw sends the whole figure
 
 
 def runs_dir(folder=None) -> Path:
@@ -69,6 +70,18 @@ def recorded_time(experiment, variant, scale) -> str:
     wall = statistics.median(r["final"]["wall_s"] for r in runs)
     return (f"The book's {len(runs)} recorded runs of it took {format_duration(wall)} each (median; "
             f"{'; '.join(sorted({hardware(r) for r in runs}))}). ")
+
+
+def checkpointed(cfg, folder) -> dict | None:
+    """Your stopped run's checkpoint in your runs folder (its step and history), or None. One that cannot be read
+    is left to the trainer, which says what to do with it."""
+    from ..engine.checkpoint import CheckpointError, load_checkpoint
+
+    path = Path(folder) / "checkpoints" / f"{results.run_name(cfg)}.pt"
+    try:
+        return load_checkpoint(path, results.config_hash(cfg)) if path.exists() else None
+    except CheckpointError:
+        return None
 
 
 class LiveFigure:
@@ -124,16 +137,31 @@ class LiveFigure:
             trace.x, trace.y = [x["step"] for x in h], [scale_y * x[key] for x in h]
 
 
-def _display(fig):
-    """Show the figure in a cell output that can be redrawn; a no-op handle outside IPython."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:
-        get_ipython = None
-    if get_ipython is None or get_ipython() is None:
-        return None
-    return display(fig, display_id=True)
+def mimebundle(fig) -> dict:
+    """The figure as the data a cell output holds (the notebook's plotly renderer, as ``fig.show()`` would emit it;
+    the plotly mimetype where no renderer is set). Not the Figure itself: it displays itself (``_ipython_display_``),
+    past any display handle, so every update would add a copy."""
+    return fig._repr_mimebundle_() or {"application/vnd.plotly.v1+json": fig.to_plotly_json()}
+
+
+class Output:
+    """One cell output that is redrawn in place (an IPython display handle); nothing outside IPython."""
+
+    def __init__(self, fig):
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:
+            get_ipython = None
+        shell = get_ipython() if get_ipython is not None else None
+        self.handle = display(mimebundle(fig), raw=True, display_id=True) if shell is not None else None
+        self.drawn = time.monotonic()
+
+    def redraw(self, fig, now=False):
+        """Redraw (at most every REDRAW_S seconds, unless ``now``)."""
+        if self.handle is not None and (now or time.monotonic() - self.drawn >= REDRAW_S):
+            self.handle.update(mimebundle(fig), raw=True)
+            self.drawn = time.monotonic()
 
 
 def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_steps=None, checkpoint_minutes=3,
@@ -148,9 +176,10 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     done = results.find_result(cfg, folder / "results", same_training=False)
     out = {"figure": live, "result": done,  # (the command names the folder as set, never a machine's own path)
            "command": command(experiment, variant, scale, seed, os.environ.get("IDMAP_RUNS", "idmap_runs"))}
-    if done is not None:
-        live.update(done["history"])
-    handle = _display(live.fig) if show else None
+    ck = None if done is not None else checkpointed(cfg, folder)
+    if done or ck:
+        live.update((done or ck)["history"])  # every step trained so far, in the first drawing
+    shown = Output(live.fig) if show else None
     if done is not None or not run:
         if show:
             print(f"Your run {results.run_name(cfg)}: " + (
@@ -160,13 +189,15 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
 
     def on_log(history):
         live.update(history)
-        if handle is not None:
-            handle.update(live.fig)
+        if shown is not None:
+            shown.redraw(live.fig)
 
     r = train(cfg, data=data, device=device, out_dir=folder / "results", checkpoint_dir=folder / "checkpoints",
               resume=True, max_steps=max_steps, on_log=on_log, checkpoint_minutes=checkpoint_minutes,
               progress=show, **train_kwargs)
-    on_log(r["history"])
+    live.update(r["history"])
+    if shown is not None:
+        shown.redraw(live.fig, now=True)
     out["result"] = r if r["status"] != "stopped" else None
     out["stopped"] = r if r["status"] == "stopped" else None
     if show:
