@@ -42,3 +42,17 @@ def test_full_recipe_curves_show_runs_under_way_over_the_whole_recipe_beside_the
     assert paper == {"original: Paper A Table 1, 6.61 %": [6.61, 6.61], "conv1x1: Paper A Table 1, 12.22 %": [12.22, 12.22]}
     assert "not run yet: conv1x1" in fig.layout.title.text and tuple(fig.layout.xaxis.range) == (0, 64000)
     assert sorted(s.x0 for s in fig.layout.shapes if s.type == "line") == [400, 400, 32000, 32000, 48000, 48000]
+
+
+def test_one_table_of_every_cifar10_full_recipe_run_and_its_states_counted(tmp_path):
+    import torch
+    cfg = recipes.config("a_table2_activations", "original-110", "full")
+    torch.save({"step": 29000, "config": cfg, "history": {"test": [{"step": 28000, "test_err": 0.149}]}},
+               tmp_path / f"{results.run_name(cfg)}.pt")
+    df = full_recipe.full_scale_table(("a_table1_shortcuts", "a_table3_preact"), results_dir=tmp_path,
+                                      checkpoint_dir=tmp_path)
+    assert list(df["experiment"].unique()) == ["a_table1_shortcuts", "a_table3_preact"] and df.columns[0] == "experiment"
+    assert not [v for v in df.index if v.startswith("c100")]                       # no CIFAR-100 copy offline
+    assert len(df) == 11 + 8
+    counts = full_recipe.state_counts(df)   # Table 1's original and Table 3's ResNet-110 are Table 2's original-110
+    assert counts == {"not run": 17, "under way": 2} and list(counts) == ["not run", "under way"]

@@ -97,3 +97,9 @@ def test_contradiction_note_names_the_part_its_seeds_and_the_papers_gap(tmp_path
     assert "6.37 %" in note and "6.71 %" in note and "0.34 points apart" in note
     save(tmp_path, "a_table2_activations", "relu_preact-110", [0.60, 0.61, 0.59])
     assert verdicts.contradiction_note(["t2_full_preact_best"], results_dir=tmp_path) == ""
+
+
+def test_verdicts_are_counted_in_words():
+    import pandas as pd
+    df = pd.DataFrame({"verdict": ["reproduced", "reproduced", "inconclusive"]}, index=["a", "b", "c"])
+    assert verdicts.counts_in_words(df, "CPU scale") == "**CPU scale**: of 3 claims, 2 reproduced, 1 inconclusive."

@@ -67,7 +67,8 @@ def full_scale_table(experiments, seed=0, results_dir=None, checkpoint_dir=None)
 
 def state_counts(df) -> dict:
     """{state: runs} of a ``full_scale_status`` table: finished, under way, not run (most first)."""
-    return dict(df["state"].map(lambda s: "finished" if s.startswith("finished") else s.split(":")[0]).value_counts())
+    states = df["state"].map(lambda s: "finished" if s.startswith("finished") else s.split(":")[0])
+    return {s: int(n) for s, n in states.value_counts().items()}
 
 
 def full_recipe_runs(experiment, variants, seed=0, results_dir=None, checkpoint_dir=None):
