@@ -45,7 +45,7 @@ def test_a_student_trains_stops_resumes_and_finds_the_run_as_theirs(tiny_recipe,
     table = variants.variant_table(EXP, [VAR], "full", yours=tmp_path)
     assert table.loc[VAR, "yours: test error % (seed)"] == f"{100 * r['final']['test_err']:.1f} (seed 100)"
     again = live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist, show=False)
-    assert again["result"]["path"] == r["path"] and "stopped" not in again  # recorded: never trained twice
+    assert again["result"]["path"] == r["path"] and again["stopped"] is None  # recorded: never trained twice
     assert "yours" not in " ".join(variants.variant_table(EXP, [VAR], "full", yours=tmp_path / "nobody").columns)
 
 
@@ -114,6 +114,61 @@ def test_the_output_is_the_figures_data_updated_in_place(monkeypatch):
     assert list(new["application/vnd.plotly.v1+json"]["data"][0]["x"]) == [1, 2]
     out.redraw(fig)  # within REDRAW_S of the last: not sent again
     assert len(out.handle.updates) == 1
+
+
+# ---- what the cell says ---------------------------------------------------------------------------------------
+def test_a_run_stopped_by_max_steps_says_to_raise_it(tiny_recipe, mnist, tmp_path, capsys, monkeypatch):
+    live.train_live(EXP, VAR, "full", run=True, max_steps=6, folder=tmp_path, data=mnist)
+    out = capsys.readouterr().out
+    assert "stopped at step 6 of 24 by max_steps = 6: raise max_steps" in out
+    assert "the whole run (24 steps) takes about" in out and "max_steps = 6 stops it at step 6" in out
+    # the same cell again, max_steps unchanged: nothing trains, and it says why
+    monkeypatch.setattr("idmap_lib.engine.trainer.train", lambda *a, **k: pytest.fail("trained again"))
+    again = live.train_live(EXP, VAR, "full", run=True, max_steps=6, folder=tmp_path, data=mnist)
+    assert again["stopped"]["step"] == 6 and "raise max_steps" in capsys.readouterr().out
+
+
+def test_the_whole_runs_time_as_soon_as_there_is_a_pace(tiny_recipe, mnist, tmp_path, capsys):
+    live.train_live(EXP, VAR, "full", run=True, max_steps=2, folder=tmp_path, data=mnist)
+    out = capsys.readouterr().out  # stopped before the first log window (step 3): no pace, and it says when
+    assert "no pace measured yet: the first comes at step 3" in out and "takes about" not in out
+    live.train_live(EXP, VAR, "full", run=True, max_steps=4, folder=tmp_path, data=mnist)
+    out = capsys.readouterr().out  # resumed at 2: the window that ends at 3 gives the pace
+    line = next(ln for ln in out.splitlines() if ln.startswith("At "))
+    assert "the whole run (24 steps) takes about" in line and "from step 3, " in line, line
+
+
+def test_the_full_recipe_on_a_cpu_says_how_long_and_asks_for_a_gpu():
+    cfg = recipes.config("a_table2_activations", "full_preact-110", "full")
+    line = live.pace_line(cfg, 100, 64.0, cfg["steps"], "cpu")  # 2 s a step: 64,000 steps are 1.5 days
+    assert "35.6 h" in line and "GPU" in line and "Change runtime type" in line and "SCALE = 'cpu'" in line
+    assert "GPU" not in live.pace_line(cfg, 100, 6400.0, cfg["steps"], "cuda")
+    assert "days" in live.pace_line(cfg, 100, 16.0, cfg["steps"], "cpu")  # 8 s a step: 6 days
+    first = live.first_line(cfg, "cpu")  # before the first log window: from the recorded runs' pace
+    assert first.startswith("SCALE = 'full' on a CPU: the paper's whole recipe, 64,000 steps.") and "GPU" in first
+    assert live.first_line(cfg, "cuda") == ""
+    assert live.first_line(recipes.config("a_table2_activations", "full_preact-110", "cpu"), "cpu") == ""
+
+
+def test_only_looking_where_nothing_is_recorded_says_so_in_one_line(tmp_path, capsys):
+    out = live.train_live("a_table2_activations", "full_preact-110", "full", folder=tmp_path)  # TRAIN = False
+    assert out["figure"] is None and out["result"] is None
+    said = capsys.readouterr().out.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("Nothing to draw yet: the book has no recorded run of "
+                                                 "full_preact-110 at the full recipe")
+
+
+def test_a_scale_or_variant_the_page_does_not_offer_says_what_to_write():
+    with pytest.raises(ValueError, match=r"'gpu' is the exercises' word.*SCALE = 'full'"):
+        live.train_live("a_table2_activations", "full_preact-110", "gpu")
+    with pytest.raises(ValueError, match=r"unknown scale 'CPU'.*'cpu': .*'full': ") as e:
+        live.train_live("a_table2_activations", "full_preact-110", "CPU")
+    assert "cpu_step_warmup" not in str(e.value)
+    with pytest.raises(ValueError, match="unknown variant 'full_preact-1001' of this page") as e:
+        live.train_live("a_table2_activations", "full_preact-1001")
+    offered = str(e.value).split("its variants: ")[1].split(", ")
+    assert offered == ["original-110", "bn_after_add-110", "relu_before_add-110", "relu_preact-110",
+                       "full_preact-110", "original-164", "full_preact-164"]  # chapter 8's: no unrecorded -164
 
 
 def test_wall_time_checkpoints_between_the_recipe_checkpoints(monkeypatch, mnist, tmp_path):

@@ -3,17 +3,19 @@ the book's recorded runs of the same variant and the paper's final number.
 
 ``train_live(experiment, variant, scale="cpu" | "full", seed=YOUR_SEED, run=...)``
 - draws the figure first: the recorded seeds of this variant at this scale (thin lines, mean ± sd band), the
-  lr schedule, the paper's final test error (dotted, labelled: after the paper's whole recipe), and any run of
-  yours already recorded (bold); with ``run=False`` (the static site, or a reader who only looks) that is all,
-  with the command that trains it;
+  lr schedule, the paper's final test error (dotted, labelled: after the paper's whole recipe), and your run as far
+  as it has trained (bold: a finished run, or a stopped one's checkpoint); with ``run=False`` (the static site, or
+  a reader who only looks) that is all, with the command that trains it -- and where there is nothing to draw, one
+  line saying so instead of empty panels;
 - with ``run=True`` trains on the best device (``trainer.train``), redrawing *your* curve (training loss; test
   error at each evaluation) in place: one output, updated with the figure's data (a display handle: no widget
   library needed, so it works on Colab's older ipywidgets, in Jupyter and in an executed notebook alike);
-- checkpoints every ``checkpoint_minutes`` of wall time (and at the recipe's own checkpoint steps) into your
-  runs folder, so a disconnect loses at most that much; running the same cell again resumes it;
+- says, as soon as the first log window gives a pace, how long the whole run takes here (and, where that is long on
+  a CPU, asks for a GPU); checkpoints every ``checkpoint_minutes`` of wall time (and at the recipe's own checkpoint
+  steps) into your runs folder, so a disconnect loses at most that much; running the same cell again resumes it;
 - when the run reaches the recipe's end its result is written to your runs folder (``results/``), where the
   chapter's variant table reads it as *yours*, beside the recorded seeds and the paper. A run stopped by
-  ``max_steps`` is resumable and records nothing yet.
+  ``max_steps`` is resumable and records nothing yet: the line it ends with says to raise ``max_steps``.
 
 Your runs folder: ``IDMAP_RUNS``, else ``idmap_runs/`` next to the notebook; with ``DRIVE = True`` in the setup
 cell, on Google Drive (``use_drive``), where it outlives the runtime.
@@ -25,25 +27,15 @@ import time
 from pathlib import Path
 
 from ..engine import recipes, results
+from ..engine.device import format_duration
 from . import paper_numbers
+from .rule import ALL_SEEDS
+from .runs import runs_dir, seed_runs
 
 YOUR_SEED = 100  # none of the book's seeds (0-4): your run is your own, never a recorded one under another name
+OFFERED_SCALES = {"cpu": "the recorded runs' scale, minutes on a CPU", "full": "the paper's whole recipe, for a GPU"}
+GPU_WORTH_S = 3600  # a whole run longer than this on a CPU: the cell asks for a GPU
 REDRAW_S = 2.0  # your curve is redrawn at most this often (and once at the end): each redraw sends the whole figure
-
-
-def runs_dir(folder=None) -> Path:
-    """Your runs folder (see the module's docstring)."""
-    from . import default_runs_dir
-
-    return Path(folder) if folder else default_runs_dir()
-
-
-def your_results(experiment, variant, scale="cpu", folder=None) -> list[dict]:
-    """Your finished runs of this variant at this scale, any seed, whose config is today's recipe."""
-    found = results.load_results(runs_dir(folder) / "results", experiment, variant, scale)
-    return [r for r in found
-            if r.get("config_hash") == results.config_hash(recipes.config(experiment, variant, scale,
-                                                                           r["config"]["seed"]))]
 
 
 def command(experiment, variant, scale, seed=YOUR_SEED, folder="idmap_runs") -> str:
@@ -55,16 +47,37 @@ def command(experiment, variant, scale, seed=YOUR_SEED, folder="idmap_runs") -> 
             f"--checkpoint-minutes 3")
 
 
-def recorded_time(experiment, variant, scale) -> str:
-    """How long the book's recorded runs of this variant took (median training wall time, and where), in words."""
+def recorded_runs(experiment, variant, scale) -> list[dict]:
+    """The book's recorded runs of this variant at this scale (every seed it has)."""
+    return seed_runs(experiment, variant, scale, ALL_SEEDS)[0]
+
+
+def offered_variants(experiment) -> list[str]:
+    """The variants a chapter offers to train: those of its experiment the book has recorded runs of (the ones its
+    tables and figures show), in the recipe's order; every variant where none is recorded yet."""
+    variants = list(recipes.EXPERIMENTS[experiment]["variants"])
+    return [v for v in variants if any(recorded_runs(experiment, v, s) for s in OFFERED_SCALES)] or variants
+
+
+def check_choice(experiment, variant, scale) -> None:
+    """A variant and scale the cell can train, or one ValueError saying what to write instead."""
+    if scale not in OFFERED_SCALES:
+        words = "; ".join(f"{s!r}: {w}" for s, w in OFFERED_SCALES.items())
+        hint = (" ('gpu' is the exercises' word, chapter 6: on this page a GPU's run is SCALE = 'full')"
+                if scale == "gpu" else "")
+        raise ValueError(f"unknown scale {scale!r}{hint}. This page's scales: {words}")
+    if variant not in recipes.EXPERIMENTS[experiment]["variants"]:
+        raise ValueError(f"unknown variant {variant!r} of this page; its variants: "
+                         f"{', '.join(offered_variants(experiment))}")
+
+
+def recorded_time(runs) -> str:
+    """How long the book's recorded runs took (median training wall time, and where), in words."""
     import statistics
 
-    from .rule import ALL_SEEDS
-    from .runs import seed_runs
     from .reports import hardware
-    from ..engine.device import format_duration
 
-    runs = [r for r in seed_runs(experiment, variant, scale, ALL_SEEDS)[0] if r["final"].get("wall_s")]
+    runs = [r for r in runs if r["final"].get("wall_s")]
     if not runs:
         return ""
     wall = statistics.median(r["final"]["wall_s"] for r in runs)
@@ -85,8 +98,10 @@ def checkpointed(cfg, folder) -> dict | None:
 
 
 class LiveFigure:
-    """The recorded band of one variant (``evidence.band_curves``), the paper's final number, and one run of yours
-    whose two traces are updated in place (``update``)."""
+    """The recorded band of one variant (``curves.band_curves``), the paper's final number, and one run of yours
+    whose traces are updated in place (``update``)."""
+
+    SHOWN = ("train_loss", "train_err", "test_err")  # its panels (curves.PANELS)
 
     def __init__(self, experiment, variant, scale, seed):
         import plotly.graph_objects as go
@@ -107,8 +122,6 @@ class LiveFigure:
                                      line={"color": "black", "width": 3}, marker={"size": 5}), 1, col)
             self.traces.append((fig.data[-1], part, key, scale_y))
         fig.update_layout(height=600)
-
-    SHOWN = ("train_loss", "train_err", "test_err")  # its panels (evidence.PANELS)
 
     def _paper_line(self, p):
         """The paper's final test error on the last panel: a dotted line where it lies near the recorded curves; a
@@ -164,33 +177,105 @@ class Output:
             self.drawn = time.monotonic()
 
 
+def _long(seconds) -> str:
+    return format_duration(seconds) + (f" ({seconds / 86400:.0f} days)" if seconds >= 2 * 86400 else "")
+
+
+def gpu_ask(cfg) -> str:
+    """Where a run is long for a CPU: what it takes on a GPU (``run_times.full_recipe_time``) and how to get one."""
+    from .run_times import full_recipe_time
+
+    full = cfg["scale"] == "full"
+    return (f"That is long for a CPU: {'the full recipe is for' if full else 'use'} a GPU ({full_recipe_time(cfg)}; "
+            f"*: derived, not measured; on Colab: Runtime > Change runtime type > GPU, then run the page again)"
+            + (", or SCALE = 'cpu' for the recorded runs' scale" if full else ""))
+
+
+def first_line(cfg, device_type) -> str:
+    """Before a full recipe trains on a CPU: its length and the ask for a GPU, from the recorded runs' pace
+    (``run_times``), where that is long; the pace measured here follows (``pace_line``). Else ''."""
+    from .run_times import cpu_core_hours
+
+    derived = cpu_core_hours(cfg)
+    if device_type != "cpu" or cfg["scale"] != "full" or derived is None or derived[0] * 3600 <= GPU_WORTH_S:
+        return ""
+    return (f"SCALE = 'full' on a CPU: the paper's whole recipe, {cfg['steps']:,} steps. {gpu_ask(cfg)}. The pace "
+            f"measured here comes after the first {cfg['log_every']} steps.")
+
+
+def pace_line(cfg, step, img_per_s, stop, device_type) -> str:
+    """The whole run's time at the pace measured here (one log window's images per second), what is left of it,
+    where ``max_steps`` stops it; on a CPU, where the whole run is long, the ask for a GPU."""
+    per_step = cfg["batch_size"] / img_per_s
+    total = cfg["steps"]
+    line = (f"At {img_per_s:.0f} img/s here ({device_type}), the whole run ({total:,} steps) takes about "
+            f"{_long(total * per_step)} (plus evaluations); from step {step}, {_long((total - step) * per_step)} more"
+            + (f"; max_steps = {stop} stops it at step {stop}" if stop < total else ""))
+    return line + (f". {gpu_ask(cfg)}" if device_type == "cpu" and total * per_step > GPU_WORTH_S else "")
+
+
+def stop_line(r, max_steps) -> str:
+    """What the cell says when the trainer returns: finished, or stopped and how to go on."""
+    total = r["config"]["steps"]
+    if r["status"] != "stopped":
+        why = f" ({r['fail']['reason']} at step {r['fail']['step']})" if r.get("fail") else ""
+        return f"finished: {r['status']}{why}; recorded as yours in {r.get('path')}"
+    if max_steps is not None and r["step"] >= max_steps:
+        return (f"stopped at step {r['step']} of {total} by max_steps = {max_steps}: raise max_steps (None trains to "
+                f"the end) and run the cell again to go on from there (checkpoint: {r['checkpoint']})")
+    return f"stopped at step {r['step']} of {total}: run the cell again to go on (checkpoint: {r['checkpoint']})"
+
+
 def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_steps=None, checkpoint_minutes=3,
                folder=None, data=None, device=None, show=True, **train_kwargs) -> dict:
     """Train (``run=True``) or only show (``run=False``) your run of one variant; see the module's docstring.
-    Returns {"figure": LiveFigure, "result": your result or None, "command": how to train it}."""
+    Returns {"figure": LiveFigure or None (nothing to draw), "result": your result or None, "stopped": your
+    stopped run or None, "command": how to train it}."""
+    from ..engine.device import pick_device
     from ..engine.trainer import train
 
+    check_choice(experiment, variant, scale)
     cfg = recipes.config(experiment, variant, scale, seed)
-    live = LiveFigure(experiment, variant, scale, seed)
     folder = runs_dir(folder)
     done = results.find_result(cfg, folder / "results", same_training=False)
-    out = {"figure": live, "result": done,  # (the command names the folder as set, never a machine's own path)
-           "command": command(experiment, variant, scale, seed, os.environ.get("IDMAP_RUNS", "idmap_runs"))}
     ck = None if done is not None else checkpointed(cfg, folder)
+    recorded = recorded_runs(experiment, variant, scale)
+    out = {"figure": None, "result": done, "stopped": None,  # (the command names the folder as set, never a path)
+           "command": command(experiment, variant, scale, seed, os.environ.get("IDMAP_RUNS", "idmap_runs"))}
+    say = print if show else (lambda *a: None)
+    if not (run or done or ck or recorded):
+        say(f"Nothing to draw yet: the book has no recorded run of {variant} at the {recipes.SCALE_WORDS[scale]} "
+            f"and you have none. To train it: {out['command']}")
+        return out
+    live = out["figure"] = LiveFigure(experiment, variant, scale, seed)
     if done or ck:
         live.update((done or ck)["history"])  # every step trained so far, in the first drawing
     shown = Output(live.fig) if show else None
     if done is not None or not run:
-        if show:
-            print(f"Your run {results.run_name(cfg)}: " + (
-                f"recorded ({done['path']}), test error {100 * done['final'].get('test_err', float('nan')):.2f} %"
-                if done else f"not run yet. {recorded_time(experiment, variant, scale)}To train it: {out['command']}"))
+        say(f"Your run {results.run_name(cfg)}: " + (
+            f"recorded ({done['path']}), test error {100 * done['final'].get('test_err', float('nan')):.2f} %"
+            if done else (f"stopped at step {ck['step']} of {cfg['steps']}; " if ck else "not run yet. ")
+            + f"{recorded_time(recorded)}To train it: {out['command']}"))
         return out
+    if ck and max_steps is not None and ck["step"] >= max_steps:  # nothing to train: say so, without loading data
+        out["stopped"] = {"status": "stopped", "step": ck["step"], "config": cfg,
+                          "checkpoint": str(folder / "checkpoints" / f"{results.run_name(cfg)}.pt")}
+        say(stop_line(out["stopped"], max_steps))
+        return out
+    device_type = pick_device(device).type
+    if line := first_line(cfg, device_type):
+        say(line)
+    start, stop = (ck or {}).get("step", 0), min(cfg["steps"], max_steps or cfg["steps"])
+    paced = []
 
     def on_log(history):
         live.update(history)
         if shown is not None:
             shown.redraw(live.fig)
+        new = [h for h in history["train"] if h["step"] > start]
+        if new and not paced:
+            paced.append(new[0])
+            say(pace_line(cfg, new[0]["step"], new[0]["img_per_s"], stop, device_type))
 
     r = train(cfg, data=data, device=device, out_dir=folder / "results", checkpoint_dir=folder / "checkpoints",
               resume=True, max_steps=max_steps, on_log=on_log, checkpoint_minutes=checkpoint_minutes,
@@ -200,8 +285,7 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
         shown.redraw(live.fig, now=True)
     out["result"] = r if r["status"] != "stopped" else None
     out["stopped"] = r if r["status"] == "stopped" else None
-    if show:
-        print(f"stopped at step {r['step']} of {cfg['steps']}: run the cell again to go on (checkpoint: "
-              f"{r['checkpoint']})" if r["status"] == "stopped" else
-              f"finished: {r['status']}; recorded as yours in {r.get('path')}")
+    first_log = (start // cfg["log_every"] + 1) * cfg["log_every"]
+    say(stop_line(r, max_steps) + ("" if paced or r["status"] != "stopped" else
+                                   f"; no pace measured yet: the first comes at step {first_log}"))
     return out
