@@ -34,6 +34,8 @@ def test_setup_cells_readme_and_intro_follow_the_url_setting():
     problems = [p for p in repository.check() if not any(name in p for name in PENDING_SETUP_CELL)]
     assert not problems, "\n".join(problems)
     assert repository.chapter_notebooks(), "no chapter notebook with a setup cell"
+    code = [ln for ln in repository.setup_cell(repository.repository_url()).splitlines() if not ln.startswith("#")]
+    assert len(code) <= 7, code  # the two settings, the clone where missing, the path, start(): the rest is start's
 
 
 def test_set_url_writes_one_setting_everywhere(tmp_path):
@@ -81,10 +83,11 @@ def _clean_venv(tmp: Path, exclude=()) -> Path:
 COLAB_LIKE = ["ipywidgets==7.7.1", "widgetsnbextension==3.6.10", "jupyterlab_widgets==1.1.11",
               "ipython_genutils==0.2.0"]   # Colab ships ipywidgets 7.x: the setup cell must leave it so
 MISSING = "tqdm"                           # a requirement this environment lacks: the cell installs it alone
-REPORT = ("import importlib.metadata as md, json, subprocess, idmap_lib\n"
+REPORT = ("import importlib.metadata as md, json, os, subprocess, sys, idmap_lib\n"
           "print(json.dumps({'library': idmap_lib.__file__, 'results': len(idmap_lib.load_results()),\n"
           "  'versions': {n: md.version(n) for n in ['ipywidgets', 'torch', 'numpy', 'plotly', 'tqdm']},\n"
-          "  'changed': subprocess.run(['git', '-C', clone, 'status', '--porcelain', '--untracked-files=all',\n"
+          "  'paths': sys.path.count(os.path.abspath('idmap')), 'PYTHONPATH': os.environ.get('PYTHONPATH'),\n"
+          "  'changed': subprocess.run(['git', '-C', 'idmap', 'status', '--porcelain', '--untracked-files=all',\n"
           "                             'data/results', 'data/checkpoints'],\n"
           "                            capture_output=True, text=True, check=True).stdout}))")
 
@@ -199,11 +202,12 @@ def test_a_chapter_runs_from_a_clone_in_a_clean_environment_and_after_a_restart(
     assert not (work / "data").exists(), "the chapter wrote data/ into the working directory"
     assert first["versions"]["ipywidgets"] == "7.7.1", "the setup cell upgraded Colab's ipywidgets"
 
-    again = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(setup.source),
-                                            nbformat.v4.new_code_cell(REPORT)])
-    second = _execute(again, env, work)                                  # a fresh kernel: the restart
+    assert first["paths"] == 1 and first["PYTHONPATH"].split(os.pathsep)[0] == str(clone), first  # !python too
+
+    again = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (setup.source, setup.source, REPORT)])
+    second = _execute(again, env, work)                                  # a fresh kernel: the restart, run twice
     assert second == first, "after a restart the setup cell found another library or other recorded runs"
-    assert "Cloning" not in str(again.cells[0].outputs), "the clone was made again"
+    assert "Cloning" not in str(again.cells[:2]), "the clone was made again"
 
     # train it yourself in that runtime: a short try, a disconnect (a new kernel), the same cell again
     yours = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (setup.source, TINY, TRY, TRY)])

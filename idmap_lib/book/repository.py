@@ -18,50 +18,85 @@ SETUP_FIRST_LINE = "# Setup."
 
 
 def requirements(root: Path = ROOT) -> list:
-    """The library's requirements by name (``dependencies`` in pyproject.toml, without their versions): the
-    names the setup cell checks it can import, and installs when it cannot."""
+    """The library's requirements by name (``dependencies`` in pyproject.toml, without their versions): what
+    ``start`` checks it can import, and installs when it cannot. [] for a pip-installed copy (no pyproject.toml
+    beside it: pip installed its requirements with it)."""
     import re
     import tomllib
 
-    deps = tomllib.loads((Path(root) / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    pyproject = Path(root) / "pyproject.toml"
+    if not pyproject.is_file():
+        return []
+    deps = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
     return [re.match(r"[A-Za-z0-9_.-]+", d).group(0) for d in deps]
 
 
-def setup_cell(url: str) -> str:
-    """The first code cell of every chapter, for the repository at ``url``.
+CLONE = "idmap"  # where the setup cell clones the repository, next to the notebook
 
-    Where ``idmap_lib`` is missing (Colab, a downloaded notebook) it clones the repository into ./idmap, once.
-    Wherever that clone exists (a restart, a second chapter in the same runtime, a re-run) it puts the clone
-    first on ``sys.path`` before anything imports ``idmap_lib``, so the library comes from the clone and finds
-    the clone's recorded runs (data/results), even where an older copy was pip-installed. It installs only the
-    requirements it cannot import, with every package already there held at its version (a pip constraint
-    file): Colab's own packages (torch, numpy, ipywidgets 7.x, ...) are never upgraded. ``setup(drive=DRIVE)`` then mounts Google
-    Drive when asked and says where the library, its recorded runs and the reader's runs are.
+
+def setup_cell(url: str) -> str:
+    """The first code cell of every chapter, for the repository at ``url``: the two settings, the clone where the
+    library is missing, and :func:`start`.
+
+    Where ``idmap_lib`` cannot be imported and there is no clone yet (Colab, a downloaded notebook), it clones the
+    repository into ./idmap, once. Wherever that clone exists (a restart, a second chapter in the same runtime, a
+    re-run) it puts the clone first on ``sys.path`` before anything imports ``idmap_lib``, so that the library
+    comes from the clone and finds the clone's recorded runs (data/results), even where an older copy was
+    pip-installed. Those lines stay in the cell because they run before the library can be imported; the rest is
+    :func:`start`'s.
     """
-    return f"""{SETUP_FIRST_LINE} Where idmap_lib is missing (on Colab, say), this clones the book's repository once and
+    return f"""{SETUP_FIRST_LINE} Where idmap_lib is missing (on Colab, say), this clones the book's repository once, into ./{CLONE}, and
 # imports the library from the clone, which also holds the recorded runs (data/results). Run again (after a
 # restart, in another chapter) it uses the same clone. It installs only what cannot be imported: no upgrades.
 REPOSITORY = {json.dumps(url)}  # the one URL setting: _config.yml
 DRIVE = False  # True: mount Google Drive (Colab) and record your runs there, where they outlive the runtime
-import importlib.metadata, importlib.util, os, subprocess, sys, tempfile
-clone = os.environ.setdefault("IDMAP_CLONE", os.path.abspath("idmap"))
-if not os.path.isdir(clone) and importlib.util.find_spec("idmap_lib") is None:
-    subprocess.run(["git", "clone", "--depth", "1", REPOSITORY, clone], check=True)
-if os.path.isdir(clone) and clone not in sys.path:  # the clone's library first, before any other copy
-    sys.path.insert(0, clone)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [clone, os.environ.get("PYTHONPATH")]))  # !python too
-NEEDS = {json.dumps(requirements())}  # pyproject.toml
-missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
-if missing:  # these only; every package already here is held at its version (a pip constraint): none is upgraded
-    here = {{}}
+import importlib.util, os, subprocess, sys
+if not os.path.isdir("{CLONE}") and importlib.util.find_spec("idmap_lib") is None:  # nowhere here: clone it
+    subprocess.run(["git", "clone", "--depth", "1", REPOSITORY, "{CLONE}"], check=True)
+sys.path.insert(0, os.path.abspath("{CLONE}"))  # the clone's library first, before any other copy
+device = importlib.import_module("idmap_lib.book.repository").start(drive=DRIVE)"""
+
+
+def start(drive: bool = False):
+    """What the setup cell does once the library is importable; returns the device (``book.setup``).
+
+    - ``sys.path`` holds the clone once (the cell puts it first again at every run), and ``!python`` in the
+      notebook imports the same library: the clone goes on ``PYTHONPATH`` where the cell put it on ``sys.path``;
+    - only the requirements that cannot be imported are installed, with every package already there held at
+      its version (a pip constraint file): Colab's own packages (torch, numpy, ipywidgets 7.x, ...) are never
+      upgraded;
+    - ``book.setup(drive=drive)``: the device, Google Drive for your runs when asked, where everything is.
+    """
+    import importlib.util
+    import os
+    import sys
+
+    from . import setup
+
+    sys.path[:] = list(dict.fromkeys(sys.path))
+    if str(ROOT) in sys.path:  # the library is the cell's clone (not an installed copy)
+        paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    missing = [name for name in requirements() if importlib.util.find_spec(name) is None]
+    if missing:
+        install(missing)
+    return setup(drive=drive)
+
+
+def install(names) -> None:
+    """pip-install ``names`` only, every package already here held at the version an import finds (a pip constraint
+    file): none is upgraded or replaced."""
+    import importlib.metadata
+    import subprocess
+    import sys
+    import tempfile
+
+    here = {}
     for dist in importlib.metadata.distributions():  # in sys.path order: the version an import finds comes first
         here.setdefault((dist.metadata["Name"] or "").lower(), dist.version)
-    pins = os.path.join(tempfile.gettempdir(), "idmap-installed.txt")
-    with open(pins, "w") as f:
-        f.write("\\n".join(f"{{name}}=={{version}}" for name, version in here.items() if name))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing, "-c", pins], check=True)
-from idmap_lib.book import setup
-device = setup(drive=DRIVE)"""
+    pins = Path(tempfile.gettempdir()) / "idmap-installed.txt"
+    pins.write_text("\n".join(f"{name}=={version}" for name, version in here.items() if name))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *names, "-c", str(pins)], check=True)
 
 
 def repository_url(root: Path = ROOT) -> str:
