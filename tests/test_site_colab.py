@@ -38,6 +38,22 @@ def test_setup_cells_readme_and_intro_follow_the_url_setting():
     assert len(code) <= 7, code  # the two settings, the clone where missing, the path, start(): the rest is start's
 
 
+def test_every_cell_of_every_notebook_has_an_id():
+    """nbformat 4.5 gives each cell an id; a cell without one is repaired with a MissingIDFieldWarning on every read
+    (in Jupyter, on Colab, in the book's build), "a hard error in future nbformat versions"."""
+    import warnings
+
+    import nbformat
+
+    for nb_path in sorted((ROOT / "book").rglob("*.ipynb")):
+        cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
+        ids = [c.get("id") for c in cells]
+        assert None not in ids and len(set(ids)) == len(ids), f"{nb_path.relative_to(ROOT)}: cells without an id"
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            nbformat.validate(nbformat.read(nb_path, as_version=4))
+
+
 def test_set_url_writes_one_setting_everywhere(tmp_path):
     for rel in [repository.CONFIG, *repository.DOCS, *[p.relative_to(ROOT) for p in repository.chapter_notebooks()]]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
