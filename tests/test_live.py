@@ -73,6 +73,8 @@ class Shown:
 
     def redraw(self, fig, now=False):
         self.redraws += 1
+        self.last_now = now
+        self.last_points = sum(len(t.x) for t in fig.data if t.name and t.name.startswith("yours"))
 
 
 def test_one_output_whose_first_drawing_holds_the_steps_already_trained(tiny_recipe, mnist, tmp_path, monkeypatch):
@@ -114,6 +116,30 @@ def test_the_output_is_the_figures_data_updated_in_place(monkeypatch):
     assert list(new["application/vnd.plotly.v1+json"]["data"][0]["x"]) == [1, 2]
     out.redraw(fig)  # within REDRAW_S of the last: not sent again
     assert len(out.handle.updates) == 1
+
+
+def test_an_interrupt_leaves_the_figure_as_far_as_it_got_and_the_trainers_line(tiny_recipe, mnist, tmp_path,
+                                                                                 monkeypatch):
+    """The stop button during training: the trainer keeps a checkpoint and raises one line (guard.TrainingInterrupted,
+    a KeyboardInterrupt); the cell lets it through (Run all stops there) after drawing every step logged."""
+    import idmap_lib.engine.trainer as trainer
+
+    monkeypatch.setattr(live, "Output", Shown)
+    monkeypatch.setattr(Shown, "made", [])
+    real = trainer.train
+
+    def train(cfg, **kw):
+        def on_log(history):
+            kw["on_log"](history)
+            if history["train"][-1]["step"] == 6:
+                raise KeyboardInterrupt  # the stop button, in the window that ends at step 6
+        return real(cfg, **{**kw, "on_log": on_log})
+
+    monkeypatch.setattr(trainer, "train", train)
+    with pytest.raises(KeyboardInterrupt):
+        live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist)
+    shown, = Shown.made
+    assert shown.last_now and shown.last_points == 2 * 2  # redrawn at the stop: windows 3 and 6, loss and error
 
 
 # ---- what the cell says ---------------------------------------------------------------------------------------

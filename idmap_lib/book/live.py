@@ -277,9 +277,14 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
             paced.append(new[0])
             say(pace_line(cfg, new[0]["step"], new[0]["img_per_s"], stop, device_type))
 
-    r = train(cfg, data=data, device=device, out_dir=folder / "results", checkpoint_dir=folder / "checkpoints",
-              resume=True, max_steps=max_steps, on_log=on_log, checkpoint_minutes=checkpoint_minutes,
-              progress=show, **train_kwargs)
+    try:
+        r = train(cfg, data=data, device=device, out_dir=folder / "results", checkpoint_dir=folder / "checkpoints",
+                  resume=True, max_steps=max_steps, on_log=on_log, checkpoint_minutes=checkpoint_minutes,
+                  progress=show, **train_kwargs)
+    except KeyboardInterrupt:  # the stop button: the trainer kept a checkpoint and says, in one line, how to go on
+        if shown is not None:  # (guard.TrainingInterrupted); the figure shows every step logged until then
+            shown.redraw(live.fig, now=True)
+        raise
     live.update(r["history"])
     if shown is not None:
         shown.redraw(live.fig, now=True)
