@@ -1,8 +1,10 @@
-"""The repository URL: one setting, ``repository.url`` in ``_config.yml``.
+"""The repository and every chapter's setup cell.
 
-Jupyter Book's launch buttons (Colab) read it; ``python -m idmap_lib.book set-url URL`` writes it there and into
-every chapter's setup cell (:func:`setup_cell`), the README and the intro; ``python -m idmap_lib.book check`` says
-whether they all agree (the tests and the publishing workflow run it).
+The repository URL is one setting, ``repository.url`` in ``_config.yml``. Jupyter Book's launch buttons (Colab)
+read it; ``python -m idmap_lib.book set-url URL`` writes it there and into every chapter's setup cell
+(:func:`setup_cell`), the README and the intro; ``python -m idmap_lib.book check`` says whether they all agree (the
+tests and the publishing workflow run it). The setup cell clones the repository where the library is missing and
+calls :func:`start`, which does the rest.
 """
 
 from __future__ import annotations
