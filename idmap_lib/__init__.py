@@ -11,9 +11,11 @@ Where things live: four layers, each a folder, none importing a layer above it (
   one architecture as one network), bench.py;
 - book/ (on both; what the chapters call): the setup and prose helpers (``from idmap_lib.book import
   setup, say``), repository.py (the URL setting, ``python -m idmap_lib.book``), theory.py (sympy
-  derivations), probes.py (measurements), diagrams.py, claims.py (and rule.py, metrics.py, runs.py, variants.py, verdicts.py,
-  curves.py, full_recipe.py, checkpoints.py, sweep.py: the claims, their test, and what chapters 7-11 show), paper_numbers.py,
-  reports.py, mnist_grid.py, gate_figures.py, live.py (the reader's runs folder is ``book.default_runs_dir``);
+  derivations), probes.py (measurements), diagrams.py; claims.py (the claims as data), rule.py (their test),
+  metrics.py (every number read from a run), runs.py (the runs a page reads); what chapters 7-11 show: variants.py,
+  verdicts.py, curves.py, full_recipe.py, checkpoints.py, trained_probes.py, cpu_scale.py; sweep.py (what to train
+  next), paper_numbers.py, reports.py, mnist_grid.py, gate_figures.py, live.py (the reader's runs folder is
+  ``book.default_runs_dir``);
 - checks/ (on the book): the exercise graders, the student editions and batch grading (``python -m
   idmap_lib.checks``). Import those as submodules (``from idmap_lib.book import theory``).
 On top: this file (the ``im.`` API below) and cli.py (``python -m idmap_lib``).

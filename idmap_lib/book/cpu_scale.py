@@ -27,8 +27,9 @@ def scale_probe(scale="cpu", results_dir=None, seeds=SEEDS) -> dict:
     (None while a seed is missing)."""
     runs, missing = seed_runs(*PROBE, scale, seeds, results_dir)
     rises = {r["config"]["seed"]: lr_jump_rise(r) for r in runs}
-    return {"rises": rises, "missing": missing, "final_test_err": {r["config"]["seed"]: final_test_err(r) for r in runs},
-            "holds": None if missing else all(x <= PROBE_MAX_RISE for x in rises.values())}
+    holds = None if missing else all(x <= PROBE_MAX_RISE for x in rises.values())
+    return {"rises": rises, "missing": missing, "holds": holds,
+            "final_test_err": {r["config"]["seed"]: final_test_err(r) for r in runs}}
 
 
 def probe_table(scales=SCALES, results_dir=None):
@@ -47,8 +48,9 @@ def probe_table(scales=SCALES, results_dir=None):
 
 
 def _holds(p) -> str:
-    return {True: "holds", False: "fails", None: "is not decided yet (" + ", ".join(f"seed {s}" for s in p["missing"])
-            + " not recorded: `python -m idmap_lib sweep`)"}[p["holds"]]
+    missing = ", ".join(f"seed {s}" for s in p["missing"])
+    return {True: "holds", False: "fails",
+            None: f"is not decided yet ({missing} not recorded: `python -m idmap_lib sweep`)"}[p["holds"]]
 
 
 def probe_note(results_dir=None) -> str:

@@ -1,7 +1,7 @@
 """The claims' verdicts on the page: ``claims_table`` (each claim, its test, verdict and evidence), ``forest`` (each
 comparison's d with its 95 % interval), ``verdict_changes`` between two scales, and the notes that qualify a
 verdict: runs that ended at chance (``at_chance``, ``stuck_note``) and what a contradicted claim's seeds show
-(``contradiction_note``). The verdicts themselves come from claims.evaluate (the rule: py).
+(``contradiction_note``). The verdicts themselves come from claims.evaluate (the rule: rule.py).
 """
 from __future__ import annotations
 
