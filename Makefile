@@ -14,6 +14,7 @@ VENDOR_STAMP := $(VENDOR)/.stamp
 JS_PACKAGES  := mathjax@3.2.2 @jupyter-widgets/html-manager@1.0.6 requirejs@2.3.4
 SITE_JS      := $(VENDOR)/site/vendor
 CHROMIUM     := /usr/bin/chromium
+BWRAP        := /usr/bin/bwrap
 # Every build re-executes every chapter (--all): pages always show what the current code computes.
 BOOK_FLAGS   ?= --all -W --keep-going
 
@@ -46,7 +47,11 @@ book: setup vendor
 $(CHROMIUM):
 	apt-get update && apt-get install -y chromium
 
-test: book $(CHROMIUM)
+# The batch grader runs each student's notebook inside bubblewrap (idmap_lib/checks/sandbox.py).
+$(BWRAP):
+	apt-get update && apt-get install -y bubblewrap
+
+test: book $(CHROMIUM) $(BWRAP)
 	$(PY) -m pytest
 
 # Mutation testing on demand (slow on 2 cores: NOT part of `make test` or CI). mutmut plants one small change

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.checks import ablations, editions, student
+from idmap_lib.checks import ablations, batch, editions, student
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -124,7 +124,7 @@ def test_grade_folder_one_row_per_student(dist, tmp_path):
     (subs / "bob.zip").write_bytes(b"PK\x03\x04 cut off mid-export")  # corrupt, empty, not a notebook:
     (subs / "carl.ipynb").write_text("")                                # each a row with its reason,
     (subs / "dora.ipynb").write_text("{ not json")                      # and the class is still graded
-    rows = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")
+    rows = batch.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")
     with open(tmp_path / "grades.csv") as f:
         table = {r["student"]: r for r in csv.DictReader(f)}
     assert set(table) == {"ada", "grace", "alan", "bob", "carl", "dora"} and len(rows) == 6
@@ -179,9 +179,9 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path, monke
     _submission_zip(solved, others / "bea.zip", ablations.BOOK_RUNS.glob("*__s0__*.json"))  # the book's, copied
     _submission_zip(solved, others / "ben.zip", [])                                        # no runs at all
     t0 = time.perf_counter()
-    rows = {r["student"]: r for r in editions.grade_folder(others, made["autograder"], tmp_path / "others.csv")}
+    rows = {r["student"]: r for r in batch.grade_folder(others, made["autograder"], tmp_path / "others.csv")}
     monkeypatch.setenv("IDMAP_ABLATION_SCALE", "quick")
-    rows.update({r["student"]: r for r in editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")})
+    rows.update({r["student"]: r for r in batch.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")})
     row = rows["ada"]
     assert row["total"] == row["possible"] == len(ablations.ABLATIONS), row
     assert row["explanation_scaling"] == "My own words about what happened."
@@ -238,7 +238,7 @@ def test_run_all_goes_top_to_bottom_for_a_blank_student_and_exports_a_valid_subm
     assert f"{chapter}.ipynb" in names and (chapter == "exercises" or "idmap_runs/NO_RUNS.txt" in names), names
     (tmp_path / "subs").mkdir()
     shutil.copy(zipped, tmp_path / "subs" / "blank.zip")
-    row = editions.grade_folder(tmp_path / "subs", made["autograder"], tmp_path / "grades.csv")[0]
+    row = batch.grade_folder(tmp_path / "subs", made["autograder"], tmp_path / "grades.csv")[0]
     assert row["total"] == 0 and row["reason"] == "" and row["possible"] > 0, row  # graded, with reasons:
     if chapter == "ablations":
         assert all("runs missing" in v for k, v in row.items() if k.endswith(": feedback")), row
@@ -335,5 +335,61 @@ def test_on_colab_the_grader_checks_and_the_submission_is_made_and_graded(dist, 
     subs.mkdir()
     shutil.copy(zipped, subs / "grace.zip")
     monkeypatch.undo()  # grading happens on the instructor's machine
-    row = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")[0]
+    row = batch.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")[0]
     assert row["reason"] == "" and row["total"] == row["possible"] > 0, row
+
+
+def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(dist, tmp_path, monkeypatch):
+    """Issue 32: the marks are the trusted grader's, computed from values the sandbox hands back, never from the
+    kernel the student's code ran in. A blank notebook that monkeypatches the graders (and Otter's test runner)
+    gets 0; one that hangs is a row "time limit" and the others are still graded; an .OTTER_LOG pickle is never
+    loaded; a notebook that tries to write beside the submissions (or to the CSV) cannot; no scratch folder stays."""
+    import pickle
+    import tempfile
+
+    from idmap_lib.checks.sandbox import Limits
+    monkeypatch.setenv("IDMAP_ABLATION_SCALE", "quick")
+    made = dist["ablations"]
+    nb = json.loads(Path(made["student"]).read_text())
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    marker = tmp_path / "pickle-ran"
+
+    def with_cell(source, name, extra=None):
+        cells = list(nb["cells"])
+        at = next(i for i, c in enumerate(cells) if "from idmap_lib.checks import ablations" in "".join(c["source"]))
+        cells.insert(at + 1, {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                              "source": source})
+        with zipfile.ZipFile(subs / f"{name}.zip", "w") as z:
+            z.writestr("ablations.ipynb", json.dumps({**nb, "cells": cells}))
+            for arc, data in (extra or {}).items():
+                z.writestr(arc, data)
+
+    with_cell("import idmap_lib.checks.ablations as A\nA.status = lambda *a, **k: 'passed'\n"
+              "A.check = lambda *a, **k: print('PASSED')\n"
+              "import otter.test_files.abstract_test as T\n"
+              "T.TestFile.run = lambda self, env: setattr(self, 'test_case_results', [])\n", "mallory")
+    with_cell("import os, time\nif os.environ.get('IDMAP_GRADING'):\n    time.sleep(3600)\n", "henry")
+    with_cell(f"open({str(subs / 'planted.txt')!r}, 'w').write('x')\n", "eve",
+              {".OTTER_LOG": pickle.dumps(_Marker(str(marker)))})
+    before = set(Path(tempfile.gettempdir()).glob("idmap-sub-*"))
+    rows = {r["student"]: r for r in batch.grade_folder(subs, made["autograder"], tmp_path / "grades.csv",
+                                                          limits=Limits(wall_s=90))}
+    assert rows["mallory"]["total"] == 0 and rows["mallory"]["possible"] == len(ablations.ABLATIONS), rows["mallory"]
+    assert all("runs missing" in v for k, v in rows["mallory"].items() if k.endswith(": feedback"))
+    assert rows["henry"]["total"] == 0 and "time limit (90 s)" in rows["henry"]["reason"]
+    assert rows["eve"]["total"] == 0 and not marker.exists()
+    assert sorted(p.name for p in subs.iterdir()) == ["eve.zip", "henry.zip", "mallory.zip"]  # nothing planted
+    with open(tmp_path / "grades.csv") as f:
+        assert {r["student"] for r in csv.DictReader(f)} == set(rows)
+    assert set(Path(tempfile.gettempdir()).glob("idmap-sub-*")) <= before
+
+
+class _Marker:
+    """A pickle that, if anything ever loaded it, would leave a file behind."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))

@@ -261,7 +261,7 @@ def test_the_student_edition_runs_on_colab_as_handed_out(tmp_path):
     cell makes and downloads a submission zip that the batch grader grades."""
     import nbformat
 
-    from idmap_lib.checks import editions, student
+    from idmap_lib.checks import batch, editions, student
 
     python = _clean_venv(tmp_path, exclude=(MISSING, *NOT_ON_COLAB))
     wheels = _colab_like_packages(python, tmp_path)
@@ -290,5 +290,5 @@ def test_the_student_edition_runs_on_colab_as_handed_out(tmp_path):
     subs.mkdir()
     subs.joinpath("blank.zip").write_bytes(zipped.read_bytes())
     made = editions.assign(tmp_path / "dist", ["exercises"], run_tests=False)["exercises"]
-    row = editions.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")[0]
+    row = batch.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")[0]
     assert row["reason"] == "" and row["total"] == 0 and row["possible"] > 0, row

@@ -1,15 +1,17 @@
 #!/bin/bash
 # Grade a folder of submissions (.zip / .ipynb) with `otter run` against an autograder zip, in a clean venv built
 # from nothing but the zip's own environment.yml (its pip lines and its conda packages, from the package index):
-# what Gradescope's image installs, without Docker. The library comes from the zip's files/ alone.
+# what Gradescope's image installs, without Docker. The library comes from the zip's files/ alone. The venv is made
+# afresh on every call (a fresh temporary folder, removed at the end; or VENV, emptied first), so it is clean each time.
 #   tools/check_autograder.sh dist/ablations/dist/autograder/*.zip submissions/ graded/ [venv]
 # Prints one line per submission (score, and the first failing question's message); otter's results.json and log
 # land in graded/<student>/.
 set -euo pipefail
-ZIP=$(realpath "$1"); SUBS=$(realpath "$2"); OUT=$(realpath -m "$3"); VENV=$(realpath -m "${4:-/tmp/idmap-autograder-venv}")
+ZIP=$(realpath "$1"); SUBS=$(realpath "$2"); OUT=$(realpath -m "$3")
+if [ -n "${4:-}" ]; then VENV=$(realpath -m "$4"); rm -rf "$VENV"; else VENV=$(mktemp -d)/venv; trap 'rm -rf "$(dirname "$VENV")"' EXIT; fi
 PY=${PYTHON:-python3.11}
 mkdir -p "$OUT"
-if [ ! -x "$VENV/bin/otter" ]; then
+{
   work=$(mktemp -d)
   unzip -q -o "$ZIP" environment.yml -d "$work"
   "$PY" - "$work/environment.yml" > "$work/requirements.txt" <<'PY'
@@ -21,7 +23,8 @@ print("\n".join(pip + conda))
 PY
   "$PY" -m venv "$VENV"
   "$VENV/bin/pip" install -q --retries 1 --timeout 20 -r "$work/requirements.txt"
-fi
+  rm -rf "$work"
+}
 "$VENV/bin/python" -c "import torch; print('autograder venv: torch', torch.__version__, '| CUDA build' if torch.version.cuda else '| CPU build')"
 for s in "$SUBS"/*; do
   n=$(basename "${s%.*}"); rm -rf "$OUT/$n"; mkdir -p "$OUT/$n"

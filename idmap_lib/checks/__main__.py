@@ -11,10 +11,15 @@ def main(argv=None):
     a.add_argument("--chapter", action="append", help="exercises and/or ablations (default: both)")
     a.add_argument("--no-run-tests", action="store_true", help="skip otter's check of the solutions")
     sub.add_parser("publish", help="write the student editions the Colab buttons open (book/student/, committed)")
-    g = sub.add_parser("grade", help="grade a folder of submissions with Otter (no Docker) into one CSV")
+    g = sub.add_parser("grade", help="grade a folder of submissions into one CSV, each in its own sandbox")
     g.add_argument("folder")
-    g.add_argument("--autograder", required=True, help="the zip `assign` wrote")
+    g.add_argument("--autograder", required=True, help="the zip `assign` wrote (it names the chapter)")
     g.add_argument("--csv", default="grades.csv")
+    g.add_argument("--time-limit", type=float, default=600, help="seconds a submission's notebook may run")
+    g.add_argument("--memory", type=int, default=6144, help="MB of address space for each of its processes")
+    g.add_argument("--spot", type=int, default=2, help="runs per submission whose first steps are trained again")
+    g.add_argument("--no-sandbox", action="store_true",
+                   help="where bubblewrap cannot run: the students' code runs with your rights (limits only)")
     i = sub.add_parser("guide", help="write the instructor guide page (Markdown)")
     i.add_argument("--out", default="instructor_guide.md")
     s = sub.add_parser("spread", help="run every ablation over 3 seeds and record the seed spread")
@@ -39,8 +44,14 @@ def main(argv=None):
         for path in publish():
             print(path)
     elif args.cmd == "grade":
-        from .editions import grade_folder
-        rows = grade_folder(args.folder, args.autograder, args.csv)
+        from .batch import grade_folder
+        from .sandbox import Limits
+        try:
+            rows = grade_folder(args.folder, args.autograder, args.csv, isolate=not args.no_sandbox, spot=args.spot,
+                                limits=Limits(wall_s=args.time_limit, memory_mb=args.memory))
+        except RuntimeError as e:
+            print(e, file=sys.stderr)
+            return 1
         print(f"{len(rows)} submissions graded -> {args.csv}")
     elif args.cmd == "guide":
         from .guide import instructor_guide

@@ -19,14 +19,11 @@ solution block. :func:`otter_master` turns a chapter into an Otter-Grader *maste
 ``otter assign`` then writes the student notebook, its question tests and the autograder zip (Gradescope,
 Canvas via Gradescope, or ``otter run`` locally without Docker). :func:`publish` writes the student editions
 to ``book/student/<name>/`` (notebook and tests, committed), which the exercise pages' Colab button opens.
-:func:`grade_folder` grades every submission in a folder with Otter (no Docker) and writes one CSV row per
-student, with each exercise's score, and the predictions and explanations (free text, for the instructor,
-not graded).
+Batch grading (each submission in its own sandbox, the marks computed by the trusted grader) is :mod:`.batch`.
 """
 from __future__ import annotations
 
 import ast
-import csv
 import json
 import os
 import re
@@ -39,7 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 CHAPTERS = {"exercises": "06_exercises.ipynb", "ablations": "06_ablations.ipynb"}
 DROP_TAGS = {"instructor", "book-only"}
-FREE_TEXT = ("prediction", "explanation")  # prefixes of the names whose text the batch grader collects
 
 ASSIGNMENT_CONFIG = """\
 # ASSIGNMENT CONFIG
@@ -370,117 +366,6 @@ def _lean_autograder(zipped: Path):
             if info.filename == "setup.sh":
                 data = "\n".join(ln for ln in data.decode().splitlines() if BROWSER_LINE not in ln).encode() + b"\n"
             z.writestr(info, data)
-
-
-# ---- batch grading ---------------------------------------------------------------------------------------------
-
-def _free_text(path):
-    """{name: text} for the prediction_.../explanation_... strings a submitted notebook assigns (read, not
-    run); a name assigned twice keeps its last text."""
-    nb = json.loads(Path(path).read_text())
-    found = {}
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        try:
-            tree = ast.parse(_src(cell))
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and \
-                    isinstance(node.value.value, str):
-                for t in node.targets:
-                    if isinstance(t, ast.Name) and t.id.startswith(FREE_TEXT):
-                        found[t.id] = " ".join(node.value.value.split())
-    return found
-
-
-def _submission_notebook(sub: Path, scratch: Path) -> tuple[Path | None, str]:
-    """The notebook of a submission (an .ipynb, or the one notebook in a .zip, unpacked into `scratch`), or None
-    and why it cannot be graded."""
-    import zipfile
-
-    if sub.stat().st_size == 0:
-        return None, "empty file"
-    if sub.suffix == ".zip":
-        if not zipfile.is_zipfile(sub):
-            return None, "not a readable zip (corrupt or cut off): ask the student to export again"
-        try:
-            with zipfile.ZipFile(sub) as z:
-                bad = z.testzip()
-                if bad:
-                    return None, f"corrupt zip (bad entry {bad}): ask the student to export again"
-                z.extractall(scratch)
-        except (zipfile.BadZipFile, OSError, EOFError) as e:
-            return None, f"corrupt zip ({e}): ask the student to export again"
-        found = [p for p in scratch.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts]
-        if len(found) != 1:
-            return None, f"the zip holds {len(found)} notebooks, not one"
-        sub = found[0]
-    try:
-        nb = json.loads(sub.read_text())
-        assert isinstance(nb.get("cells"), list)
-    except (ValueError, UnicodeDecodeError, AssertionError, AttributeError):
-        return None, "not a notebook (invalid JSON)"
-    return sub, ""
-
-
-def _feedback(test_file) -> str:
-    """What a question's failed checks said (the grader's hint), one line; '' when it passed."""
-    msgs = [" ".join(str(r.message or "").split()).split("AssertionError: ")[-1]  # the grader's words, not Otter's
-            for r in getattr(test_file, "test_case_results", []) if not r.passed]
-    text = " | ".join(m for m in msgs if m) or ("" if test_file.score == test_file.possible else "not passed")
-    return text if len(text) <= 400 else text[:397] + "..."
-
-
-def grade_folder(folder, autograder, csv_path, ext=(".ipynb", ".zip")):
-    """Grade every submission in `folder` with Otter (no Docker) against `autograder` (the zip that
-    ``assign`` made); write one CSV row per student (the file's stem): total, each question's score and its
-    feedback (the grader's hint where it failed), a reason where the submission could not be graded, and the
-    free-text answers. A corrupt, empty or unreadable submission is a row with total 0 and its reason, never a
-    crash; nothing trains while grading (``ablations.grading``: a submission without its runs is graded "runs
-    missing"). Returns the rows."""
-    import tempfile
-
-    from otter.api import grade_submission
-    rows = []
-    for sub in sorted(p for p in Path(folder).iterdir() if p.suffix in ext):
-        row = {"student": sub.stem, "total": 0.0, "possible": None, "reason": ""}
-        nb, why = _submission_notebook(sub, Path(tempfile.mkdtemp(prefix="idmap-sub-")))
-        if nb is None:
-            row["reason"] = why
-            rows.append(row)
-            continue
-        before = os.environ.get("IDMAP_GRADING")
-        os.environ["IDMAP_GRADING"] = "1"
-        try:
-            res = grade_submission(str(sub), str(autograder), quiet=True)
-        except Exception as e:  # one broken submission never stops the grading of the others
-            row["reason"] = f"could not be graded: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
-            rows.append(row)
-            continue
-        finally:
-            if before is None:
-                os.environ.pop("IDMAP_GRADING", None)
-            else:
-                os.environ["IDMAP_GRADING"] = before
-        row.update(total=res.total, possible=res.possible)
-        if res.has_catastrophic_failure():
-            row["reason"] = f"the notebook failed as a whole: {' '.join(str(res.catastrophic_error).split())[:300]}"
-        for q, r in sorted(res.results.items()):
-            row[q] = r.score
-            row[f"{q}: feedback"] = _feedback(r)
-        row.update(_free_text(nb))
-        rows.append(row)
-    possible = max((r["possible"] for r in rows if r["possible"] is not None), default=None)
-    for r in rows:  # an ungraded submission is out of the same points as the others
-        r["possible"] = possible if r["possible"] is None else r["possible"]
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
-    return rows
 
 
 def solved_notebook(src, dst):

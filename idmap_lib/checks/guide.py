@@ -272,9 +272,7 @@ def instructor_guide(title=True) -> str:
               "(Otter-Grader, pinned in requirements.txt); each graded cell of the book becomes an Otter test "
               "whose body is the grader of `idmap_lib.checks`. The zip carries the library, so the graders are "
               "the book's. Its environment is Python 3.11 with the CPU build of torch (pinned in "
-              "`requirements-grading.txt`; grading trains nothing), and its setup installs no browser. To try the "
-              "zip before uploading it, `tools/check_autograder.sh <zip> submissions/ graded/` builds a clean venv "
-              "from nothing but the zip's `environment.yml` and grades the folder with `otter run`.", "",
+              "`requirements-grading.txt`; grading trains nothing), and its setup installs no browser.", "",
               "The student editions are also in the repository, `book/student/<chapter>/` (the notebook and its "
               "`tests/`; `python -m idmap_lib.checks publish` writes them, and a test fails when a chapter changes "
               "without it): the Colab button of each exercise page opens that edition, not the page. Hand out "
@@ -287,11 +285,40 @@ def instructor_guide(title=True) -> str:
               "", "## Grading a class", "", "```bash",
               "python -m idmap_lib.checks grade submissions/ --autograder dist/ablations/dist/autograder/*.zip "
               "--csv grades.csv", "```", "",
-              "grades every `.ipynb` or `.zip` in the folder with `otter run` (no Docker; the students' code runs "
-              "on your machine, so use one you trust with it) and writes one row per student: each question's "
-              "score and its feedback (the grader's hint where it failed), the total, a reason where a submission "
-              "could not be graded (a corrupt or empty file is a row with 0, never a stop for the others), and "
-              "every prediction and explanation as text for you to read. Nothing trains while grading: a "
-              "submission without its runs is graded \"runs missing\". One submission "
-              "alone: `otter run -a dist/ablations/dist/autograder/*.zip submission.zip`.", ""]
+              "grades every `.ipynb` or `.zip` in the folder and writes one row per student, row by row as they "
+              "are graded: each question's score and its feedback (the grader's hint where it failed), the total, a "
+              "reason where a submission could not be graded (corrupt, empty, over its time limit: a row with 0, "
+              "never a stop for the others), the spot check of its runs, a flag where two submissions share a seed "
+              "or a run's history (\"same runs as ...\"), and every prediction and explanation as text for you to "
+              "read. Nothing trains while grading: a submission without its runs is graded \"runs missing\".", "",
+              "**Each submission runs in its own sandbox** ([bubblewrap](https://github.com/containers/bubblewrap), "
+              "Debian's and Ubuntu's package `bubblewrap`; `idmap_lib/checks/sandbox.py`): its notebook is executed "
+              "in a fresh process with nothing writable but a scratch copy of that one submission, no network, no "
+              "view of the other submissions, of the CSV or of your home, as an unprivileged user, under a time "
+              "limit (`--time-limit`, 600 s) and a memory limit (`--memory`, 6144 MB a process); everything it "
+              "started is killed when it ends. Pickles in a submission (Otter's `.OTTER_LOG`) and checkpoints are "
+              "never unpacked.", "",
+              "**The marks are computed by the grader, not in the student's kernel.** The sandbox only hands back "
+              "values: each ablation's answers and prediction, and for the implementation exercises the outputs of "
+              "the student's code on inputs drawn from a fresh seed per submission. This checkout's graders then "
+              "judge them, with the runs read from the submission's own files. Monkeypatching the graders or Otter "
+              "inside the notebook changes nothing. **A spot check** trains the first steps of two of each "
+              "submission's runs again from their recorded config and seed (a few seconds each) and compares them "
+              "with what the run recorded: a run whose seed was edited, or a classmate's run relabelled, does not "
+              "reproduce and gets 0 for its exercise, with that reason. Runs trained on a GPU are not compared on "
+              "a CPU (the CSV says so).", "",
+              "**Where it runs.** Linux with bubblewrap: as above. Where bubblewrap cannot run (macOS, a container "
+              "without user namespaces) `grade` refuses, and `--no-sandbox` runs the students' code with your "
+              "rights (time and memory limits, marks still computed by the grader): only on a machine you can "
+              "throw away. On Gradescope each submission runs in its own container, but Otter computes the score "
+              "inside the student's kernel there, so a notebook that monkeypatches its graders can fool it: grade "
+              "with `grade` when the marks count.", "",
+              "**What still cannot be stopped.** Code that calls the library's own reference (the implementation "
+              "exercises compare with it) passes; a student who trains runs for a classmate, with the classmate's "
+              "notebook, hands in runs that are really trained; a prediction rewritten after a first run is "
+              "allowed, and the old runs go with the submission (`idmap_runs/set_aside/`, named in the CSV's "
+              "reason): read the predictions and explanations when they count.", "",
+              "To try the autograder zip before uploading it to Gradescope, `tools/check_autograder.sh <zip> "
+              "submissions/ graded/` builds a fresh venv each time from nothing but the zip's `environment.yml` and "
+              "grades the folder with `otter run`.", ""]
     return "\n".join(lines)

@@ -1,0 +1,351 @@
+"""Batch grading: a folder of submissions into one CSV, each submission run in its own sandbox, marks computed here.
+
+For each submission (a notebook, or the zip its export cell made) :func:`grade_folder`
+
+1. unpacks it into a scratch folder of its own (:func:`unpack`: no path outside it, no link, no pickle -- Otter's
+   ``.OTTER_LOG`` is a dill pickle and is never loaded -- no checkpoint, a size limit);
+2. runs the notebook there inside :mod:`.sandbox` (no network, no view of the other submissions, the CSV or the
+   instructor's files; time and memory limits; everything it started killed at the end), which writes the values
+   its grading cells would grade (:mod:`.extract`): answers and predictions, and for the implementation exercises
+   the outputs of the student's code on inputs drawn from a seed chosen here, per submission;
+3. computes every mark *here*, with this checkout's graders (never the submission's copy, never in a kernel the
+   student's code ran in): ablation answers against the runs read from the submission's own files
+   (``ablations.status``), implementation outputs against the library's reference (``implementation.judge``);
+4. spot-checks the runs (:mod:`.spotcheck`: the first steps of two runs trained again from their config and seed);
+5. writes the CSV after every submission (a crash or an interrupt keeps the rows graded so far) and, at the end,
+   flags submissions that share a seed or a run's history ("same runs as <student>").
+
+A submission that hangs is a row "time limit (N s)"; a corrupt, empty or unreadable one is a row with 0 and its
+reason. Scratch folders are removed.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import csv
+import hashlib
+import io
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from . import sandbox, spotcheck
+from .editions import BOOK, CHAPTERS, split_chapter
+from .student import RUNS
+
+MAX_UNPACKED_MB = 200       # a submission's files, unpacked (runs are ~10 kB each; checkpoints stay out)
+MAX_EXTRACT_MB = 20         # what the sandbox hands back
+NEVER = (".otter_log", ".pkl", ".pickle", ".dill", ".pt", ".pth", ".npy", ".npz")  # pickles and weights: not read
+PASSED_ON = ("IDMAP_ABLATION_SCALE",)  # the grader's settings the notebook sees too (the tests' quick scale)
+FREE_TEXT = ("prediction", "explanation")  # prefixes of the names whose text the CSV collects
+
+
+# ---- what a chapter grades --------------------------------------------------------------------------------------
+
+def plan(chapter: str) -> dict:
+    """{"questions": [label, ...], "calls": [{"question", "check", "args": [source, ...], "name"}, ...]}: every grader
+    call of the chapter's grading cells, read from this checkout's chapter (not from the submission)."""
+    questions, calls = [], []
+    nb = json.loads((BOOK / CHAPTERS[chapter]).read_text())
+    for kind, part in split_chapter(nb):
+        if kind != "exercise" or not part["grading"]:
+            continue
+        questions.append(part["label"])
+        for source in part["grading"]:
+            for stmt in ast.parse(source).body:
+                call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+                if call is None or not isinstance(call.func, ast.Attribute):
+                    continue
+                check = ast.unparse(call.func)
+                if check == "ablations.check" or check.startswith("checks.check_"):
+                    args = [ast.unparse(a) for a in call.args]
+                    name = ast.literal_eval(args[0]) if check == "ablations.check" else None
+                    calls.append({"question": part["label"], "check": check, "args": args, "name": name})
+    return {"questions": questions, "calls": calls}
+
+
+def chapter_of(autograder) -> str:
+    """The chapter an autograder zip (``assign``'s) grades: its ``otter_config.json``'s assignment name."""
+    with zipfile.ZipFile(autograder) as z:
+        name = json.loads(z.read("otter_config.json"))["assignment_name"]
+    if name not in CHAPTERS:
+        raise ValueError(f"{autograder}: assignment {name!r} is none of this book's chapters ({', '.join(CHAPTERS)})")
+    return name
+
+
+# ---- unpacking ------------------------------------------------------------------------------------------------
+
+def unpack(sub: Path, scratch: Path) -> tuple[Path | None, str, list[str]]:
+    """(the submission's notebook copied into `scratch`, or None; why not; what was left out)."""
+    left_out = []
+    if sub.stat().st_size == 0:
+        return None, "empty file", left_out
+    if sub.suffix == ".zip":
+        if not zipfile.is_zipfile(sub):
+            return None, "not a readable zip (corrupt or cut off): ask the student to export again", left_out
+        try:
+            with zipfile.ZipFile(sub) as z:
+                infos = z.infolist()
+                if sum(i.file_size for i in infos) > MAX_UNPACKED_MB * 2 ** 20:
+                    return None, f"the zip unpacks to more than {MAX_UNPACKED_MB} MB", left_out
+                for info in infos:
+                    rel = Path(info.filename)
+                    if info.is_dir():
+                        continue
+                    if rel.is_absolute() or ".." in rel.parts or (info.external_attr >> 16) & 0o170000 == 0o120000:
+                        left_out.append(f"{info.filename} (outside the submission, or a link)")
+                        continue
+                    if rel.name == ".OTTER_LOG":  # in every export of Otter's: a pickle, never read
+                        continue
+                    if rel.name.lower().endswith(NEVER) or "checkpoints" in rel.parts or "__MACOSX" in rel.parts:
+                        left_out.append(info.filename)
+                        continue
+                    target = scratch / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(z.read(info))
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+            return None, f"corrupt zip ({e}): ask the student to export again", left_out
+        found = [p for p in scratch.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts]
+        if len(found) != 1:
+            return None, f"the zip holds {len(found)} notebooks, not one", left_out
+        nb_path = found[0]
+    else:
+        nb_path = scratch / sub.name
+        shutil.copyfile(sub, nb_path)
+    try:
+        nb = json.loads(nb_path.read_text())
+        assert isinstance(nb.get("cells"), list)
+    except (ValueError, UnicodeDecodeError, AssertionError, AttributeError):
+        return None, "not a notebook (invalid JSON)", left_out
+    return nb_path, "", left_out
+
+
+def free_text(nb_path) -> dict:
+    """{name: text} of the prediction_.../explanation_... strings the notebook assigns (read, not run)."""
+    found = {}
+    for cell in json.loads(Path(nb_path).read_text())["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and \
+                    isinstance(node.value.value, str):
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and t.id.startswith(FREE_TEXT):
+                        found[t.id] = " ".join(node.value.value.split())
+    return found
+
+
+# ---- marks, computed here -------------------------------------------------------------------------------------
+
+def _decode(v):
+    """A JSON value from the sandbox back to what the graders take (Ellipsis, inf, nan)."""
+    if isinstance(v, dict):
+        if v.keys() == {"__ellipsis__"}:
+            return Ellipsis
+        if v.keys() == {"__float__"} and v["__float__"] in ("inf", "-inf", "nan"):
+            return float(v["__float__"])
+        return {k: _decode(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    return v
+
+
+@contextlib.contextmanager
+def _trusted():
+    """The graders as this process runs them for a submission: no book-runs exemption (IDMAP_CLASSROOM), the
+    grading mode on (nothing trains), their printed lines kept out of the grader's output."""
+    saved = {k: os.environ.get(k) for k in ("IDMAP_CLASSROOM", "IDMAP_GRADING")}
+    os.environ.pop("IDMAP_CLASSROOM", None)
+    os.environ["IDMAP_GRADING"] = "1"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+def submitted_runs(name: str, folder: Path) -> dict:
+    """{key: the recorded run or None} of ablation `name` in a submission's runs folder, found as ``ablations.run``
+    finds them (the folder's seed, any offered scale), read from the files by this process."""
+    from . import ablations
+    seed = ablations.student_seed(folder) if folder.is_dir() else None
+    if seed is None:
+        return {k: None for k in ablations.ABLATIONS[name].runs}
+    return ablations._lookup(name, seed, None, folder)[1]
+
+
+def _message(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return (text if isinstance(e, AssertionError) else f"{type(e).__name__}: {text}")[:400]
+
+
+def score(chapter_plan: dict, extracted: dict, runs_folder: Path, seed: int) -> dict:
+    """{question: (points, feedback, {run key: run} graded)} from the sandbox's values, graded by this checkout."""
+    from . import ablations, implementation
+    got = {q: [] for q in chapter_plan["questions"]}
+    values = {(c.get("question"), c.get("check")): c for c in extracted.get("calls", []) if isinstance(c, dict)}
+    for call in chapter_plan["calls"]:
+        q, v = call["question"], values.get((call["question"], call["check"]))
+        if v is None:
+            got[q].append(("failed", "the notebook never reached this question's values (see 'reason')", {}))
+            continue
+        if "error" in v:
+            got[q].append(("failed", f"{', '.join(call['args'])} could not be read: {str(v['error'])[:300]}", {}))
+            continue
+        runs = {}
+        try:
+            with _trusted():
+                if call["check"] == "ablations.check":
+                    runs = submitted_runs(call["name"], runs_folder)
+                    status = ablations.status(call["name"], runs, _decode(v.get("answers")), _decode(v.get("prediction")))
+                else:
+                    status = implementation.judge(call["check"].split(".")[-1], v.get("observation"), seed)
+            got[q].append((status, "" if status == "passed" else status, runs))
+        except Exception as e:  # noqa: BLE001 - the grader's verdict (AssertionError), or data it cannot read
+            got[q].append(("failed", _message(e), runs))
+    out = {}
+    for q, results in got.items():
+        ok = bool(results) and all(s == "passed" for s, _, _ in results)
+        feedback = " | ".join(f for _, f, _ in results if f)
+        out[q] = (1.0 if ok else 0.0, feedback, {k: r for _, _, rs in results for k, r in rs.items() if r})
+    return out
+
+
+# ---- one submission ---------------------------------------------------------------------------------------------
+
+def _extract_in_sandbox(nb_path: Path, scratch: Path, chapter_plan: dict, seed: int, limits, isolate, hidden):
+    meta = scratch / ".idmap-grader"
+    meta.mkdir()
+    (meta / "plan.json").write_text(json.dumps({**chapter_plan, "seed": seed}))
+    rel = nb_path.relative_to(scratch)
+    inside = Path(sandbox.WORK if isolate else scratch)
+    out = inside / ".idmap-grader" / "values.json"
+    cmd = [sys.executable, "-I", "-m", "idmap_lib.checks.extract", str(inside / rel), str(inside / ".idmap-grader" /
+                                                                                           "plan.json"), str(out)]
+    env = {"IDMAP_GRADING": "1", "IDMAP_RUNS": str(inside / rel.parent / RUNS), "OMP_NUM_THREADS": "1",
+           **{k: os.environ[k] for k in PASSED_ON if k in os.environ}}
+    outcome = sandbox.run(cmd, scratch, env=env, limits=limits, hidden=hidden, isolate=isolate)
+    values = meta / "values.json"
+    if values.is_file() and not values.is_symlink() and values.stat().st_size <= MAX_EXTRACT_MB * 2 ** 20:
+        try:
+            return outcome, json.loads(values.read_text())
+        except ValueError:
+            pass
+    return outcome, {}
+
+
+def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=True, hidden=(), data=None,
+              spot=2) -> dict:
+    """One CSV row for submission `sub` (see the module's docstring)."""
+    row = {"student": sub.stem, "total": 0.0, "possible": float(len(chapter_plan["questions"])), "reason": ""}
+    scratch = Path(tempfile.mkdtemp(prefix="idmap-sub-"))
+    try:
+        nb_path, why, left_out = unpack(sub, scratch)
+        if nb_path is None:
+            row["reason"] = why
+            return row
+        seed = random.SystemRandom().randrange(1, 2 ** 31)  # the implementation graders' inputs, fresh per submission
+        outcome, extracted = _extract_in_sandbox(nb_path, scratch, chapter_plan, seed, limits, isolate, hidden)
+        reasons = []
+        if outcome.timed_out:
+            reasons.append(f"time limit ({limits.wall_s:.0f} s): the notebook did not finish")
+        elif not extracted:
+            reasons.append("the notebook failed as a whole: " + " ".join(outcome.output.split())[-300:])
+        runs_folder = nb_path.parent / RUNS
+        marks = score(chapter_plan, extracted, runs_folder, seed)
+        graded_runs = {}
+        for q, (points, feedback, runs) in marks.items():
+            row[q], row[f"{q}: feedback"] = points, feedback
+            if points:
+                graded_runs.update({f"{q}/{k}": (q, r) for k, r in runs.items()})
+        failures, row["spot check"] = spotcheck.check(graded_runs, k=spot, data=data, rng=random.Random(sub.stem))
+        for key, q, detail in failures:
+            row[q], row[f"{q}: feedback"] = 0.0, f"spot check: run {key} {detail}"
+        row["total"] = sum(row[q] for q in chapter_plan["questions"])
+        aside = sorted(p.parent.name for p in (runs_folder / "set_aside").glob("*/*.json")) if runs_folder.is_dir() else []
+        if aside:
+            reasons.append(f"runs set aside after a rewritten prediction: {', '.join(sorted(set(aside)))}")
+        if left_out:
+            reasons.append(f"not read: {', '.join(left_out[:5])}" + (" ..." if len(left_out) > 5 else ""))
+        row["reason"] = "; ".join(reasons)
+        row["seed"] = _seed_of(runs_folder)
+        row["runs fingerprint"] = _fingerprint(graded_runs)
+        row["seconds"] = round(outcome.seconds, 1)
+        row.update(free_text(nb_path))
+        return row
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _seed_of(folder: Path):
+    f = folder / "seed.txt"
+    try:
+        return int(f.read_text().strip()) if f.is_file() else None
+    except ValueError:
+        return None
+
+
+def _fingerprint(graded_runs: dict) -> str:
+    """A short hash of the graded runs' training histories (equal for a copied runs folder)."""
+    hist = sorted(json.dumps(r.get("history", {}).get("train", []), sort_keys=True) for _, r in graded_runs.values())
+    return hashlib.sha256("".join(hist).encode()).hexdigest()[:12] if hist else ""
+
+
+def _flag_shared(rows):
+    """'same runs as <student>' where two submissions share a seed or their runs' histories."""
+    for r in rows:
+        same = sorted({o["student"] for o in rows if o is not r and (
+            (r.get("seed") is not None and o.get("seed") == r.get("seed")) or
+            (r.get("runs fingerprint") and o.get("runs fingerprint") == r.get("runs fingerprint")))})
+        r["flag"] = f"same runs as {', '.join(same)}" if same else ""
+
+
+def _write(rows, csv_path):
+    keys = list(dict.fromkeys(["student", "total", "possible", "flag", "reason"] + [k for r in rows for k in r]))
+    tmp = Path(str(csv_path) + ".partial")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, csv_path)
+
+
+def grade_folder(folder, autograder=None, csv_path="grades.csv", chapter=None, limits=sandbox.Limits(),
+                 isolate=True, data=None, spot=2, ext=(".ipynb", ".zip"), progress=print):
+    """Grade every submission in `folder` (each file's stem is the student) into `csv_path`; the chapter is read
+    from `autograder` (the zip ``assign`` made) or given as `chapter`. `isolate=False` runs the students' code
+    without the sandbox (only where bubblewrap cannot run: see :mod:`.sandbox`). Returns the rows."""
+    chapter = chapter or chapter_of(autograder)
+    if isolate and sandbox.available():
+        raise RuntimeError(f"cannot grade safely here: {sandbox.available()}. Install bubblewrap, or grade on "
+                           f"Gradescope, or pass --no-sandbox to run the students' code with your rights "
+                           f"(time and memory limits only)")
+    folder, csv_path = Path(folder).resolve(), Path(csv_path).resolve()
+    hidden = [p for p in {folder, csv_path.parent} if any(p.is_relative_to(b) for b in sandbox.binds())]
+    chapter_plan, rows = plan(chapter), []
+    for sub in sorted(p for p in folder.iterdir() if p.suffix in ext and p.is_file()):
+        try:
+            row = grade_one(sub, chapter_plan, limits, isolate, hidden, data, spot)
+        except Exception as e:  # noqa: BLE001 - one submission never stops the grading of the others
+            row = {"student": sub.stem, "total": 0.0, "possible": float(len(chapter_plan["questions"])),
+                   "reason": f"could not be graded: {_message(e)}"}
+        rows.append(row)
+        _flag_shared(rows)
+        _write(rows, csv_path)
+        if progress:
+            progress(f"{row['student']}: {row['total']:g} / {row['possible']:g}"
+                     + (f" ({row['reason'][:80]})" if row["reason"] else ""))
+    if not rows:
+        _write(rows, csv_path)
+    return rows

@@ -1,0 +1,94 @@
+"""Inside the sandbox: run a submitted notebook, then write what its grading cells would grade, as JSON.
+
+``python -m idmap_lib.checks.extract NOTEBOOK PLAN OUT`` (started by :mod:`.batch` inside :mod:`.sandbox`) executes
+the notebook top to bottom in a fresh kernel (nbclient; errors allowed, each cell under a time limit), with
+``IDMAP_GRADING=1`` (nothing trains, ``ablations.grading``) and the runs folder ``./idmap_runs``. Then, in the same
+kernel, it evaluates the arguments of every grader call the PLAN lists (JSON: one entry per call, made by the
+trusted grader from the chapter) and writes them to OUT:
+
+- ``ablations.check(name, runs, answers, prediction)``: the answers and the prediction, as JSON values (the runs are
+  not taken from the kernel: the trusted grader reads them from the submission's files);
+- ``checks.check_x(obj)``: ``implementation.observe("check_x", obj, seed)``, the outputs of the student's code on
+  the grader's inputs for the PLAN's seed.
+
+Everything here runs beside the student's code and may be tampered with; it only carries data. The marks are
+computed from that data by the trusted grader (:mod:`.batch`), with its own copy of the graders.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+# The code run in the student's kernel after its last cell: the values, never a verdict.
+EXTRACT = r'''
+def __idmap_extract(plan, out):
+    import json, math
+    def value(v, depth=0):
+        if v is Ellipsis:
+            return {"__ellipsis__": True}
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, int):
+            return v
+        try:
+            if isinstance(v, float) or hasattr(v, "__float__") and getattr(v, "ndim", 0) == 0:
+                if type(v).__name__ in ("bool_", "bool") or str(getattr(v, "dtype", "")) == "torch.bool":
+                    return bool(v)
+                f = float(v)
+                return f if math.isfinite(f) else {"__float__": repr(f)}
+        except Exception:
+            pass
+        if isinstance(v, dict) and depth < 3:
+            return {str(k): value(x, depth + 1) for k, x in list(v.items())[:200]}
+        if isinstance(v, (list, tuple)) and depth < 3:
+            return [value(x, depth + 1) for x in list(v)[:200]]
+        return {"__unreadable__": type(v).__name__}
+    got = []
+    for call in plan["calls"]:
+        item = {"question": call["question"], "check": call["check"]}
+        try:
+            args = [eval(a, globals()) for a in call["args"]]
+        except Exception as e:
+            item["error"] = f"{type(e).__name__}: {e}"[:500]
+            got.append(item)
+            continue
+        if call["check"] == "ablations.check":
+            item["answers"], item["prediction"] = value(args[2]), value(args[3] if len(args) > 3 else None)
+        else:
+            from idmap_lib.checks import implementation
+            item["observation"] = implementation.observe(call["check"].split(".")[-1], args[0], plan["seed"])
+        got.append(item)
+    with open(out, "w") as f:
+        json.dump({"calls": got}, f)
+'''
+
+
+def main(notebook, plan_path, out, cell_timeout=300):
+    import nbformat
+    from nbclient import NotebookClient
+
+    plan = json.loads(Path(plan_path).read_text())
+    nb = nbformat.read(notebook, as_version=4)
+    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(Path(notebook).parent)}})
+    errors = []
+    with client.setup_kernel():
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            try:
+                client.execute_cell(cell, i)
+            except Exception as e:  # a cell that times out or kills its kernel: noted, the rest still runs
+                errors.append(f"cell {i}: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
+                if not client.kc or not client.km.is_alive():
+                    break
+        if client.km.is_alive():
+            extract = nbformat.v4.new_code_cell(EXTRACT + f"\n__idmap_extract({plan!r}, {str(out)!r})\n")
+            client.execute_cell(extract, len(nb.cells))
+    status = {"cell_errors": errors, "cells": sum(c.cell_type == "code" for c in nb.cells)}
+    Path(str(out) + ".status").write_text(json.dumps(status))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

@@ -1,0 +1,142 @@
+"""A sandbox for code the grader did not write: one student's notebook, run where it cannot reach anything else.
+
+:func:`run` starts a command inside `bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``, Debian's
+package ``bubblewrap``): new user, PID, network, IPC and UTS namespaces (no network at all; it sees only its own
+processes), the root filesystem made of read-only binds of the system directories, the Python installation and the
+grader's checkout (the pristine library and the published tests), a private ``/tmp``, and one writable folder: the
+submission's own scratch copy, mounted at :data:`WORK`. It runs as an unprivileged user, with resource limits (address
+space, file size, CPU time) and a wall-clock limit; when it ends -- by itself, at its time limit, or with the grader --
+the PID namespace ends with it, and every process it started is killed (a detached process cannot outlive it).
+
+Nothing else of the machine is visible: not the other submissions, not the CSV, not the instructor's home (only the
+folders :func:`binds` lists). Where bubblewrap cannot run (macOS; a container without user namespaces),
+:func:`available` says why and the batch grader refuses to run a student's code unless told ``--no-sandbox``, which
+keeps the limits and the kill but not the isolation (see the instructor guide).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORK = "/submission"  # where the submission's scratch folder appears inside the sandbox
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+UNPRIVILEGED = 65534  # nobody
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_s: float = 600.0      # the whole notebook, start to end
+    memory_mb: int = 6144      # address space of each process (torch's CPU build needs ~2 GB of it to import)
+    file_mb: int = 256         # the largest file it may write
+    cpu_s: int = 1200          # CPU seconds of each process
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int | None     # None: killed at the wall-clock limit
+    seconds: float
+    output: str                # the last lines of its stdout and stderr together
+    isolated: bool             # ran inside bubblewrap
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+def _python_dirs() -> list[Path]:
+    """The folders the grader's Python lives in: its installation and its virtual environment."""
+    dirs = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent.parent}
+    return sorted(dirs)
+
+
+def binds() -> list[Path]:
+    """Every folder the sandbox sees (read-only) besides its own submission: the system, Python, the checkout."""
+    return [Path(p) for p in SYSTEM if Path(p).exists()] + _python_dirs() + [ROOT]
+
+
+@functools.cache
+def available() -> str | None:
+    """None where bubblewrap runs here, else why not (what to install or use instead)."""
+    exe = shutil.which("bwrap")
+    if not exe:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    probe = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+                           capture_output=True, text=True)
+    if probe.returncode:
+        return f"bubblewrap cannot make namespaces here ({probe.stderr.strip()[:200]})"
+    return None
+
+
+def _bwrap(workdir: Path, hidden: list[Path]) -> list[str]:
+    cmd = [shutil.which("bwrap"), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]  # first: binds go on top
+    for d in binds():
+        cmd += ["--ro-bind", str(d), str(d)]
+    for h in hidden:  # grader folders that happen to lie inside a bound one (a submissions folder in the checkout)
+        cmd += ["--tmpfs", str(h)]
+    cmd += ["--bind", str(workdir), WORK, "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
+            "--uid", str(UNPRIVILEGED), "--gid", str(UNPRIVILEGED), "--chdir", WORK, "--clearenv"]
+    return cmd
+
+
+def _limit(limits: Limits):
+    def apply():
+        mb = 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb,) * 2)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb * mb,) * 2)
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s,) * 2)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.setsid()  # its own process group: killed as a whole
+    return apply
+
+
+def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limits(), hidden=(),
+        isolate: bool = True) -> Outcome:
+    """Run `cmd` with `workdir` (made writable for the sandbox's user) as its only writable folder and working
+    directory, the environment `env` only (plus HOME and a PATH), under `limits`. `hidden`: folders inside
+    :func:`binds` the command must not see. `isolate=False` runs it without bubblewrap (limits and kill only)."""
+    workdir = Path(workdir).resolve()
+    for p in [workdir, *workdir.rglob("*")]:
+        if not p.is_symlink():
+            p.chmod(0o777 if p.is_dir() else 0o666)
+    home = "/tmp" if isolate else str(workdir)
+    env = {"HOME": home, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8",
+           "JUPYTER_RUNTIME_DIR": f"{home}/.jupyter-runtime", "MPLCONFIGDIR": f"{home}/.mpl",
+           "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    if isolate:
+        why = available()
+        if why:
+            raise RuntimeError(f"no sandbox: {why}")
+        full = _bwrap(workdir, [Path(h).resolve() for h in hidden])
+        for k, v in env.items():
+            full += ["--setenv", k, v]
+        full += ["--", *cmd]
+        cwd, penv = None, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    else:
+        full, cwd, penv = list(cmd), workdir, env
+    t0 = time.monotonic()
+    proc = subprocess.Popen(full, cwd=cwd, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, preexec_fn=_limit(limits))
+    try:
+        out, _ = proc.communicate(timeout=limits.wall_s)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        rc = None
+        out = b""
+    finally:
+        try:  # the whole group (and, in bubblewrap, the PID namespace with it)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if proc.poll() is None:
+            proc.wait()
+    tail = "\n".join((out or b"").decode(errors="replace").splitlines()[-30:])
+    return Outcome(rc, time.monotonic() - t0, tail, isolate)
