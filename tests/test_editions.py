@@ -393,3 +393,26 @@ class _Marker:
 
     def __reduce__(self):
         return (open, (self.path, "w"))
+
+
+def test_assign_as_the_readme_documents_it(tmp_path):
+    """Issue 32.1: the README's and the guide's first command, as written, with Otter's check of the solutions on
+    (the solutions' runs are the book's, wherever Otter copies the library): both packages made, nothing else."""
+    import subprocess
+    import sys
+    readme = (ROOT / "README.md").read_text()
+    assert ".venv/bin/python -m idmap_lib.checks assign --out dist" in readme
+    done = subprocess.run([sys.executable, "-m", "idmap_lib.checks", "assign", "--out", "dist"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    for chapter in editions.CHAPTERS:
+        assert len(list((tmp_path / "dist" / chapter / "dist" / "autograder").glob("*.zip"))) == 1, chapter
+
+
+def test_a_failed_assign_says_what_otter_said_and_leaves_nothing(tmp_path, monkeypatch):
+    def failing(*args, **kwargs):
+        raise editions.AssignError("otter assign failed (exit 1); Otter said:\nsolution check failed")
+    monkeypatch.setattr(editions, "_otter", failing)
+    with pytest.raises(editions.AssignError, match="solution check failed"):
+        editions.assign(tmp_path / "dist", ["exercises"])
+    assert not (tmp_path / "dist" / "exercises").exists()
