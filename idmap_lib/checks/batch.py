@@ -200,8 +200,17 @@ def score(chapter_plan: dict, extracted: dict, runs_folder: Path, seed: int) -> 
         if v is None:
             got[q].append(("failed", "the notebook never reached this question's values (see 'reason')", {}))
             continue
-        if "error" in v:
-            got[q].append(("failed", f"{', '.join(call['args'])} could not be read: {str(v['error'])[:300]}", {}))
+        if "error" in v:  # the notebook did not define what its grading cell reads: runs missing, most often
+            why = f"{', '.join(call['args'][1:])} could not be read: {str(v['error'])[:300]}"
+            if call["check"] == "ablations.check":
+                runs = submitted_runs(call["name"], runs_folder)
+                if any(r is None for r in runs.values()):
+                    try:
+                        with _trusted():
+                            ablations.status(call["name"], runs, {}, None)
+                    except AssertionError as e:
+                        why = f"{_message(e)} ({why})"
+            got[q].append(("failed", why, {}))
             continue
         runs = {}
         try:
