@@ -372,7 +372,9 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
     with_cell("import os, time\nif os.environ.get('IDMAP_GRADING'):\n    time.sleep(3600)\n", "henry")
     with_cell(f"open({str(subs / 'planted.txt')!r}, 'w').write('x')\n", "eve",
               {".OTTER_LOG": pickle.dumps(_Marker(str(marker)))})
-    before = set(Path(tempfile.gettempdir()).glob("idmap-sub-*"))
+    scratch = tmp_path / "scratch"  # the grader's temporary folders, here only (other tests may grade meanwhile)
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     rows = {r["student"]: r for r in batch.grade_folder(subs, made["autograder"], tmp_path / "grades.csv",
                                                           limits=Limits(wall_s=90))}
     assert rows["mallory"]["total"] == 0 and rows["mallory"]["possible"] == len(ablations.ABLATIONS), rows["mallory"]
@@ -382,7 +384,7 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
     assert sorted(p.name for p in subs.iterdir()) == ["eve.zip", "henry.zip", "mallory.zip"]  # nothing planted
     with open(tmp_path / "grades.csv") as f:
         assert {r["student"] for r in csv.DictReader(f)} == set(rows)
-    assert set(Path(tempfile.gettempdir()).glob("idmap-sub-*")) <= before
+    assert not list(scratch.iterdir())  # every scratch folder removed
 
 
 class _Marker:
