@@ -35,7 +35,7 @@ import zipfile
 from pathlib import Path
 
 from . import sandbox, spotcheck
-from .editions import BOOK, CHAPTERS, split_chapter
+from .editions import BOOK, CHAPTERS, _src, split_chapter
 from .student import RUNS
 
 MAX_UNPACKED_MB = 200       # a submission's files, unpacked (runs are ~10 kB each; checkpoints stay out)
@@ -131,9 +131,8 @@ def free_text(nb_path) -> dict:
     for cell in json.loads(Path(nb_path).read_text())["cells"]:
         if cell.get("cell_type") != "code":
             continue
-        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         try:
-            tree = ast.parse(src)
+            tree = ast.parse(_src(cell))
         except SyntaxError:
             continue
         for node in tree.body:
@@ -200,29 +199,22 @@ def score(chapter_plan: dict, extracted: dict, runs_folder: Path, seed: int) -> 
         if v is None:
             got[q].append(("failed", "the notebook never reached this question's values (see 'reason')", {}))
             continue
-        if "error" in v:  # the notebook did not define what its grading cell reads: runs missing, most often
-            why = f"{', '.join(call['args'][1:])} could not be read: {str(v['error'])[:300]}"
-            if call["check"] == "ablations.check":
-                runs = submitted_runs(call["name"], runs_folder)
-                if any(r is None for r in runs.values()):
-                    try:
-                        with _trusted():
-                            ablations.status(call["name"], runs, {}, None)
-                    except AssertionError as e:
-                        why = f"{_message(e)} ({why})"
-            got[q].append(("failed", why, {}))
-            continue
-        runs = {}
+        ablation = call["check"] == "ablations.check"
+        runs = submitted_runs(call["name"], runs_folder) if ablation else {}
         try:
             with _trusted():
-                if call["check"] == "ablations.check":
-                    runs = submitted_runs(call["name"], runs_folder)
+                if "error" in v:  # the notebook did not define what its grading cell reads: runs missing, most often
+                    why = f"{', '.join(call['args'][1:])} could not be read: {str(v['error'])[:300]}"
+                    if ablation and any(r is None for r in runs.values()):
+                        ablations.status(call["name"], runs, {}, None)  # raises "runs missing"
+                    raise AssertionError(why)
+                if ablation:
                     status = ablations.status(call["name"], runs, _decode(v.get("answers")), _decode(v.get("prediction")))
                 else:
                     status = implementation.judge(call["check"].split(".")[-1], v.get("observation"), seed)
             got[q].append((status, "" if status == "passed" else status, runs))
         except Exception as e:  # noqa: BLE001 - the grader's verdict (AssertionError), or data it cannot read
-            got[q].append(("failed", _message(e), runs))
+            got[q].append(("failed", _message(e), {} if "error" in v else runs))
     out = {}
     for q, results in got.items():
         ok = bool(results) and all(s == "passed" for s, _, _ in results)
@@ -336,8 +328,9 @@ def grade_folder(folder, autograder=None, csv_path="grades.csv", chapter=None, l
     from `autograder` (the zip ``assign`` made) or given as `chapter`. `isolate=False` runs the students' code
     without the sandbox (only where bubblewrap cannot run: see :mod:`.sandbox`). Returns the rows."""
     chapter = chapter or chapter_of(autograder)
-    if isolate and sandbox.available():
-        raise RuntimeError(f"cannot grade safely here: {sandbox.available()}. Install bubblewrap, or grade on "
+    why = isolate and sandbox.available()
+    if why:
+        raise RuntimeError(f"cannot grade safely here: {why}. Install bubblewrap, or grade on "
                            f"Gradescope, or pass --no-sandbox to run the students' code with your rights "
                            f"(time and memory limits only)")
     folder, csv_path = Path(folder).resolve(), Path(csv_path).resolve()

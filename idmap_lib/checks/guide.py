@@ -304,9 +304,10 @@ def instructor_guide(title=True) -> str:
               "judge them, with the runs read from the submission's own files. Monkeypatching the graders or Otter "
               "inside the notebook changes nothing. **A spot check** trains the first steps of two of each "
               "submission's runs again from their recorded config and seed (a few seconds each) and compares them "
-              "with what the run recorded: a run whose seed was edited, or a classmate's run relabelled, does not "
-              "reproduce and gets 0 for its exercise, with that reason. Runs trained on a GPU are not compared on "
-              "a CPU (the CSV says so).", "",
+              "with what the run recorded: a run that does not reproduce (a seed edited, a classmate's run relabelled) "
+              "gets 0 for its exercise, with that reason. It compares the first logged window, so a forged seed "
+              "whose first window happens to lie close to the true one's can pass (`checks/spotcheck.py` gives the "
+              "measured spread). Runs trained on a GPU are not compared on a CPU (the CSV says so).", "",
               "**Where it runs.** Linux with bubblewrap: as above. Where bubblewrap cannot run (macOS, a container "
               "without user namespaces) `grade` refuses, and `--no-sandbox` runs the students' code with your "
               "rights (time and memory limits, marks still computed by the grader): only on a machine you can "
@@ -314,7 +315,8 @@ def instructor_guide(title=True) -> str:
               "inside the student's kernel there, so a notebook that monkeypatches its graders can fool it: grade "
               "with `grade` when the marks count.", "",
               "**What still cannot be stopped.** Code that calls the library's own reference (the implementation "
-              "exercises compare with it) passes; a student who trains runs for a classmate, with the classmate's "
+              "exercises compare with it) passes; a fact only the student's process sees (whether their unit "
+              "changed its input in place) can be misreported by a notebook that patches torch; a student who trains runs for a classmate, with the classmate's "
               "notebook, hands in runs that are really trained; a prediction rewritten after a first run is "
               "allowed, and the old runs go with the submission (`idmap_runs/set_aside/`, named in the CSV's "
               "reason): read the predictions and explanations when they count.", "",

@@ -45,7 +45,6 @@ class Outcome:
     returncode: int | None     # None: killed at the wall-clock limit
     seconds: float
     output: str                # the last lines of its stdout and stderr together
-    isolated: bool             # ran inside bubblewrap
 
     @property
     def timed_out(self) -> bool:
@@ -139,4 +138,4 @@ def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limit
         if proc.poll() is None:
             proc.wait()
     tail = "\n".join((out or b"").decode(errors="replace").splitlines()[-30:])
-    return Outcome(rc, time.monotonic() - t0, tail, isolate)
+    return Outcome(rc, time.monotonic() - t0, tail)

@@ -5,10 +5,10 @@ set to 4242 and the hash recomputed, or a classmate's run relabelled) passes it.
 steps of a few of a submission's runs again, from their recorded config and seed, at the torch threads they
 were trained with, and compares what they recorded:
 
-- ``history["first_steps"]``: the training loss of each of the first :data:`FIRST_STEPS` steps (the trainer records
-  it), every one within :data:`STEP_TOL`;
-- runs recorded without it: the first logged window's training loss and error, within :data:`WINDOW_TOL` (weaker:
-  two seeds' first windows can lie closer than that; the CSV says which test a run got).
+- where a run has ``history["first_steps"]`` (the training loss of each of its first :data:`FIRST_STEPS` steps), every
+  one within :data:`STEP_TOL`. The trainer does not record it yet (issue 32: the next step), so today every run gets
+- the first logged window's training loss and error, within :data:`WINDOW_TOL`: a weak test, since two seeds' first
+  windows can lie closer than that (below); the CSV says which test a run got.
 
 Why these tolerances (measured 2026-12-02 on this 2-core AMD EPYC, bf16 autocast, classroom configs): the same run
 at the same threads is bit-for-bit equal (deterministic or not); at 1 vs 2 threads the first window differs by
