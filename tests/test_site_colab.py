@@ -181,8 +181,12 @@ def _plotly_outputs(cell) -> list:
 
 
 def _last_json(cell):
-    """The JSON line a cell printed last (its stdout; progress bars go to stderr)."""
-    return json.loads([o for o in cell.outputs if o.get("name") == "stdout"][-1]["text"].splitlines()[-1])
+    """The JSON line a cell printed last (its stdout; progress bars go to stderr). A line another thread prints into
+    the same stream (a blank line after it, once in CI) is passed over."""
+    lines = [line for o in cell.outputs if o.get("name") == "stdout" for line in o["text"].splitlines()]
+    last = next((line for line in reversed(lines) if line.startswith("{")), None)
+    assert last is not None, f"the cell printed no JSON line: {cell.outputs}"
+    return json.loads(last)
 
 
 def test_a_chapter_runs_from_a_clone_in_a_clean_environment_and_after_a_restart(tmp_path):
