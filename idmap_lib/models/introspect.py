@@ -12,6 +12,19 @@ def residual_units(model):
     return [m for m in model.modules() if isinstance(m, ResidualUnit)]
 
 
+def weight_layers(unit):
+    """The weight layers (convolutions, linear layers) of a residual unit in the order its modules are held:
+    the residual branch F first, then the shortcut's (a projection, a gate's 1x1 conv)."""
+    return [m for m in unit.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+
+
+def post_relu(unit):
+    """The ReLU of a unit's f (``unit.post``): its input is y_l = h(x_l) + F(x_l) (Eqn 1), what f truncates; None
+    where f has no ReLU (pre-activation units: f is the identity)."""
+    relus = [m for m in unit.post.modules() if isinstance(m, nn.ReLU)]
+    return relus[-1] if relus else None
+
+
 def gates(model):
     """Paper B's gate scalars k of a gated model, in forward order (empty if not gated)."""
     return [m.k for m in model.modules() if isinstance(m, (ResidualUnit, GatedLayer)) and m.k is not None]
