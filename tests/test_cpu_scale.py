@@ -31,7 +31,7 @@ def test_chapter_11s_probe_table_and_note_say_where_the_rule_holds(tmp_path):
     _probe_runs(tmp_path, "cpu_step_warmup", {0: spike, 1: calm, 2: calm, 3: calm, 4: calm})
     _probe_runs(tmp_path, "cpu", {0: calm, 1: calm, 3: calm, 4: calm})      # seed 2 of the ramp not recorded
     t = cpu_scale.probe_table(results_dir=tmp_path)
-    assert t.loc[("CPU scale, step warm-up (superseded)", 0), "rise after the warm-up"] == "0.80"
+    assert t.loc[("CPU scale, step warm-up (the lr-jump probe)", 0), "rise after the warm-up"] == "0.80"
     assert t.loc[("CPU scale", 2), "rise after the warm-up"] == "not run yet"
     assert t.loc[("CPU scale", 2), "final test error %"] == "–" and len(t) == 2 * len(rule.ALL_SEEDS)  # every seed
     note = cpu_scale.probe_note(results_dir=tmp_path)

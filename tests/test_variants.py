@@ -23,7 +23,7 @@ def test_what_we_ran_says_the_schedule_each_scale_really_has():
 
 def test_scale_differences_show_whole_values_setting_by_setting():
     df = variants.scale_differences("a_table3_preact", "c10-1001-original")
-    assert list(df.columns) == ["CPU scale", "CPU scale, step warm-up (superseded)", "full recipe"]
+    assert list(df.columns) == ["CPU scale", "CPU scale, step warm-up (the lr-jump probe)", "full recipe"]
     assert df.loc["schedule.warmup"].tolist() == ["linear", "step (the paper's)", "step (the paper's)"]
     assert df.loc["steps"].tolist() == ["128", "128", "64000"]
     assert df.loc["subset.train_per_class", "full recipe"] == "all the data" and "subset" not in df.index

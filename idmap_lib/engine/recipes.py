@@ -90,7 +90,7 @@ CPU_STEP_WHY = ("CPU scale with the paper's abrupt warm-up (superseded by the ra
                 "then 0.1 in one step, /10 at 50 % and 75 %; only a non-finite loss stops a run early.")
 CPU_SCALES = ("cpu", "cpu_step_warmup")
 SCALES = ("cpu", "cpu_step_warmup", "full")
-SCALE_WORDS = {"cpu": "CPU scale", "cpu_step_warmup": "CPU scale, step warm-up (superseded)",
+SCALE_WORDS = {"cpu": "CPU scale", "cpu_step_warmup": "CPU scale, step warm-up (the lr-jump probe)",
                "full": "full recipe"}
 
 
