@@ -135,8 +135,8 @@ class Watch:
             self.negative[k] = negative_fraction(args[0])
 
     def _fc(self, module, args, out):
-        if self.on:
-            self.fc_in, self.logits = tensor_std(args[0]), tensor_std(out)
+        if self.on:  # the classifier ends the forward: one forward recorded each time ``on`` is set
+            self.fc_in, self.logits, self.on = tensor_std(args[0]), tensor_std(out), False
 
     def snapshot(self) -> dict:
         return {"weight_input_std": [list(s) for s in self.stds], "negative_fraction": list(self.negative),
@@ -165,10 +165,9 @@ def training_forwards(recipe, at, data=None) -> dict:
     watch, out = Watch(run.raw), []
     try:
         while not run.done:
-            watch.on = run.step in at
-            step = run.step
+            step, watch.on = run.step, run.step in at
             run.advance()
-            if watch.on:
+            if step in at:
                 out.append({"step": step, "lr": recipes.lr_at(recipe["schedule"], step), **watch.snapshot()})
     finally:
         watch.remove()
