@@ -4,7 +4,9 @@ class once to see it caught.
 
 Classes: a link to a file or anchor the site does not have; raw Markdown table text; raw TeX outside math; a
 build machine's paths; warnings or stderr in outputs; values cut short in tables ("...", JSON cut off); a figure
-panel whose axis spans one point, or whose y-range is set by one trace's outlier.
+panel whose axis spans one point, or whose y-range is set by one trace's outlier; an axis with more tick labels than
+a reader can tell apart, as drawn or at any step of a slider (issue 30.6); a time in prose that the table under it
+does not bear out (issue 30.7).
 """
 from __future__ import annotations
 
@@ -144,8 +146,70 @@ def bad_panels(html: str) -> list[str]:
     return out
 
 
+MOST_TICKS = 12  # tick labels on one axis, at most: more pile into a smear (chapter 3's slider had ~140 at λ = 0.9)
+
+
+def _relayout(update: dict, axis: str, key: str, default):
+    """An axis property as a slider step's layout update sets it ("yaxis.range", or {"yaxis": {"range": ...}}), else
+    `default`."""
+    if f"{axis}.{key}" in update:
+        return update[f"{axis}.{key}"]
+    return (update.get(axis) or {}).get(key, default)
+
+
+def _states(data, layout):
+    """(what, visible flag of every trace, layout update) of a figure as drawn and at each step of its sliders."""
+    drawn = [t.get("visible", True) for t in data]
+    out = [("as drawn", drawn, {})]
+    for slider in layout.get("sliders") or []:
+        for step in slider.get("steps") or []:
+            args = list(step.get("args") or []) + [{}, {}]
+            vis = (args[0] or {}).get("visible", drawn)
+            vis = vis if isinstance(vis, list) else [vis] * len(data)
+            out.append((f"slider step {step.get('label')!r}", vis + drawn[len(vis):], args[1] or {}))
+    return out
+
+
+def tick_counts(data, layout):
+    """[(axis, what, how many tick labels it shows)] for every axis with tick values of its own, as drawn and at every
+    slider step: its tick values within its range (the step's, else the figure's, else the span of the traces that
+    step draws on it; log10 units on a log axis). Axes left to plotly's automatic ticks are not counted."""
+    import math
+
+    out = []
+    for name, ax in layout.items():
+        m = re.fullmatch(r"([xy])axis(\d*)", name)
+        if not m or not isinstance(ax, dict):
+            continue
+        ref, log = m.group(1) + m.group(2), ax.get("type") == "log"
+        for what, vis, update in _states(data, layout):
+            ticks = _relayout(update, name, "tickvals", ax.get("tickvals"))
+            if ticks is None:
+                continue
+            ticks = [math.log10(v) if log else v for v in _numbers(ticks) if v > 0 or not log]
+            rng = _relayout(update, name, "range", ax.get("range"))
+            if not rng:
+                vals = [v for t, shown in zip(data, vis) if shown is True and t.get(f"{m.group(1)}axis", m.group(1)) == ref
+                        for v in _numbers(t.get(m.group(1))) if v > 0 or not log]
+                vals = [math.log10(v) if log else v for v in vals]
+                rng = [min(vals), max(vals)] if vals else None
+            n = len(ticks) if rng is None else sum(min(rng) <= v <= max(rng) for v in ticks)
+            out.append((name, what, n))
+    return out
+
+
+def crowded_axes(html: str, most: int = MOST_TICKS) -> list[str]:
+    """Axes of a plotly figure that show more than `most` tick labels, as drawn or at any step of its sliders."""
+    out = []
+    for data, layout in figures(html):
+        title = ((layout.get("title") or {}).get("text") or "a figure").split("<br>")[0]
+        out += [f"{title}: {axis} shows {n} tick labels ({what}; at most {most} can be read)"
+                for axis, what, n in tick_counts(data, layout) if n > most]
+    return out
+
+
 def findings(page: Path) -> list[str]:
     html = page.read_text(encoding="utf-8")
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html) + machine_paths(html)
-            + warnings_in_outputs(html) + cut_short_cells(html) + bad_panels(html))
+            + warnings_in_outputs(html) + cut_short_cells(html) + bad_panels(html) + crowded_axes(html))
 

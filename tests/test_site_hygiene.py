@@ -1,5 +1,6 @@
 """Every built page is free of what hurts a reader (tests/site_hygiene.py), and each check catches its class when
 one is planted."""
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,8 @@ def page(body: str) -> str:
 
 
 FIGURE = ('<script>Plotly.newPlot("f", {data}, {{"title": {{"text": "planted"}}{axis}}}, {{}})</script>')
+SPAN = '[{"x": [0, 1000], "y": [1e-46, 1e41]}]'  # chapter 3's λ = 0.9 to 1.1, all on one axis
+DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a decade: 88 labels
 
 
 @pytest.mark.parametrize("check, planted, clean", [
@@ -48,6 +51,13 @@ FIGURE = ('<script>Plotly.newPlot("f", {data}, {{"title": {{"text": "planted"}}{
     ("bad_panels", FIGURE.format(data='[{"x": {"dtype": "f8", "bdata": "AAAAAAAAYEAAAAAAAABgQA=="}, "y": [1, 2]}]',
                                  axis=""),  # plotly's binary arrays: [128.0, 128.0]
      FIGURE.format(data='[{"x": {"dtype": "f8", "bdata": "AAAAAAAAUEAAAAAAAABgQA=="}, "y": [1, 2]}]', axis="")),
+    ("crowded_axes", FIGURE.format(data=SPAN, axis=', "yaxis": {"type": "log", "tickvals": ' + DECADES + '}, "sliders": '
+                                   '[{"steps": [{"label": "0.9", "args": [{"visible": [true]}, {"title.text": "0.9"}]}]}]'),
+     FIGURE.format(data=SPAN, axis=', "yaxis": {"type": "log", "tickvals": [1e-40, 1, 1e40]}, "sliders": [{"steps": '
+                                   '[{"label": "0.9", "args": [{"visible": [true]}, {"yaxis.range": [-10, 0], '
+                                   '"yaxis.tickvals": [1e-10, 1e-5, 1]}]}]}]')),  # chapter 3's λ slider, issue 30.6
+    ("crowded_axes", FIGURE.format(data=SPAN, axis=', "yaxis": {"type": "log", "tickvals": ' + DECADES + '}'),
+     FIGURE.format(data=SPAN, axis=', "yaxis": {"type": "log", "tickvals": ' + DECADES + ', "range": [-5, 5]}')),
     ("bad_panels", FIGURE.format(data='[{"x": [1, 2], "y": [35, 20], "name": "relu_before_add"}, '
                                       '{"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, 1.9]}]', axis=""),
      FIGURE.format(data='[{"x": [1, 2], "y": [35, 20]}, {"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, '
@@ -105,3 +115,52 @@ def test_the_exercise_pages_colab_buttons_open_the_student_editions():
             assert (Path(__file__).resolve().parents[1] / "book" / edition).is_file()
         elif (Path(__file__).resolve().parents[1] / "book" / f"{page}.ipynb").is_file():
             assert links and all(link.endswith(f"/book/{page}.ipynb") for link in links), (name, links)
+
+
+def _sliders():
+    """Chapters 2 and 3's slider figures, from made-up measurements of the same shape (the chapters measure them)."""
+    import numpy as np
+
+    from idmap_lib.book import slider_figures
+    k = np.arange(1001)
+    lam = slider_figures.lambda_slider({lam: lam ** k * (1 + k / 500) for lam in (0.9, 0.99, 1.0, 1.05, 1.1)})
+    depth = slider_figures.depth_slider({L: 1 + 0.7 * np.arange(L, -1, -1) for L in (10, 100, 1000)},
+                                        {L: np.ones(L + 1) for L in (10, 100, 1000)})
+    return lam, depth
+
+
+def test_the_sliders_set_readable_axes_at_every_step():
+    """Issue 30.6: each step of chapters 2 and 3's sliders sets every panel's y range and ticks (not only which
+    traces show): no axis shows more than 12 tick labels at any step, every curve a step shows lies inside that step's
+    range, and the figure is drawn at its first step's axes. The issue's defect (steps that set only `visible` and the
+    title, ticks computed over every step's curves) is caught on the same figure."""
+    import json
+    import math
+
+    from idmap_lib import book
+    for fig in _sliders():
+        html = book._book_renderer().to_mimebundle(fig.to_dict())["text/html"]
+        assert h.figures(html) and not h.crowded_axes(html), h.crowded_axes(html)
+        (data, layout), = h.figures(html)
+        steps = layout["sliders"][0]["steps"]
+        rows = [a for a in layout if re.fullmatch(r"yaxis\d*", a)]
+        for step in steps:
+            shown, update = step["args"]
+            for axis in rows:
+                lo, hi = update[f"{axis}.range"]
+                assert update[f"{axis}.tickvals"] and all(lo <= math.log10(v) <= hi for v in update[f"{axis}.tickvals"])
+                ref = "y" + axis[5:]
+                ys = [y for t, v in zip(data, shown["visible"]) if v and t.get("yaxis", "y") == ref
+                      for y in h._numbers(t["y"])]
+                assert ys and lo <= math.log10(min(ys)) and math.log10(max(ys)) <= hi, (step["label"], axis)
+        active = steps[layout["sliders"][0]["active"]]["args"][1]
+        assert all(layout[a]["range"] == active[f"{a}.range"] for a in rows)
+    # planted: chapter 3's old figure, whose steps set only `visible` and the title, with the old renderer's ticks
+    # (1, 2, 5 of every decade the steps' curves span, 1e-46 to 1e41, on every step)
+    d = json.loads(_sliders()[0].to_json())
+    for step in d["layout"]["sliders"][0]["steps"]:
+        step["args"][1] = {"title.text": step["args"][1]["title.text"]}
+    for a in ("yaxis", "yaxis2"):
+        d["layout"][a] = {"type": "log", "tickvals": [m * 10.0 ** e for e in range(-46, 42) for m in (1, 2, 5)]}
+    planted = book._book_renderer().to_mimebundle(d)["text/html"]
+    assert any("slider step '0.9'" in f for f in h.crowded_axes(planted)), "the old slider's smear went unseen"
