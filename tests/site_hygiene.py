@@ -208,8 +208,55 @@ def crowded_axes(html: str, most: int = MOST_TICKS) -> list[str]:
     return out
 
 
+CPU_TIME = re.compile(r"(\d+(?:\.\d+)?)\s*min\b")
+SAYS_HOW = re.compile(r"\b(?:alone|idle)\b.*\d{4}-\d{2}-\d{2}")  # "timed alone at 2 threads (..., 2026-12-02)"
+
+
+def _cpu_minutes(text: str):
+    """(minutes, the words after them) of every CPU time in `text`: "0.7 min on a 2-core CPU", "2.7 min ... at 1
+    thread" (a T4's or an H200's time is not one)."""
+    for m in CPU_TIME.finditer(text):
+        after = re.split(r";|\.\s|\)|\d+(?:\.\d+)?\s*min\b", text[m.end():m.end() + 120])[0]  # its clause
+        if re.search(r"\bCPU\b|\bthreads?\b", after) and not re.search(r"\b(?:T4|H200|GPU)\b", after):
+            yield float(m.group(1)), after
+
+
+def times_the_table_denies(html: str) -> list[str]:
+    """A CPU time in prose ("0.7 min on a 2-core CPU") above a table of runs with a "seconds" column, in the same
+    section, that those runs do not bear out: neither their longest nor their summed time within 15 % (or 6 s, the
+    rounding of 0.1 min). A time that says it is a separate timing, alone or on an idle machine, with its date, is
+    not the table's to deny."""
+    out, said = [], []
+    for el in _article(_soup(html)).find_all(["h1", "h2", "p", "li", "table"]):
+        if el.name in ("h1", "h2"):
+            said = []
+        elif el.name == "table":
+            rows = el.find_all("tr")
+            heads = [c.get_text(" ", strip=True) for c in rows[0].find_all(["th", "td"])] if rows else []
+            if "seconds" not in heads:
+                continue
+            secs = []
+            for tr in rows[1:]:
+                cells = tr.find_all(["td", "th"])
+                if len(cells) == len(heads):
+                    try:
+                        secs.append(float(cells[heads.index("seconds")].get_text(strip=True)))
+                    except ValueError:  # "-": not run
+                        pass
+            for minutes, after in said if secs else []:
+                if SAYS_HOW.search(after):
+                    continue
+                if not any(abs(minutes * 60 - ref) <= max(0.15 * ref, 6) for ref in (max(secs), sum(secs))):
+                    out.append(f"prose says {minutes:g} min{after[:40]!r}, but the table under it holds runs of "
+                               f"{', '.join(f'{v:.0f}' for v in secs)} s")
+        elif not el.find_parent("table"):
+            said += list(_cpu_minutes(el.get_text(" ", strip=True)))
+    return out
+
+
 def findings(page: Path) -> list[str]:
     html = page.read_text(encoding="utf-8")
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html) + machine_paths(html)
-            + warnings_in_outputs(html) + cut_short_cells(html) + bad_panels(html) + crowded_axes(html))
+            + warnings_in_outputs(html) + cut_short_cells(html) + bad_panels(html) + crowded_axes(html)
+            + times_the_table_denies(html))
 

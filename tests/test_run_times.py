@@ -24,3 +24,23 @@ def test_run_times_are_measured_on_the_h200_and_derived_for_a_t4(tmp_path):
     t = run_times.full_recipe_time(recipes.config("a_table2_activations", "original-110", "full"), tmp_path,
                                    results_dir=tmp_path / "runs")
     assert t.endswith("; CPU ~29.3 h at 1 thread*")  # 64,000 steps x the median 1.65 s
+
+
+def test_an_exercises_time_in_words_comes_from_the_runs_it_describes():
+    """Issue 30.7: the prose above an exercise's table of runs says the time those runs took (together where they
+    trained together, with their threads and day), or says that it is a separate timing, alone, with its day."""
+    import pytest
+
+    def run(wall, together=None, threads=1, day="2026-11-30"):
+        return {"final": {"wall_s": wall}, "hardware": {"torch_threads": threads}, "date": f"{day}T01:32:01+00:00",
+                **({"exercise": {"wall_s_together": together}} if together else {})}
+    table = {"original": run(155.8, 164.2), "constant_scaling-0.5-1": run(157.7, 164.2)}
+    assert run_times.runs_took(table) == "2.7 min for its 2 runs together, at 1 thread (2026-11-30)"
+    assert run_times.runs_took({"a": run(60.0), "b": run(90.0, threads=2, day="2026-12-01"), "c": None}) == (
+        "2.5 min for its 2 runs one after the other, at 1 thread or 2 threads (2026-11-30, 2026-12-01)")
+    with pytest.raises(ValueError, match="run the exercise first"):
+        run_times.runs_took({"a": None})
+    alone = {"s": 44.79, "torch_threads": 2, "cpu": "AMD EPYC", "cpu_count": 2, "date": "2026-12-02T00:06:24+00:00"}
+    assert run_times.timed_alone(alone) == "0.7 min timed alone at 2 threads (a 2-core AMD EPYC, 2026-12-02)"
+    with pytest.raises(ValueError, match="python -m idmap_lib.checks time"):
+        run_times.timed_alone({"s": 44.79})

@@ -26,6 +26,8 @@ def page(body: str) -> str:
 
 
 FIGURE = ('<script>Plotly.newPlot("f", {data}, {{"title": {{"text": "planted"}}{axis}}}, {{}})</script>')
+RUNS = ("<table><thead><tr><th>run</th><th>status</th><th>seconds</th></tr></thead><tbody><tr><td>original</td>"
+        "<td>ok</td><td>156</td></tr><tr><td>constant_scaling-0.5-1</td><td>ok</td><td>158</td></tr></tbody></table>")
 SPAN = '[{"x": [0, 1000], "y": [1e-46, 1e41]}]'  # chapter 3's λ = 0.9 to 1.1, all on one axis
 DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a decade: 88 labels
 
@@ -58,6 +60,10 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
                                    '"yaxis.tickvals": [1e-10, 1e-5, 1]}]}]}]')),  # chapter 3's λ slider, issue 30.6
     ("crowded_axes", FIGURE.format(data=SPAN, axis=', "yaxis": {"type": "log", "tickvals": ' + DECADES + '}'),
      FIGURE.format(data=SPAN, axis=', "yaxis": {"type": "log", "tickvals": ' + DECADES + ', "range": [-5, 5]}')),
+    ("times_the_table_denies", "<p>(ResNet-20, 150 steps, 0.7 min on a 2-core CPU) and the gpu scale (~1.6 min on a "
+     "T4)</p>" + RUNS,  # 06_ablations, issue 30.7: 0.7 min above runs of 156 and 158 s
+     "<p>(ResNet-20, 150 steps, 2.7 min for its 2 runs together, at 1 thread) and ~1.6 min on a T4</p>" + RUNS
+     + "<h2>next</h2><p>0.7 min timed alone at 2 threads (a 2-core AMD EPYC, 2026-12-02)</p>" + RUNS),
     ("bad_panels", FIGURE.format(data='[{"x": [1, 2], "y": [35, 20], "name": "relu_before_add"}, '
                                       '{"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, 1.9]}]', axis=""),
      FIGURE.format(data='[{"x": [1, 2], "y": [35, 20]}, {"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, '

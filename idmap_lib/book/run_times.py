@@ -112,3 +112,39 @@ def full_recipe_time(cfg, gpu_dir=None, results_dir=None) -> str:
 
 def _words(minutes: float) -> str:
     return f"{minutes:.1f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
+
+
+def _threads(n) -> str:
+    return f"{n} thread{'' if n == 1 else 's'}"
+
+
+def runs_took(runs) -> str:
+    """How long the recorded runs of one table took, in the words prose uses, read from those runs themselves:
+    '2.7 min for its 2 runs together, at 1 thread (2026-11-30)' where they trained together (one exercise, the
+    record's ``exercise.wall_s_together``), else the sum of their training times, '5.2 min for its 2 runs one after
+    the other'. `runs`: {name: a run's record, or None where not run}."""
+    done = [r for r in (runs.values() if isinstance(runs, dict) else runs) if r]
+    if not done:
+        raise ValueError("no recorded run to time: run the exercise first")
+    together = {(r.get("exercise") or {}).get("wall_s_together") for r in done}
+    threads = sorted({(r.get("hardware") or {}).get("torch_threads") for r in done} - {None})
+    days = sorted({str(r.get("date", ""))[:10] for r in done} - {""})
+    n = f"{len(done)} run{'' if len(done) == 1 else 's'}"
+    if len(together) == 1 and None not in together:
+        what = f"{_words(together.pop() / 60)} for its {n} together"
+    else:
+        what = f"{_words(sum(r['final']['wall_s'] for r in done) / 60)} for its {n} one after the other"
+    at = f", at {' or '.join(_threads(t) for t in threads)}" if threads else ""
+    return what + at + (f" ({', '.join(days)})" if days else "")
+
+
+def timed_alone(measured: dict) -> str:
+    """A dedicated timing of a whole exercise (``checks.ablations.time_exercises``: one seed trained alone, as the
+    notebook trains it), in words that say how and when: '0.7 min timed alone at 2 threads (a 2-core AMD EPYC,
+    2026-12-02)'. `measured`: {"s", "torch_threads", "cpu", "cpu_count", "date"}."""
+    missing = {"s", "torch_threads", "date"} - set(measured or {})
+    if missing:
+        raise ValueError(f"a timing needs {sorted(missing)}: time it with `python -m idmap_lib.checks time`")
+    where = ", ".join(p for p in (f"a {measured['cpu_count']}-core {measured['cpu']}" if measured.get("cpu") else "",
+                                  str(measured["date"])[:10]) if p)
+    return f"{_words(measured['s'] / 60)} timed alone at {_threads(measured['torch_threads'])} ({where})"
