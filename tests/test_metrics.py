@@ -51,6 +51,9 @@ def test_paper_b_metrics_read_gates_and_pruning_curves():
     assert metrics.pruned_random(r) == pytest.approx(((0.11 + 0.21) / 2 + (0.21 + 0.41) / 2) / 2)
     ungated = mnist_run("resnet-d100", 0, pruning={"blocks": 4, "at_random": [curve(0.01, 0.1), curve(0.01, 0.2)]})
     assert metrics.pruned_half(ungated) == pytest.approx((0.21 + 0.41) / 2)  # the mean over the random orders
+    assert metrics.pruned_half_random(r) == pytest.approx((0.21 + 0.41) / 2)  # the gated net at random too
+    assert metrics.pruned_half_random(ungated) == pytest.approx((0.21 + 0.41) / 2)
+    assert metrics.shut_gates(r) == 0 and metrics.shut_gates(mnist_run("gresnet-d100", 0, ks=[0.0, -0.1, 2.0])) == 2
     assert metrics.pruned_half(mnist_run("resnet-d100", 1, status="fail")) == pytest.approx(0.9)
     with pytest.raises(ValueError, match="python -m idmap_lib mnist"):
         metrics.pruned_half(mnist_run("resnet-d100", 2))
@@ -72,3 +75,16 @@ def test_mean_k_of_an_ungated_run_is_a_clear_error_not_a_number():
     with pytest.raises(ValueError, match="no gates k"):
         metrics.mean_k(mnist_run("resnet-d10", 0))
     assert metrics.mean_k(mnist_run("gresnet-d10", 0, ks=[2.0, 4.0])) == pytest.approx(3.0)
+
+
+def test_did_not_train_is_defined_once_at_chance_or_a_threshold_never_reached():
+    trained = result("a_table2_activations", "original-110", 0)
+    trained["history"]["train"] = history([2.3, 1.0], [0.9, 0.7])
+    assert metrics.did_not_train(trained) is None and metrics.did_not_train(trained, "steps_to_80") is None
+    stuck = result("a_table2_activations", "original-110", 0, losses=(2.3, 2.3, 2.3, 2.3))
+    assert metrics.did_not_train(stuck) == "at chance" == metrics.did_not_train(stuck, "lr_jump_rise")
+    slow = result("a_table2_activations", "original-110", 0)   # its loss fell, its error never got below 80 %
+    slow["history"]["train"] = history([2.3, 1.5], [0.9, 0.85])
+    assert metrics.did_not_train(slow) is None
+    assert metrics.did_not_train(slow, "steps_to_80") == "not reached within 400 steps"
+    assert metrics.did_not_train(result("a_table2_activations", "original-110", 0, status="fail")) == "at chance"

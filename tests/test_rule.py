@@ -4,7 +4,13 @@ import math
 import pytest
 
 from idmap_lib.book import rule
-from idmap_lib.book.rule import better, combine, compare, similar
+from idmap_lib.book.rule import better, combine, similar
+
+
+def compare(test, xa, xb, scale="full", **kw):
+    """The rule at the full recipe, where a claim about the paper's end gets a verdict (at a CPU scale it never
+    does: test_a_final_error_claim_gets_no_verdict_at_a_cpu_scale)."""
+    return rule.compare(test, xa, xb, scale, **kw)
 
 
 def test_better_is_decided_by_welchs_t_both_ways():
@@ -64,3 +70,60 @@ def test_tests_in_words_say_a_shared_side_once():
         "final test error: |a - z| < 0.02")
     assert rule.tests_in_words([better("a", "x", "mean_k"), better("a", "y")]) == \
         "mean learned k: a < x; final test error: a < y"   # another metric: said apart
+
+
+def test_a_final_error_claim_gets_no_verdict_at_a_cpu_scale_but_keeps_its_numbers():
+    """Issue 29: a claim about the error at the end of the paper's recipe needs the full recipe at every CPU scale,
+    however clear the short run's numbers; they stay as data (short_run). Early metrics keep their verdict."""
+    xa, xb = [0.40, 0.41, 0.42], [0.50, 0.51, 0.52]
+    for scale in ("cpu", "cpu_step_warmup"):
+        r = rule.compare(better("a", "b"), xa, xb, scale)
+        assert r["verdict"] == rule.NEEDS_FULL and r["short_run"]
+        assert r["d"] == pytest.approx(0.10) and r["xa"] == xa and r["lo"] > 0     # the data, no verdict
+        assert rule.compare(similar("a", "b"), xa, xa, scale)["verdict"] == rule.NEEDS_FULL
+        assert rule.compare(better("a", "b"), xa, xb[:2], scale)["verdict"] == rule.NEEDS_FULL  # always
+        early = rule.compare(better("a", "b", "steps_to_80"), [40, 41, 42], [50, 51, 52], scale)
+        assert early["verdict"] == "reproduced" and not early["short_run"]
+    assert rule.compare(better("a", "b"), xa, xb, "full")["verdict"] == "reproduced"
+    assert combine(["reproduced", rule.NEEDS_FULL]) == rule.NEEDS_FULL
+
+
+def test_a_side_that_did_not_train_is_left_out_unless_the_claim_predicts_it_fails():
+    xa, xb = [0.40, 0.41, 0.42, 0.43, 0.44], [0.90, 0.90, 0.90, 0.60, 0.61]
+    stuck = [None] * 5, ["at chance"] * 3 + [None] * 2
+    r = compare(better("a", "b"), xa, xb, why=stuck)
+    assert r["verdict"] == rule.NOT_TESTABLE and r["excluded"] == (0, 3) and "d" not in r   # 2 trained: too few
+    stuck = [None] * 5, ["at chance"] * 2 + [None] * 3
+    xb = [0.90, 0.90, 0.60, 0.61, 0.62]
+    r = compare(better("a", "b"), xa, xb, why=stuck)
+    assert r["excluded"] == (0, 2) and r["xb"] == [0.60, 0.61, 0.62] and r["n"] == (5, 3)  # the 3 that trained
+    r = compare(better("a", "b", may_fail="b"), xa, xb, why=stuck)                 # the claim predicts b fails
+    assert r["excluded"] == (0, 0) and r["failed_as_predicted"] == (0, 2) and r["n"] == (5, 5)
+    assert compare(better("a", "b", may_fail="b"), xa, xb, why=stuck[::-1])["excluded"] == (2, 0)  # a must train
+    assert combine(["reproduced", rule.NOT_TESTABLE]) == rule.NOT_TESTABLE
+    assert combine(["inconclusive", rule.NOT_TESTABLE]) == rule.NOT_TESTABLE
+    assert combine(["contradicted", rule.NOT_TESTABLE]) == "contradicted"
+
+
+def test_the_smallest_resolvable_difference_is_q_times_the_pooled_se():
+    xa, xb = [0.40, 0.41, 0.42], [0.50, 0.52, 0.54]
+    sp = math.sqrt((2 * 0.0001 + 2 * 0.0004) / 4)
+    assert rule.resolvable(xa, xb) == pytest.approx(2.7764 * sp * math.sqrt(2 / 3), abs=1e-5)
+    assert compare(better("a", "b"), xa, xb)["resolvable"] == pytest.approx(rule.resolvable(xa, xb))
+
+
+def test_holm_corrects_a_claims_parts_for_their_number():
+    """Three parts each just past the uncorrected bar (p about 0.03): alone each is reproduced; as one claim of
+    three, Holm tests the smallest p at 5 % / 3 and all three are inconclusive."""
+    xa = [0.40, 0.41, 0.42]
+    se1 = math.sqrt(2 * 0.0001 / 3)
+    xb = [x + 3.2 * se1 for x in xa]                    # t = 3.2 at df 4: p about 0.033
+    tests = [better("a", v) for v in ("b", "c", "d")]
+    parts = [(t, compare(t, xa, xb)) for t in tests]
+    assert all(r["verdict"] == "reproduced" and 0.02 < r["p"] < 0.05 for _, r in parts)
+    held = rule.holm(parts)
+    assert [r["verdict"] for _, r in held] == ["inconclusive"] * 3 and held[0][1]["holm"][0] == 3
+    assert parts[0][1]["verdict"] == "reproduced"       # (the results handed in are left as they were)
+    clear = [(t, compare(t, xa, [x + 0.1 for x in xa])) for t in tests[:2]] + parts[2:]
+    assert [r["verdict"] for _, r in rule.holm(clear)] == ["reproduced", "reproduced", "reproduced"]  # 5 % / 1 last
+    assert rule.holm(parts[:1])[0][1]["verdict"] == "reproduced" and "holm" not in rule.holm(parts[:1])[0][1]

@@ -1,7 +1,7 @@
 """The CPU sweep: every run the claims need, in order, each training once; what is left and what it costs."""
 import pytest
 
-from fake_runs import result, save
+from fake_runs import history, result, save
 from idmap_lib.book import claims, cpu_scale, rule, sweep
 from idmap_lib.book.claims import CLAIMS
 from idmap_lib.engine import recipes, results
@@ -66,23 +66,40 @@ def test_sweep_says_what_the_recorded_runs_cost_and_what_is_left(tmp_path, capsy
         "as they were)")
 
 
+def _starts(tmp_path, variant, steps, seeds=None):
+    """Recorded CPU runs of `variant` whose training error first falls below 80 % at `steps` (steps_to_80)."""
+    for seed, at in zip(seeds or range(len(steps)), steps):
+        r = result("a_table2_activations", variant, seed)
+        r["history"]["train"] = history([2.0] * 40, [0.9] * (at // 10 - 1) + [0.7] * (41 - at // 10))
+        results.save_result(r, tmp_path)
+
+
 def test_more_seeds_are_asked_for_only_where_three_leave_a_comparison_open(tmp_path):
-    c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
-    key = [("a_table1_shortcuts", v, s, "cpu") for s in rule.MORE_SEEDS for v in ("exclusive_gating-b-6",
-                                                                                      "exclusive_gating-b0")]
+    c = claims.CLAIMS_BY_KEY["fig6_bn_after_add_slow_start"]   # early optimisation: a verdict at the CPU scale
+    key = [("a_table2_activations", v, s, "cpu") for s in rule.MORE_SEEDS for v in ("original-110",
+                                                                                    "bn_after_add-110")]
     assert not set(key) & set(sweep.runs_needed([c], results_dir=tmp_path))        # not run yet: 3 seeds first
-    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.828, 0.850, 0.721])   # one seed far off
-    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.888, 0.886, 0.898])
+    _starts(tmp_path, "original-110", (50, 60, 250))                               # one seed far off
+    _starts(tmp_path, "bn_after_add-110", (200, 210, 220))
     assert claims.evaluate(c, results_dir=tmp_path).verdict == "inconclusive"
     assert set(key) <= set(sweep.runs_needed([c], results_dir=tmp_path))
     assert not set(key) & set(sweep.runs_needed([c], seeds=(0, 1, 2), results_dir=tmp_path))  # seeds given: those
     # the two more seeds agree with the three: they are read with them
-    for seed, (a, b) in zip(rule.MORE_SEEDS, ((0.83, 0.89), (0.84, 0.89))):
-        results.save_result(result("a_table1_shortcuts", "exclusive_gating-b-6", seed, test_err=a), tmp_path)
-        results.save_result(result("a_table1_shortcuts", "exclusive_gating-b0", seed, test_err=b), tmp_path)
+    _starts(tmp_path, "original-110", (50, 60), rule.MORE_SEEDS)
+    _starts(tmp_path, "bn_after_add-110", (200, 210), rule.MORE_SEEDS)
     v = claims.evaluate(c, results_dir=tmp_path)
     assert v.parts[0][1]["n"] == (5, 5) and v.verdict == "reproduced"
     other = tmp_path / "clear"                                                     # decided by 3: no more asked
-    save(other, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
-    save(other, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
+    _starts(other, "original-110", (50, 60, 70))
+    _starts(other, "bn_after_add-110", (200, 210, 220))
     assert not set(key) & set(sweep.runs_needed([c], results_dir=other))
+
+
+def test_no_more_seeds_for_a_claim_a_cpu_scale_cannot_test(tmp_path):
+    """A final-error claim at the CPU scale needs the full recipe whatever its seeds show: more seeds would not
+    give it a verdict, so none are asked for."""
+    c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.828, 0.850, 0.721])
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.888, 0.886, 0.898])
+    assert claims.evaluate(c, results_dir=tmp_path).verdict == rule.NEEDS_FULL
+    assert {s for _, _, s, _ in sweep.runs_needed([c], results_dir=tmp_path)} == set(rule.SEEDS)

@@ -7,16 +7,43 @@ from idmap_lib.engine import results
 
 
 def test_claims_table_reads_the_seeds(tmp_path):
-    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
-    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61])
-    c = verdicts.claims_table(["t1_gating_bias"], results_dir=tmp_path)
+    F = {"scale": "full"}
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], **F)
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61], **F)
+    c = verdicts.claims_table(["t1_gating_bias"], "full", results_dir=tmp_path)
     assert c.loc["t1_gating_bias", "verdict"] == "not run yet" and c.loc["t1_gating_bias", "missing runs"] == 1
-    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
-    c = verdicts.claims_table(["t1_gating_bias"], results_dir=tmp_path)
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62], **F)
+    c = verdicts.claims_table(["t1_gating_bias"], "full", results_dir=tmp_path)
     assert c.loc["t1_gating_bias", "verdict"] == "reproduced"
     assert "exclusive_gating-b-6 41.0 ± 1.0 vs exclusive_gating-b0 61.0 ± 1.0; d = 20.0" in c.loc["t1_gating_bias", "evidence"]
+    assert c.loc["t1_gating_bias", "resolves (the paper's gap)"].startswith("exclusive_gating-b-6 vs exclusive_gating-b0: "
+                                                                             "resolves 2.3")
     assert verdicts.verdict_counts(c)["reproduced"] == 1
-    assert "missing runs" not in c  # every run recorded: no column of zeros, and no empty "to run" either
+    assert "missing runs" not in c and "did not train" not in c  # nothing to say: no column of zeros or blanks
+
+
+def test_a_short_run_on_a_final_error_claim_is_data_in_a_neutral_colour(tmp_path):
+    """Issue 29: at the CPU scale a final-error claim shows its numbers labelled "after 400 steps", its verdict is
+    needs the full recipe (a neutral colour, neither green nor red), the paper's gap beside what the seeds resolve."""
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
+    row = verdicts.claims_table(["t1_gating_bias"], results_dir=tmp_path).loc["t1_gating_bias"]
+    assert row["verdict"] == rule.NEEDS_FULL and "no verdict" in row["tested for"]
+    assert row["evidence"].startswith("after 400 steps: exclusive_gating-b-6 41.0 ± 1.0 vs exclusive_gating-b0 61.0")
+    assert tables.VERDICT_COLOURS[rule.NEEDS_FULL] not in (tables.VERDICT_COLOURS["reproduced"],
+                                                          tables.VERDICT_COLOURS["contradicted"])
+    dot = verdicts.forest(["t1_gating_bias"], results_dir=tmp_path).data[-1]
+    assert dot.marker.color == tables.VERDICT_COLOURS[rule.NEEDS_FULL] and "after 400 steps" in dot.y[0]
+    t2 = tmp_path / "t2"
+    for v, errs in (("full_preact-110", [0.50, 0.51, 0.52]), ("original-110", [0.60, 0.70, 0.80]),
+                    ("relu_before_add-110", [0.60, 0.61, 0.62]), ("relu_preact-110", [0.49, 0.50, 0.51])):
+        save(t2, "a_table2_activations", v, errs)
+    save(t2, "a_table2_activations", "bn_after_add-110", [0.9] * 3, losses=(2.3, 2.3, 2.3, 2.3))   # at chance
+    row = verdicts.claims_table(["t2_full_preact_best"], results_dir=t2).loc["t2_full_preact_best"]
+    assert "full_preact-110 vs relu_preact-110: resolves 2.3, the paper's gap 0.34: cannot resolve at this scale" in \
+        row["resolves (the paper's gap)"]
+    assert row["did not train"] == "bn_after_add-110 3 of 3 left out"
+    assert "bn_after_add-110 did not train in 3 of 3 seeds" in row["evidence"]
 
 
 def test_the_evidence_of_two_readings_of_one_variant_names_both_metrics(tmp_path):
@@ -29,13 +56,16 @@ def test_the_evidence_of_two_readings_of_one_variant_names_both_metrics(tmp_path
 
 
 def test_a_claim_of_many_comparisons_shows_the_deciding_ones_and_sums_up_the_rest(tmp_path):
-    save(tmp_path, "a_table1_shortcuts", "original", [0.50, 0.51, 0.52])
-    for i, v in enumerate(claims.T1_MODIFIED):
-        save(tmp_path, "a_table1_shortcuts", v, [0.52, 0.53, 0.54] if i == 0 else [0.80 + 0.01 * i, 0.81 + 0.01 * i, 0.82 + 0.01 * i])
-    ev_text = verdicts.claims_table(["t1_identity_best"], results_dir=tmp_path).loc["t1_identity_best", "evidence"]
-    first, rest = ev_text.split(" | ")[:2]
-    assert first.startswith("original 51.0 ± 1.0 vs constant_scaling-0-1 53.0 ± 1.0; d = 2.0 [")  # inconclusive: in full
-    assert rest.startswith("original vs 9 more, each reproduced (the test's other variants): ") and "d = 31.0 to 39.0" in rest
+    for scale, head in (("full", "each reproduced"), ("cpu", "after 400 steps")):
+        d = tmp_path / scale
+        save(d, "a_table1_shortcuts", "original", [0.50, 0.51, 0.52], scale=scale)
+        for i, v in enumerate(claims.T1_MODIFIED):
+            save(d, "a_table1_shortcuts", v, [0.52, 0.53, 0.54] if i == 0 else
+                 [0.80 + 0.01 * i, 0.81 + 0.01 * i, 0.82 + 0.01 * i], scale=scale)
+        ev_text = verdicts.claims_table(["t1_identity_best"], scale, results_dir=d).loc["t1_identity_best", "evidence"]
+        first, rest = ev_text.split(" | ")[:2]
+        assert first.endswith("original 51.0 ± 1.0 vs constant_scaling-0-1 53.0 ± 1.0; d = 2.0 [-0.3, 4.3]")  # in full
+        assert rest.startswith(f"original vs 9 more, {head} (the test's other variants): ") and "d = 31.0 to 39.0" in rest
 
 
 def test_verdict_changes_say_what_drove_a_change_between_scales(tmp_path):
@@ -48,14 +78,14 @@ def test_verdict_changes_say_what_drove_a_change_between_scales(tmp_path):
                                 tmp_path)
     df = verdicts.verdict_changes(["t1_shortcut_only_gating_near_identity"], results_dir=tmp_path)
     row = df.loc["t1_shortcut_only_gating_near_identity"]
-    assert {row["CPU scale, step warm-up (superseded)"], row["CPU scale"]} <= set(rule.VERDICTS)
+    assert {row["CPU scale, step warm-up (the lr-jump probe)"], row["CPU scale"]} <= set(rule.VERDICTS)
     assert row.iloc[2] == "original: 2 of 3 seeds → none"
 
 
 def test_the_forest_draws_each_interval_and_every_seed(tmp_path):
-    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
-    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
-    fig = verdicts.forest(["t1_gating_bias", "t2_full_preact_best"], results_dir=tmp_path)
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], scale="full")
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62], scale="full")
+    fig = verdicts.forest(["t1_gating_bias", "t2_full_preact_best"], "full", results_dir=tmp_path)
     seeds_a, seeds_b, dot = fig.data                              # only the comparison that has its seeds
     assert dot.x[0] == pytest.approx(20.0) and dot.error_x.array[0] == pytest.approx(dot.error_x.arrayminus[0])
     assert dot.marker.color == tables.VERDICT_COLOURS["reproduced"]
@@ -76,27 +106,30 @@ def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
     assert "**dropout-0.5** (2 of 3 seeds; the paper: fail)" in own and "original" not in own
     assert "**original** (3 of 3 seeds; the paper: 6.61 %)" in schedule and "conv1x1" not in note
     assert verdicts.stuck_note("a_table1_shortcuts", ["conv1x1"], results_dir=tmp_path) == ""
-    # the claims table says it beside the evidence of every claim that compares such a run (not the paper's fails)
-    evidence = verdicts.claims_table(["t1_shortcut_only_gating_near_identity", "t1_fail_rows_far_behind"],
-                               results_dir=tmp_path)["evidence"]
-    assert evidence["t1_shortcut_only_gating_near_identity"] == \
-        "at chance at this scale only (the paper trains it): original 3/3 seeds"
-    assert "dropout-0.5 at chance" not in evidence["t1_fail_rows_far_behind"]
+    # the claims table leaves such a run out of every comparison and counts it; the paper's fails count as measured
+    save(tmp_path, "a_table1_shortcuts", "shortcut_only_gating-b-6", [0.5, 0.5, 0.5])
+    left = verdicts.claims_table(["t1_shortcut_only_gating_near_identity", "t1_fail_rows_far_behind"],
+                                 results_dir=tmp_path)["did not train"]
+    assert left["t1_shortcut_only_gating_near_identity"] == "original 3 of 3 left out"
+    assert left["t1_fail_rows_far_behind"] == "original 3 of 3 left out; dropout-0.5 2 of 3, counted: the claim " \
+                                              "predicts it fails"
 
 
 def test_contradiction_note_names_the_part_its_seeds_and_the_papers_gap(tmp_path):
     """A contradicted claim is explained from its runs: the part that contradicts it, each seed, the paper's two
     numbers; a claim that is not contradicted gets no line."""
-    save(tmp_path, "a_table2_activations", "full_preact-110", [0.55, 0.54, 0.56])
-    save(tmp_path, "a_table2_activations", "relu_preact-110", [0.50, 0.51, 0.49])
+    F = {"scale": "full"}
+    save(tmp_path, "a_table2_activations", "full_preact-110", [0.55, 0.54, 0.56], **F)
+    save(tmp_path, "a_table2_activations", "relu_preact-110", [0.50, 0.51, 0.49], **F)
     for v in ("original-110", "bn_after_add-110", "relu_before_add-110"):
-        save(tmp_path, "a_table2_activations", v, [0.80, 0.81, 0.82])
-    note = verdicts.contradiction_note(["t2_full_preact_best", "t2_bn_after_add_worst"], results_dir=tmp_path)
+        save(tmp_path, "a_table2_activations", v, [0.80, 0.81, 0.82], **F)
+    note = verdicts.contradiction_note(["t2_full_preact_best", "t2_bn_after_add_worst"], tmp_path, "full")
     assert note.count("\n- ") == 0 and note.startswith("- **t2_full_preact_best** is contradicted")
     assert "full_preact-110 < relu_preact-110" in note and "55.0, 54.0, 56.0 %" in note
     assert "6.37 %" in note and "6.71 %" in note and "0.34 points apart" in note
-    save(tmp_path, "a_table2_activations", "relu_preact-110", [0.60, 0.61, 0.59])
-    assert verdicts.contradiction_note(["t2_full_preact_best"], results_dir=tmp_path) == ""
+    assert verdicts.contradiction_note(["t2_full_preact_best"], results_dir=tmp_path) == ""  # the CPU scale: no verdict
+    save(tmp_path, "a_table2_activations", "relu_preact-110", [0.60, 0.61, 0.59], **F)
+    assert verdicts.contradiction_note(["t2_full_preact_best"], tmp_path, "full") == ""
 
 
 def test_verdicts_are_counted_in_words():

@@ -8,16 +8,14 @@ what happens inside the ramp, where the rule does not look (``inside_ramp_note``
 """
 from __future__ import annotations
 
-import math
-
 from ..engine import recipes
-from .metrics import final_test_err, lr_jump_rise
+from .metrics import chance, final_test_err, lr_jump_rise
 from .rule import ALL_SEEDS, SEEDS
 from .runs import seed_runs
 
 PROBE = ("a_table2_activations", "original-110")
 PROBE_MAX_RISE = 0.5
-SCALES = ("cpu_step_warmup", "cpu")  # the first CPU scale (the paper's step warm-up) and the one that replaced it
+SCALES = ("cpu_step_warmup", "cpu")  # the first CPU scale (the paper's step warm-up: now the lr-jump probe) and the ramp
 PAIR = (PROBE[1], "full_preact-110")  # the probe beside full pre-activation, in chapter 11's figures
 
 
@@ -63,13 +61,13 @@ def probe_note(results_dir=None) -> str:
 
 def inside_ramp(scale="cpu", results_dir=None) -> dict:
     """Inside the ramp, where the rule does not look: for each of PAIR, each seed's highest training-loss window
-    before the warm-up ends, (loss, step), and the first step its loss is below ln 10 (None: never)."""
+    before the warm-up ends, (loss, step), and the first step its loss is below ln C, chance (None: never)."""
     out = {}
     for v in PAIR:
         for r in seed_runs(PROBE[0], v, scale, SEEDS, results_dir)[0]:
             tr, warm = r["history"]["train"], r["config"]["schedule"]["warmup_steps"]
             peak = max((h for h in tr if h["step"] <= warm), key=lambda h: h["train_loss"])
-            below = next((h["step"] for h in tr if h["train_loss"] < math.log(10)), None)
+            below = next((h["step"] for h in tr if h["train_loss"] < chance(r)[1]), None)
             out.setdefault(v, []).append({"peak": (peak["train_loss"], peak["step"]), "below": below, "warm": warm})
     return out
 

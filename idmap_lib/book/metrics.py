@@ -6,6 +6,10 @@ removed), training loss ln C (C classes: ``chance``). A run *ended at chance* (`
 diverged or its final training loss is still within 3 % of ln C, where it began: it never trained. The test error
 does not enter it: a run can learn its training data and still test near chance.
 
+*Did not train* is defined once, here (``did_not_train``): the run ended at chance, or the metric's threshold was
+never reached (``steps_to_80``: "not reached within N steps"). Such a run is no evidence about the metric: the rule
+(rule.py) leaves it out of a comparison, unless the claim predicts that side fails (``Compare.may_fail``).
+
 Each metric is a function of one result; ``METRICS`` names them for the claims' tests (claims.py), ``METRIC_WORDS``
 says them in words, ``shown_as`` how the pages print them.
 """
@@ -27,11 +31,33 @@ def chance(result) -> tuple[float, float]:
     return 1 - 1 / c, math.log(c)
 
 
+def at_chance_loss(result, loss) -> bool:
+    """A training loss where a guessing net sits: at least AT_CHANCE x ln C (the one threshold of "at chance")."""
+    return loss >= AT_CHANCE * chance(result)[1]
+
+
 def ended_at_chance(result) -> bool:
     """A run that ended where it began: diverged, or its final training loss still within 3 % of ln C."""
     if result["status"] == "fail":
         return True
-    return result["final"]["train_loss"] >= AT_CHANCE * chance(result)[1]
+    return at_chance_loss(result, result["final"]["train_loss"])
+
+
+def reached_80(result) -> bool:
+    """Whether the run's training error ever fell below 80 % (``steps_to_80``'s threshold) within its steps."""
+    return result["status"] != "fail" and any(h["train_err"] < START_ERR for h in result["history"]["train"])
+
+
+def did_not_train(result, metric="test_err") -> str | None:
+    """Why the run is no evidence about `metric`, or None if it trained: "at chance" (diverged, or its final
+    training loss within 3 % of ln C: ``ended_at_chance``), or, for ``steps_to_80``, "not reached within N steps"
+    (its threshold never reached: its value N is a lower bound, not a number for a mean). The one definition of
+    *did not train*; every page and the rule (rule.py) call it."""
+    if metric == "steps_to_80" and not reached_80(result):
+        return f"not reached within {result['config']['steps']} steps"
+    if ended_at_chance(result):
+        return "at chance"
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -63,8 +89,9 @@ def early_train_loss(result):
 
 def steps_to_80(result):
     """How fast a net starts (early optimisation): the first logged step whose window's training error is below
-    80 % (ResNet v1's sign that training has started). A run that never gets there, or failed, counts as its
-    length (a lower bound). Fixed before the cpu-scale runs: training error is bounded, so a huge loss at
+    80 % (ResNet v1's sign that training has started). A run that never gets there, or failed, returns its
+    length, a lower bound that is *not reached within N steps* (``did_not_train``): the rule never puts it inside
+    a mean of a side that should have trained (rule.py). Fixed before the cpu-scale runs: training error is bounded, so a huge loss at
     initialisation does not move it, and only the *first* crossing counts, so a later spike does not either."""
     steps = result["config"]["steps"]
     if result["status"] == "fail":
@@ -122,6 +149,24 @@ def _removal_mean(curve, p):
     return statistics.fmean(curve[1:p["blocks"] // 2 + 1])
 
 
+def pruned_half_random(result):
+    """Test error with half of the blocks removed at random (the mean over the random orders), for a gated and an
+    ungated net alike: Paper B's fair comparison of GResNet and ResNet (Sec 4.1, Fig 5)."""
+    if result["status"] == "fail":
+        return chance(result)[0]
+    p = _pruning(result)
+    return statistics.fmean(c[p["blocks"] // 2] for c in p["at_random"])
+
+
+def shut_gates(result) -> int:
+    """How many of the net's gates are shut at the end of training: k <= 0, where ReLU(k) = 0 and the block is
+    exactly the identity (Paper B Eqn 5); greedy pruning removes these first at no cost."""
+    ks = result["final"].get("gates_k")
+    if not ks:
+        raise ValueError(f"{result.get('path', 'this run')} has no gates k: shut_gates reads a gated net's run")
+    return sum(k <= 0 for k in ks)
+
+
 def pruned_greedy(result):
     """Mean test error over removing 1, 2, ..., half of the blocks by smallest k first (Paper B Fig 5)."""
     if result["status"] == "fail":
@@ -140,18 +185,20 @@ def pruned_random(result):
 
 METRICS = {"test_err": final_test_err, "train_loss": final_train_loss, "early_train_loss": early_train_loss,
            "steps_to_80": steps_to_80, "lr_jump_rise": lr_jump_rise,
-           "mean_k": mean_k, "pruned_half": pruned_half, "pruned_greedy": pruned_greedy,
-           "pruned_random": pruned_random}
+           "mean_k": mean_k, "pruned_half": pruned_half, "pruned_half_random": pruned_half_random,
+           "pruned_greedy": pruned_greedy, "pruned_random": pruned_random, "shut_gates": shut_gates}
 METRIC_WORDS = {"test_err": "final test error", "train_loss": "final training loss",
                 "early_train_loss": "mean training loss over the first half of training",
                 "steps_to_80": "steps until the training error first falls below 80 %",
                 "lr_jump_rise": "rise of the training loss after the lr jump",
                 "mean_k": "mean learned k", "pruned_half": "test error with half of the blocks removed",
+                "pruned_half_random": "test error with half of the blocks removed at random",
+                "shut_gates": "gates shut (k <= 0)",
                 "pruned_greedy": "mean test error removing up to half of the blocks, smallest k first",
                 "pruned_random": "mean test error removing up to half of the blocks at random"}
-PERCENT = ("test_err", "pruned_half", "pruned_greedy", "pruned_random")  # metrics shown in %
+PERCENT = ("test_err", "pruned_half", "pruned_half_random", "pruned_greedy", "pruned_random")  # metrics shown in %
 
 
 def shown_as(metric) -> tuple[float, str]:
     """(factor, format) a metric is printed in: % for errors, whole steps, 3 decimals otherwise."""
-    return (100, ".1f") if metric in PERCENT else (1, ".0f") if metric == "steps_to_80" else (1, ".3f")
+    return (100, ".1f") if metric in PERCENT else (1, ".0f") if metric in ("steps_to_80", "shut_gates") else (1, ".3f")

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import statistics
 
-from .rule import NEEDS_FULL
+from .rule import NEEDS_FULL, NOT_TESTABLE
 
-
+# green and red only for a tested verdict; a short run's data on a claim it cannot test (NEEDS_FULL) and a
+# comparison with a side that did not train (NOT_TESTABLE) in neutral colours
 VERDICT_COLOURS = {"reproduced": "#d9f2d9", "contradicted": "#f8d7d7", "inconclusive": "#fff3cd",
-                   NEEDS_FULL: "#dbe8f6", "not run yet": "#eeeeee"}
+                   NOT_TESTABLE: "#e4e4e4", NEEDS_FULL: "#dbe8f6", "not run yet": "#eeeeee"}
 
 
 def styled(df):

@@ -1,7 +1,9 @@
 """The claims' verdicts on the page: ``claims_table`` (each claim, its test, verdict and evidence), ``forest`` (each
 comparison's d with its 95 % interval), ``verdict_changes`` between two scales, and the notes that qualify a
-verdict: runs that ended at chance (``at_chance``, ``stuck_note``) and what a contradicted claim's seeds show
-(``contradiction_note``). The verdicts themselves come from claims.evaluate (the rule: rule.py).
+verdict: runs that ended at chance (``at_chance``, ``stuck_note``: metrics.ended_at_chance, the one definition) and
+what a contradicted claim's seeds show (``contradiction_note``). A claim about the paper's end read at a CPU scale
+has no verdict (needs the full recipe): its numbers are shown as a short run's data, "after N steps", in the neutral
+colour of that verdict. The verdicts themselves come from claims.evaluate (the rule: rule.py).
 """
 from __future__ import annotations
 
@@ -14,27 +16,44 @@ from .tables import VERDICT_COLOURS, drop_if_empty, num
 
 
 def _evidence(test, res, same_a=False) -> str:
-    """'a 41.0 ± 1.0 vs b 61.0 ± 1.0; d = 20.0 [16.9, 23.1]' (a said once for a run of parts that share it)."""
+    """'a 41.0 ± 1.0 vs b 61.0 ± 1.0; d = 20.0 [16.9, 23.1]' (a said once for a run of parts that share it), with
+    'after 400 steps: ' before a short run's data (no verdict: rule.needs_full); where a side did not train, what
+    it was."""
     if "d" not in res:
-        return ""
+        return _not_trained(test, res)
     unit, fmt = shown_as(test.metric)
     a, b = (test.metric, test.metric_b) if test.metric_b else (test.a, test.b)
     n = {k: num(unit * res[k], fmt) for k in ("mean_a", "sd_a", "mean_b", "sd_b", "d", "lo", "hi")}
     head = "" if same_a else f"{a} {n['mean_a']} ± {n['sd_a']} "
-    return f"{head}vs {b} {n['mean_b']} ± {n['sd_b']}; d = {n['d']} [{n['lo']}, {n['hi']}]"
+    short = f"after {res['steps']} steps: " if res.get("short_run") and res.get("steps") else ""
+    return f"{short}{head}vs {b} {n['mean_b']} ± {n['sd_b']}; d = {n['d']} [{n['lo']}, {n['hi']}]"
+
+
+def _not_trained(test, res) -> str:
+    """A part without numbers because a side did not train: 'not testable here: b did not train in 3 of 3 seeds'."""
+    ex = res.get("excluded")
+    if not ex or not any(ex):
+        return ""
+    sides = [f"{getattr(test, s)} did not train in {k} of {n} seeds" for s, k, n in zip("ab", ex, res["n"]) if k]
+    return f"{test.a} vs {test.b}: " + "; ".join(sides)
 
 
 FULL_PARTS = 2  # a claim of more comparisons shows the ones that decide it in full, the rest summed up
 
 
+def _summable(t, r) -> bool:
+    """A part that a long claim sums up: reproduced, or a short run's data whose interval lies above 0."""
+    return "d" in r and t.kind == "better" and (r["verdict"] == "reproduced" or (r.get("short_run") and r["lo"] > 0))
+
+
 def _evidence_of(parts) -> list[str]:
     """Each comparison's evidence; for a claim of more than FULL_PARTS comparisons, the ones that are not
-    reproduced in full (they decide an inconclusive or contradicted verdict) and the reproduced ones summed up in
-    one line (their names and the range of d; each interval is in the forest plot)."""
+    reproduced in full (they decide an inconclusive or contradicted verdict) and the reproduced ones (a short run's:
+    those whose interval lies above 0) summed up in one line (their names and the range of d; each interval is in
+    the forest plot)."""
     done = [(t, r) for t, r in parts if "d" in r]
-    summed = [(t, r) for t, r in done if r["verdict"] == "reproduced" and t.kind == "better"] \
-        if len(done) > FULL_PARTS else []
-    if len(summed) < 2:
+    summed = [(t, r) for t, r in done if _summable(t, r)] if len(done) > FULL_PARTS else []
+    if len(summed) < 2 or len({bool(r.get("short_run")) for _, r in summed}) > 1:
         summed = []
     out, last = [], None
     for t, r in parts:
@@ -51,20 +70,57 @@ def _evidence_of(parts) -> list[str]:
             ", ".join(f"{t.a} vs {t.metric_b or t.b}" for t, _ in summed)
         head = f"{sides.pop()} vs " if len(sides) == 1 else ""
         names = f" ({names})" if len(summed) <= 3 else " (the test's other variants)"  # many: the test names them
-        out.append(f"{head}{len(summed)} more, each reproduced{names}: d = {min(ds):{fmt}} to {max(ds):{fmt}}, "
+        short = summed[0][1].get("short_run")
+        each = f"after {summed[0][1]['steps']} steps" if short else "each reproduced"
+        out.append(f"{head}{len(summed)} more, {each}{names}: d = {min(ds):{fmt}} to {max(ds):{fmt}}, "
                    f"every interval above 0 (the forest plot)")
     return out
 
 
+def _left_out(parts) -> str:
+    """Per part, the seeds of each side that did not train: left out ('a 1 of 5'), or counted as the claim
+    predicts ('b 3 of 3, as predicted'); '' when every run trained."""
+    out = []
+    for t, r in parts:
+        ex, pred, n = r.get("excluded", (0, 0)), r.get("failed_as_predicted", (0, 0)), r.get("n")
+        total = [k + m for k, m in zip(ex, n)] if "d" in r else list(n)  # n counts the kept runs once tested
+        words = [f"{getattr(t, s)} {k} of {total[i]} left out" for i, (s, k) in enumerate(zip("ab", ex)) if k]
+        words += [f"{getattr(t, s)} {k} of {total[i]}, counted: the claim predicts it fails"
+                  + (" (not reached: at the run's length, a lower bound)" if t.metric == "steps_to_80" else "")
+                  for i, (s, k) in enumerate(zip("ab", pred)) if k]
+        if words:
+            out.append("; ".join(words))
+    return " | ".join(dict.fromkeys(out))
+
+
+def _power(claim, parts) -> str:
+    """Per part, the smallest difference its seeds resolve beside the paper's gap: 'resolves 2.1, paper 0.34:
+    cannot resolve at this scale'."""
+    out = []
+    for t, r in parts:
+        if "resolvable" not in r:
+            continue
+        unit, fmt = shown_as(t.metric)
+        words = f"{t.a} vs {t.metric_b or t.b}: resolves {num(unit * r['resolvable'], fmt)}"
+        if "paper_gap" in r:
+            words += f", the paper's gap {num(unit * r['paper_gap'], '.2f')}"
+            if r.get("cannot_resolve"):
+                words += ": cannot resolve at this scale"
+        if "holm" in r:
+            words += f" (Holm, {r['holm'][0]} parts: tested at {100 * r['holm'][1]:.1f} %)"
+        out.append(words)
+    return " | ".join(out)
+
+
 def tested_for(claim, scale) -> str:
-    """What a claim's verdict at `scale` says, in words (ABOUT): an 'end' claim at a CPU scale is tested as
-    what it predicts for a short run of the same network."""
+    """What a claim's verdict at `scale` says, in words (ABOUT): an 'end' or 'converged' claim at a CPU scale gets
+    none (its numbers are a short run's data)."""
     words = []
     for about in claim.about:
-        if about == "end" and scale != "full":
-            words.append("its prediction for a short run of the same network")
-        elif about == "converged" and scale != "full":
-            words.append(NEEDS_FULL + " (the converged end of training)")
+        if about in ("end", "converged") and scale != "full":
+            steps = recipes.config(claim.experiment, claim.variants[0], scale)["steps"]
+            what = "the end of the paper's recipe" if about == "end" else "the converged end of training"
+            words.append(f"{what}: {NEEDS_FULL}; the numbers are data after {steps} steps, no verdict")
         else:
             words.append(ABOUT[about])
     return "; ".join(words)
@@ -72,26 +128,30 @@ def tested_for(claim, scale) -> str:
 
 def claims_table(keys=None, scale=None, results_dir=None):
     """One row per claim: where it comes from, its words, its pre-registered test, our verdict and the
-    evidence (means ± sd over seeds, the difference d with its 95 % interval), and what the verdict can say at
-    this scale (``tested_for``). scale: default each
-    claim's own (Paper A's and Paper B's CIFAR claims: the CPU scale; Paper B's MNIST claims: the full recipe)."""
+    evidence (means ± sd over seeds, the difference d with its 95 % interval; a short run's data labelled 'after N
+    steps'), the seeds left out because they did not train, the smallest difference the seeds resolve beside the
+    paper's gap, the single seed whose removal changes the verdict, and what the verdict can say at this scale
+    (``tested_for``). scale: default each claim's own (Paper A's and Paper B's CIFAR claims: the CPU scale; Paper
+    B's MNIST claims: the full recipe)."""
     import pandas as pd
 
     rows = []
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
         v = claims.evaluate(c, scale, results_dir)
-        _, slow = at_chance(c.experiment, c.variants, scale or c.scale, results_dir=results_dir)
-        slow = [("at chance at this scale only (the paper trains them): " if len(slow) > 1 else
-                 "at chance at this scale only (the paper trains it): ")
-                + ", ".join(f"{name} {n}/{runs} seeds" for name, n, runs, _ in slow)] if slow else []
-        # (a verdict that reads a slow start as a worse end says so)
+        fragile = "; ".join(f"without seed {s} of {name}: {w}" for name, s, w in v.fragile)
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
                      "test (fixed before the runs)": tests_in_words(c.tests)
                      + (f" ({c.scale_note})" if c.scale_note else ""),
                      "verdict": v.verdict, "tested for": tested_for(c, scale or c.scale),
-                     "evidence": " | ".join(filter(None, _evidence_of(v.parts) + slow)) or "–",
+                     "evidence": " | ".join(filter(None, _evidence_of(v.parts))) or "–",
+                     "did not train": _left_out(v.parts),
+                     "resolves (the paper's gap)": _power(c, v.parts),
+                     "one seed changes it": fragile,
                      "missing runs": sum(len(s) for _, s in v.missing)})
-    return drop_if_empty(pd.DataFrame(rows).set_index("claim"), "missing runs")
+    df = pd.DataFrame(rows).set_index("claim")
+    for col in ("did not train", "resolves (the paper's gap)", "one seed changes it", "missing runs"):
+        df = drop_if_empty(df, col)
+    return df
 
 
 def verdict_changes(keys, before="cpu_step_warmup", after="cpu", results_dir=None):
@@ -130,7 +190,8 @@ def counts_in_words(df, where) -> str:
 
 def forest(keys=None, scale=None, results_dir=None, title=None):
     """Each comparison's effect d with its 95 % interval (Welch's t), one row per comparison and a panel per
-    metric: right of 0 is the paper's direction. Colour: the comparison's verdict. Beside it, every seed: one seed
+    metric: right of 0 is the paper's direction. Colour: the comparison's verdict; a short run's data on a claim
+    about the paper's end (no verdict: needs the full recipe) in its neutral colour, labelled "after N steps". Beside it, every seed: one seed
     of a (or b) against the other side's mean -- their mean is d, so one seed that carries d stands out."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -139,7 +200,8 @@ def forest(keys=None, scale=None, results_dir=None, title=None):
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
         for t, r in claims.evaluate(c, scale, results_dir).parts:
             if "d" in r:
-                rows.setdefault(t.metric, []).append((f"{c.key}<br>{t.a} vs {t.metric_b or t.b}", r, t))
+                short = f" (after {r['steps']} steps: data)" if r.get("short_run") else ""
+                rows.setdefault(t.metric, []).append((f"{c.key}<br>{t.a} vs {t.metric_b or t.b}{short}", r, t))
     if not rows:
         fig = go.Figure()
         fig.update_layout(title={"text": (title or "Effects with their intervals") + "<br><sup>no comparison has "
@@ -175,8 +237,9 @@ def forest(keys=None, scale=None, results_dir=None, title=None):
                                                    f"{r['verdict']}<extra></extra>"), i, 1)
         fig.add_vline(x=0, line_color="grey", row=i, col=1)
     fig.update_layout(title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
-                             "the paper's direction (d = b minus a, minus any margin); colour: the verdict;<br>grey: "
-                             "each seed (o of a, x of b) against the other side's mean</sup>"},
+                             "the paper's direction (d = b minus a, minus any margin); colour: the verdict (pale blue: "
+                             "none, a short run's data);<br>grey: each seed (o of a, x of b) against the other side's "
+                             "mean</sup>"},
                       height=height, margin={"l": 20, "t": 110})
     fig.update_yaxes(automargin=True, autorange="reversed")
     return fig
@@ -220,14 +283,14 @@ def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=N
     return "\n\n".join(out)
 
 
-def contradiction_note(keys, results_dir=None) -> str:
+def contradiction_note(keys, results_dir=None, scale=None) -> str:
     """For each of the claims `keys` that its scale contradicts: the part that does it, its per-seed values, and
     the paper's own numbers for the two variants (what the paper's recipe separates, by how much). Markdown, computed
     from the recorded runs; empty when none is contradicted."""
     lines = []
     for key in keys:
         claim = claims.CLAIMS_BY_KEY[key]
-        v = claims.evaluate(claim, results_dir=results_dir)
+        v = claims.evaluate(claim, scale, results_dir=results_dir)
         for t, res in v.parts if v.verdict == "contradicted" else []:
             if res.get("verdict") != "contradicted":
                 continue
@@ -239,9 +302,7 @@ def contradiction_note(keys, results_dir=None) -> str:
             paper = (f" The paper, after its whole recipe: {t.a} {pa['value']:.2f} %, {t.b} {pb['value']:.2f} % "
                      f"({abs(pa['value'] - pb['value']):.2f} points apart)."
                      if isinstance(pa.get("value"), float) and isinstance(pb.get("value"), float) else "")
-            short = (" What it contradicts is the prediction for a short run of the same network, not the paper's "
-                     "number." if t.about == "end" and claim.scale != "full" else "")
-            lines.append(f"- **{key}** is contradicted at the {recipes.SCALE_WORDS[claim.scale]} by its part "
+            lines.append(f"- **{key}** is contradicted at the {recipes.SCALE_WORDS[scale or claim.scale]} by its part "
                          f"*{t.words()}*: it holds the other way round, d = {d} [{lo}, {hi}] over the seeds "
-                         f"recorded ({t.a}: {each['a']}{u}; {t.b}: {each['b']}{u}).{paper}{short}")
+                         f"recorded ({t.a}: {each['a']}{u}; {t.b}: {each['b']}{u}).{paper}")
     return "\n".join(lines)
