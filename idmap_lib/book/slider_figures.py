@@ -27,7 +27,7 @@ THEORY_LAYOUT = dict(
                yref="container"),
     legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom", font=dict(size=FONT_PX),
                 bgcolor="rgba(255,255,255,0.85)"),
-    margin=dict(l=64, r=16, t=84, b=56),
+    margin=dict(l=64, r=16, t=96, b=56),  # the title, then a legend of up to three rows (a phone)
 )
 BLUE, RED = "#1f77b4", "#d62728"
 
