@@ -170,3 +170,15 @@ def test_the_sliders_set_readable_axes_at_every_step():
         d["layout"][a] = {"type": "log", "tickvals": [m * 10.0 ** e for e in range(-46, 42) for m in (1, 2, 5)]}
     planted = book._book_renderer().to_mimebundle(d)["text/html"]
     assert any("slider step '0.9'" in f for f in h.crowded_axes(planted)), "the old slider's smear went unseen"
+
+
+def test_the_slider_figures_say_what_is_wrong_with_their_input():
+    import numpy as np
+
+    from idmap_lib.book import slider_figures
+    with pytest.raises(ValueError, match="start=0.5 is not one of the measured lambdas"):
+        slider_figures.lambda_slider({1.0: np.ones(11)}, start=0.5)
+    with pytest.raises(ValueError, match="the same depths"):
+        slider_figures.depth_slider({10: np.ones(11)}, {20: np.ones(21)})
+    with pytest.raises(ValueError, match="shows nothing in row 1"):
+        slider_figures.depth_slider({10: np.zeros(11)}, {10: np.zeros(11)})  # nothing to draw on a log axis

@@ -60,24 +60,20 @@ def _numbers(values) -> list[float]:
     return [float(v) for v in values if v is not None and math.isfinite(float(v))]
 
 
-def step_axes(step: Step, rows: int, log_y=True) -> dict:
-    """The layout a step sets (plotly's dotted names): each row's y range and ticks from the traces this step shows
-    on it (log10 units on a log axis, as plotly takes them), each row's x range from the same traces."""
+def step_axes(step: Step, rows: int) -> dict:
+    """The layout a step sets (plotly's dotted names): each row's log y range (log10 units, as plotly takes them) and
+    ticks from the traces this step shows on it, each row's x range from the same traces."""
     out = {}
     for row in range(1, rows + 1):
         traces = [t for r, t in step.traces if r == row]
-        ys = [y for t in traces for y in _numbers(t.y)]
+        ys = [y for t in traces for y in _numbers(t.y) if y > 0]  # a log axis draws only these
         xs = [x for t in traces for x in _numbers(t.x)]
         if not ys or not xs:
-            raise ValueError(f"step {step.label!r} shows nothing in row {row}: every panel needs a curve at every step")
-        y = _axis("y", row)
-        if log_y:
-            rng = log_range(ys)
-            ticks = log_ticks(10 ** rng[0], 10 ** rng[1])
-            out.update({f"{y}.range": rng, f"{y}.tickvals": ticks["tickvals"], f"{y}.ticktext": ticks["ticktext"]})
-        else:
-            pad = 0.05 * (max(ys) - min(ys) or 1)
-            out[f"{y}.range"] = [min(ys) - pad, max(ys) + pad]
+            raise ValueError(f"step {step.label!r} shows nothing in row {row} (no positive value for its log axis): "
+                             "every panel needs a curve at every step")
+        y, rng = _axis("y", row), log_range(ys)
+        ticks = log_ticks(10 ** rng[0], 10 ** rng[1])
+        out.update({f"{y}.range": rng, f"{y}.tickvals": ticks["tickvals"], f"{y}.ticktext": ticks["ticktext"]})
         out[f"{_axis('x', row)}.range"] = [min(xs), max(xs)]
     return out
 
