@@ -6,7 +6,7 @@ Classes: a link to a file or anchor the site does not have; raw Markdown table t
 build machine's paths; warnings or stderr in outputs; values cut short in tables ("...", JSON cut off); a figure
 panel whose axis spans one point, or whose y-range is set by one trace's outlier; an axis with more tick labels than
 a reader can tell apart, as drawn or at any step of a slider (issue 30.6); a time in prose that the table under it
-does not bear out (issue 30.7).
+does not bear out; test or training errors as fractions where the book writes % (issue 30.7).
 """
 from __future__ import annotations
 
@@ -254,9 +254,30 @@ def times_the_table_denies(html: str) -> list[str]:
     return out
 
 
+ERROR_HEAD = re.compile(r"\b(?:test|train(?:ing)?)\b[^|]*\berr(?:or)?\b", re.I)
+
+
+def errors_as_fractions(html: str) -> list[str]:
+    """A table column of test or training errors written as fractions (0.590) where the book writes % everywhere
+    else (issue 30.7): its header names no % and every number in it lies in [0, 1]."""
+    out = []
+    for table in _article(_soup(html)).find_all("table"):
+        rows = table.find_all("tr")
+        heads = [c.get_text(" ", strip=True) for c in rows[0].find_all(["th", "td"])] if rows else []
+        for i, head in enumerate(heads):
+            if not ERROR_HEAD.search(head) or "%" in head:
+                continue
+            cells = [r.find_all(["td", "th"]) for r in rows[1:]]
+            texts = [c[i].get_text(strip=True) for c in cells if len(c) == len(heads)]
+            nums = [float(t) for t in texts if re.fullmatch(r"-?\d*\.\d+|\d+", t)]
+            if nums and all(0 <= v <= 1 for v in nums) and not any("%" in t for t in texts):
+                out.append(f"an error column in fractions, not %: {head!r} ({texts[0]}, ...)")
+    return out
+
+
 def findings(page: Path) -> list[str]:
     html = page.read_text(encoding="utf-8")
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html) + machine_paths(html)
             + warnings_in_outputs(html) + cut_short_cells(html) + bad_panels(html) + crowded_axes(html)
-            + times_the_table_denies(html))
+            + times_the_table_denies(html) + errors_as_fractions(html))
 

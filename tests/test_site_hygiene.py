@@ -64,6 +64,10 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
      "T4)</p>" + RUNS,  # 06_ablations, issue 30.7: 0.7 min above runs of 156 and 158 s
      "<p>(ResNet-20, 150 steps, 2.7 min for its 2 runs together, at 1 thread) and ~1.6 min on a T4</p>" + RUNS
      + "<h2>next</h2><p>0.7 min timed alone at 2 threads (a 2-core AMD EPYC, 2026-12-02)</p>" + RUNS),
+    ("errors_as_fractions", "<table><tr><th>run</th><th>train error</th><th>test error</th></tr><tr><td>plain-d50</td>"
+     "<td>0.412</td><td>0.590</td></tr></table>",  # 06_ablations, issue 30.7
+     "<table><tr><th>run</th><th>test error</th><th>relative error</th></tr><tr><td>plain-d50</td><td>59.0 %</td>"
+     "<td>0.12</td></tr></table><table><tr><th>test error %</th></tr><tr><td>0.59</td></tr></table>"),
     ("bad_panels", FIGURE.format(data='[{"x": [1, 2], "y": [35, 20], "name": "relu_before_add"}, '
                                       '{"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, 1.9]}]', axis=""),
      FIGURE.format(data='[{"x": [1, 2], "y": [35, 20]}, {"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, '
