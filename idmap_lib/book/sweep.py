@@ -13,7 +13,7 @@ from .cpu_scale import PROBE
 # the order the sweep trains them in: the claims each CPU hour settles soonest first (Paper B's ResNet-32 and
 # WRN-28-1 runs are the same training at both CPU scales: recorded already). Table 2's ResNet-110 units settle
 # three claims, Fig 6's with the probe's runs; Table 1's identity claim comes last: it has a verdict once any one
-# of its parts is contradicted, which Table 1's other runs settle first; then the two new seeds of our lr-jump claim
+# of its parts is contradicted, which Table 1's other runs settle first; then our lr-jump claim's runs at the lr-jump probe
 SWEEP_ORDER = ("b_gated_resnet32_better", "b_resnet32_k_decay_worse", "b_gated_wrn_better", "b_wrn_k_decay_worse",
                "fig6_bn_after_add_slow_start", "t2_full_preact_best", "t2_bn_after_add_worst", "t1_gating_bias",
                "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start", "t3_preact_1layer_skip",

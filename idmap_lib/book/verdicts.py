@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..engine import recipes
 from . import claims, paper_numbers
 from .metrics import AT_CHANCE, METRIC_WORDS, PERCENT, ended_at_chance, shown_as
-from .rule import ABOUT, ALL_SEEDS, NEEDS_FULL, VERDICTS, tests_in_words
+from .rule import ABOUT, ALL_SEEDS, NEEDS_FULL, SEEDS, VERDICTS, tests_in_words
 from .runs import seed_runs
 from .tables import VERDICT_COLOURS, drop_if_empty, num
 
@@ -26,7 +26,8 @@ def _evidence(test, res, same_a=False) -> str:
     n = {k: num(unit * res[k], fmt) for k in ("mean_a", "sd_a", "mean_b", "sd_b", "d", "lo", "hi")}
     head = "" if same_a else f"{a} {n['mean_a']} ± {n['sd_a']} "
     short = f"after {res['steps']} steps: " if res.get("short_run") and res.get("steps") else ""
-    return f"{short}{head}vs {b} {n['mean_b']} ± {n['sd_b']}; d = {n['d']} [{n['lo']}, {n['hi']}]"
+    seeds = "" if tuple(res["n"]) == (len(SEEDS),) * 2 else " ({} vs {} seeds)".format(*res["n"])
+    return f"{short}{head}vs {b} {n['mean_b']} ± {n['sd_b']}; d = {n['d']} [{n['lo']}, {n['hi']}]{seeds}"
 
 
 def _not_trained(test, res) -> str:
@@ -154,9 +155,23 @@ def claims_table(keys=None, scale=None, results_dir=None):
     return df
 
 
+def _at(claim, scale, results_dir) -> str:
+    """A claim's verdict at `scale`; for one it cannot test there, where its short run's intervals of *a better than b*
+    lie (data, not a verdict)."""
+    v = claims.evaluate(claim, scale, results_dir)
+    short = [r for t, r in v.parts if r.get("short_run") and "d" in r and t.kind == "better"]
+    if v.verdict != NEEDS_FULL or not short:
+        return v.verdict
+    where = {"above 0": sum(r["lo"] > 0 for r in short), "across 0": sum(r["lo"] <= 0 <= r["hi"] for r in short),
+             "below 0": sum(r["hi"] < 0 for r in short)}
+    return f"{v.verdict} (after {short[0]['steps']} steps, intervals: " + \
+        ", ".join(f"{k} {w}" for w, k in where.items() if k) + ")"
+
+
 def verdict_changes(keys, before="cpu_step_warmup", after="cpu", results_dir=None):
-    """The claims' verdicts read at two scales by today's rule, side by side, with what drove a change where it
-    can be measured: the compared runs whose number of seeds at chance differs between the two scales."""
+    """The claims' verdicts read at two scales by today's rule, side by side (for a claim neither can test, where
+    the short run's intervals lie: data, not a verdict), with what drove a change where it can be measured: the
+    compared runs whose number of seeds at chance differs between the two scales."""
     import pandas as pd
 
     rows = []
@@ -170,8 +185,8 @@ def verdict_changes(keys, before="cpu_step_warmup", after="cpu", results_dir=Non
 
         moved = [f"{v}: {seeds(before, v)} seeds → {seeds(after, v)}" for v in sorted(set(counts[before]) | set(counts[after]))
                  if counts[before].get(v, (0,))[0] != counts[after].get(v, (0,))[0]]
-        rows.append({"claim": k, recipes.SCALE_WORDS[before]: claims.evaluate(c, before, results_dir).verdict,
-                     recipes.SCALE_WORDS[after]: claims.evaluate(c, after, results_dir).verdict,
+        rows.append({"claim": k, recipes.SCALE_WORDS[before]: _at(c, before, results_dir),
+                     recipes.SCALE_WORDS[after]: _at(c, after, results_dir),
                      f"runs at chance ({recipes.SCALE_WORDS[before]} → {recipes.SCALE_WORDS[after]}), where they differ":
                          "; ".join(moved) or "the same"})
     return pd.DataFrame(rows).set_index("claim")
