@@ -23,11 +23,11 @@ from .log_axes import log_range, log_ticks
 FONT_PX = 13
 THEORY_LAYOUT = dict(
     font=dict(size=FONT_PX),
-    title=dict(font=dict(size=FONT_PX + 2), x=0, xanchor="left", xref="paper", y=0.99, yanchor="top",
-               yref="container"),
+    title=dict(font=dict(size=FONT_PX + 2), x=0, xanchor="left", xref="paper", y=1, yanchor="top",
+               yref="container", pad=dict(t=30)),  # below plotly's toolbar, which a tap shows on a phone
     legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom", font=dict(size=FONT_PX),
                 bgcolor="rgba(255,255,255,0.85)"),
-    margin=dict(l=64, r=16, t=96, b=56),  # the title, then a legend of up to three rows (a phone)
+    margin=dict(l=64, r=16, t=118, b=56),  # the toolbar, the title, then a legend of up to three rows (a phone)
 )
 BLUE, RED = "#1f77b4", "#d62728"
 
