@@ -149,7 +149,9 @@ def test_measured_records_once_and_reads_it_back(tmp_path, monkeypatch):
 
 def _fake(out_dir, spec, values):
     from idmap_lib.engine.results import config_hash, save_result
-    save_result({"config": spec, "config_hash": config_hash(spec), "values": values}, out_dir)
+    save_result({"config": spec, "config_hash": config_hash(spec), "values": values, "wall_s": 1.0,
+                 "hardware": {"cpu": "test", "torch_threads": 1}, "versions": {"torch": "test"},
+                 "date": "2026-01-01T00:00:00+00:00"}, out_dir)
 
 
 def test_evaluate_applies_the_rule_to_per_seed_values(tmp_path):
@@ -166,3 +168,40 @@ def test_evaluate_applies_the_rule_to_per_seed_values(tmp_path):
 
 def test_spread_metric():
     assert mech._spread([[1.0, 10.0], [2.0, None]]) == pytest.approx(1.0)
+
+
+def _fake_records(out_dir):
+    """Made-up records of every measurement, with known numbers (figures and summaries read only records)."""
+    for s in mech.SEEDS:
+        for lam in mech.LAMS:
+            L = 4
+            _fake(out_dir, mech.forward_spec(lam, s), {
+                "rms": [1.0 + s] * (L + 1), "log10_share": [(L - l) * math.log10(lam) for l in range(L + 1)],
+                "branch_ratio": [0.5] * L, "log10_grad_ratio": [(L - l) * 0.1 for l in range(L + 1)]})
+        for depth in mech.DEPTHS:
+            for unit in mech.UNITS:
+                neg = [0.25, 0.5, 0.75] if unit == "original" else [None] * 3
+                fwd = [{"step": t, "lr": 0.01, "weight_input_std": [[1.0, 2.0], [4.0, 1.0], [1.0, 1.0]],
+                        "negative_fraction": neg, "fc_input_std": 1.0, "logits_std": 2.0} for t in mech.AT[depth]]
+                _fake(out_dir, mech.training_spec(depth, unit, s), {"forwards": fwd})
+
+
+def test_summaries_and_figures_read_the_records(tmp_path):
+    from idmap_lib.book import mechanism_figures as mf
+
+    assert mf.forward_figure(out_dir=tmp_path) is None and mf.truncation_figure(out_dir=tmp_path) is None
+    _fake_records(tmp_path)
+    fwd = mf.forward_summary(out_dir=tmp_path)
+    assert fwd[0.5][2]["rms_L"] == 3.0 and fwd[0.5][0]["log10_share_x0"] == pytest.approx(4 * math.log10(0.5))
+    w = mf.weight_input_summary(out_dir=tmp_path)[("original", 110)][0]["steps"][0]
+    assert w["spread"] == pytest.approx(math.log10(4)) and (w["first_0"], w["first_L"]) == (1.0, 1.0)
+    t = mf.truncation_summary(out_dir=tmp_path)[1001][1][0]
+    assert (t["mean"], t["first_third"], t["last_third"]) == (0.5, 0.25, 0.75)
+    assert mf.over_seeds(mf.truncation_summary(out_dir=tmp_path)[110], "mean", step=0) == [0.5] * 3
+    # the gain model: g_l^2 = λ^2 + c^2 r_l^2 with r_l = λ * 0.5 and a gain of 10^0.1 a unit
+    c2 = mf.gain_fit(out_dir=tmp_path)[0.9][0]["c2"]
+    assert 0.9 ** 2 + c2 * (0.9 * 0.5) ** 2 == pytest.approx(10 ** 0.2, rel=1e-9)
+    for f in (mf.forward_figure, mf.weight_input_figure, mf.truncation_figure):
+        assert f(out_dir=tmp_path).data
+    assert set(mf.verdicts(out_dir=tmp_path)) == {c["key"] for c in mech.MECHANISM_CLAIMS}
+    assert len(mf.claims_table(out_dir=tmp_path)) == len(mech.MECHANISM_CLAIMS)

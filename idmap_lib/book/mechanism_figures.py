@@ -12,6 +12,7 @@ import math
 import statistics
 
 from . import mechanisms as mech
+from .log_axes import log_range
 from .rule import SEEDS
 
 COLOURS = {"original": "#d62728", "relu_preact": "#ff7f0e", "full_preact": "#1f77b4",
@@ -118,7 +119,7 @@ def _caption(records) -> str:
     r = records[0]
     hw = r["hardware"]
     return (f"Recorded {min(x['date'] for x in records)[:10]} on {hw['cpu']} ({hw['torch_threads']} thread), "
-            f"torch {r['versions']['torch']}; seeds {', '.join(str(x['config']['seed']) for x in records)}.")
+            f"torch {r['versions']['torch']}; seeds {', '.join(str(s) for s in sorted({x['config']['seed'] for x in records}))}.")
 
 
 def forward_figure(seeds=SEEDS, out_dir=None):
@@ -128,8 +129,8 @@ def forward_figure(seeds=SEEDS, out_dir=None):
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12, subplot_titles=(
-        "signal: rms of x_l", "share of x_L carried by λ^(L−l) x_l",
-        "branch beside shortcut: ‖F(x_l)‖ / ‖λ x_l‖", "gradient: ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖"))
+        "signal: rms of x_l (λ > 1 runs off the top)", "share of x_L carried by λ^(L−l) x_l",
+        "branch beside shortcut: ‖F(x_l)‖ / ‖λ x_l‖ (λ > 1: off the bottom)", "gradient: ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖"))
     every = []
     for lam in mech.LAMS:
         for n, r in enumerate(_forward(lam, seeds, out_dir)):
@@ -145,6 +146,9 @@ def forward_figure(seeds=SEEDS, out_dir=None):
     if not every:
         return None
     fig.update_yaxes(type="log", exponentformat="power")
+    for row, key in ((1, "rms"), (2, "branch_ratio")):  # λ > 1 runs off these two: the range shows λ <= 1
+        kept = [y for r in every if r["config"]["network"]["lam"] <= 1 for y in r["values"][key]]
+        fig.update_yaxes(range=log_range(kept), row=row, col=1)
     fig.update_xaxes(title_text="unit l (x_L: l = 1000)")
     fig.update_layout(height=720, font=FONT, legend={"x": 0.01, "y": 0.99, "bgcolor": "rgba(255,255,255,0.7)"},
                       margin={"t": 60, "b": 90},
@@ -178,17 +182,23 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
                     ys = [_gmean([max(s[k][1:]) for s in stds]) for k in range(len(stds[0]))]
                 what = "1st weight layer" if which == 0 else "other weight layers (largest)"
                 fig.add_trace(go.Scatter(y=ys, mode="lines", line={"color": COLOURS[unit], "dash": dash, "width": 2},
-                                         name=f"{UNIT_WORDS[unit]}: {what}, step {step}", legendgroup=f"{unit}{dash}",
-                                         showlegend=col == 1), 1, col)
+                                         name=UNIT_WORDS[unit], legendgroup=unit, showlegend=col == 1 and dash == "solid",
+                                         hovertemplate=f"{UNIT_WORDS[unit]}, {what}, step {step}<br>unit %{{x}}: "
+                                                       "%{y:.3g}<extra></extra>"), 1, col)
     if not every:
         return None
     fig.update_yaxes(type="log", title_text="std of the weight layer's input", col=1)
     fig.update_yaxes(type="log")
     fig.update_xaxes(title_text="unit l")
-    fig.update_layout(height=620, font=FONT, legend={"orientation": "h", "y": -0.25, "font": {"size": 12}},
-                      margin={"b": 200}, annotations=list(fig.layout.annotations) + [
-                          dict(text=_caption(every), x=0, y=-0.62, xref="paper", yref="paper", showarrow=False,
-                               font={"size": 12})])
+    key = ("solid: each unit's 1st weight layer at init; dotted: its other weight layers (largest), at init;<br>"
+           "dashed: the 1st weight layer in the last forward recorded (steps "
+           + ", ".join(f"{step} at ResNet-{d}" for d, step in sorted(
+               {r["config"]["recipe"]["model"]["kwargs"]["depth"]: r["values"]["forwards"][-1]["step"]
+                for r in every}.items())) + ")")
+    fig.update_layout(height=600, font=FONT, legend={"orientation": "h", "y": -0.2, "font": {"size": 13}},
+                      margin={"b": 170}, annotations=list(fig.layout.annotations) + [
+                          dict(text=t, x=0, y=y, xref="paper", yref="paper", showarrow=False, xanchor="left",
+                               font={"size": 12}) for t, y in ((key, -0.38), (_caption(every), -0.48))])
     return fig
 
 
