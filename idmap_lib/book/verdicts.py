@@ -288,9 +288,9 @@ def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=N
                    + ", ".join(own) + ".")
     if schedule:
         out.append("Ended at chance **at this scale only**: " + ", ".join(schedule) + ". The paper trains these "
-                   "to a low error, so this is the short run's kind of failure, not the paper's: a test of final "
-                   "errors then reads it as a worse end. What happened to each seed at the lr change is said "
-                   "below the curves.")
+                   "to a low error, so this is the short run's kind of failure, not the paper's: such a run did not "
+                   "train and is no evidence, so every comparison leaves it out (the claims table counts it, under "
+                   "*did not train*). What happened to each seed at the lr change is said below the curves.")
     if out:  # what "at chance" means here: the training loss, not the test error
         out.append(f"*At chance*: the run diverged, or its final training loss is within {100 * (1 - AT_CHANCE):.0f} % "
                    "of ln C (C classes), where it began; a run can learn its training data and still test near "
