@@ -89,7 +89,7 @@ def test_watch_sees_each_weight_layer_input_and_y_l():
         assert snap["weight_input_std"][k][j] == pytest.approx(float(t.std(correction=0)), rel=1e-6)
     for k, y in ys.items():
         assert snap["negative_fraction"][k] == pytest.approx(float((y < 0).double().mean()))
-    assert snap["logits_std"] == pytest.approx(float(model(x).std(correction=0)), rel=1e-5)
+    assert snap["logits_std"] == pytest.approx(float(model(x).detach().std(correction=0)), rel=1e-5)
     assert all(not layer._forward_pre_hooks for u in units for layer in weight_layers(u))  # removed
 
 
