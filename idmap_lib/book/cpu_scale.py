@@ -56,7 +56,8 @@ def probe_note(results_dir=None) -> str:
     step, ramp = (scale_probe(s, results_dir, ALL_SEEDS) for s in SCALES)
     return (f"With the step warm-up the rule **{_holds(step)}**; with the ramp it "
             f"**{_holds(ramp)}**. The claims below are read at the CPU scale with the ramp; the step warm-up's "
-            f"runs stay recorded, and chapter 8 tests what they show: which unit tolerates the jump.")
+            f"runs stay recorded as the lr-jump probe, and chapter 8 tests what they show: which unit tolerates the "
+            f"jump.")
 
 
 def inside_ramp(scale="cpu", results_dir=None) -> dict:
