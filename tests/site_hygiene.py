@@ -6,7 +6,8 @@ Classes: a link to a file or anchor the site does not have; raw Markdown table t
 build machine's paths; warnings or stderr in outputs; values cut short in tables ("...", JSON cut off); a figure
 panel whose axis spans one point, or whose y-range is set by one trace's outlier; an axis with more tick labels than
 a reader can tell apart, as drawn or at any step of a slider (issue 30.6); a time in prose that the table under it
-does not bear out; test or training errors as fractions where the book writes % (issue 30.7).
+does not bear out; test or training errors as fractions where the book writes % (issue 30.7). ``small_fonts`` and
+``legends_beside`` (issue 30.5) are checked on the theory chapters' pages by their own test.
 """
 from __future__ import annotations
 
@@ -251,6 +252,47 @@ def times_the_table_denies(html: str) -> list[str]:
                                f"{', '.join(f'{v:.0f}' for v in secs)} s")
         elif not el.find_parent("table"):
             said += list(_cpu_minutes(el.get_text(" ", strip=True)))
+    return out
+
+
+LEAST_FONT = 12  # px: issue 30.5
+
+
+def _font_sizes(node, where=""):
+    """(where, size) of every font size set in a plotly layout (its fonts, tick fonts, legend, slider, annotations)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "size" and "font" in where.rsplit(".", 1)[-1] and isinstance(v, (int, float)):
+                yield where, v
+            else:
+                yield from _font_sizes(v, f"{where}.{k}" if where else k)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _font_sizes(v, f"{where}[{i}]")
+
+
+def small_fonts(html: str, least: int = LEAST_FONT) -> list[str]:
+    """Text in a plotly figure set smaller than `least` px (its layout's fonts; plotly's default is 12)."""
+    out = []
+    for data, layout in figures(html):
+        title = ((layout.get("title") or {}).get("text") or "a figure").split("<br>")[0]
+        out += [f"{title}: {where} is {size:g} px (at least {least})" for where, size in _font_sizes(layout)
+                if size < least and "template" not in where]
+    return out
+
+
+def legends_beside(html: str) -> list[str]:
+    """Figures whose legend stands beside the plot, right of it (plotly's default): on a phone it squeezes the plot
+    or is cut off (chapter 4's, issue 30.5). A legend above, below or inside the plot is fine."""
+    out = []
+    for data, layout in figures(html):
+        shown = [t for t in data if t.get("showlegend", True) and t.get("name")]
+        legend = layout.get("legend") or {}
+        if layout.get("showlegend") is False or len(shown) < 2 or legend.get("orientation") == "h":
+            continue
+        if legend.get("x", 1.02) > 1:
+            title = ((layout.get("title") or {}).get("text") or "a figure").split("<br>")[0]
+            out.append(f"{title}: its legend stands right of the plot (x = {legend.get('x', 1.02)})")
     return out
 
 

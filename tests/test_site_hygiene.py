@@ -1,5 +1,6 @@
 """Every built page is free of what hurts a reader (tests/site_hygiene.py), and each check catches its class when
 one is planted."""
+import os
 import re
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import pytest
 
 import site_hygiene as h
 
-SITE = Path(__file__).resolve().parents[1] / "_build" / "html"
+SITE = Path(os.environ.get("IDMAP_SITE_DIR", Path(__file__).resolve().parents[1] / "_build" / "html"))  # or a scratch build
 
 
 def pages():
@@ -68,6 +69,12 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
      "<td>0.412</td><td>0.590</td></tr></table>",  # 06_ablations, issue 30.7
      "<table><tr><th>run</th><th>test error</th><th>relative error</th></tr><tr><td>plain-d50</td><td>59.0 %</td>"
      "<td>0.12</td></tr></table><table><tr><th>test error %</th></tr><tr><td>0.59</td></tr></table>"),
+    ("small_fonts", FIGURE.format(data=SPAN, axis=', "legend": {"font": {"size": 11}}'),  # gate_figures' legends
+     FIGURE.format(data=SPAN, axis=', "font": {"size": 13}, "template": {"layout": {"font": {"size": 10}}}')),
+    ("legends_beside", FIGURE.format(data='[{"y": [1, 2], "name": "ResNet-110"}, {"y": [2, 1], "name": "ResNet-1001"}]',
+                                     axis=""),  # chapter 4's, cut off on a phone
+     FIGURE.format(data='[{"y": [1, 2], "name": "ResNet-110"}, {"y": [2, 1], "name": "ResNet-1001"}]',
+                   axis=', "legend": {"orientation": "h", "y": 1.02}')),
     ("bad_panels", FIGURE.format(data='[{"x": [1, 2], "y": [35, 20], "name": "relu_before_add"}, '
                                       '{"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, 1.9]}]', axis=""),
      FIGURE.format(data='[{"x": [1, 2], "y": [35, 20]}, {"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, '
@@ -186,3 +193,32 @@ def test_the_slider_figures_say_what_is_wrong_with_their_input():
         slider_figures.depth_slider({10: np.ones(11)}, {20: np.ones(21)})
     with pytest.raises(ValueError, match="shows nothing in row 1"):
         slider_figures.depth_slider({10: np.zeros(11)}, {10: np.zeros(11)})  # nothing to draw on a log axis
+
+
+THEORY_PAGES = ("02_propagation.html", "03_scaled_shortcuts.html", "04_relu_truncation.html")
+
+
+@pytest.mark.parametrize("name", THEORY_PAGES)
+def test_the_theory_chapters_figures_are_readable(name):
+    """Issue 30.5, chapters 2-4: every figure's fonts 12 px or more, its legend above the plot (not beside it, where
+    a phone squeezes or cuts it), and no crowded axis at any slider step."""
+    if not (SITE / name).is_file():
+        pytest.skip("the book is not built")
+    html = (SITE / name).read_text(encoding="utf-8")
+    assert h.figures(html), f"{name} has no plotly figure"
+    found = h.small_fonts(html) + h.legends_beside(html) + h.crowded_axes(html)
+    assert not found, "\n".join(found)
+
+
+def test_the_theory_layout_is_readable():
+    """The layout chapters 2-4 give their figures (slider_figures.THEORY_LAYOUT) passes the same checks."""
+    import plotly.graph_objects as go
+
+    from idmap_lib import book
+    from idmap_lib.book import slider_figures
+    fig = go.Figure([go.Scatter(y=[1, 2], name="a"), go.Scatter(y=[2, 1], name="b")])
+    fig.update_layout(slider_figures.THEORY_LAYOUT, title_text="t")
+    figs = [fig, *_sliders()]
+    for f in figs:
+        html = book._book_renderer().to_mimebundle(f.to_dict())["text/html"]
+        assert not h.small_fonts(html) + h.legends_beside(html), h.small_fonts(html) + h.legends_beside(html)
