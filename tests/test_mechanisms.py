@@ -205,3 +205,19 @@ def test_summaries_and_figures_read_the_records(tmp_path):
         assert f(out_dir=tmp_path).data
     assert set(mf.verdicts(out_dir=tmp_path)) == {c["key"] for c in mech.MECHANISM_CLAIMS}
     assert len(mf.claims_table(out_dir=tmp_path)) == len(mech.MECHANISM_CLAIMS)
+
+
+def test_metrics_read_the_right_entry(tmp_path):
+    """Each claim metric on a record whose entries all differ."""
+    fwd = {"values": {"log10_share": [-5.0, -1.0, 0.0], "branch_ratio": [10.0, 100.0],
+                      "log10_grad_ratio": [3.0, 1.0, 0.0]}}
+    assert [mech.METRICS[k](fwd) for k in ("log10_share_x0", "log10_branch_ratio_last", "log10_grad_ratio_0")] == \
+        [-5.0, 2.0, 3.0]
+    steps = [{"step": t, "weight_input_std": [[1.0, 10.0 ** (t + 1)]], "negative_fraction": [t / 100, t / 50]}
+             for t in mech.AT[1001]]
+    tr = {"values": {"forwards": steps}}
+    assert mech.METRICS["input_std_spread_init"](tr) == pytest.approx(1.0)
+    assert mech.METRICS["input_std_spread_last"](tr) == pytest.approx(mech.AT[1001][-1] + 1)
+    assert mech.METRICS["truncation_mean"](tr) == pytest.approx(1.5 * mech.TRUNCATION_STEP / 100)
+    from idmap_lib.book import mechanism_figures as mf
+    assert (mf.span([0.5, 0.25]), mf.span([1.0, 1.0])) == ("0.25 to 0.5", "1")

@@ -248,3 +248,9 @@ def gain_fit(seeds=SEEDS, out_dir=None) -> dict:
             out.setdefault(lam, {})[r["config"]["seed"]] = {"c2": (lo + hi) / 2,
                                                            "per_unit_gain": 10 ** (target / len(r2))}
     return out
+
+
+def span(values, fmt=".2g") -> str:
+    """'a to b' over `values` (seeds, say) in `fmt`, or one value where they print alike."""
+    lo, hi = (format(f(values), fmt) for f in (min, max))
+    return lo if lo == hi else f"{lo} to {hi}"
