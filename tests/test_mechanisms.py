@@ -205,6 +205,7 @@ def test_summaries_and_figures_read_the_records(tmp_path):
         assert f(out_dir=tmp_path).data
     assert set(mf.verdicts(out_dir=tmp_path)) == {c["key"] for c in mech.MECHANISM_CLAIMS}
     assert len(mf.claims_table(out_dir=tmp_path)) == len(mech.MECHANISM_CLAIMS)
+    assert list(mf.claims_table(["m_truncation_grows_with_depth"], out_dir=tmp_path)["verdict"]) == ["inconclusive"]  # equal sides
 
 
 def test_metrics_read_the_right_entry(tmp_path):
@@ -220,4 +221,5 @@ def test_metrics_read_the_right_entry(tmp_path):
     assert mech.METRICS["input_std_spread_last"](tr) == pytest.approx(mech.AT[1001][-1] + 1)
     assert mech.METRICS["truncation_mean"](tr) == pytest.approx(1.5 * mech.TRUNCATION_STEP / 100)
     from idmap_lib.book import mechanism_figures as mf
-    assert (mf.span([0.5, 0.25]), mf.span([1.0, 1.0])) == ("0.25 to 0.5", "1")
+    assert (mf.span([0.5, 0.25]), mf.span([1.0, 1.0])) == ("0.25–0.5", "1")
+    assert mf.span([-46.1, -45.2], ".0f", tens=True) == "$10^{-46}$ to $10^{-45}$"

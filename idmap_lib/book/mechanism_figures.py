@@ -71,7 +71,7 @@ def weight_input_summary(seeds=SEEDS, out_dir=None) -> dict:
 
 def truncation_summary(seeds=SEEDS, out_dir=None) -> dict:
     """Per depth, per seed, per recorded step: the mean over units of the fraction of y_l < 0 in the original unit,
-    and the same mean over the first and the last third of the units."""
+    the same mean over the first and the last third of the units, the first unit's and the largest."""
     out = {}
     for depth in mech.DEPTHS:
         for r in _training("original", depth, seeds, out_dir):
@@ -80,7 +80,8 @@ def truncation_summary(seeds=SEEDS, out_dir=None) -> dict:
                 neg = f["negative_fraction"]
                 third = max(len(neg) // 3, 1)
                 per[f["step"]] = {"mean": statistics.fmean(neg), "first_third": statistics.fmean(neg[:third]),
-                                  "last_third": statistics.fmean(neg[-third:])}
+                                  "last_third": statistics.fmean(neg[-third:]), "first_unit": neg[0],
+                                  "max": max(neg)}
             out.setdefault(depth, {})[r["config"]["seed"]] = per
     return out
 
@@ -95,12 +96,15 @@ def over_seeds(per_seed: dict, key, step=None) -> list[float]:
     return vals
 
 
-def claims_table(seeds=SEEDS, out_dir=None):
-    """One row per mechanism claim: chapter, the claim's words, its verdict, and each part's d [lo, hi]."""
+def claims_table(keys=None, seeds=SEEDS, out_dir=None):
+    """One row per mechanism claim (those of `keys`, default all): chapter, the claim's words, its verdict, and each
+    part's d [lo, hi]."""
     import pandas as pd
 
     rows = []
     for c in mech.MECHANISM_CLAIMS:
+        if keys is not None and c["key"] not in keys:
+            continue
         res = mech.evaluate(c, seeds, out_dir)
         parts = "; ".join(f"{t.a} vs {t.b} ({t.metric}): " + (f"d = {r['d']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]"
                                                                 if "d" in r else r["verdict"])
@@ -250,7 +254,10 @@ def gain_fit(seeds=SEEDS, out_dir=None) -> dict:
     return out
 
 
-def span(values, fmt=".2g") -> str:
-    """'a to b' over `values` (seeds, say) in `fmt`, or one value where they print alike."""
+def span(values, fmt=".2g", tens=False) -> str:
+    """'a–b' over `values` (seeds, say) in `fmt`, or one value where they print alike; `tens`: the values are
+    log10s, printed as powers of ten in inline math ('$10^{-46}$ to $10^{-45}$')."""
     lo, hi = (format(f(values), fmt) for f in (min, max))
-    return lo if lo == hi else f"{lo} to {hi}"
+    if tens:
+        lo, hi = f"$10^{{{lo}}}$", f"$10^{{{hi}}}$"
+    return lo if lo == hi else f"{lo} to {hi}" if tens else f"{lo}–{hi}"
