@@ -14,10 +14,10 @@ from idmap_lib.engine.recipes import lr_at, step_schedule
 from idmap_lib.engine.results import config_hash, provenance, training_hash
 from support import SHARED, tiny_mnist as tiny
 
-RESULT_KEYS = {"config", "config_hash", "training_hash", "status", "fail", "final", "history", "seed", "dataset_source", "precision",
+RESULT_KEYS = {"config", "config_hash", "training_hash", "status", "fail", "final", "history", "first_steps", "seed", "dataset_source", "precision",
                "channels_last", "compiled", "cuda_graph", "deterministic"}
 CHECKPOINT_KEYS = {"format", "config", "config_hash", "world_size", "device_type", "precision", "step", "model",
-                   "optimizer", "scheduler", "scaler", "rng", "data", "acc", "history", "elapsed", "status", "fail", "moves"}
+                   "optimizer", "scheduler", "scaler", "rng", "data", "acc", "first", "history", "elapsed", "status", "fail", "moves"}
 
 
 def quiet(cfg, mnist, **kw):
@@ -61,7 +61,9 @@ def test_a_stopped_run_says_where_it_stopped_and_its_checkpoint_holds_the_whole_
     r = quiet(cfg, mnist, checkpoint_dir=tmp_path, max_steps=6)
     ck_path = tmp_path / f"{cfg['experiment']}__{cfg['variant']}__{cfg['scale']}__s0.pt"
     assert r == {"status": "stopped", "step": 6, "config": cfg, "config_hash": config_hash(cfg),
-                 "history": r["history"], "checkpoint": str(ck_path)}
+                 "history": r["history"], "checkpoint": str(ck_path), "first_steps": r["first_steps"],
+                 "precision": r["precision"], **provenance(torch.device("cpu"), 1) | {"date": r["date"]}}
+    assert len(r["first_steps"]) == 6  # (where it was trained and its first steps: what the spot check compares)
     assert [h["step"] for h in r["history"]["train"]] == [3, 6]
     ck = torch.load(ck_path, weights_only=True)
     assert set(ck) == CHECKPOINT_KEYS

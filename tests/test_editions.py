@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from idmap_lib.checks import ablations, batch, editions, student
+from idmap_lib.engine import results
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -160,7 +161,9 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path, monke
     """The LMS path for the ablations: a zip with the notebook and the student's own recorded runs is graded by
     the autograder without training; predictions and explanations land in the CSV as text. The same notebook
     with the book's recorded runs copied in (every clone has them) does not pass; without runs it is 'runs
-    missing', and nothing trains."""
+    missing'. A classmate's whole submission copied with its explanations rewritten is flagged 'same runs as';
+    runs forged with another seed (the hash recomputed, the seed file edited) fail the spot check, which trains
+    only the first steps of two runs again; an honest student's pass it."""
     import time
     made = dist["ablations"]
     (tmp_path / "nb").mkdir()
@@ -176,6 +179,26 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path, monke
     subs.mkdir()
     others.mkdir()
     _submission_zip(solved, subs / "ada.zip", own)  # (ada trained at the quick scale: graded at it)
+    copied = tmp_path / "copied" / "ablations.ipynb"   # cora: ada's notebook and runs, her own explanations
+    copied.parent.mkdir()
+    nb_copy = json.loads(solved.read_text())
+    for c in nb_copy["cells"]:
+        if "".join(c["source"]).startswith("explanation_scaling ="):
+            c["source"] = 'explanation_scaling = """Rewritten so that it looks like mine."""'
+    copied.write_text(json.dumps(nb_copy))
+    _submission_zip(copied, subs / "cora.zip", own)
+    forged = tmp_path / "forged" / "idmap_runs"        # fred: ada's runs relabelled with his own seed
+    forged.mkdir(parents=True)
+    for p in own:
+        if p.suffix != ".json":
+            if p.name == "seed.txt":
+                (forged / p.name).write_text("4242\n")
+            continue
+        r = json.loads(p.read_text())
+        r["config"]["seed"] = r["seed"] = 4242
+        r["config_hash"] = results.config_hash(r["config"])
+        results.result_path(r["config"], forged).write_text(json.dumps(r))  # named by its new hash, as looked up
+    _submission_zip(solved, subs / "fred.zip", sorted(forged.iterdir()))
     _submission_zip(solved, others / "bea.zip", ablations.BOOK_RUNS.glob("*__s0__*.json"))  # the book's, copied
     _submission_zip(solved, others / "ben.zip", [])                                        # no runs at all
     t0 = time.perf_counter()
@@ -184,13 +207,17 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path, monke
     rows.update({r["student"]: r for r in batch.grade_folder(subs, made["autograder"], tmp_path / "grades.csv")})
     row = rows["ada"]
     assert row["total"] == row["possible"] == len(ablations.ABLATIONS), row
+    assert "does NOT" not in row["spot check"] and row["spot check"].count("reproduces (") == 2, row["spot check"]
+    assert (row["flag"], rows["cora"]["flag"]) == ("same runs as cora, fred", "same runs as ada, fred")
+    assert rows["fred"]["total"] < rows["fred"]["possible"] and "does NOT reproduce" in rows["fred"]["spot check"]
+    assert "same machine kind" in rows["fred"]["spot check"], rows["fred"]["spot check"]
     assert row["explanation_scaling"] == "My own words about what happened."
     assert row["prediction_scaling"].startswith("The scaled net")
     assert {f"prediction_{t}" for t in ("gate_bias", "bn", "plain", "k_depth", "prune")} <= set(row)
     feedback = {w: [v for k, v in rows[w].items() if k.endswith(": feedback")] for w in ("bea", "ben")}
     assert rows["bea"]["total"] == 0 and all("not yours" in v for v in feedback["bea"]), rows["bea"]
     assert rows["ben"]["total"] == 0 and all("runs missing" in v for v in feedback["ben"]), rows["ben"]
-    assert time.perf_counter() - t0 < 300  # three notebooks graded, nothing trained
+    assert time.perf_counter() - t0 < 400  # five notebooks graded, only the spot check's first steps trained
 
 
 def test_instructor_guide_is_computed():

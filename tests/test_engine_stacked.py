@@ -222,7 +222,7 @@ def test_a_stopped_stack_names_its_checkpoint_and_resumes_where_it_stopped(mnist
     assert part == [{"status": "stopped", "step": 8, "config": c, "checkpoint": str(ck)} for c in cfgs]
     state = torch.load(ck, weights_only=True)
     assert set(state) == {"format", "config_hash", "configs", "step", "model", "optimizer", "rng", "data", "acc",
-                          "first_bad", "alive", "history", "status", "fail", "elapsed"}
+                          "first_bad", "alive", "first", "history", "status", "fail", "elapsed"}
     assert (state["format"], state["config_hash"], state["configs"], state["step"]) == (1, group_hash(cfgs), cfgs, 8)
     train_stacked(cfgs, data=mnist, progress=True, checkpoint_dir=tmp_path, resume=True, write_result=False)
     out = capsys.readouterr().out

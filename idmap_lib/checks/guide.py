@@ -305,9 +305,12 @@ def instructor_guide(title=True) -> str:
               "inside the notebook changes nothing. **A spot check** trains the first steps of two of each "
               "submission's runs again from their recorded config and seed (a few seconds each) and compares them "
               "with what the run recorded: a run that does not reproduce (a seed edited, a classmate's run relabelled) "
-              "gets 0 for its exercise, with that reason. It compares the first logged window, so a forged seed "
-              "whose first window happens to lie close to the true one's can pass (`checks/spotcheck.py` gives the "
-              "measured spread). Runs trained on a GPU are not compared on a CPU (the CSV says so).", "",
+              "gets 0 for its exercise, with that reason. It compares the training loss of each of the run's first 8 "
+              "steps: on the machine kind the run was trained on (CPU model, torch version, precision, threads) they "
+              "must agree bit for bit, which no other seed does; on another machine kind bf16 rounds differently, so "
+              "they are compared loosely and the CSV says \"weak test\" (`checks/spotcheck.py` gives the measured "
+              "spread): for the strong test, grade on the machine kind the class trained on. Runs trained on a GPU "
+              "are not compared on a CPU (the CSV says so).", "",
               "**Where it runs.** Linux with bubblewrap: as above. Where bubblewrap cannot run (macOS, a container "
               "without user namespaces) `grade` refuses, and `--no-sandbox` runs the students' code with your "
               "rights (time and memory limits, marks still computed by the grader): only on a machine you can "

@@ -24,6 +24,8 @@ RESULTS_DIR = DEFAULT_ROOT / "results"
 PACKAGE = Path(__file__).resolve().parents[1]  # idmap_lib/: the whole library, every layer
 
 
+FIRST_STEPS = 8  # a result's "first_steps": the training loss of each of its first steps (checks/spotcheck.py)
+
 def canonical(cfg: dict) -> str:
     return json.dumps({k: v for k, v in cfg.items() if k != "why"}, sort_keys=True, separators=(",", ":"))
 

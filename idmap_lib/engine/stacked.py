@@ -26,7 +26,7 @@ from ..models.introspect import gates
 from . import data as data_mod
 from .checkpoint import load_checkpoint, save_checkpoint
 from .recipes import lr_at
-from .results import config_hash, provenance, run_name, save_result, training_hash
+from .results import FIRST_STEPS, config_hash, provenance, run_name, save_result, training_hash
 from .batches import prepare_data
 from .build import build_model
 from .device import format_duration, pick_device
@@ -170,6 +170,7 @@ class _Stack:
         self.acc = torch.zeros(self.R, 3, dtype=torch.float64, device=device)   # loss sum, error sum, count
         self.first_bad = torch.full((self.R,), -1, dtype=torch.long, device=device)
         self.alive = torch.ones(self.R, dtype=torch.bool, device=device)
+        self.first = torch.full((self.R, FIRST_STEPS), math.nan, dtype=torch.float64, device=device)  # first losses
         self.histories = [{"train": [], "test": []} for _ in cfgs]
         self.status, self.fails = ["running"] * self.R, [None] * self.R
         self.step, self.elapsed = 0, 0.0
@@ -195,7 +196,7 @@ class _Stack:
             g.set_state(s)
         self.perm, self.pos = ck["data"]["perm"].to(self.device), ck["data"]["pos"]
         self.acc, self.first_bad = ck["acc"].to(self.device), ck["first_bad"].to(self.device)
-        self.alive = ck["alive"].to(self.device)
+        self.alive, self.first = ck["alive"].to(self.device), ck["first"].to(self.device)
         self.histories, self.status, self.fails = ck["history"], ck["status"], ck["fail"]
         self.step, self.elapsed = ck["step"], ck["elapsed"]
         self._say(f"resumed {self.ckpt} at step {self.step}/{self.total}")
@@ -208,7 +209,8 @@ class _Stack:
             "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
             "rng": {"order": [g.get_state() for g in self.gens]},
             "data": {"perm": self.perm.cpu(), "pos": self.pos}, "acc": self.acc.cpu(),
-            "first_bad": self.first_bad.cpu(), "alive": self.alive.cpu(), "history": self.histories,
+            "first_bad": self.first_bad.cpu(), "alive": self.alive.cpu(), "first": self.first.cpu(),
+            "history": self.histories,
             "status": self.status, "fail": self.fails, "elapsed": self.elapsed})
 
     def train_step(self):
@@ -233,6 +235,8 @@ class _Stack:
             self.acc += torch.stack((l * self.B, err, torch.full_like(l, self.B)), 1)
             bad = ~torch.isfinite(l) & (self.first_bad < 0)
             self.first_bad = torch.where(bad, torch.full_like(self.first_bad, self.step), self.first_bad)
+            if self.step < FIRST_STEPS:
+                self.first[:, self.step] = l
         self.step += 1
 
     @torch.no_grad()
@@ -321,7 +325,8 @@ def _result(st, r, write, out_dir, device, source):
         final["gates_k"] = [float(k.detach()) for k in ks]
     result = {"config": cfg, "config_hash": config_hash(cfg), "training_hash": training_hash(cfg),
               "status": st.status[r], "fail": st.fails[r],
-              "final": final, "history": h, "seed": int(cfg["seed"]), "dataset_source": source,
+              "final": final, "history": h, "first_steps": st.first[r, :min(st.step, FIRST_STEPS)].tolist(),
+              "seed": int(cfg["seed"]), "dataset_source": source,
               "precision": "float32", "channels_last": False, "compiled": False, "cuda_graph": False,
               "deterministic": False,
               "stacked": {"runs": st.R, "with": [run_name(c) for c in st.cfgs],

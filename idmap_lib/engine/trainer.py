@@ -13,8 +13,9 @@ batches.py (the data on the device, batches, evaluation); here one ``Run``, and 
   the graph is captured again when the learning rate changes (4 times in Paper A's schedule); with fp16
   (a T4) too: fused SGD takes GradScaler's scale and found_inf as tensors and skips an overflowing step on the
   device, and GradScaler.update is device-side, so the scaled step has no host sync to break the capture;
-- no host-device sync per step: loss/error sums and the first non-finite step live on the device and
-  are read every ``log_every`` steps;
+- no host-device sync per step: loss/error sums, the first non-finite step and the losses of the first
+  ``FIRST_STEPS`` steps (the result's ``first_steps``, which the batch grader's spot check compares) live on the
+  device and are read every ``log_every`` steps (the first steps at the end);
 - live reporting: a tqdm.auto bar (loss, error, img/s), the device and precision up front, the projected
   time of the whole run after its first steps, and ``on_log(history)`` for the book's curves;
 - divergence is a result: a non-finite loss ends the run with status "fail" and the step (recipes may also
@@ -46,7 +47,7 @@ from .build import build_model, build_optimizer, has_conv  # noqa: E402
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from .device import EngineSettings, amp_dtype, format_duration, pick_device, precision_name  # noqa: E402
 from .recipes import lr_at  # noqa: E402
-from .results import config_hash, find_result, provenance, run_name, save_result, training_hash  # noqa: E402
+from .results import FIRST_STEPS, config_hash, find_result, provenance, run_name, save_result, training_hash  # noqa: E402
 
 GRAPH_WARMUP = 3  # eager steps before the first capture (lazy init of cuDNN/cuBLAS handles, optimizer state)
 
@@ -146,6 +147,9 @@ class Run(GraphedStep):
         # loss sum, error sum, count, first non-finite step (-1: none) -- all on the device
         self.acc = torch.tensor([0.0, 0.0, 0.0, -1.0], device=self.device, dtype=torch.float64)
         self.step_t = torch.zeros((), device=self.device, dtype=torch.float64)  # the step, as the device sees it
+        # the training loss of each of the first FIRST_STEPS steps: the run's fingerprint (checks/spotcheck.py)
+        self.first = torch.full((FIRST_STEPS,), math.nan, device=self.device, dtype=torch.float64)
+        self._first_index = torch.arange(FIRST_STEPS, device=self.device, dtype=torch.float64)
         self.history = {"train": [], "test": []}
         self.step, self.elapsed, self.status, self.fail = 0, 0.0, "running", None
         self.ckpt_path = Path(checkpoint_dir) / f"{run_name(self.cfg)}.pt" if checkpoint_dir else None
@@ -258,6 +262,8 @@ class Run(GraphedStep):
                                   f"delete it or run without --resume") from e
         self.perm, self.pos = ck["data"]["perm"].to(self.device, torch.int64), ck["data"]["pos"]
         self.acc = ck["acc"].to(self.device)
+        if "first" in ck:
+            self.first = ck["first"].to(self.device)
         self.history, self.step, self.elapsed = ck["history"], ck["step"], ck["elapsed"]
         self.status, self.fail = ck.get("status", "running"), ck.get("fail")
         self._say(f"resumed {self.ckpt_path} at step {self.step}/{self.total}"
@@ -288,7 +294,7 @@ class Run(GraphedStep):
                 "rng": {"torch": torch_states, "cuda": cuda_states, "order": self.gen_order.get_state(),
                         "augment": aug_states},
                 "data": {"perm": self.perm.to(torch.int32).cpu(), "pos": self.pos},  # int32: half the bytes
-                "acc": self.acc.cpu(),
+                "acc": self.acc.cpu(), "first": self.first.cpu(),
                 "history": self.history, "elapsed": self.elapsed, "status": self.status, "fail": self.fail,
                 "moves": self.moves})
 
@@ -312,6 +318,7 @@ class Run(GraphedStep):
             self.acc[:3] += torch.stack((l * n, (out.detach().argmax(1) != y).sum().double(), n))
             first_bad = torch.isfinite(l).logical_not() & (self.acc[3] < 0)
             self.acc[3] = torch.where(first_bad, self.step_t, self.acc[3])
+            self.first.copy_(torch.where(self._first_index == self.step_t, l, self.first))
             self.step_t += 1
 
     def advance(self):
@@ -398,12 +405,18 @@ class Run(GraphedStep):
             self.status = "ok"
 
     # -- the end
+    def _first_steps(self) -> list[float]:
+        """The training loss of each of the first FIRST_STEPS steps (fewer if it stopped before)."""
+        return self.first[:min(self.step, FIRST_STEPS)].tolist()
+
     def finish(self) -> dict:
         self.bar.close()
         cfg, history, step = self.cfg, self.history, self.step
         if self.status == "running":
             return {"status": "stopped", "step": step, "config": cfg, "config_hash": self.chash,
-                    "history": history, "checkpoint": str(self.ckpt_path) if self.ckpt_path else None}
+                    "history": history, "checkpoint": str(self.ckpt_path) if self.ckpt_path else None,
+                    "first_steps": self._first_steps(), "precision": precision_name(self.dtype),
+                    **provenance(self.device, self.ctx.world)}
         tr = history["train"]
         final = {"train_loss": tr[-1]["train_loss"], "train_err": tr[-1]["train_err"], "steps": step,
                  "wall_s": self.elapsed,
@@ -415,7 +428,7 @@ class Run(GraphedStep):
             final["gates_k"] = [float(k.detach()) for k in ks]
         result = {"config": cfg, "config_hash": self.chash, "training_hash": training_hash(cfg),
                   "status": self.status, "fail": self.fail,
-                  "final": final, "history": history, "seed": self.seed, "dataset_source": self.D["source"],
+                  "final": final, "history": history, "first_steps": self._first_steps(), "seed": self.seed, "dataset_source": self.D["source"],
                   "precision": precision_name(self.dtype), "channels_last": self.cl, "compiled": self.compile,
                   "cuda_graph": self.graph_on, "deterministic": self.deterministic,
                   **provenance(self.device, self.ctx.world)}
