@@ -103,9 +103,6 @@ def of_seeds(flags) -> str:
     return f"{sum(map(bool, flags))} of {len(flags)} seeds"
 
 
-TRAIN_IMAGES = {"cifar10": 50000, "mnist": 60000}  # the training sets' sizes (a recipe without a subset trains on all)
-
-
 def scales_in_words(name, scale="classroom") -> dict:
     """A scale of ablation `name` (default classroom) and the paper's recipe, in words, read from the configs of its
     first run: {"net", "length", "paper_net", "paper_length"} -- the net (a CIFAR ResNet with its residual units; Paper B's
@@ -121,11 +118,14 @@ def scales_in_words(name, scale="classroom") -> dict:
         return "Paper B's MNIST nets at the exercise's depths"
 
     def length(c):
-        sub = c.get("subset")
-        n_train = 10 * sub["train_per_class"] if sub else TRAIN_IMAGES[c["dataset"]]
+        from ..book.variants import DATASET_SIZES  # (train, test) images
+
+        sub, whole = c.get("subset"), DATASET_SIZES[c["dataset"]][0]
+        n_train = 10 * sub["train_per_class"] if sub else whole
         e = c["steps"] * c["batch_size"] / n_train
         epochs = f"{e:.1f} epoch{'' if round(e, 1) == 1 else 's'}" if e < 10 else f"{e:.0f} epochs"
-        return f"{c['steps']:,} steps of batch {c['batch_size']} (about {epochs} of {n_train:,} images)"
+        of = f"{n_train:,} of its {whole:,} training images" if sub else f"its {whole:,} training images"
+        return f"{c['steps']:,} steps of batch {c['batch_size']} (about {epochs} of {of})"
     return {"net": net(cfg), "length": length(cfg), "paper_net": net(full), "paper_length": length(full)}
 
 
@@ -164,9 +164,11 @@ def _at_scale(name, scale) -> str:
 def scales_note(name) -> str:
     """The paragraph an exercise's statement shows about its two scales: what each trains, where, for how long, and
     what the book's recorded seeds show of the paper's effect at each (computed; Markdown)."""
+    from ..book.run_times import timed_alone
+
     t = ab.run_times(name)
     words = {sc: scales_in_words(name, sc) for sc in ab.OFFERED}
-    cpu = f", {t['cpu_s'] / 60:.1f} min on a 2-core CPU" if t["cpu_s"] else ""
+    cpu = f", {timed_alone(t['cpu_measured'])}" if t["cpu_s"] else ""  # not the runs of the table below: says so
     gpu = f", ~{t['gpu']['s'] / 60:.1f} min on a T4 ({t['gpu']['basis']})"
     if _own_scales(name) == ["classroom"]:
         return (f"**Scale.** On a CPU and on a GPU alike this trains {words['classroom']['net']} for "
