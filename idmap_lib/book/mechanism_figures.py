@@ -20,6 +20,7 @@ COLOURS = {"original": "#d62728", "relu_preact": "#ff7f0e", "full_preact": "#1f7
 UNIT_WORDS = {"original": "original (Fig 4a)", "relu_preact": "ReLU-only pre-activation (Fig 4d)",
               "full_preact": "full pre-activation (Fig 4e)"}
 FONT = {"size": 13}
+SHOW_EVERY = 5  # the λ stack's figure draws every 5th unit (and the last): 1000 units x 48 lines would weigh ~2 MB
 
 
 def _forward(lam, seeds, out_dir):
@@ -144,7 +145,8 @@ def forward_figure(seeds=SEEDS, out_dir=None):
             panels = ((v["rms"], 1, 1), ([10 ** min(max(s, -300), 300) for s in v["log10_share"]], 1, 2),
                       (v["branch_ratio"], 2, 1), ([10 ** g for g in v["log10_grad_ratio"]], 2, 2))
             for ys, row, col in panels:
-                fig.add_trace(go.Scatter(x=l[:len(ys)], y=ys, mode="lines", name=f"λ = {lam:g}", legendgroup=str(lam),
+                keep = sorted(set(range(0, len(ys), SHOW_EVERY)) | {len(ys) - 1})  # fewer points to ship
+                fig.add_trace(go.Scatter(x=[l[k] for k in keep], y=[ys[k] for k in keep], mode="lines", name=f"λ = {lam:g}", legendgroup=str(lam),
                                          showlegend=n == 0 and (row, col) == (1, 1), opacity=0.8,
                                          line={"color": COLOURS[lam], "width": 2}), row, col)
     if not every:
