@@ -116,14 +116,12 @@ def _power(claim, parts) -> str:
 def tested_for(claim, scale) -> str:
     """What a claim's verdict at `scale` says, in words (ABOUT): an 'end' or 'converged' claim at a CPU scale gets
     none (its numbers are a short run's data)."""
-    words = []
-    for about in claim.about:
-        if about in ("end", "converged") and scale != "full":
-            steps = recipes.config(claim.experiment, claim.variants[0], scale)["steps"]
-            what = "the end of the paper's recipe" if about == "end" else "the converged end of training"
-            words.append(f"{what}: {NEEDS_FULL}; the numbers are data after {steps} steps, no verdict")
-        else:
-            words.append(ABOUT[about])
+    short = [a for a in claim.about if a in ("end", "converged")] if scale != "full" else []
+    words = [ABOUT[a] for a in claim.about if a not in short]
+    if short:
+        steps = recipes.config(claim.experiment, claim.variants[0], scale)["steps"]
+        what = " and ".join({"end": "the end of the paper's recipe", "converged": "its converged end"}[a] for a in short)
+        words.insert(0, f"{what}: {NEEDS_FULL}; the numbers are data after {steps} steps, no verdict")
     return "; ".join(words)
 
 
