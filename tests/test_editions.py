@@ -240,7 +240,7 @@ def _run_all(nb_path, work):
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    work.mkdir()
+    work.mkdir(exist_ok=True)
     shutil.copy(nb_path, work)
     nb = nbformat.read(work / Path(nb_path).name, as_version=4)
     try:
@@ -258,11 +258,15 @@ def test_run_all_goes_top_to_bottom_for_a_blank_student_and_exports_a_valid_subm
     a valid zip -- with the runs folder where the chapter trains, saying it holds no run."""
     monkeypatch.setenv("IDMAP_ABLATION_SCALE", "quick")
     made = dist[chapter]
+    weights = tmp_path / "blank" / "idmap_runs" / "checkpoints" / "interrupted.pt"  # a run stopped before its end
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"weights")
     zipped, stopped = _run_all(made["student"], tmp_path / "blank")
     assert zipped is not None, f"Run all stopped: {stopped}"
     with zipfile.ZipFile(zipped) as z:
         names = z.namelist()
     assert f"{chapter}.ipynb" in names and (chapter == "exercises" or "idmap_runs/NO_RUNS.txt" in names), names
+    assert not [n for n in names if "checkpoints" in n], names  # Otter's export leaves the weights out too
     (tmp_path / "subs").mkdir()
     shutil.copy(zipped, tmp_path / "subs" / "blank.zip")
     row = batch.grade_folder(tmp_path / "subs", made["autograder"], tmp_path / "grades.csv")[0]

@@ -112,16 +112,20 @@ def _colab_notebook() -> dict:
     return got["ipynb"]
 
 
+def handed_in(runs: Path) -> list[Path]:
+    """The files of the runs folder a submission carries: the results carry what is graded; the checkpoints
+    (network weights, megabytes a run) stay behind, on every path."""
+    return [f for f in sorted(runs.rglob("*")) if f.is_file() and f.relative_to(runs).parts[0] != "checkpoints"]
+
+
 def _zip(name: str, nb: dict, runs: Path | None, where: Path) -> Path:
     stamp = datetime.datetime.now().strftime("%Y_%m_%dT%H_%M_%S")
     path = where / f"{name}_{stamp}.zip"
     nb.setdefault("metadata", {}).setdefault("otter", {})["assignment_name"] = name  # Otter checks it
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(f"{name}.ipynb", json.dumps(nb, indent=1))
-        for f in sorted(runs.rglob("*")) if runs else []:
-            rel = f.relative_to(runs)
-            if f.is_file() and rel.parts[0] != "checkpoints":  # the results carry what is graded; weights stay
-                z.write(f, f"{RUNS}/{rel.as_posix()}")
+        for f in handed_in(runs) if runs else []:
+            z.write(f, f"{RUNS}/{f.relative_to(runs).as_posix()}")
     return path
 
 
@@ -130,7 +134,8 @@ def submit(grader, name: str, runs: bool) -> Path | None:
     runs in ./idmap_runs); else the zip made here (on Colab also downloaded), whose path it returns."""
     folder = runs_folder() if runs else None
     if not on_colab() and (folder is None or folder.resolve() == Path(RUNS).resolve()):
-        return grader.export(pdf=False, run_tests=False, files=[RUNS] if runs else [])
+        files = [os.path.join(RUNS, f.relative_to(folder)) for f in handed_in(folder)] if runs else []
+        return grader.export(pdf=False, run_tests=False, files=files)
     if on_colab():
         nb = _colab_notebook()
     else:  # runs recorded elsewhere (IDMAP_RUNS): the notebook as saved, the runs put where the grader reads them
