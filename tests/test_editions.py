@@ -374,9 +374,11 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
     """Issue 32: the marks are the trusted grader's, computed from values the sandbox hands back, never from the
     kernel the student's code ran in. A blank notebook that monkeypatches the graders (and Otter's test runner)
     gets 0; one that hangs is a row "time limit" and the others are still graded; an .OTTER_LOG pickle is never
-    loaded; a notebook that tries to write beside the submissions (or to the CSV) cannot; no scratch folder stays."""
+    loaded; a notebook that tries to write beside the submissions (or to the CSV) cannot, nor see the other
+    submissions or the home folder, nor leave a process behind; no scratch folder stays."""
     import pickle
     import tempfile
+    import time
 
     from idmap_lib.checks.sandbox import Limits
     monkeypatch.setenv("IDMAP_ABLATION_SCALE", "quick")
@@ -403,6 +405,11 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
     with_cell("import os, time\nif os.environ.get('IDMAP_GRADING'):\n    time.sleep(3600)\n", "henry")
     with_cell(f"open({str(subs / 'planted.txt')!r}, 'w').write('x')\n", "eve",
               {".OTTER_LOG": pickle.dumps(_Marker(str(marker)))})
+    detached = tmp_path / "detached-ran"  # a process left behind to act after grading (it would rewrite the CSV)
+    with_cell(f"import os, subprocess\nfor p in [{str(subs)!r}, {str(tmp_path)!r}, os.path.expanduser('~')]:\n"
+              "    try:\n        open(os.path.join(p, 'seen-by-sam'), 'w').write(str(os.listdir(p)))\n"
+              "    except OSError:\n        pass\n"
+              f"subprocess.Popen(['sh', '-c', 'sleep 3; touch {detached}'], start_new_session=True)\n", "sam")
     scratch = tmp_path / "scratch"  # the grader's temporary folders, here only (other tests may grade meanwhile)
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -412,7 +419,11 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
     assert all("runs missing" in v for k, v in rows["mallory"].items() if k.endswith(": feedback"))
     assert rows["henry"]["total"] == 0 and "time limit (90 s)" in rows["henry"]["reason"]
     assert rows["eve"]["total"] == 0 and not marker.exists()
-    assert sorted(p.name for p in subs.iterdir()) == ["eve.zip", "henry.zip", "mallory.zip"]  # nothing planted
+    assert rows["sam"]["total"] == 0 and not list(tmp_path.rglob("seen-by-sam"))  # the class and CSV folder unseen
+    assert not (Path.home() / "seen-by-sam").exists()
+    time.sleep(5)
+    assert not detached.exists()  # everything the notebook started was killed with its sandbox
+    assert sorted(p.name for p in subs.iterdir()) == ["eve.zip", "henry.zip", "mallory.zip", "sam.zip"]  # nothing planted
     with open(tmp_path / "grades.csv") as f:
         assert {r["student"] for r in csv.DictReader(f)} == set(rows)
     assert not list(scratch.iterdir())  # every scratch folder removed
