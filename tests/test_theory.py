@@ -279,7 +279,8 @@ TYPED_MEASUREMENT = re.compile(r"10\^\{?-?\d|2\^\{?-\d|\\cdot\s*10|\d\.\d{3,}|ab
 
 
 @pytest.mark.parametrize("chapter", ["01_residual_units"] + CHAPTERS
-                         + ["07_shortcuts", "08_activations", "09_depth", "10_gates", "11_reproductions"])
+                         + ["07_shortcuts", "08_activations", "09_depth", "09_why_preactivation", "10_gates",
+                            "11_reproductions"])
 def test_prose_types_no_measured_number(chapter):
     nb = json.loads((Path(__file__).parents[1] / "book" / f"{chapter}.ipynb").read_text())
     typed = [ln for c in nb["cells"] if c["cell_type"] == "markdown"

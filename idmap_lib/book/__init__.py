@@ -4,7 +4,10 @@ imports it; only checks/, the exercises' graders, builds on it; tests/test_layer
 - this file: the chapters' setup (device, build-time plotly renderer) and their prose helpers (``say``, ``sci``,
   ``live_widget``); repository.py: the repository URL setting (``python -m idmap_lib.book set-url|check``);
 - theory.py: sympy derivations of Paper A's Eqns 1-8 and Paper B's gates; probes.py: measurements on real
-  networks; diagrams.py: drawings of the units;
+  networks; slider_figures.py: chapters 2 and 3's slider figures; diagrams.py: drawings of the units;
+- mechanisms.py: the mechanism experiments (forward signal under a scaled shortcut, what the weight layers see,
+  ReLU truncation), recorded under data/mechanisms/, and their claims; mechanism_figures.py: their figures;
+  synthesis.py: "Why pre-activation helps", each candidate mechanism's status read from the claims that test it;
 - claims.py: the papers' claims as data and ``evaluate``; rule.py: the test that decides them (Welch's t, the
   seeds); metrics.py: every number read from a run, and the one definition of a run at chance; runs.py: the runs
   a page reads (the book's, the reader's); paper_numbers.py: the papers' tables as data; reports.py: naming and
