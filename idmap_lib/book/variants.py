@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..engine import recipes, results
 from . import paper_numbers
-from .metrics import final_test_err, final_train_loss, steps_to_80
+from .metrics import did_not_train, final_test_err, final_train_loss, steps_to_80
 from .reports import net_name
 from .rule import ALL_SEEDS, SEEDS
 from .runs import seed_runs, seeds_command, your_results
@@ -51,7 +51,7 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, resul
             "ours: test error %": mean_sd([final_test_err(r) for r in runs], 100),
             "ours, per seed": ", ".join(f"{100 * final_test_err(r):.1f}" for r in runs) or "–",
             "ours: final training loss": mean_sd([final_train_loss(r) for r in runs], digits=3),
-            "ours: steps to train error < 80 %": mean_sd([steps_to_80(r) for r in runs], digits=0),
+            "ours: steps to train error < 80 %": steps_text(runs),
             "seeds": len(runs), "diverged": sum(r["status"] == "fail" for r in runs),
             "to run": seeds_command(experiment, v, missing, scale) if missing else ""})
         mine = your_results(experiment, v, scale, yours)
@@ -63,6 +63,16 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, resul
         df["yours: test error % (seed)"] = df["yours: test error % (seed)"].fillna("–")
     df.attrs.update(experiment=experiment, scale=scale)
     return df
+
+
+def steps_text(runs) -> str:
+    """Steps to a training error below 80 % over seeds: mean ± sd of the runs that trained, then how many did not
+    and why (``metrics.did_not_train``: "not reached within N steps", "at chance"). A run that never got there is
+    counted in words, its length N a lower bound, never a value inside the mean. '–' for no runs."""
+    why = [did_not_train(r, "steps_to_80") for r in runs]
+    parts = [mean_sd([steps_to_80(r) for r, w in zip(runs, why) if w is None], digits=0)]
+    parts += [f"{why.count(w)} of {len(runs)} {w}" for w in dict.fromkeys(w for w in why if w)]
+    return "; ".join(p for p in parts if p != "–") or "–"
 
 
 def scale_text(experiment, variant) -> str:
