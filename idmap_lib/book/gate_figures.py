@@ -204,7 +204,7 @@ def closed_gates_note(seeds=ALL_SEEDS, results_dir=None) -> str:
     if not runs:
         return ""
     ks = [r["final"]["gates_k"] for r in runs]
-    closed = [sum(k <= 0 for k in run) for run in ks]
+    closed = [metrics.shut_gates(r) for r in runs]
     first = [next((i + 1 for i, k in enumerate(run) if k <= 0), None) for run in ks]
     after = [sum(k <= 0 for k in run[f - 1:]) / len(run[f - 1:]) for run, f in zip(ks, first) if f]
     paper = paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}")["mean_k"]
@@ -237,7 +237,7 @@ def pruning_note(seeds=SEEDS, results_dir=None) -> str:
         return ""
     flat = [next((n - 1 for n, e in enumerate(c) if e != c[0]), len(c) - 1)
             for c in (r["analysis"]["pruning"]["by_gate"] for r in runs)]
-    closed = [sum(k <= 0 for k in r["final"]["gates_k"]) for r in runs]
+    closed = [metrics.shut_gates(r) for r in runs]
     return (f"Smallest k first, the GResNets' test error stays exactly where it was for the first "
             f"{', '.join(map(str, flat))} removals (per seed; their closed gates: {', '.join(map(str, closed))}): "
             f"removing a closed block changes nothing, it already is the identity. The greedy order's advantage "

@@ -54,7 +54,7 @@ def probe_figure(seeds=SEEDS, results_dir=None):
 def _stats(runs):
     """Mean over seeds of: mean k, gates closed (k <= 0), test error %."""
     return (statistics.fmean(metrics.mean_k(r) for r in runs),
-            statistics.fmean(sum(x <= 0 for x in r["final"]["gates_k"]) for r in runs),
+            statistics.fmean(metrics.shut_gates(r) for r in runs),
             statistics.fmean(100 * metrics.final_test_err(r) for r in runs))
 
 
