@@ -95,7 +95,8 @@ def test_links_to_missing_files_and_anchors_are_caught(tmp_path):
 
 def test_chapter_11_never_mixes_scales_in_one_claims_table():
     """Issue 19.5: every table of verdicts on the built chapter 11 holds claims of one scale (the table that sets
-    the superseded scale's verdicts beside today's names both scales in its columns and has no verdict column)."""
+    the verdicts of the step warm-up, the lr-jump probe, beside the cpu scale's names both scales in its columns and
+    has no verdict column)."""
     from bs4 import BeautifulSoup
 
     from idmap_lib.book import claims
