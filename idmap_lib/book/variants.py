@@ -101,7 +101,41 @@ def scale_text(experiment, variant) -> str:
     ours = "unstated" in f.get("why", {}).get("steps", "")   # Paper B does not say how long it trained
     full = ("The full recipe (its length is ours: the paper does not state it)" if ours else "The paper")
     return (f"**{net_name(c)}**, {c['steps']:,} steps of batch {c['batch_size']} on {data(c)}, {sched(c)}. "
-            f"{full}: **{net_name(f)}**, {f['steps']:,} steps of batch {f['batch_size']} on {data(f)}.")
+            f"{full}: **{net_name(f)}**, {f['steps']:,} steps of batch {f['batch_size']} on {data(f)}. "
+            + confounds(experiment, variant))
+
+
+PRECISION_WORDS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def precision_text(experiment, variant, scale="cpu", results_dir=None) -> str:
+    """The precision its recorded runs trained in: 'bf16 (all 5 recorded seeds)', 'bf16 in 3, fp32 in 2 of the 5
+    recorded seeds', 'no recorded run yet' (issue 30.8: every CPU-scale run so far trained in bfloat16)."""
+    runs, _ = seed_runs(experiment, variant, scale, ALL_SEEDS, results_dir)
+    if not runs:
+        return "no recorded run yet"
+    kinds = [PRECISION_WORDS.get(r.get("precision"), str(r.get("precision") or "fp32")) for r in runs]
+    if len(set(kinds)) == 1:
+        return f"{kinds[0]} (all {len(runs)} recorded seeds)" if len(runs) > 1 else f"{kinds[0]} (its one recorded seed)"
+    return ", ".join(f"{k} in {kinds.count(k)}" for k in dict.fromkeys(kinds)) + f" of the {len(runs)} recorded seeds"
+
+
+def _width(cfg) -> float:
+    kw = cfg["model"]["kwargs"]
+    return kw.get("width_scale", 1) * kw.get("widen", 1) * kw.get("width", 1)
+
+
+def confounds(experiment, variant, scale="cpu", results_dir=None) -> str:
+    """What a reader must keep in mind beside every number of a scale: the precision its runs trained in, its width
+    and its length against the paper's recipe (issue 30.8), in one sentence."""
+    c, f = recipes.config(experiment, variant, scale), recipes.config(experiment, variant, "full")
+    ratio = _width(c) / _width(f)
+    width = "the paper's width" if ratio == 1 else \
+        (f"1/{round(1 / ratio)} of the paper's width" if (1 / ratio).is_integer() else f"{ratio:g} x the paper's width")
+    length = "the paper's length" if c["steps"] == f["steps"] else \
+        f"{c['steps']:,} steps, {100 * c['steps'] / f['steps']:.2g} % of the full recipe's {f['steps']:,}"
+    return (f"*Precision, width, length*: trained in {precision_text(experiment, variant, scale, results_dir)}, at "
+            f"{width}, for {length}.")
 
 
 

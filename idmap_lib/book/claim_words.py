@@ -1,0 +1,220 @@
+"""The claims in words, for a reader: each claim's readable title (``TITLES``), one plain sentence of what its runs
+show (``sentence``, computed from claims.evaluate: the same numbers as the claims table, without identifiers, d or
+intervals), the table of both (``in_words``: what chapters 7-11 show first; the full ``verdicts.claims_table`` is
+folded under it), and the page's one "Run these yourself" block (``run_yourself``: the commands, the full-recipe
+queue). A claim about the paper's final error read at a CPU scale gets no verdict: its sentence says what the short
+runs show, "after N steps", and that the final error needs the full recipe (rule.NEEDS_FULL).
+"""
+from __future__ import annotations
+
+from . import claims
+from .metrics import PERCENT, shown_as
+from .rule import NEEDS_FULL, NOT_TESTABLE
+from .tables import num
+
+TITLES = {  # one readable line per claim (claims.CLAIMS + claims.PROBES): the row a reader sees first
+    "t1_identity_best": "The identity shortcut beats every modified shortcut",
+    "t1_fail_rows_far_behind": "Scaled, b_g = 0 gated and dropout shortcuts fall far behind",
+    "t1_gating_bias": "Exclusive gating trains only with its gates nearly shut on F",
+    "t1_shortcut_only_gating_near_identity": "Shortcut-only gating at b_g = −6 is close to the identity",
+    "t2_full_preact_best": "Full pre-activation is the best of the five units",
+    "t2_bn_after_add_worst": "BN after addition is the worst unit",
+    "fig6_bn_after_add_slow_start": "BN after addition is slow to start (Fig 6)",
+    "fig1_1001_original_slow_start": "At 1001 layers the original unit starts slowly, pre-activation quickly",
+    "t3_preact_1layer_skip": "Pre-activation helps with 1-layer residual units too",
+    "s42_preact164_regularises": "Pre-activation ResNet-164 regularises",
+    "lr_jump_preact_tolerates": "Only full pre-activation trains through the lr jump",
+    "b_plain_breaks_deep": "Plain nets break at 50 layers and more; residual ones do not",
+    "b_gresnet_beats_resnet": "The gated ResNet beats the ResNet",
+    "b_k_falls_with_depth": "The learned gates k fall as the net deepens",
+    "b_greedy_pruning_beats_random": "Pruning by smallest k beats pruning at random",
+    "b_gresnet_survives_pruning": "A GResNet survives losing half its blocks, a ResNet not",
+    "b_gated_resnet32_better": "Gating ResNet-32 lowers its error",
+    "b_resnet32_k_decay_worse": "Weight decay on k takes back part of ResNet-32's gain",
+    "b_gated_wrn_better": "Gating the Wide ResNet lowers its error",
+    "b_wrn_k_decay_worse": "Weight decay on k takes back part of the WRN's gain",
+    "probe_keras_k_d10": "Keras's defaults give a larger k (d = 10)",
+    "probe_keras_k_d100": "Keras's defaults give a larger k (d = 100)",
+    "probe_keras_err_d10": "Keras's defaults give a lower error (d = 10)",
+}
+
+WORDS = {  # variant -> words, where its key does not read as English; (experiment, variant) where it depends on it
+    "original": "the identity shortcut", "original-110": "the original unit", "full_preact-110": "full pre-activation",
+    "bn_after_add-110": "BN after addition", "relu_before_add-110": "ReLU before addition",
+    "relu_preact-110": "ReLU-only pre-activation", "original-164": "the original ResNet-164",
+    "full_preact-164": "pre-activation ResNet-164", "c10-1001-original": "the original ResNet-1001",
+    "c10-1001-full_preact": "pre-activation ResNet-1001", "c10-110-single-original": "the original unit",
+    "c10-110-single-full_preact": "pre-activation", ("b_resnet32", "original"): "the ungated ResNet-32",
+    "gated": "the gated net", "gated-k_decay": "the gated net with weight decay on k", "plain": "the ungated WRN",
+}
+METRIC_SHORT = {"test_err": "test error", "train_loss": "training loss", "steps_to_80": "steps to 80 % train error",
+                "lr_jump_rise": "loss rise at the jump", "mean_k": "mean k", "pruned_half_random":
+                "error with half the blocks removed", "pruned_greedy": "error pruning by smallest k",
+                "pruned_random": "error pruning at random"}
+VERDICT_WORDS = {"reproduced": "as claimed (reproduced)", "contradicted": "the other way round (contradicted)",
+                 "inconclusive": "too close for these seeds to call (inconclusive)",
+                 NOT_TESTABLE: "not testable here: a side did not train",
+                 NEEDS_FULL: "data, not a verdict: the final error needs the full recipe",
+                 "not run yet": "not run yet"}
+
+
+def words(experiment, variant) -> str:
+    """A variant in words: 'the original unit' for original-110; the key itself where it reads (conv1x1)."""
+    w = WORDS.get((experiment, variant)) or WORDS.get(variant)
+    if w:
+        return w
+    if variant.startswith(("plain-d", "resnet-d", "gresnet-d", "gresnet_keras-d")):
+        kind, d = variant.split("-d")
+        name = {"plain": "plain net", "resnet": "ResNet", "gresnet": "GResNet",
+                "gresnet_keras": "GResNet with Keras's defaults"}[kind]
+        return f"the {name} (d = {d})"
+    return f"*{variant}*"
+
+
+def _val(metric, x) -> str:
+    unit, fmt = shown_as(metric)
+    return num(unit * x, fmt) + (" %" if metric in PERCENT else "")
+
+
+def _gap(metric, x) -> str:
+    unit, fmt = shown_as(metric)
+    return num(unit * x, fmt if metric in PERCENT or fmt == ".0f" else ".2f") + (" points" if metric in PERCENT else "")
+
+
+def parts_in_words(claim, v) -> list[str]:
+    """What each group of the claim's comparisons shows, in plain words (no d, no interval)."""
+    e = claim.experiment
+    done = [(t, r) for t, r in v.parts if "d" in r]
+    out = []
+    if done and len({t.a for t, _ in done}) == 1 and len(done) > 1 and all(t.kind == "better" for t, _ in done):
+        t0, r0 = done[0]
+        out.append(f"{words(e, t0.a)} has a {METRIC_SHORT.get(t0.metric, t0.metric)} of {_val(t0.metric, r0['mean_a'])}")
+        ahead = [(t, r) for t, r in done if r["lo"] > 0]
+        behind = [(t, r) for t, r in done if r["hi"] < 0]
+        close = [(t, r) for t, r in done if r["lo"] <= 0 <= r["hi"]]
+        if ahead:
+            ds = [r["d"] + t.margin for t, r in ahead]
+            rng = _gap(t0.metric, min(ds)) if len(ds) == 1 else \
+                f"{_gap(t0.metric, min(ds)).split()[0]}-{_gap(t0.metric, max(ds))}"
+            who = ", ".join(words(e, t.b) for t, _ in ahead)
+            out.append(f"{len(ahead)} of the others ({who}) are {rng} worse" if len(ahead) > 1 else
+                       f"{who} is {rng} worse")
+        if behind:
+            out.append(", ".join(f"{words(e, t.b)} is {_gap(t.metric, -r['d'] - t.margin)} better"
+                                 for t, r in behind))
+        if close:
+            out.append(", ".join(words(e, t.b) for t, _ in close) + (" are" if len(close) > 1 else " is") + " too close to it to judge")
+    else:
+        for t, r in done:
+            a, b = words(e, t.a), words(e, t.metric_b or t.b)
+            if t.metric_b:
+                a, b = f"{METRIC_SHORT.get(t.metric, t.metric)}", METRIC_SHORT.get(t.metric_b, t.metric_b)
+                out.append(f"{words(e, t.a)}'s {a} is {_val(t.metric, r['mean_a'])}, its {b} "
+                           f"{_val(t.metric_b, r['mean_b'])}")
+                continue
+            never = r.get("failed_as_predicted", (0, 0))[1] if t.metric == "steps_to_80" else 0
+            out.append(f"{METRIC_SHORT.get(t.metric, t.metric)}: {a} {_val(t.metric, r['mean_a'])}, "
+                       f"{b} {_val(t.metric, r['mean_b'])}"
+                       + (f" (never below 80 % in {never} of {r['n'][1]} seeds: counted at the run's length)"
+                          if never else ""))
+    stuck = {}
+    for t, r in v.parts:
+        for side, k, n in zip("ab", r.get("excluded", (0, 0)), r.get("n", (0, 0))):
+            if k:
+                total = n + k if "d" in r else n
+                stuck.setdefault(getattr(t, side), f"{k} of {total}")
+    if len(stuck) > 2:
+        out.append(f"{len(stuck)} did not train in some or all of their seeds, left out ("
+                   + ", ".join(f"{words(e, s)} {k}" for s, k in stuck.items()) + ")")
+    elif stuck:
+        out.append(" and ".join(f"{words(e, s)} did not train in {k} seeds" for s, k in stuck.items())
+                   + " (left out)")
+    return out
+
+
+def sentence(key, scale=None, results_dir=None) -> str:
+    """One plain sentence of what a claim's runs show, computed: 'After 400 steps the identity shortcut has a test
+    error of 47.9 %; 5 of the others (...) are 23-30 points behind it; ...: data, not a verdict: the final error needs
+    the full recipe.'"""
+    c = claims.CLAIMS_BY_KEY[key]
+    scale = scale or c.scale
+    v = claims.evaluate(c, scale, results_dir)
+    steps = next((r["steps"] for _, r in v.parts if r.get("steps")), None)
+    if v.verdict == "not run yet" and not any("d" in r for _, r in v.parts):
+        return "Not run yet: the claims table below lists its missing runs."
+    lead = f"After {steps:,} steps" if scale != "full" and steps else "At the full recipe"
+    said = parts_in_words(c, v)
+    body = "; ".join(said) if said else "no comparison has its seeds yet"
+    return f"{lead}, {body}: {VERDICT_WORDS[v.verdict]}."
+
+
+def in_words(keys, scale=None, results_dir=None):
+    """The claims a reader sees first: one row per claim, its readable title, the verdict and what the runs show
+    (``sentence``); the full ``verdicts.claims_table`` (identifiers, tests, d, intervals, per-part evidence) is
+    folded below it on the page."""
+    import pandas as pd
+
+    rows = []
+    for k in keys:
+        c = claims.CLAIMS_BY_KEY[k]
+        rows.append({"claim": TITLES[k], "source": c.source, "verdict": claims.evaluate(c, scale, results_dir).verdict,
+                     "what the runs show": sentence(k, scale, results_dir)})
+    return pd.DataFrame(rows).set_index("claim")
+
+
+def key_of(title) -> str | None:
+    """The claim a readable title names (the inverse of TITLES), or None."""
+    return next((k for k, t in TITLES.items() if t == title), None)
+
+
+def _span(metric, xs) -> str:
+    """'1.9-2.0 %' (or '1.9 %') over values in the runs' units."""
+    lo, hi = min(xs), max(xs)
+    a, b = _val(metric, lo), _val(metric, hi)
+    return a if a == b else f"{a.split()[0]}-{b}"
+
+
+def tally(key, scale=None, results_dir=None) -> dict:
+    """A claim's numbers for a chapter's opening sentences (the chapter writes the words, these are computed):
+    steps, verdict, the compared sides' means (formatted, in %, steps or loss), and for a claim whose parts share
+    their side a: the others that are worse (``worse``, ``worse_range``), better, too close to judge, and those that
+    did not train (``stuck``, left out); ``a_span``/``b_span`` over every part; ``never``: runs of b counted at the
+    run's length because they never reached the threshold (steps_to_80)."""
+    c = claims.CLAIMS_BY_KEY[key]
+    scale = scale or c.scale
+    v = claims.evaluate(c, scale, results_dir)
+    from ..engine import recipes
+    e, done = c.experiment, [(t, r) for t, r in v.parts if "d" in r]
+    out = {"verdict": v.verdict, "steps": next((f"{r['steps']:,}" for _, r in v.parts if r.get("steps")), "–"),
+           "full_steps": f"{recipes.config(e, c.variants[0], 'full')['steps']:,}", "parts": len(v.parts),
+           "worse": [], "better": [], "close": [], "worse_range": "", "a": "–", "b": "–", "a_span": "–", "b_span": "–",
+           "never": 0, "n_b": 0}
+    if done:
+        t0, r0 = done[0]
+        out.update(a=_val(t0.metric, r0["mean_a"]), b=_val(t0.metric_of_b, r0["mean_b"]),
+                   a_span=_span(t0.metric, [r["mean_a"] for _, r in done]),
+                   b_span=_span(t0.metric_of_b, [r["mean_b"] for _, r in done]), n_b=r0["n"][1],
+                   never=r0.get("failed_as_predicted", (0, 0))[1] if t0.metric == "steps_to_80" else 0)
+        worse = [(t, r) for t, r in done if r["lo"] > 0]
+        out["worse"] = [words(e, t.b) for t, _ in worse]
+        out["better"] = [words(e, t.b) for t, r in done if r["hi"] < 0]
+        out["close"] = [words(e, t.b) for t, r in done if r["lo"] <= 0 <= r["hi"]]
+        if worse:
+            gaps = [r["d"] + t.margin for t, r in worse]
+            lo, hi = _gap(t0.metric, min(gaps)), _gap(t0.metric, max(gaps))
+            out["worse_range"] = lo if lo == hi else f"{lo.split()[0]}-{hi}"
+    stuck = {}
+    for t, r in v.parts:
+        for side, k in zip("ab", r.get("excluded", (0, 0))):
+            if k:
+                stuck.setdefault(words(e, getattr(t, side)), k)
+    out["stuck"] = list(stuck)
+    return out
+
+
+def listed(items, empty="none") -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = list(items)
+    if not items:
+        return empty
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
