@@ -197,6 +197,13 @@ def speedup_note(path=None) -> str:
             f"{r['stacked_img_per_s_total']:,} stacked, **{r['speedup']:.1f}x** faster.")
 
 
+def shut_gate_counts(depth=PRUNE_DEPTH, seeds=ALL_SEEDS, results_dir=None) -> dict[int, tuple[int, int]]:
+    """Per recorded MNIST GResNet of `depth` (full recipe) that trained: seed -> (its gates shut at the end, k <= 0
+    (``metrics.shut_gates``), its gates). Empty when none is recorded (`python -m idmap_lib mnist --depths d`)."""
+    return {r["config"]["seed"]: (metrics.shut_gates(r), len(r["final"]["gates_k"]))
+            for r in ok_runs(EXPERIMENT, f"gresnet-d{depth}", "full", seeds, results_dir)}
+
+
 def closed_gates_note(seeds=ALL_SEEDS, results_dir=None) -> str:
     """How many gates of the trained d = 100 GResNets ended closed (k <= 0), and where: a closed block is exactly
     the identity, and a ReLU gate passes no gradient to k <= 0, so a block once closed stays closed."""

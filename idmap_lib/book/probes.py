@@ -7,6 +7,8 @@
 - :func:`distance_to_identity`, :func:`layer_distance`: how far weights are from the identity point W = 0, and
   a gate's k from k <= 0 (Paper B Sec 2).
 - :func:`lambda_stack`: a deep same-shape stack of lambda-scaled units (Eqn 6, Fig 2b).
+- :func:`gate_gradients`: dE/dk of every gate of a gated net with its gates set to one k (Paper B Sec 3, g = ReLU):
+  exactly 0 at k <= 0, so a shut gate never reopens.
 
 Every probe runs the model with batch statistics (train-mode BN, as at the start of training) and restores
 the model's mode and BN buffers afterwards, so probing never changes a model.
@@ -19,7 +21,7 @@ import math
 import torch
 import torch.nn as nn
 
-from ..models.introspect import residual_units
+from ..models.introspect import gates, residual_units
 from ..models.shortcuts import Shortcut
 from ..models.units import make_unit
 
@@ -298,3 +300,35 @@ def unit_io(model, x):
     hooks = [u.register_forward_hook(lambda m, a, o, k=k: pairs.__setitem__(k, (a[0], o))) for k, u in enumerate(units)]
     _forward_once(model, x, hooks)
     return pairs
+
+
+def gate_gradients(model, x, k, y=None, seed=0):
+    """dE/dk of every gate of a gated net with all its gates set to `k` (Paper B Sec 3: the branch scaled by
+    g(k) = ReLU(k); Eqn 5's GResNet block u = g(k) f_r(x) + x, or u = g(k) f(x) + (1 - g(k)) x for a gated layer).
+
+    E is the cross-entropy of the output against the labels `y`, or E = <v, output> with v ~ N(0, 1) (seeded) when
+    `y` is None. By the chain rule dE/dk = g'(k) dE/dg, and ReLU'(k) = 1 for k > 0, 0 for k <= 0 (PyTorch's too,
+    at k = 0 itself): a gate at k <= 0 gets a gradient of exactly 0, so no gradient step moves it back, and a
+    gate once shut stays shut. Runs on batch statistics; the gates' values are put back. Returns a float64
+    tensor, one entry per gate, in forward order."""
+    ks = gates(model)
+    if not ks:
+        raise ValueError("the model has no gates k: gate_gradients reads a gated net, e.g. "
+                         "im.mlp('gresnet', d=4) (Paper B's GResNet) or im.mlp('gated_plain', d=4)")
+    before = [g.detach().clone() for g in ks]
+    try:
+        with torch.no_grad():
+            for g in ks:
+                g.fill_(k)
+        with batch_statistics(model), torch.enable_grad():
+            out = model(x)
+            if y is None:
+                E = (_probe_vector(out.shape, seed, out.dtype) * out).sum()
+            else:
+                E = nn.functional.cross_entropy(out, y)
+            grads = torch.autograd.grad(E, ks)
+    finally:
+        with torch.no_grad():
+            for g, b in zip(ks, before):
+                g.copy_(b)
+    return torch.stack([g.detach().double() for g in grads])
