@@ -7,8 +7,10 @@
         with --fused, runs of one architecture -- seeds, Table 1's scaling factors or gate biases -- train as
         one fused network: engine/fused.py)
     python -m idmap_lib list
-    python -m idmap_lib sweep [--claims KEY,..] [--seeds 0,1,2] [--next|--missing] [--run]
-        (the claims' CPU-scale runs)
+    python -m idmap_lib sweep [--scale cpu|full] [--claims KEY,..] [--seeds 0,1,2] [--next|--missing|--queue]
+        [--status] [--run] [--executor local|slurm --partition P --gpus-per-job 1 --time 4h [--max-jobs N]]
+        (the runs the claims need, in the order that settles them soonest: listed, or submitted through submitit
+        as jobs that resume from their checkpoints -- on SLURM one job array; book/queue.py)
     python -m idmap_lib mnist [--depths 100,10,50,20,2] [--kinds plain,resnet,gresnet] [--seeds 0,1,2] [--list]
         (Paper B's MNIST grid, full recipe)
     python -m idmap_lib bench [--steps N] [--data PATH] [--modes | --stacked | --fused N[,N..]]
@@ -69,6 +71,28 @@ def _parser():
                                                           "'EXPERIMENT VARIANT SEED SCALE' a line (for parallel workers)")
     w.add_argument("--run", action="store_true", help="train every missing run, in order")
     w.add_argument("--data", default=None)
+    w.add_argument("--scale", default=None, choices=["cpu", "full"], help="the claims' CPU scale (default) or the "
+                                                                        "papers' full recipes")
+    w.add_argument("--queue", action="store_true", help="print the queue: what a submission sends, in order (runs "
+                                                        "recorded or under way left out, started ones first)")
+    w.add_argument("--status", action="store_true", help="per claim: runs recorded, running, queued, failed (job "
+                                                         "ids), and the hours left at the measured pace")
+    w.add_argument("--executor", default=None, choices=["local", "slurm"], help="submit the queue through submitit")
+    w.add_argument("--partition", default=None, help="SLURM partition")
+    w.add_argument("--gpus-per-job", type=int, default=1)
+    w.add_argument("--cpus-per-job", type=int, default=None, help="default 4 per GPU")
+    w.add_argument("--time", default=None, help="a job's time limit: 4h, 90m, H:MM:SS (slurm default 4h; a job "
+                                                "cut off is requeued and resumes from its checkpoint)")
+    w.add_argument("--max-jobs", type=int, default=None, help="submit at most N jobs")
+    w.add_argument("--parallel", type=int, default=1, help="--executor local: jobs at once (one a core)")
+    w.add_argument("--array-parallelism", type=int, default=None, help="slurm: array tasks running at once")
+    w.add_argument("--slurm", action="append", default=[], metavar="KEY=VALUE",
+                   help="another sbatch option (account=..., qos=..., constraint=...); repeatable")
+    w.add_argument("--fuse", type=int, default=1, help="up to N seeds of one variant as one fused network a job")
+    w.add_argument("--pairs", action="store_true", help="two runs of one experiment and seed a job (two CUDA streams)")
+    w.add_argument("--folder", default=None, help="submitit's folder and the ledger (default data/sweep)")
+    w.add_argument("--checkpoint-dir", default=None, help="default data/checkpoints")
+    w.add_argument("--cuda-graph", action="store_true", help="jobs replay each step as one CUDA graph")
     m = sub.add_parser("mnist", help="Paper B's MNIST grid at the full recipe: list it, or train each depth's "
                                      "missing runs together as one stacked network (recorded runs are skipped)")
     m.add_argument("--depths", default=",".join(map(str, DEPTHS)))
@@ -192,6 +216,8 @@ def _fused(args, cfgs, ckdir) -> int:
 
 
 def _sweep(args) -> int:
+    if args.scale or args.queue or args.status or args.executor:
+        return _queue(args)
     from .book.claims import CLAIMS_BY_KEY
     from .book.sweep import SWEEP_ORDER, sweep_in_words, sweep_status
 
@@ -221,6 +247,42 @@ def _sweep(args) -> int:
     from .engine.trainer import train
     for r in missing:
         train(config(r[0], r[1], r[3], r[2]), data=args.data, out_dir=args.out)
+    return 0
+
+
+def _queue(args) -> int:
+    """sweep --scale/--queue/--status/--executor: the queue of book/queue.py."""
+    from .book import queue as q
+
+    scale, keys = args.scale or "cpu", args.claims.split(",") if args.claims else None
+    seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else None
+    where = dict(results_dir=args.out, folder=args.folder, checkpoint_dir=args.checkpoint_dir)
+    try:
+        if args.status:
+            print(q.status_text(q.status(scale, keys, seeds, **where), args.out))
+            return 0
+        todo = q.queue(scale, keys, seeds, **where)
+        if not args.executor:
+            for r in todo:
+                print(*r)
+            return 0
+        job = dict(data=args.data, cuda_graph=args.cuda_graph, progress=False, fuse=args.fuse, pairs=args.pairs)
+        if args.executor == "local":
+            report = q.run_local(scale, keys, seeds, args.out, args.folder, args.checkpoint_dir, args.parallel,
+                                 args.max_jobs, time_limit=args.time or "24h", **job)
+            print(f"sweep: {len(report['done'])} runs trained, {len(report['failed'])} failed")
+            return 1 if report["failed"] else 0
+        slurm = dict(kv.split("=", 1) for kv in args.slurm)
+        ex = q.executor("slurm", args.folder, args.partition, args.gpus_per_job, args.time or "4h",
+                        args.cpus_per_job, args.array_parallelism, slurm)
+        groups = q.groups(todo, args.fuse, args.pairs)[:args.max_jobs]
+        jobs = q.submit(ex, [r for g in groups for r in g], args.out, args.folder, args.checkpoint_dir,
+                        args.fuse, args.pairs, data=args.data, cuda_graph=args.cuda_graph, progress=False)
+    except (ValueError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"sweep: submitted {len(jobs)} jobs" + (f" (array {jobs[0].job_id.split('_')[0]})" if jobs else "")
+          + "; python -m idmap_lib sweep --scale " + scale + " --status shows where they stand")
     return 0
 
 

@@ -1,0 +1,161 @@
+"""The sweep as one queue through submitit (book/queue.py, issue 34): jobs on this machine train a tiny recipe end to
+end and one killed mid-way resumes exactly; a recorded run is never sent again; the SLURM job array's sbatch
+parameters, checked without a cluster (submitit's own mocked sbatch)."""
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("submitit")
+
+from fake_runs import result  # noqa: E402
+from idmap_lib.book import queue as q  # noqa: E402
+from idmap_lib.engine import recipes, results  # noqa: E402
+from support import SHARED, tiny_mnist  # noqa: E402
+
+T2 = "a_table2_activations"
+
+
+def _wait(cond, timeout=240, poll=0.05):
+    t = time.time()
+    while not cond():
+        assert time.time() - t < timeout, "timed out"
+        time.sleep(poll)
+
+
+def _step(ck):
+    try:
+        return torch.load(ck, map_location="cpu", weights_only=True)["step"]
+    except (FileNotFoundError, RuntimeError, EOFError):
+        return -1
+
+
+def _strip(history):
+    return {k: [{a: b for a, b in h.items() if a not in ("img_per_s", "wall_s")} for h in v]
+            for k, v in history.items()}
+
+
+def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(tmp_path):
+    """Two jobs of one tiny recipe through submitit's local executor, each into its own results folder: one runs
+    through; the other gets submitit's preemption signal mid-way, is requeued by it (TrainJob.checkpoint) and
+    resumes from its last checkpoint. Same weights, same history, same first steps, bit for bit."""
+    cfg = tiny_mnist(steps=40, log=5, eval_every=20)
+    kw = dict(data=SHARED, deterministic=True, checkpoint_every=5, checkpoint_minutes=None, progress=False)
+    t0 = time.time()
+    jobs = {}
+    for name in ("a", "b"):
+        ex = q.executor("local", tmp_path / f"q{name}", time_limit="10m")
+        jobs[name], = q.submit(ex, [cfg], tmp_path / f"r{name}", tmp_path / f"q{name}", tmp_path / f"ck{name}", **kw)
+    ck_b = tmp_path / "ckb" / f"{results.run_name(cfg)}.pt"
+    _wait(lambda: _step(ck_b) >= 10)
+    killed_at = _step(ck_b)
+    entry, = q.ledger(tmp_path / "qb").values()  # the job wrote its pid when it started
+    os.kill(entry["pid"], signal.SIGUSR2)  # what SLURM sends a job before preempting it (--signal=USR2@120)
+    paths = {n: j.result() for n, j in jobs.items()}
+    took = time.time() - t0
+    a, b = (json.loads(Path(paths[n][0]).read_text()) for n in ("a", "b"))
+    print(f"two local jobs, one killed at step {killed_at} and requeued: {took:.1f} s")
+    assert b["job"]["requeues"] == 1 and a["job"]["requeues"] == 0          # b really was cut off and resubmitted
+    assert 10 <= b["job"]["resumed_from_step"] < cfg["steps"] and a["job"]["resumed_from_step"] is None
+    assert a["status"] == b["status"] == "ok" and a["config_hash"] == b["config_hash"]
+    assert _strip(a["history"]) == _strip(b["history"]) and a["first_steps"] == b["first_steps"]
+    assert {k: v for k, v in a["final"].items() if k not in ("wall_s", "img_per_s")} == \
+        {k: v for k, v in b["final"].items() if k not in ("wall_s", "img_per_s")}
+    wa, wb = (torch.load(tmp_path / f"ck{n}" / ck_b.name, weights_only=True)["model"] for n in ("a", "b"))
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    # provenance: the job beside the hardware, and the ledger says done
+    assert b["job"]["executor"] == "local" and b["job"]["job_id"] == str(jobs["b"].job_id) and "hardware" in b
+    entry, = q.ledger(tmp_path / "qb").values()
+    assert entry["state"] == "done" and entry["job_id"] == str(jobs["b"].job_id)
+
+
+class NoSubmit:
+    """An executor that must not be asked: a test of what is never sent."""
+    def batch(self):
+        raise AssertionError("a recorded run was submitted")
+
+    submit = batch
+
+
+def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_path):
+    out, folder, ck = tmp_path / "r", tmp_path / "q", tmp_path / "ck"
+    first = q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck)
+    assert first == q.needed("full", results_dir=out)[:len(first)] and len(first) == len(set(first))
+    # Table 1's original is Table 2's original-110 at the same recipe: recorded under one, skipped under both
+    losses = tuple(2.3 - i / 200 for i in range(200))  # windows through the warm-up: every claim's metric reads it
+    results.save_result(result(T2, "original-110", 0, scale="full", losses=losses), out)
+    again = q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck)
+    assert (T2, "original-110", 0, "full") in first and (T2, "original-110", 0, "full") not in again
+    assert ("a_table1_shortcuts", "original", 0, "full") not in again
+    assert q.submit(NoSubmit(), [(T2, "original-110", 0, "full"), ("a_table1_shortcuts", "original", 0, "full")],
+                    out, folder, ck) == []
+    # a job that finds its run recorded meanwhile trains nothing
+    assert q.TrainJob([recipes.config(T2, "original-110", "full", 0)], out, ck, folder)() == []
+    # a run under way (its job queued or running) waits; a failed one is listed again; a started one goes first
+    run, other, started = again[0], again[1], again[5]
+    q.mark(folder, q.config_of(run), "running", executor="slurm", job_id="7_0")
+    q.mark(folder, q.config_of(other), "failed", executor="slurm", job_id="7_1", error="CUDA out of memory")
+    ck.mkdir()
+    torch.save({"config": q.config_of(started), "step": 400}, ck / "x.pt")
+    now = q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck)
+    assert run not in now and other in now and now[0] == started
+    st = q.status("full", results_dir=out, folder=folder, checkpoint_dir=ck)
+    states = {r["run"]: (r["state"], r["job_id"]) for c in st["claims"] for r in c["runs"]}
+    assert states[(T2, "original-110", 0, "full")] == ("recorded", None)
+    assert states[run] == ("running", "7_0") and states[other] == ("failed", "7_1") and states[started][0] == "started"
+    text = q.status_text(st, out)
+    assert "running  " in text and "(job 7_0)" in text and "CUDA out of memory" in text
+    assert f"{len(st['left'])} runs not recorded at the full scale: " in text.splitlines()[-1]
+
+
+def test_the_slurm_path_submits_one_job_array_with_the_asked_parameters(tmp_path, capsys):
+    """Without a cluster: submitit's own mocked sbatch (its test helper) takes the job array; the sbatch script it
+    was handed has the partition, one GPU per job, the time limit, the array and the signal before the limit."""
+    from submitit.core.test_core import MockedSubprocess
+    from submitit.slurm import slurm
+    from idmap_lib.cli import main
+
+    out, folder, ck = tmp_path / "r", tmp_path / "q", tmp_path / "ck"
+    try:
+        with MockedSubprocess(known_cmds=["srun"]).context():
+            assert main(["sweep", "--scale", "full", "--executor", "slurm", "--partition", "gpu-h100",
+                         "--gpus-per-job", "1", "--time", "4h", "--max-jobs", "3", "--slurm", "account=idmap",
+                         "--out", str(out), "--folder", str(folder), "--checkpoint-dir", str(ck)]) == 0
+            printed = capsys.readouterr().out
+            with pytest.raises(ValueError, match="--partition"):
+                q.executor("slurm", folder)
+    finally:
+        slurm.SlurmJob.watcher.clear()
+    assert "submitted 3 jobs (array 12)" in printed
+    script, = folder.glob("jobs/*/*_submission.sh")
+    lines = set(script.read_text().splitlines())
+    assert {"#SBATCH --partition=gpu-h100", "#SBATCH --gpus-per-node=1", "#SBATCH --time=240",
+            "#SBATCH --array=0-2%3", "#SBATCH --ntasks-per-node=1", "#SBATCH --cpus-per-task=4",
+            "#SBATCH --signal=USR2@120", "#SBATCH --account=idmap"} <= lines
+    first3 = q.needed("full", results_dir=out)[:3]
+    book = q.ledger(folder, ask_slurm=False)
+    assert sorted(e["job_id"] for e in book.values()) == ["12_0", "12_1", "12_2"]
+    assert sorted(tuple(e["run"]) for e in book.values()) == sorted(first3)
+    assert all(e["state"] == "queued" for e in book.values())
+    # each array task is a checkpointable TrainJob of its run: preempted, it resubmits itself (and resumes)
+    pkl, = folder.glob("jobs/12_0/*_submitted.pkl")
+    import submitit
+    job = submitit.helpers.DelayedSubmission.load(pkl).function
+    assert isinstance(job, q.TrainJob) and [c["variant"] for c in job.cfgs] == [first3[0][1]]
+    assert job.checkpoint_dir == str(ck) and str(job.out_dir) == str(out)
+    again = job.checkpoint()
+    assert again.function is job and job.requeues == 1
+    # what is under way is not sent twice
+    assert not set(first3) & set(q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck))
+
+
+def test_time_limits_read_as_minutes_and_bad_ones_say_how():
+    assert [q.minutes(t) for t in ("4h", "90m", "1h30m", "2:30:00", "45")] == [240, 90, 90, 150, 45]
+    with pytest.raises(ValueError, match="4h, 90m"):
+        q.minutes("four hours")
+    with pytest.raises(ValueError, match="unknown scale"):
+        q.claims_at("cpu_step_warmup")
