@@ -82,10 +82,9 @@ CPU_WHY = ("CPU scale: the paper's depth{width}; {steps} steps of batch 128 on a
            "then 0.1, /10 at 50 % and 75 %. The paper jumps from 0.01 to 0.1 in one step after 400 of 64,000 "
            "iterations, with ~60,000 left to recover; at 25 % of a 400-step run the same jump is a shock the "
            "paper's schedule does not have (the original ResNet-110's loss spikes and most seeds end at chance: "
-           "the runs of the step warm-up, the lr-jump probe, which chapter 11 shows), so the CPU scale ramps. Only a non-finite "
+           "the runs of the superseded step warm-up, which chapter 11 shows), so the CPU scale ramps. Only a non-finite "
            "loss stops a run early.")
-CPU_STEP_WHY = ("CPU scale with the paper's abrupt warm-up, the lr-jump probe (does a unit train through the jump? "
-                "the cpu scale ramps instead): the paper's "
+CPU_STEP_WHY = ("CPU scale with the paper's abrupt warm-up (superseded by the ramp of the cpu scale): the paper's "
                 "depth{width}; {steps} steps of batch 128 on a stratified subset (2000 train + 200 test images per "
                 "class, ~{epochs:.1f} epochs); lr 0.01 for the first {warmup} steps (a quarter of the run, at every depth), "
                 "then 0.1 in one step, /10 at 50 % and 75 %; only a non-finite loss stops a run early.")
