@@ -166,6 +166,27 @@ def test_evaluate_applies_the_rule_to_per_seed_values(tmp_path):
     assert res["parts"][0][1]["xa"] == [0.10, 0.12, 0.11]
 
 
+def test_evaluate_corrects_a_claims_parts_for_their_number(tmp_path):
+    """Holm over a claim's parts, as claims.evaluate: two parts each reproduced alone (p ~ 0.03-0.04 < 5 %) are
+    both inconclusive once the smallest p is tested at 5 % / 2; with one part clear of that, the other is tested
+    at 5 % and passes."""
+    claim = next(c for c in mech.MECHANISM_CLAIMS if c["key"] == "m_branches_keep_size")   # lam1 < lam0.9, lam0.5
+
+    def record(shifts):
+        for lam, shift in shifts.items():
+            for s, x in enumerate((0.0, 0.1, 0.2) if lam == 1.0 else (0.0, 0.15, 0.25)):
+                _fake(tmp_path, mech.forward_spec(lam, s), {"branch_ratio": [1.0, 10 ** (x + shift)]})
+    record({1.0: 0.0, 0.9: 0.26, 0.5: 0.27})
+    res = mech.evaluate(claim, out_dir=tmp_path)
+    alone = [mech.compare(t, r["xa"], r["xb"])["verdict"] for t, r in res["parts"]]
+    assert alone == ["reproduced", "reproduced"] and all(0.025 < r["p"] < 0.05 for _, r in res["parts"])
+    assert [r["verdict"] for _, r in res["parts"]] == ["inconclusive"] * 2 and res["verdict"] == "inconclusive"
+    assert sorted(r["holm"][1] for _, r in res["parts"]) == pytest.approx([0.025, 0.05])
+    record({0.5: 2.0})                                               # lam0.5 far above: its p tiny
+    res = mech.evaluate(claim, out_dir=tmp_path)
+    assert [r["verdict"] for _, r in res["parts"]] == ["reproduced"] * 2 and res["verdict"] == "reproduced"
+
+
 def test_spread_metric():
     assert mech._spread([[1.0, 10.0], [2.0, None]]) == pytest.approx(1.0)
 

@@ -30,7 +30,7 @@ from ..engine.results import config_hash, find_result, provenance, save_result
 from ..models.introspect import post_relu, residual_units, weight_layers
 from ..models.shortcuts import ConstantScaling, Shortcut
 from . import probes
-from .rule import SEEDS, better, combine, compare
+from .rule import SEEDS, better, combine, compare, holm
 
 MECH_DIR = DEFAULT_ROOT / "mechanisms"
 LAMS = (0.5, 0.9, 1.0, 1.1)
@@ -318,10 +318,12 @@ def _records(variant, experiment, seeds, out_dir):
 
 def evaluate(claim, seeds=SEEDS, out_dir=None) -> dict:
     """A mechanism claim's verdict: each comparison by rule.compare on the per-seed values of its metric (the
-    recorded measurements; a missing one leaves the claim 'not run yet'), combined by rule.combine."""
+    recorded measurements; a missing one leaves the claim 'not run yet'), its parts corrected for their number
+    by Holm's step-down (rule.holm, as claims.evaluate does), combined by rule.combine."""
     experiment = "mech_forward_signal" if claim["chapter"] == 3 else "mech_training_forwards"
     parts = []
     for t in claim["tests"]:
         xa, xb = ([METRICS[t.metric](r) for r in _records(v, experiment, seeds, out_dir)] for v in (t.a, t.b))
         parts.append((t, compare(t, xa, xb, scale="cpu")))
+    parts = holm(parts)
     return {"key": claim["key"], "verdict": combine([r["verdict"] for _, r in parts]), "parts": parts}
