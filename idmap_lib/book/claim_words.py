@@ -45,7 +45,12 @@ WORDS = {  # variant -> words, where its key does not read as English; (experime
     "full_preact-164": "pre-activation ResNet-164", "c10-1001-original": "the original ResNet-1001",
     "c10-1001-full_preact": "pre-activation ResNet-1001", "c10-110-single-original": "the original unit",
     "c10-110-single-full_preact": "pre-activation", ("b_resnet32", "original"): "the ungated ResNet-32",
-    "gated": "the gated net", "gated-k_decay": "the gated net with weight decay on k", "plain": "the ungated WRN",
+    "gated": "the gated net", "constant_scaling-0-1": "the shortcut scaled by 0",
+    "constant_scaling-0.5-1": "the shortcut scaled by 0.5", "constant_scaling-0.5-0.5": "both paths scaled by 0.5",
+    "exclusive_gating-b0": "exclusive gating at b_g = 0", "exclusive_gating-b-6": "exclusive gating at b_g = −6",
+    "exclusive_gating-b-7": "exclusive gating at b_g = −7", "shortcut_only_gating-b0": "shortcut-only gating at b_g = 0",
+    "shortcut_only_gating-b-6": "shortcut-only gating at b_g = −6", "conv1x1": "the 1×1-convolution shortcut",
+    "dropout-0.5": "the dropout shortcut", "gated-k_decay": "the gated net with weight decay on k", "plain": "the ungated WRN",
 }
 METRIC_SHORT = {"test_err": "test error", "train_loss": "training loss", "steps_to_80": "steps to 80 % train error",
                 "lr_jump_rise": "loss rise at the jump", "mean_k": "mean k", "pruned_half_random":
@@ -203,12 +208,14 @@ def tally(key, scale=None, results_dir=None) -> dict:
             gaps = [r["d"] + t.margin for t, r in worse]
             lo, hi = _gap(t0.metric, min(gaps)), _gap(t0.metric, max(gaps))
             out["worse_range"] = lo if lo == hi else f"{lo.split()[0]}-{hi}"
+        out["a_values"] = [_val(t.metric, r["mean_a"]) for t, r in done]
+        out["b_values"] = [_val(t.metric_of_b, r["mean_b"]) for t, r in done]
     stuck = {}
     for t, r in v.parts:
-        for side, k in zip("ab", r.get("excluded", (0, 0))):
+        for side, k, n in zip("ab", r.get("excluded", (0, 0)), r.get("n", (0, 0))):
             if k:
-                stuck.setdefault(words(e, getattr(t, side)), k)
-    out["stuck"] = list(stuck)
+                stuck.setdefault(words(e, getattr(t, side)), f"{k} of {n + k if 'd' in r else n}")
+    out["stuck"], out["stuck_of"] = list(stuck), stuck
     return out
 
 
