@@ -130,7 +130,7 @@ def parts_in_words(claim, v) -> list[str]:
                 stuck.setdefault(getattr(t, side), f"{k} of {total}")
     if len(stuck) > 2:
         out.append(f"{len(stuck)} did not train in some or all of their seeds, left out ("
-                   + ", ".join(f"{words(e, s)} {k}" for s, k in stuck.items()) + ")")
+                   + "; ".join(f"{words(e, s)}: {k}" for s, k in stuck.items()) + ")")
     elif stuck:
         out.append(" and ".join(f"{words(e, s)} did not train in {k} seeds" for s, k in stuck.items())
                    + " (left out)")

@@ -75,9 +75,10 @@ def steps_text(runs) -> str:
     return "; ".join(p for p in parts if p != "–") or "–"
 
 
-def scale_text(experiment, variant) -> str:
-    """What the CPU-scale run of a variant trains, beside the paper's recipe, in words (from the configs)."""
-    c, f = recipes.config(experiment, variant, "cpu"), recipes.config(experiment, variant, "full")
+def scale_text(experiment, variant, scale="cpu", paper=True) -> str:
+    """What the run of a variant at a CPU `scale` trains, beside the paper's recipe (unless not `paper`), in words
+    (from the configs), with its precision, width and length (``confounds``)."""
+    c, f = recipes.config(experiment, variant, scale), recipes.config(experiment, variant, "full")
     n_train, n_test = DATASET_SIZES[c["dataset"]]
 
     def sched(cfg):
@@ -100,9 +101,9 @@ def scale_text(experiment, variant) -> str:
 
     ours = "unstated" in f.get("why", {}).get("steps", "")   # Paper B does not say how long it trained
     full = ("The full recipe (its length is ours: the paper does not state it)" if ours else "The paper")
+    theirs = f"{full}: **{net_name(f)}**, {f['steps']:,} steps of batch {f['batch_size']} on {data(f)}. " if paper else ""
     return (f"**{net_name(c)}**, {c['steps']:,} steps of batch {c['batch_size']} on {data(c)}, {sched(c)}. "
-            f"{full}: **{net_name(f)}**, {f['steps']:,} steps of batch {f['batch_size']} on {data(f)}. "
-            + confounds(experiment, variant))
+            + theirs + confounds(experiment, variant, scale))
 
 
 PRECISION_WORDS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
