@@ -253,13 +253,14 @@ def _sweep(args) -> int:
 def _queue(args) -> int:
     """sweep --scale/--queue/--status/--executor: the queue of book/queue.py."""
     from .book import queue as q
+    from .book.queue_status import status, status_text
 
     scale, keys = args.scale or "cpu", args.claims.split(",") if args.claims else None
     seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else None
     where = dict(results_dir=args.out, folder=args.folder, checkpoint_dir=args.checkpoint_dir)
     try:
         if args.status:
-            print(q.status_text(q.status(scale, keys, seeds, **where), args.out))
+            print(status_text(status(scale, keys, seeds, **where), args.out))
             return 0
         todo = q.queue(scale, keys, seeds, **where)
         if not args.executor:
@@ -270,14 +271,16 @@ def _queue(args) -> int:
         if args.executor == "local":
             report = q.run_local(scale, keys, seeds, args.out, args.folder, args.checkpoint_dir, args.parallel,
                                  args.max_jobs, time_limit=args.time or "24h", **job)
+            for path in report["paths"]:
+                print(f"recorded: {path}")
             print(f"sweep: {len(report['done'])} runs trained, {len(report['failed'])} failed")
             return 1 if report["failed"] else 0
         slurm = dict(kv.split("=", 1) for kv in args.slurm)
         ex = q.executor("slurm", args.folder, args.partition, args.gpus_per_job, args.time or "4h",
                         args.cpus_per_job, args.array_parallelism, slurm)
-        groups = q.groups(todo, args.fuse, args.pairs)[:args.max_jobs]
-        jobs = q.submit(ex, [r for g in groups for r in g], args.out, args.folder, args.checkpoint_dir,
-                        args.fuse, args.pairs, data=args.data, cuda_graph=args.cuda_graph, progress=False)
+        groups = q.groups(todo, args.fuse, args.pairs, q.started(scale, args.checkpoint_dir))[:args.max_jobs]
+        jobs = q.submit(ex, groups, args.out, args.folder, args.checkpoint_dir, args.fuse, data=args.data,
+                        cuda_graph=args.cuda_graph, progress=False)
     except (ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

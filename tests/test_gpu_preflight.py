@@ -63,31 +63,33 @@ spec_q.loader.exec_module(gq)
 
 
 def test_the_queue_resumes_runs_under_way_first_then_fuses_a_variants_seeds_or_pairs_a_seed_of_every_row(tmp_path):
+    """The library's queue at the full recipe (book/queue.py: SWEEP_ORDER's claims first to last), cut into the
+    window's processes."""
     import torch
+    from fake_runs import result
     from idmap_lib.engine import recipes, results
     out, ck = tmp_path / "results", tmp_path / "ck"
     ck.mkdir()
-    T2 = "a_table2_activations"
-    assert gq.next_runs(2, out, ck) == [(T2, ["original-110", "full_preact-110"], [0]),
-                                        (T2, ["bn_after_add-110", "relu_preact-110"], [0])]
-    assert gq.next_runs(2, out, ck, fuse=3) == [(T2, ["original-110"], [0, 1, 2]), (T2, ["full_preact-110"], [0, 1, 2])]
+    T2, B32 = "a_table2_activations", "b_resnet32"
+    assert gq.next_runs(2, out, ck) == [(B32, ["gated", "original"], [0]), (B32, ["gated", "original"], [1])]
+    assert gq.next_runs(2, out, ck, fuse=3) == [(B32, ["gated"], [0, 1, 2]), (B32, ["original"], [0, 1, 2])]
     flying = recipes.config("a_table1_shortcuts", "exclusive_gating-b-6", "full", 1)
     torch.save({"config": flying, "step": 400}, ck / "x.pt")
     # Table 1's original is Table 2's original-110: one recorded result settles both
-    cfg = recipes.config("a_table1_shortcuts", "original", "full", 0)
-    r = {"config": cfg, "config_hash": results.config_hash(cfg), "training_hash": results.training_hash(cfg),
-         "status": "ok", "history": {"train": [], "test": []}, "final": {}}
-    results.save_result(r, out)
+    assert (T2, ["original-110"], [0, 1, 2]) in gq.next_runs(99, out, ck, fuse=3)
+    results.save_result(result("a_table1_shortcuts", "original", 0, scale="full",
+                               losses=tuple(2.3 - i / 200 for i in range(200))), out)
     assert gq.next_runs(2, out, ck) == [("a_table1_shortcuts", ["exclusive_gating-b-6"], [1]),
-                                        (T2, ["full_preact-110", "bn_after_add-110"], [0])]
+                                        (B32, ["gated", "original"], [0])]
     assert gq.next_runs(2, out, ck, fuse=3) == [("a_table1_shortcuts", ["exclusive_gating-b-6"], [1]),
-                                                (T2, ["original-110"], [1, 2])]
+                                                (B32, ["gated"], [0, 1, 2])]
+    assert (T2, ["original-110"], [1, 2, 3]) in gq.next_runs(99, out, ck, fuse=3)  # seed 0 recorded
     # a fused run cut off by the deadline: its seeds at one step resume together, fused
     for s in (0, 2):
         torch.save({"config": recipes.config(T2, "full_preact-110", "full", s), "step": 800}, ck / f"f{s}.pt")
     assert gq.next_runs(2, out, ck, fuse=3) == [(T2, ["full_preact-110"], [0, 2]),
                                                 ("a_table1_shortcuts", ["exclusive_gating-b-6"], [1])]
-    assert (T2, ["full_preact-110"], [1]) in gq.next_runs(9, out, ck, fuse=3)  # its missing seed, later, alone
+    assert (T2, ["full_preact-110"], [1, 3, 4]) in gq.next_runs(99, out, ck, fuse=3)  # its fresh seeds, later
 
 
 @needs_git

@@ -14,6 +14,7 @@ pytest.importorskip("submitit")
 
 from fake_runs import result  # noqa: E402
 from idmap_lib.book import queue as q  # noqa: E402
+from idmap_lib.book.queue_status import status, status_text  # noqa: E402
 from idmap_lib.engine import recipes, results  # noqa: E402
 from support import SHARED, tiny_mnist  # noqa: E402
 
@@ -49,7 +50,8 @@ def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(
     jobs = {}
     for name in ("a", "b"):
         ex = q.executor("local", tmp_path / f"q{name}", time_limit="10m")
-        jobs[name], = q.submit(ex, [cfg], tmp_path / f"r{name}", tmp_path / f"q{name}", tmp_path / f"ck{name}", **kw)
+        jobs[name], = q.submit(ex, [[cfg]], tmp_path / f"r{name}", tmp_path / f"q{name}", tmp_path / f"ck{name}",
+                               **kw)
     ck_b = tmp_path / "ckb" / f"{results.run_name(cfg)}.pt"
     _wait(lambda: _step(ck_b) >= 10)
     killed_at = _step(ck_b)
@@ -91,7 +93,7 @@ def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_pat
     again = q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck)
     assert (T2, "original-110", 0, "full") in first and (T2, "original-110", 0, "full") not in again
     assert ("a_table1_shortcuts", "original", 0, "full") not in again
-    assert q.submit(NoSubmit(), [(T2, "original-110", 0, "full"), ("a_table1_shortcuts", "original", 0, "full")],
+    assert q.submit(NoSubmit(), [[(T2, "original-110", 0, "full")], [("a_table1_shortcuts", "original", 0, "full")]],
                     out, folder, ck) == []
     # a job that finds its run recorded meanwhile trains nothing
     assert q.TrainJob([recipes.config(T2, "original-110", "full", 0)], out, ck, folder)() == []
@@ -103,13 +105,33 @@ def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_pat
     torch.save({"config": q.config_of(started), "step": 400}, ck / "x.pt")
     now = q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck)
     assert run not in now and other in now and now[0] == started
-    st = q.status("full", results_dir=out, folder=folder, checkpoint_dir=ck)
+    st = status("full", results_dir=out, folder=folder, checkpoint_dir=ck)
     states = {r["run"]: (r["state"], r["job_id"]) for c in st["claims"] for r in c["runs"]}
     assert states[(T2, "original-110", 0, "full")] == ("recorded", None)
     assert states[run] == ("running", "7_0") and states[other] == ("failed", "7_1") and states[started][0] == "started"
-    text = q.status_text(st, out)
+    text = status_text(st, out)
     assert "running  " in text and "(job 7_0)" in text and "CUDA out of memory" in text
     assert f"{len(st['left'])} runs not recorded at the full scale: " in text.splitlines()[-1]
+
+
+def test_jobs_fuse_a_variants_seeds_at_one_step_pair_a_seed_and_two_submitters_never_send_one_run_twice(tmp_path):
+    runs = [(T2, "original-110", s, "full") for s in (0, 1, 2)] + [(T2, "full_preact-110", 0, "full")]
+    assert q.groups(runs) == [[r] for r in runs]
+    assert q.groups(runs, fuse=3) == [runs[:3], runs[3:]]
+    assert q.groups(runs, fuse=2) == [runs[:2], runs[2:3], runs[3:]]
+    # a fused group resumes together: a started seed is not fused with fresh ones
+    steps = {results.training_hash(q.config_of(runs[1])): 800}
+    assert q.groups(runs, fuse=3, steps=steps) == [[runs[0], runs[2]], [runs[1]], runs[3:]]
+    pr = [(T2, v, s, "full") for v, s in (("original-110", 0), ("full_preact-110", 0), ("bn_after_add-110", 0),
+                                          ("relu_preact-110", 1))]
+    assert q.groups(pr, pairs=True) == [pr[:2], pr[2:3], pr[3:]]  # two runs of one experiment and seed
+    cfg = q.config_of(runs[0])
+    assert q.claim(tmp_path, cfg, "local") and not q.claim(tmp_path, cfg, "local")  # this submitter holds it
+    entry, = q.ledger(tmp_path).values()
+    assert entry["state"] == "queued" and entry["job_id"] is None
+    q.mark(tmp_path, cfg, "queued", executor="local", job_id="1", pid=2 ** 22 + 12345, hostname=entry["hostname"])
+    assert q.ledger(tmp_path)[entry["training_hash"]]["state"] == "failed"  # its job's process is gone
+    assert q.claim(tmp_path, cfg, "local")  # so it may be sent again
 
 
 def test_the_slurm_path_submits_one_job_array_with_the_asked_parameters(tmp_path, capsys):

@@ -10,8 +10,9 @@ checkpoint folder and resumes from it, so a job preempted or cut off by its time
 folder with their provenance, and the job (scheduler, id, host, the steps it resumed from) beside the hardware.
 
 The ledger: one small JSON file per run under ``<folder>/runs/`` (state queued, running, done or failed, the job
-id), written by ``submit`` and by the job itself; ``status`` reads it (and asks SLURM, where ``sacct`` is at hand,
-about jobs that may have ended unseen) and prices what is left at the measured pace (``remaining_hours``).
+id), written by ``submit`` (each run taken under a lock: several submitters never send one run twice) and by the job
+itself; ``ledger`` reads it, and asks SLURM, where ``sacct`` is at hand, about jobs that may have ended unseen.
+Where the sweep stands, claim by claim, and what is left in hours: queue_status.py.
 """
 from __future__ import annotations
 
@@ -37,12 +38,10 @@ QUEUE_DIR = DEFAULT_ROOT / "sweep"            # submitit's folder (its pickles a
 CHECKPOINT_DIR = DEFAULT_ROOT / "checkpoints"  # checkpoints of runs under way (a lent GPU's come back here too)
 SCALES = ("cpu", "full")
 UNDER_WAY = ("queued", "running")
-SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL",
-               "DEADLINE", "UNKNOWN", "DONE"}
+SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE"}
 
 
-# ----------------------------------------------------------------------------------------------
-# what the claims need, and what of it is left
+# -- what the claims need, and what of it is left
 
 def claims_at(scale: str, keys=None) -> list:
     """The claims the sweep trains (SWEEP_ORDER, or `keys`), their runs at `scale`: "cpu" (each claim's own CPU
@@ -61,8 +60,7 @@ def claims_at(scale: str, keys=None) -> list:
 
 def needed(scale="cpu", keys=None, seeds=None, results_dir=None) -> list[tuple]:
     """(experiment, variant, seed, scale) of every run the claims need, in the order that settles them soonest."""
-    chosen = claims_at(scale, keys)
-    return runs_needed(None if scale == "cpu" and keys is None else chosen, seeds, results_dir)
+    return runs_needed(None if scale == "cpu" and keys is None else claims_at(scale, keys), seeds, results_dir)
 
 
 def config_of(run) -> dict:
@@ -73,44 +71,47 @@ def in_flight(checkpoint_dir=None) -> list[tuple[str, str, int, int]]:
     """(experiment, variant, seed, step) of each checkpoint of a run under way."""
     import torch
 
-    out = []
-    for p in sorted(Path(checkpoint_dir or CHECKPOINT_DIR).glob("*.pt")):
-        c = (ck := torch.load(p, map_location="cpu", weights_only=True))["config"]
-        out.append((c["experiment"], c["variant"], c["seed"], ck.get("step", 0)))
-    return out
+    paths = sorted(Path(checkpoint_dir or CHECKPOINT_DIR).glob("*.pt"))
+    cks = [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
+    return [(c["config"]["experiment"], c["config"]["variant"], c["config"]["seed"], c.get("step", 0)) for c in cks]
+
+
+def started(scale="cpu", checkpoint_dir=None) -> dict:
+    """{training hash: step} of every run at `scale` with a checkpoint (under way, or cut off with no job left)."""
+    return {results.training_hash(recipes.config(e, v, scale, s)): st for e, v, s, st in in_flight(checkpoint_dir)}
 
 
 def queue(scale="cpu", keys=None, seeds=None, results_dir=None, folder=None, checkpoint_dir=None) -> list[tuple]:
     """The runs to submit next, in order: those with a checkpoint and no job first (they resume), then the rest of
     what the claims need, less the recorded runs and the runs under way (a job of the ledger queued or running)."""
-    runs = needed(scale, keys, seeds, results_dir)
     busy = {h for h, e in ledger(folder).items() if e["state"] in UNDER_WAY}
-    todo = [r for r in runs if results.training_hash(config_of(r)) not in busy
+    todo = [r for r in needed(scale, keys, seeds, results_dir) if results.training_hash(config_of(r)) not in busy
             and results.find_result(config_of(r), results_dir) is None]
-    started = {results.training_hash(recipes.config(e, v, scale, s)) for e, v, s, _ in in_flight(checkpoint_dir)}
-    return sorted(todo, key=lambda r: results.training_hash(config_of(r)) not in started)  # stable: order kept
+    steps = started(scale, checkpoint_dir)
+    return sorted(todo, key=lambda r: results.training_hash(config_of(r)) not in steps)  # stable: order kept
 
 
-def groups(runs, fuse=1, pairs=False) -> list[list[tuple]]:
+def groups(runs, fuse=1, pairs=False, steps=None) -> list[list[tuple]]:
     """The runs as jobs: one run each; ``fuse`` > 1: up to that many seeds of one variant as one fused network (where
-    the device's benchmark found fusion faster); ``pairs``: two runs of one experiment and seed on two CUDA streams."""
-    out = []
+    the device's benchmark found fusion faster; a fused group resumes together, so only runs at one step -- `steps`,
+    {training hash: step} of the started ones -- are fused); ``pairs``: two runs of one experiment and seed a job
+    (two CUDA streams)."""
+    out, at = [], lambda r: (steps or {}).get(results.training_hash(config_of(r)))
     for r in runs:
-        last = out[-1] if out else None
         if fuse > 1:
-            mate = next((g for g in out if g[0][:2] == r[:2] and g[0][3] == r[3] and len(g) < fuse), None)
+            mate = next((g for g in out if g[0][:2] == r[:2] and g[0][3] == r[3] and len(g) < fuse
+                         and at(g[0]) == at(r)), None)
             if mate is not None:
                 mate.append(r)
                 continue
-        elif pairs and last and len(last) < 2 and last[0][0] == r[0] and last[0][2:] == r[2:]:
-            last.append(r)
+        elif pairs and out and len(out[-1]) < 2 and out[-1][0][0] == r[0] and out[-1][0][2:] == r[2:]:
+            out[-1].append(r)
             continue
         out.append([r])
     return out
 
 
-# ----------------------------------------------------------------------------------------------
-# the ledger: one file per run, written by the submitter and by the job
+# -- the ledger: one file per run, written by the submitter and by the job
 
 def _entry_path(folder, cfg) -> Path:
     return Path(folder or QUEUE_DIR) / "runs" / f"{results.run_name(cfg)}__{results.training_hash(cfg)[:12]}.json"
@@ -145,13 +146,35 @@ def ledger(folder=None, ask_slurm=True) -> dict:
     return out
 
 
+def claim(folder, cfg, executor_kind) -> bool:
+    """Take a run for this submitter, atomically (one submitter at a time holds the run's lock file while it checks
+    the ledger and marks the run queued, with its own pid until the job has an id): False if it is under way."""
+    path = _entry_path(folder, cfg)
+    lock = path.with_suffix(".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    if lock.exists() and time.time() - lock.stat().st_mtime > 60:
+        lock.unlink(missing_ok=True)  # left by a submitter that died holding it
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    try:
+        if ledger(folder).get(results.training_hash(cfg), {}).get("state") in UNDER_WAY:
+            return False
+        mark(folder, cfg, "queued", executor=executor_kind, job_id=None, pid=os.getpid(), hostname=socket.gethostname())
+        return True
+    finally:
+        lock.unlink(missing_ok=True)
+
+
 def _alive(e, folder, ask_slurm) -> bool:
-    if e.get("executor") == "local" and e.get("pid") and e.get("hostname") == socket.gethostname():
+    if e.get("pid") and e.get("hostname") == socket.gethostname() and (e.get("executor") == "local"
+                                                                        or not e.get("job_id")):
         try:
             os.kill(int(e["pid"]), 0)
         except ProcessLookupError:
             return False
-        except PermissionError:
+        except PermissionError:  # alive (another user's)
             pass
     if e.get("executor") == "slurm" and ask_slurm and e.get("job_id"):
         import shutil
@@ -161,8 +184,7 @@ def _alive(e, folder, ask_slurm) -> bool:
     return True
 
 
-# ----------------------------------------------------------------------------------------------
-# the job
+# -- the job
 
 class TrainJob(Checkpointable):
     """One job of the queue: train `cfgs` (one run, a pair, or a fused group) through the library into `out_dir`,
@@ -173,8 +195,8 @@ class TrainJob(Checkpointable):
                  checkpoint_every=None, checkpoint_minutes=10.0, **train_kwargs):
         self.cfgs, self.out_dir, self.fused, self.data = list(cfgs), out_dir, fused, data
         self.checkpoint_dir, self.folder = str(checkpoint_dir or CHECKPOINT_DIR), str(folder or QUEUE_DIR)
-        self.checkpoint_every, self.checkpoint_minutes, self.train_kwargs = checkpoint_every, checkpoint_minutes, train_kwargs
-        self.requeues = 0
+        self.checkpoint_every, self.checkpoint_minutes = checkpoint_every, checkpoint_minutes
+        self.train_kwargs, self.requeues = train_kwargs, 0
 
     def __call__(self) -> list[str]:
         from ..engine.checkpoint import load_checkpoint
@@ -183,8 +205,8 @@ class TrainJob(Checkpointable):
         job = _job_environment()
         job["requeues"] = self.requeues
         todo = [c for c in self.cfgs if results.find_result(c, self.out_dir) is None]  # recorded meanwhile: skip
-        ck = {results.run_name(c): Path(self.checkpoint_dir) / f"{results.run_name(c)}.pt" for c in todo}
-        resumed = {n: load_checkpoint(p)["step"] for n, p in ck.items() if p.is_file()}
+        ck = {(n := results.run_name(c)): Path(self.checkpoint_dir) / f"{n}.pt" for c in todo}
+        resumed = {n: load_checkpoint(p)["step"] for n, p in ck.items() if p.is_file()}  # (the file Run writes)
         for c in todo:
             mark(self.folder, c, "running", **job)
         try:
@@ -205,8 +227,7 @@ class TrainJob(Checkpointable):
         paths = []
         for r in done:
             if r.get("path"):  # finished: the job beside the hardware, in the recorded result
-                name = results.run_name(r["config"])
-                stamp(r["path"], {**job, "resumed_from_step": resumed.get(name)})
+                stamp(r["path"], {**job, "resumed_from_step": resumed.get(results.run_name(r["config"]))})
                 paths.append(r["path"])
             mark(self.folder, r["config"], "done" if r.get("path") else "stopped", **job)
         return paths
@@ -237,21 +258,15 @@ def stamp(path, job: dict) -> None:
     results.save_result(r, Path(path).parent)
 
 
-# ----------------------------------------------------------------------------------------------
-# executors and submission
+# -- executors and submission
 
 def minutes(limit: str) -> int:
-    """'4h', '90m', '1h30m', '2:30:00' or '45' (minutes) -> minutes."""
-    s = str(limit).strip().lower()
-    if m := re.fullmatch(r"(?:(\d+)h)?\s*(?:(\d+)m(?:in)?)?", s):
-        if any(m.groups()):
-            return int(m[1] or 0) * 60 + int(m[2] or 0)
-    if re.fullmatch(r"\d+(:\d\d){1,2}", s):
-        parts = [int(p) for p in s.split(":")]
-        return parts[0] * 60 + parts[1] + (parts[2] > 0 if len(parts) == 3 else 0)
-    if s.isdigit():
-        return int(s)
-    raise ValueError(f"time limit {limit!r}: write it as 4h, 90m, 1h30m or H:MM:SS")
+    """'4h', '90m', '1h30m', 'H:MM[:SS]' (seconds dropped) or '45' (minutes) -> minutes."""
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?|(\d+):(\d\d)(?::\d\d)?|(\d+)", str(limit).strip().lower())
+    if not m or not any(m.groups()):
+        raise ValueError(f"time limit {limit!r}: write it as 4h, 90m, 1h30m or H:MM:SS")
+    h, mi, hh, mm, bare = (int(g or 0) for g in m.groups())
+    return 60 * (h + hh) + mi + mm + bare
 
 
 def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit="4h", cpus_per_job=None,
@@ -283,37 +298,35 @@ def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit=
     return ex
 
 
-def submit(ex, runs_or_cfgs, out_dir=None, folder=None, checkpoint_dir=None, fuse=1, pairs=False, **job_kwargs):
-    """Submit the runs as jobs (``groups``) of `ex` -- on SLURM one job array -- and mark them queued; returns the
-    submitit jobs. Items may be runs (experiment, variant, seed, scale) or configs. A recorded run is never sent."""
-    cfgs = [r if isinstance(r, dict) else config_of(r) for r in runs_or_cfgs]
-    cfgs = [c for c in cfgs if results.find_result(c, out_dir) is None]
-    as_runs = [(c["experiment"], c["variant"], c["seed"], c["scale"], i) for i, c in enumerate(cfgs)]
-    jobs_cfgs = [[cfgs[r[4]] for r in g] for g in groups(as_runs, fuse, pairs)]
-    if not jobs_cfgs:
+def submit(ex, jobs, out_dir=None, folder=None, checkpoint_dir=None, fuse=1, **job_kwargs):
+    """Submit `jobs` (``groups``: each a list of runs -- (experiment, variant, seed, scale) -- or configs) as jobs of
+    `ex`, on SLURM one job array, and mark them queued; returns the submitit jobs. A recorded run is never sent."""
+    kind = "local" if "Local" in type(getattr(ex, "_executor", ex)).__name__ else "slurm"
+    todo = [g for g in ([c for c in (r if isinstance(r, dict) else config_of(r) for r in g)
+                         if results.find_result(c, out_dir) is None and claim(folder, c, kind)] for g in jobs) if g]
+    if not todo:
         return []
     with ex.batch():
-        jobs = [ex.submit(TrainJob(g, out_dir, checkpoint_dir, folder, fused=fuse > 1, **job_kwargs))
-                for g in jobs_cfgs]
-    kind = "local" if "Local" in type(getattr(ex, "_executor", ex)).__name__ else "slurm"
-    for job, g in zip(jobs, jobs_cfgs):
+        sent = [ex.submit(TrainJob(g, out_dir, checkpoint_dir, folder, fused=fuse > 1, **job_kwargs)) for g in todo]
+    for job, g in zip(sent, todo):
         for c in g:
             mark(folder, c, "queued", executor=kind, job_id=str(job.job_id))
-    return jobs
+    return sent
 
 
 def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, checkpoint_dir=None, parallel=1,
-              max_jobs=None, time_limit="24h", poll_s=2.0, say=print, **job_kwargs) -> dict:
+              max_jobs=None, time_limit="24h", fuse=1, pairs=False, poll_s=2.0, say=print, **job_kwargs) -> dict:
     """The CPU background sweep: keep `parallel` jobs of the queue running on this machine through submitit's
     local executor, reading the queue again after each ends, until it is empty (or `max_jobs` were sent). A run
-    whose job failed is not sent again in this sweep. Returns {"done": [...], "failed": [...]} (run names)."""
+    whose job failed is not sent again in this sweep. Returns {"done": [...], "failed": [...]} (run names) and
+    "paths" (the results it recorded)."""
     ex = executor("local", folder, time_limit=time_limit)
-    running, sent, report, tried = [], 0, {"done": [], "failed": []}, set()
+    running, sent, report, tried = [], 0, {"done": [], "failed": [], "paths": []}, set()
     while True:
         for job, names in [(j, n) for j, n in running if j.done()]:
             running.remove((job, names))
             try:
-                job.result()
+                report["paths"] += job.result()
                 report["done"] += names
             except Exception as e:  # noqa: BLE001 - the ledger has it; the sweep goes on with the others
                 report["failed"] += names
@@ -321,101 +334,14 @@ def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, che
         free = parallel - len(running)
         if free > 0 and (max_jobs is None or sent < max_jobs):
             todo = [r for r in queue(scale, keys, seeds, out_dir, folder, checkpoint_dir) if r not in tried]
+            todo = groups(todo, fuse, pairs, started(scale, checkpoint_dir))
             todo = todo[:free if max_jobs is None else min(free, max_jobs - sent)]
-            if todo:
-                tried.update(todo)
-                for job in submit(ex, todo, out_dir, folder, checkpoint_dir, **job_kwargs):
-                    names = [results.run_name(c) for c in _job_cfgs(job)]
-                    say(f"sweep: job {job.job_id}: {', '.join(names)}")
-                    running.append((job, names))
-                    sent += 1
-                continue
+            tried.update(r for g in todo for r in g)
+            for job in submit(ex, todo, out_dir, folder, checkpoint_dir, fuse, **job_kwargs):
+                names = [results.run_name(c) for c in job.submission().function.cfgs]
+                say(f"sweep: job {job.job_id}: {', '.join(names)}")
+                running.append((job, names))
+                sent += 1
         if not running:
             return report
         time.sleep(poll_s)
-
-
-def _job_cfgs(job) -> list[dict]:
-    """The configs a submitted job trains (read back from its pickled submission)."""
-    return job.submission().function.cfgs
-
-
-# ----------------------------------------------------------------------------------------------
-# where it stands
-
-def status(scale="cpu", keys=None, seeds=None, results_dir=None, folder=None, checkpoint_dir=None) -> dict:
-    """Per claim, each run it needs with its state: recorded, running / queued / failed (with the job id), started
-    (a checkpoint at some step, no job) or missing; and ``left``, the configs not recorded."""
-    book = ledger(folder)
-    steps = {results.training_hash(recipes.config(e, v, scale, s)): st for e, v, s, st in in_flight(checkpoint_dir)}
-    per_claim, left, seen = [], [], set()
-    for c in claims_at(scale, keys):
-        rows = []
-        for r in runs_needed([c], seeds, results_dir):
-            cfg, h = config_of(r), results.training_hash(config_of(r))
-            e = book.get(h, {})
-            if results.find_result(cfg, results_dir) is not None:
-                state = "recorded"
-            else:
-                state = e.get("state") if e.get("state") in ("running", "queued", "failed") else \
-                    ("started" if h in steps else "missing")
-                if h not in seen:
-                    seen.add(h)
-                    left.append(cfg)
-            rows.append({"run": r, "state": state, "job_id": e.get("job_id") if state != "recorded" else None,
-                         "step": steps.get(h), "error": e.get("error") if state == "failed" else None})
-        per_claim.append({"claim": c.key, "source": c.source, "runs": rows})
-    return {"scale": scale, "claims": per_claim, "left": left}
-
-
-def remaining_hours(cfgs, scale="cpu", results_dir=None, gpu_dir=None) -> str:
-    """What the configs `cfgs` will take, in words: at the CPU scale the CPU core-hours at the recorded pace of the
-    same network (``results.pace``); at the full recipe the GPU-hours at the recorded pace of each GPU kind (wall
-    time of runs trained alone, one GPU each), and at the pace the lent H200's benchmark measured (run_times)."""
-    done = results.load_results(results_dir)
-    if scale == "cpu":
-        h, untimed = results.pace(cfgs, done)
-        return f"about {h:.1f} CPU core-hours at the recorded pace" + \
-            (f", plus {untimed} runs of a network not timed yet" if untimed else "")
-    kinds = {}
-    for r in done:
-        gpu = (r.get("hardware") or {}).get("gpu")
-        if gpu and r["config"].get("scale") == "full" and not ("fused" in r or "stacked" in r):
-            kinds.setdefault(gpu, []).append({**r, "hardware": {**r["hardware"], "torch_threads": 1}})  # GPU-s
-    parts = []
-    for gpu, rs in sorted(kinds.items()):
-        h, untimed = results.pace(cfgs, rs)
-        parts.append(f"{h:.1f} GPU-hours on {gpu} at its recorded pace" +
-                     (f" (+ {untimed} runs of a network it has not trained)" if untimed else ""))
-    from .run_times import _measured_net, h200_measured
-    bench = h200_measured(gpu_dir)
-    if bench:
-        known = [c for c in cfgs if _measured_net(c) in bench]
-        h = sum(c["steps"] * c["batch_size"] / bench[_measured_net(c)][0] for c in known) / 3600
-        day = min(w for _, w in bench.values())[:10]
-        parts.append(f"{h:.1f} GPU-hours on an H200 at its benchmark's pace ({day}: one run alone, CUDA graph)"
-                     + (f" + {len(cfgs) - len(known)} runs of a network it did not time" if len(known) < len(cfgs)
-                        else ""))
-    return "; ".join(parts) or f"{len(cfgs)} runs of networks no GPU has timed yet"
-
-
-def status_text(st: dict, results_dir=None, width=6) -> str:
-    """``status`` at a glance: a line per claim (how many runs recorded, running, queued, failed, started, missing),
-    the runs under way or failed beneath it with their job ids, then what is left and what it costs."""
-    lines = []
-    for c in st["claims"]:
-        rows = c["runs"]
-        count = {s: sum(r["state"] == s for r in rows) for s in
-                 ("recorded", "running", "queued", "failed", "started", "missing")}
-        lines.append(f"{c['claim']} ({c['source']}): " + ", ".join(f"{n} {s}" for s, n in count.items() if n))
-        for r in rows:
-            if r["state"] in ("running", "queued", "failed", "started"):
-                e, v, s, _ = r["run"]
-                at = f" at step {r['step']}" if r["step"] is not None else ""
-                job = f" (job {r['job_id']})" if r["job_id"] else ""
-                err = f": {r['error'][:120]}" if r["error"] else ""
-                lines.append(f"    {r['state']:<8} {e} {v} s{s}{job}{at}{err}")
-    left = st["left"]
-    lines.append(f"{len(left)} runs not recorded at the {st['scale']} scale" +
-                 (f": {remaining_hours(left, st['scale'], results_dir)}" if left else ""))
-    return "\n".join(lines)
