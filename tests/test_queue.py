@@ -44,8 +44,8 @@ def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(
     """Two jobs of one tiny recipe through submitit's local executor, each into its own results folder: one runs
     through; the other gets submitit's preemption signal mid-way, is requeued by it (TrainJob.checkpoint) and
     resumes from its last checkpoint. Same weights, same history, same first steps, bit for bit."""
-    cfg = tiny_mnist(steps=40, log=5, eval_every=20)
-    kw = dict(data=SHARED, deterministic=True, checkpoint_every=5, checkpoint_minutes=None, progress=False)
+    cfg = tiny_mnist(steps=30, log=5, eval_every=15)
+    kw = dict(data=SHARED, deterministic=True, checkpoint_every=5, checkpoint_minutes=None, progress=True)
     t0 = time.time()
     jobs = {}
     for name in ("a", "b"):
@@ -62,7 +62,10 @@ def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(
     a, b = (json.loads(Path(paths[n][0]).read_text()) for n in ("a", "b"))
     print(f"two local jobs, one killed at step {killed_at} and requeued: {took:.1f} s")
     assert b["job"]["requeues"] == 1 and a["job"]["requeues"] == 0          # b really was cut off and resubmitted
-    assert 10 <= b["job"]["resumed_from_step"] < cfg["steps"] and a["job"]["resumed_from_step"] is None
+    assert killed_at <= b["job"]["resumed_from_step"] < cfg["steps"] and a["job"]["resumed_from_step"] is None
+    # and the trainer did resume there (its own words in the job's log), not start afresh
+    assert f"resumed {ck_b} at step {b['job']['resumed_from_step']}/{cfg['steps']}" in jobs["b"].stdout()
+    assert "resumed" not in jobs["a"].stdout()
     assert a["status"] == b["status"] == "ok" and a["config_hash"] == b["config_hash"]
     assert _strip(a["history"]) == _strip(b["history"]) and a["first_steps"] == b["first_steps"]
     assert {k: v for k, v in a["final"].items() if k not in ("wall_s", "img_per_s")} == \
@@ -73,6 +76,24 @@ def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(
     assert b["job"]["executor"] == "local" and b["job"]["job_id"] == str(jobs["b"].job_id) and "hardware" in b
     entry, = q.ledger(tmp_path / "qb").values()
     assert entry["state"] == "done" and entry["job_id"] == str(jobs["b"].job_id)
+
+
+def test_the_background_sweep_runs_the_queue_through_local_jobs_until_it_is_empty(tmp_path, monkeypatch, capsys):
+    """sweep --executor local (what tools/sweep.sh loops over): the queue's runs as local jobs, each result printed
+    for the script to commit; then nothing is left. (The queue here is one tiny run standing for a real one.)"""
+    from idmap_lib.cli import main
+    run, tiny = ("b_mnist", "gresnet-d10", 0, "full"), tiny_mnist(steps=6, log=3, eval_every=6)
+    out, folder = tmp_path / "r", tmp_path / "q"
+    monkeypatch.setattr(q, "config_of", lambda r: tiny if r == run else recipes.config(r[0], r[1], r[3], r[2]))
+    monkeypatch.setattr(q, "queue", lambda *a, **k: [run] if results.find_result(tiny, out) is None else [])
+    argv = ["sweep", "--executor", "local", "--out", str(out), "--folder", str(folder), "--checkpoint-dir",
+            str(tmp_path / "ck"), "--data", SHARED]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    path = results.find_result(tiny, out)["path"]
+    assert f"recorded: {path}" in printed and "sweep: 1 runs trained, 0 failed" in printed
+    assert json.loads(Path(path).read_text())["job"]["executor"] == "local"
+    assert main(argv) == 0 and "sweep: 0 runs trained, 0 failed" in capsys.readouterr().out
 
 
 class NoSubmit:
@@ -89,7 +110,14 @@ def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_pat
     assert first == q.needed("full", results_dir=out)[:len(first)] and len(first) == len(set(first))
     # Table 1's original is Table 2's original-110 at the same recipe: recorded under one, skipped under both
     losses = tuple(2.3 - i / 200 for i in range(200))  # windows through the warm-up: every claim's metric reads it
-    results.save_result(result(T2, "original-110", 0, scale="full", losses=losses), out)
+    r = result(T2, "original-110", 0, scale="full", losses=losses)
+    r["final"]["wall_s"], r["hardware"] = 1800.0, {"gpu": "NVIDIA H200", "torch_threads": 8}  # half an hour on one GPU
+    results.save_result(r, out)
+    left = [recipes.config(T2, "full_preact-110", "full", 1), recipes.config(T2, "bn_after_add-110", "full", 2),
+            recipes.config("b_resnet32", "gated", "full", 0)]
+    from idmap_lib.book.queue_status import remaining_hours
+    assert remaining_hours(left, "full", out, gpu_dir=tmp_path) == \
+        "1.0 GPU-hours on NVIDIA H200 at its recorded pace (+ 1 runs of a network it has not trained)"
     again = q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck)
     assert (T2, "original-110", 0, "full") in first and (T2, "original-110", 0, "full") not in again
     assert ("a_table1_shortcuts", "original", 0, "full") not in again
