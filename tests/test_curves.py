@@ -70,3 +70,22 @@ def test_one_runs_early_spike_does_not_set_the_loss_axis_and_log_ticks_are_writt
     calm = curves.band_curves("a_table2_activations", ["full_preact-110"], results_dir=tmp_path)
     assert 10 ** calm.layout.yaxis.range[1] > 2.3 and "runs off the top" not in calm.layout.title.text
     assert log_axes.log_ticks(8, 60)["ticktext"] == ["10", "20", "50"] or len(log_axes.log_ticks(8, 60)["ticktext"]) >= 4
+
+
+def test_a_band_on_a_log_axis_is_computed_in_log_space_and_the_hardware_is_a_caption(tmp_path):
+    """Issue 30.5: mean - sd on a log axis can fall below every seed (or below zero); in log space the band is the
+    geometric mean times / divided by exp(sd of the logs), and stays between the seeds. Where and when the runs
+    trained is a caption line, not the title."""
+    mean, upper, lower = curves.mean_band([[0.1, 1.0, 1.0, 10.0]], log=True)
+    assert abs(mean[0] - 1.0) < 1e-9 and abs(upper[0] * lower[0] - 1.0) < 1e-9 and 0.1 < lower[0] < 1 < upper[0] < 10
+    arith = curves.mean_band([[0.1, 1.0, 1.0, 10.0]])
+    assert arith[2][0] < 0.1   # the arithmetic band: below every seed
+    for seed, f in enumerate((0.1, 1.0, 1.0, 10.0)):  # seeds two decades apart
+        r = result("a_table1_shortcuts", "original", seed)
+        r["history"]["train"] = history([f * x for x in (2.0, 1.0, 0.5, 0.25)], [0.7] * 4)
+        results.save_result(r, tmp_path)
+    fig = curves.band_curves("a_table1_shortcuts", ["original"], results_dir=tmp_path)
+    band = next(d for d in fig.data if d.fill == "toself" and d.xaxis in (None, "x"))
+    assert min(band.y) > 0.1 * 0.25   # the loss panel's band stays above the lowest seed (in log space)
+    caption = curves.trained_on("a_table1_shortcuts", ["original"], results_dir=tmp_path)
+    assert caption.startswith("Trained on ") and caption.split("Trained on ")[1].split(",")[0] not in fig.layout.title.text

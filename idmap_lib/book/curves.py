@@ -1,7 +1,9 @@
 """Training curves over seeds (chapters 7-11): ``band_curves`` draws each recorded seed, their mean and a band of
 ± one sd, with the lr schedule marked (``lr_marks``) and a loss axis that one seed's early spike does not set
-(``loss_range``); ``lr_change_note`` says in words what each seed did when the lr reached its peak. Plotly figures,
-so they work in the static site; they read recorded runs (runs.py) and never train.
+(``loss_range``; on a log axis the band is computed in log space: ``mean_band``); ``trained_on`` is the caption line
+of where and when the runs trained (never in a title); ``lr_change_note`` says in words what each seed did when the
+lr reached its peak. Plotly figures, so they work in the static site; they read recorded runs (runs.py) and never
+train.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ def lr_marks(fig, schedule, cols=(1, 2)):
     """The learning-rate schedule on every panel: the warm-up shaded (a ramp, or a step at its end: the paper's),
     a dashed line at each lr change, labelled (on the first panel) with the lr that starts there."""
     def label(text, col, **where):
-        return {"annotation_text": text, "annotation_font_size": 11, **where} if col == cols[0] else {}
+        return {"annotation_text": text, "annotation_font_size": 12, **where} if col == cols[0] else {}
 
     warm, lr = schedule.get("warmup_steps", 0), schedule["base"]
     ramp = schedule.get("warmup") == "linear"
@@ -94,10 +96,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=
                                                        f"%{{y:.3f}}<extra></extra>"), 1, col)
             steps = sorted({h["step"] for r in runs for h in r["history"][part]})
             per = [[scale_y * h[key] for r in runs for h in r["history"][part] if h["step"] == s] for s in steps]
-            mean = [statistics.fmean(p) for p in per]
-            sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in per]
-            fig.add_trace(go.Scatter(x=steps + steps[::-1], y=[m + d for m, d in zip(mean, sd)]
-                                     + [max(m - d, 1e-3) for m, d in zip(mean, sd)][::-1], fill="toself",
+            mean, upper, lower = mean_band(per, log=key == "train_loss")
+            fig.add_trace(go.Scatter(x=steps + steps[::-1], y=upper + lower[::-1], fill="toself",
                                      fillcolor=c, opacity=0.15, line={"width": 0}, hoverinfo="skip", legendgroup=v,
                                      showlegend=False), 1, col)
             fig.add_trace(go.Scatter(x=steps, y=mean, name=label, legendgroup=v, showlegend=col == 1,
@@ -105,7 +105,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=
                                      hovertemplate=f"{v} mean<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
     lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"], cols=range(1, len(panels) + 1))
     fig.update_xaxes(title_text="step")
-    sub = "thin: each seed; thick: mean ± sd; " + ("; ".join(sorted(where)) if where else "no recorded runs yet")
+    log_band = " (on the log axis: geometric mean, × / ÷ its sd)" if "train_loss" in panels else ""
+    sub = "thin: each seed; thick: mean ± sd" + log_band + ("" if where else "; no recorded runs yet")
     if "train_loss" in panels and losses:
         lo, hi, cut = loss_range(list(losses.values()))
         fig.update_yaxes(type="log", range=[math.log10(lo), math.log10(hi)], **log_ticks(lo, hi),
@@ -122,6 +123,21 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=
                       margin={"t": 110 + 22 * sub.count("<br>")},
                       legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})  # below: wide panels
     return fig
+
+
+def mean_band(per, log=False):
+    """(mean, upper, lower) over the seeds at each step (`per`: a list of each step's values): mean ± one sd, or on a
+    log axis (`log`) in log space -- the geometric mean times and divided by exp(sd of the logs) -- so that the band
+    stays around the curves it summarises (a band of mean - sd on a log axis falls below every seed)."""
+    if not log:
+        mean = [statistics.fmean(p) for p in per]
+        sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in per]
+        return mean, [m + d for m, d in zip(mean, sd)], [max(m - d, 1e-3) for m, d in zip(mean, sd)]
+    logs = [[math.log(max(x, 1e-12)) for x in p] for p in per]
+    mu = [statistics.fmean(p) for p in logs]
+    sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in logs]
+    return ([math.exp(m) for m in mu], [math.exp(m + d) for m, d in zip(mu, sd)],
+            [math.exp(m - d) for m, d in zip(mu, sd)])
 
 
 def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None) -> str:
@@ -154,3 +170,19 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_d
             f"its level at the end of the warm-up before the first lr drop (a rise: more than "
             f"{PROBE_MAX_RISE:g}), the step where it first got below 80 % training error (a run that never "
             f"did counts as its length, {steps}), and whether it ended at chance:\n\n" + "\n".join(lines))
+
+
+def trained_on(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None) -> str:
+    """The caption line of a figure of these runs: where and when they trained ('Trained on CPU AMD EPYC (2 cores,
+    1 thread), 2026-11-30 to 2026-12-01.'), never in the figure's title (issue 30.5); '' without runs."""
+    where, dates = set(), set()
+    for v in variants:
+        for r in seed_runs(experiment, v, scale, seeds, results_dir)[0]:
+            where.add(hardware(r))
+            if r.get("date"):
+                dates.add(r["date"][:10])
+    if not where:
+        return ""
+    when = sorted(dates)
+    span = f", {when[0]}" + (f" to {when[-1]}" if len(when) > 1 else "") if when else ""
+    return "Trained on " + "; ".join(sorted(where)) + span + "."
