@@ -275,7 +275,7 @@ def _queue(args) -> int:
                 print(f"recorded: {path}")
             print(f"sweep: {len(report['done'])} runs trained, {len(report['failed'])} failed")
             return 1 if report["failed"] else 0
-        slurm = dict(kv.split("=", 1) for kv in args.slurm)
+        slurm = dict(kv.split("=", 1) if "=" in kv else (kv, None) for kv in args.slurm)
         ex = q.executor("slurm", args.folder, args.partition, args.gpus_per_job, args.time or "4h",
                         args.cpus_per_job, args.array_parallelism, slurm)
         groups = q.groups(todo, args.fuse, args.pairs, q.started(scale, args.checkpoint_dir))[:args.max_jobs]

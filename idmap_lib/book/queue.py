@@ -278,23 +278,34 @@ def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit=
     except ImportError:
         raise RuntimeError("the queue submits through submitit: pip install submitit (or pip install "
                            "'idmap-lib[cluster]')") from None
-    folder = Path(folder or QUEUE_DIR) / "jobs" / "%j"
+    folder, limit = Path(folder or QUEUE_DIR) / "jobs" / "%j", minutes(time_limit)
     if kind == "local":
         ex = submitit.AutoExecutor(folder, cluster="local")
-        ex.update_parameters(timeout_min=minutes(time_limit), gpus_per_node=0, name="idmap")
+        import torch  # the local executor shows a job only gpus_per_node GPUs (CUDA_VISIBLE_DEVICES): all of them
+        ex.update_parameters(timeout_min=limit, gpus_per_node=torch.cuda.device_count(), name="idmap")
         return ex
     if kind != "slurm":
         raise ValueError(f"unknown executor {kind!r}: local or slurm")
     if not partition:
         raise ValueError("--executor slurm needs --partition P (sinfo lists them)")
-    ex = submitit.AutoExecutor(folder, cluster="slurm")
-    params = dict(timeout_min=minutes(time_limit), gpus_per_node=int(gpus_per_job), tasks_per_node=1, nodes=1,
+    bad = [k for k, v in (slurm_params or {}).items() if v is None or not re.fullmatch(r"[a-z_]+", k)]
+    if bad:
+        raise ValueError(f"sbatch options {bad}: give each as KEY=VALUE, the key in submitit's spelling "
+                         f"(account=..., qos=..., constraint=..., mail_type=...)")
+    try:
+        ex = submitit.AutoExecutor(folder, cluster="slurm")
+    except RuntimeError as e:
+        raise RuntimeError(f"{e} (submit from a login node of the cluster: sbatch and srun on the PATH)") from None
+    params = dict(timeout_min=limit, gpus_per_node=int(gpus_per_job), tasks_per_node=1, nodes=1,
                   cpus_per_task=int(cpus_per_job or 4 * max(int(gpus_per_job), 1)), name="idmap",
                   slurm_partition=partition, slurm_signal_delay_s=120)
     if array_parallelism:
         params["slurm_array_parallelism"] = int(array_parallelism)
     params.update({f"slurm_{k}": v for k, v in (slurm_params or {}).items()})
-    ex.update_parameters(**params)
+    try:
+        ex.update_parameters(**params)
+    except NameError as e:  # submitit's word for an option it does not know
+        raise ValueError(str(e)) from None
     return ex
 
 
