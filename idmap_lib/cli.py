@@ -278,7 +278,7 @@ def _queue(args) -> int:
         slurm = dict(kv.split("=", 1) if "=" in kv else (kv, None) for kv in args.slurm)
         ex = q.executor("slurm", args.folder, args.partition, args.gpus_per_job, args.time or "4h",
                         args.cpus_per_job, args.array_parallelism, slurm)
-        groups = q.groups(todo, args.fuse, args.pairs, q.started(scale, args.checkpoint_dir))[:args.max_jobs]
+        groups = q.groups(todo, args.fuse, args.pairs, q.started(args.checkpoint_dir))[:args.max_jobs]
         jobs = q.submit(ex, groups, args.out, args.folder, args.checkpoint_dir, args.fuse, data=args.data,
                         cuda_graph=args.cuda_graph, progress=False)
     except (ValueError, RuntimeError) as e:

@@ -160,6 +160,8 @@ def test_jobs_fuse_a_variants_seeds_at_one_step_pair_a_seed_and_two_submitters_n
     q.mark(tmp_path, cfg, "queued", executor="local", job_id="1", pid=2 ** 22 + 12345, hostname=entry["hostname"])
     assert q.ledger(tmp_path)[entry["training_hash"]]["state"] == "failed"  # its job's process is gone
     assert q.claim(tmp_path, cfg, "local")  # so it may be sent again
+    # one training, whatever its label: Table 1's original is the ResNet-110 just taken
+    assert not q.claim(tmp_path, q.config_of(("a_table1_shortcuts", "original", 0, "full")), "local")
 
 
 def test_the_slurm_path_submits_one_job_array_with_the_asked_parameters(tmp_path, capsys):

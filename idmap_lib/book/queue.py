@@ -67,18 +67,22 @@ def config_of(run) -> dict:
     return recipes.config(run[0], run[1], run[3], run[2])
 
 
-def in_flight(checkpoint_dir=None) -> list[tuple[str, str, int, int]]:
-    """(experiment, variant, seed, step) of each checkpoint of a run under way."""
+def _checkpoints(checkpoint_dir=None) -> list[dict]:
     import torch
 
     paths = sorted(Path(checkpoint_dir or CHECKPOINT_DIR).glob("*.pt"))
-    cks = [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
-    return [(c["config"]["experiment"], c["config"]["variant"], c["config"]["seed"], c.get("step", 0)) for c in cks]
+    return [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
 
 
-def started(scale="cpu", checkpoint_dir=None) -> dict:
-    """{training hash: step} of every run at `scale` with a checkpoint (under way, or cut off with no job left)."""
-    return {results.training_hash(recipes.config(e, v, scale, s)): st for e, v, s, st in in_flight(checkpoint_dir)}
+def in_flight(checkpoint_dir=None) -> list[tuple[str, str, int, int]]:
+    """(experiment, variant, seed, step) of each checkpoint of a run under way."""
+    return [(c["config"]["experiment"], c["config"]["variant"], c["config"]["seed"], c.get("step", 0))
+            for c in _checkpoints(checkpoint_dir)]
+
+
+def started(checkpoint_dir=None) -> dict:
+    """{training hash: step} of every run with a checkpoint (under way, or cut off with no job left)."""
+    return {results.training_hash(c["config"]): c.get("step", 0) for c in _checkpoints(checkpoint_dir)}
 
 
 def queue(scale="cpu", keys=None, seeds=None, results_dir=None, folder=None, checkpoint_dir=None) -> list[tuple]:
@@ -87,7 +91,7 @@ def queue(scale="cpu", keys=None, seeds=None, results_dir=None, folder=None, che
     busy = {h for h, e in ledger(folder).items() if e["state"] in UNDER_WAY}
     todo = [r for r in needed(scale, keys, seeds, results_dir) if results.training_hash(config_of(r)) not in busy
             and results.find_result(config_of(r), results_dir) is None]
-    steps = started(scale, checkpoint_dir)
+    steps = started(checkpoint_dir)
     return sorted(todo, key=lambda r: results.training_hash(config_of(r)) not in steps)  # stable: order kept
 
 
@@ -114,7 +118,8 @@ def groups(runs, fuse=1, pairs=False, steps=None) -> list[list[tuple]]:
 # -- the ledger: one file per run, written by the submitter and by the job
 
 def _entry_path(folder, cfg) -> Path:
-    return Path(folder or QUEUE_DIR) / "runs" / f"{results.run_name(cfg)}__{results.training_hash(cfg)[:12]}.json"
+    """The run's ledger file, named by what it trains (one file whatever labels the run is asked for under)."""
+    return Path(folder or QUEUE_DIR) / "runs" / f"{results.training_hash(cfg)[:20]}.json"
 
 
 def mark(folder, cfg, state: str, **job) -> None:
@@ -345,7 +350,7 @@ def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, che
         free = parallel - len(running)
         if free > 0 and (max_jobs is None or sent < max_jobs):
             todo = [r for r in queue(scale, keys, seeds, out_dir, folder, checkpoint_dir) if r not in tried]
-            todo = groups(todo, fuse, pairs, started(scale, checkpoint_dir))
+            todo = groups(todo, fuse, pairs, started(checkpoint_dir))
             todo = todo[:free if max_jobs is None else min(free, max_jobs - sent)]
             tried.update(r for g in todo for r in g)
             for job in submit(ex, todo, out_dir, folder, checkpoint_dir, fuse, **job_kwargs):

@@ -16,7 +16,7 @@ def status(scale="cpu", keys=None, seeds=None, results_dir=None, folder=None, ch
     """Per claim, each run it needs with its state: recorded, running / queued / failed (with the job id), started
     (a checkpoint at some step, no job) or missing; and ``left``, the configs not recorded."""
     book = ledger(folder)
-    steps = started(scale, checkpoint_dir)
+    steps = started(checkpoint_dir)
     per_claim, left, seen = [], [], set()
     for c in claims_at(scale, keys):
         rows = []
