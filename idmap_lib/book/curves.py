@@ -62,11 +62,12 @@ def loss_range(traces, spread=2.0) -> tuple[float, float, bool]:
 
 
 def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None, title=None,
-                panels=("train_loss", "test_err")):
+                panels=("train_loss", "test_err"), height=560):
     """Training loss (log axis) and test error (%) against the step -- or the ``panels`` asked for (PANELS: a run
     evaluated only at its end, like ResNet-1001's 128 steps, is better read by its training error): for each
     variant every recorded seed as a thin line, their mean as a thick one with a band of ± one standard
-    deviation, and the lr schedule marked (``lr_marks``; a plotly figure that works without a kernel)."""
+    deviation, and the lr schedule marked (``lr_marks``; a plotly figure that works without a kernel). `height`:
+    px (a chapter's opening figure is shorter, to share the first screen with the answer)."""
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
@@ -119,7 +120,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=
         sub += f"; not run yet: {', '.join(missing)}"
     tables = paper_numbers.source(experiment, variants) or recipes.EXPERIMENTS[experiment]["title"].split(":")[0]
     head = title or f"{tables}, our runs ({recipes.SCALE_WORDS[scale]})"  # the tables of the variants shown
-    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560,
+    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=height,
                       margin={"t": 110 + 22 * sub.count("<br>")},
                       legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})  # below: wide panels
     return fig
