@@ -61,8 +61,9 @@ def _parser():
     t.add_argument("--retrain", action="store_true", help="train even if a result with this config exists")
     t.add_argument("--no-progress", action="store_true")
     sub.add_parser("list", help="show experiments and variants")
-    w = sub.add_parser("sweep", help="the CPU-scale runs the claims need (book/sweep.py): list them, or train the "
-                                     "missing ones one after another (recorded runs are skipped)")
+    w = sub.add_parser("sweep", help="the runs the claims need, at the CPU scale or (--scale full) the papers' "
+                                     "recipes: list them, see where they stand (--status), or submit the missing "
+                                     "ones through submitit (--executor local|slurm; recorded runs are skipped)")
     w.add_argument("--claims", default=None, help="claim keys separated by commas (default: all)")
     w.add_argument("--seeds", default=None, help="seeds separated by commas (default: each claim's own)")
     w.add_argument("--out", default=None, help="results directory (default data/results)")
@@ -177,12 +178,17 @@ def main(argv=None) -> int:
     ckdir = args.checkpoint_dir or ("checkpoints" if (args.resume or args.max_steps) else None)
     if args.fused:
         return _fused(args, cfgs, ckdir)
+    from .engine.trainer import TrainingInterrupted
+
     try:
         results = train_many(cfgs, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
                              checkpoint_every=args.checkpoint_every, resume=args.resume, max_steps=args.max_steps,
                              compile=args.compile, progress=not args.no_progress, deterministic=args.deterministic,
                              amp=args.amp, cuda_graph=args.cuda_graph, move=args.move,
                              checkpoint_minutes=args.checkpoint_minutes)
+    except TrainingInterrupted as e:  # Ctrl-C: the checkpoints are written; one line, no traceback
+        print(e, file=sys.stderr)
+        return 130
     finally:
         distributed.cleanup()
     if distributed.int_env("RANK", 0) == 0:

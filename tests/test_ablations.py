@@ -174,6 +174,54 @@ def test_run_refuses_to_train_without_a_prediction(tmp_path, capsys):
         ablations.check("gate_depth", runs, {}, "   ", scale="quick")
 
 
+def test_an_interrupted_exercise_resumes_where_it_stopped_after_its_first_prediction(tmp_path, monkeypatch, capsys):
+    """Issue 33.3: the stop button during an exercise's training keeps a checkpoint of each run and says, in one line
+    (trainer.TrainingInterrupted), how to go on; run again, the exercise resumes there and ends with the runs an uninterrupted one trains,
+    recorded at the time of the first start after the prediction; a prediction rewritten meanwhile starts over."""
+    import signal
+
+    from idmap_lib.engine import trainer
+    advance, pressed = trainer.Run.advance, []
+
+    def press_at_step_2(self):
+        advance(self)
+        if self.step == 2 and not pressed:
+            pressed.append(self.step)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(trainer.Run, "advance", press_at_step_2)
+    said = "The deeper gates shrink."
+    with pytest.raises(trainer.TrainingInterrupted, match="interrupted at step 2 of 4: checkpoints kept"):
+        ablations.run("gate_depth", said, seed=7, scale="quick", out_dir=tmp_path / "a", progress=False)
+    assert not list((tmp_path / "a").glob("*.json"))
+    first = json.loads((tmp_path / "a" / "checkpoints" / "gate_depth.started.json").read_text())
+    steps = []
+
+    def counted(self):
+        steps.append(self.step)
+        advance(self)
+
+    monkeypatch.setattr(trainer.Run, "advance", counted)
+    got = ablations.run("gate_depth", said, seed=7, scale="quick", out_dir=tmp_path / "a", progress=False)
+    assert sorted(set(steps)) == [2, 3]  # resumed at step 2 (of 0..3), not trained again from 0
+    monkeypatch.setattr(trainer.Run, "advance", advance)
+    whole = ablations.run("gate_depth", said, seed=7, scale="quick", out_dir=tmp_path / "b", progress=False)
+    assert all(r["status"] == "ok" for r in got.values())
+    assert {k: r["first_steps"] for k, r in got.items()} == {k: r["first_steps"] for k, r in whole.items()}
+    assert {k: r["final"]["gates_k"] for k, r in got.items()} == {k: r["final"]["gates_k"] for k, r in whole.items()}
+    assert {r["exercise"]["prediction_recorded"] for r in got.values()} == {first["prediction_recorded"]}
+    assert not list((tmp_path / "a" / "checkpoints").iterdir())  # recorded: no weights, no start note left
+
+    pressed.clear()
+    monkeypatch.setattr(trainer.Run, "advance", press_at_step_2)
+    with pytest.raises(trainer.TrainingInterrupted):
+        ablations.run("gate_depth", said, seed=7, scale="quick", out_dir=tmp_path / "c", progress=False)
+    monkeypatch.setattr(trainer.Run, "advance", advance)
+    ablations.run("gate_depth", "Rewritten after seeing the curves.", seed=7, scale="quick", out_dir=tmp_path / "c",
+                  progress=False)
+    assert "changed since its runs were interrupted: they start again from step 0" in capsys.readouterr().out
+
+
 def test_configs_change_one_thing_and_keep_the_papers_recipe():
     import idmap_lib as im
     for name, ab in ablations.ABLATIONS.items():

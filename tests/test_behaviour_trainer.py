@@ -56,6 +56,43 @@ def test_a_finished_result_holds_what_the_book_reads(mnist, tmp_path):
     assert "path" not in quiet(cfg, mnist, out_dir=tmp_path / "none") and not (tmp_path / "none").exists()
 
 
+def test_ctrl_c_stops_at_the_end_of_its_step_keeps_a_checkpoint_and_the_run_resumes_exactly(mnist, tmp_path):
+    """Issue 33.3: the stop button (SIGINT) during training stops at the end of the step under way, writes the
+    checkpoint and raises a KeyboardInterrupt whose rendering in IPython is one line saying how to go on (so "Run all"
+    stops, without a traceback); resumed, the run is the uninterrupted one bit for bit. A second Ctrl-C while it
+    stops interrupts at once."""
+    import os
+    import signal
+
+    cfg = tiny()
+    whole = quiet(cfg, mnist)
+    hit = []
+
+    def stop_button(history):
+        if not hit:
+            hit.append(history["train"][-1]["step"])
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(trainer.TrainingInterrupted) as stopped:
+        quiet(cfg, mnist, checkpoint_dir=tmp_path, on_log=stop_button)
+    line = f"interrupted at step {hit[0]} of {cfg['steps']}: checkpoint kept ({tmp_path}); run the cell"
+    assert stopped.value._render_traceback_() == [str(stopped.value)] and str(stopped.value).startswith(line)
+    assert torch.load(next(tmp_path.glob("*.pt")), weights_only=True)["step"] == hit[0]
+    again = quiet(cfg, mnist, checkpoint_dir=tmp_path, resume=True)
+    assert again["status"] == "ok" and again["final"] == {**whole["final"], "wall_s": again["final"]["wall_s"],
+                                                         "img_per_s": again["final"]["img_per_s"]}
+    assert again["first_steps"] == whole["first_steps"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler given back
+
+    def two_presses(history):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt) as at_once:
+        quiet(cfg, mnist, on_log=two_presses)
+    assert type(at_once.value) is KeyboardInterrupt
+
+
 def test_a_stopped_run_says_where_it_stopped_and_its_checkpoint_holds_the_whole_state(mnist, tmp_path):
     cfg = tiny()
     r = quiet(cfg, mnist, checkpoint_dir=tmp_path, max_steps=6)

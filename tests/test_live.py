@@ -215,3 +215,58 @@ def test_the_progress_line_comes_after_the_first_steps_and_counts_max_steps(mnis
     out = capsys.readouterr()
     line = next(s for s in (out.out + out.err).splitlines() if "img/s ->" in s)
     assert "step 15, training loss " in line and "the remaining 5 steps (stopping at step 20 of 30)" in line
+
+
+def test_the_stop_button_in_a_real_kernel_shows_one_line_and_the_cell_run_again_resumes(tmp_path):
+    """Issue 33.3 in a Jupyter kernel, as a student meets it: a long training cell, the stop button (the kernel's
+    interrupt), one line of output saying how to go on and no traceback; the same cell again resumes from the
+    checkpoint at the step where it stopped."""
+    import json
+    import os
+    import queue
+    import time
+    from pathlib import Path
+
+    from jupyter_client.manager import start_new_kernel
+
+    cell = ("import sys, json; sys.path.insert(0, {tests!r})\n"
+            "from support import tiny_mnist\n"
+            "from idmap_lib.engine.trainer import train\n"
+            "cfg = tiny_mnist('gresnet', 0, d=4, steps=100000, log=5, eval_every=100000)\n"
+            "r = train(cfg, checkpoint_dir={ck!r}, resume=True, max_steps={stop}, write_result=False, progress=False,\n"
+            "          on_log=lambda h: print('logged', h['train'][-1]['step'], flush=True))\n"
+            "print(json.dumps({{'status': r['status'], 'step': r['step']}}))")
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path), env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        def run(code, interrupt_after=None):
+            msg_id, out, error, t0 = kc.execute(code), [], None, time.time()
+            while True:
+                try:
+                    msg = kc.get_iopub_msg(timeout=5)
+                except queue.Empty:
+                    assert time.time() - t0 < 120, "the cell hangs"
+                    continue
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                kind, content = msg["msg_type"], msg["content"]
+                if kind == "stream":
+                    out.append(content["text"])
+                    if interrupt_after and "logged" in content["text"] and len(out) >= interrupt_after:
+                        km.interrupt_kernel()
+                        interrupt_after = None
+                elif kind == "error":
+                    error = content
+                elif kind == "status" and content["execution_state"] == "idle":
+                    return "".join(out), error
+
+        tests, ck = str(Path(__file__).parent), str(tmp_path / "ck")
+        out, error = run(cell.format(tests=tests, ck=ck, stop=None), interrupt_after=3)
+        assert error is not None and error["ename"] == "TrainingInterrupted", (out, error)
+        assert len(error["traceback"]) == 1 and error["traceback"][0].startswith("interrupted at step "), error
+        step = int(error["traceback"][0].split()[3])
+        out, error = run(cell.format(tests=tests, ck=ck, stop=step + 5))
+        assert error is None and json.loads(out.splitlines()[-1]) == {"status": "stopped", "step": step + 5}, out
+        assert out.split()[:2] == ["logged", str((step // 5 + 1) * 5)], out  # the next log after it: went on from there
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -282,7 +282,7 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
                   resume=True, max_steps=max_steps, on_log=on_log, checkpoint_minutes=checkpoint_minutes,
                   progress=show, **train_kwargs)
     except KeyboardInterrupt:  # the stop button: the trainer kept a checkpoint and says, in one line, how to go on
-        if shown is not None:  # (guard.TrainingInterrupted); the figure shows every step logged until then
+        if shown is not None:  # (trainer.TrainingInterrupted); the figure shows every step logged until then
             shown.redraw(live.fig, now=True)
         raise
     live.update(r["history"])

@@ -430,6 +430,30 @@ def _set_aside_if_rewritten(name, found, prediction, out):
     return {k: (None if k in stale else r) for k, r in found.items()}
 
 
+def _started_file(name, ckpt: Path) -> Path:
+    return ckpt / f"{name}.started.json"
+
+
+def _started(name, prediction, cfgs, ckpt: Path) -> str:
+    """When the runs of `name` now training were first started after `prediction` (an interrupted exercise resumes
+    with its first start's time); a prediction rewritten since an interruption restarts its runs from step 0 (their
+    checkpoints were trained after the old one)."""
+    from ..engine.results import run_name
+
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    f = _started_file(name, ckpt)
+    before = json.loads(f.read_text()) if f.exists() else None
+    if before and before.get("prediction") != prediction:
+        for cfg in cfgs:
+            (ckpt / f"{run_name(cfg)}.pt").unlink(missing_ok=True)
+        print(f"your prediction for {name} changed since its runs were interrupted: they start again from step 0")
+        before = None
+    ckpt.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps({"prediction": prediction, "prediction_recorded": (before or {}).get(
+        "prediction_recorded", now)}))
+    return (before or {}).get("prediction_recorded", now)
+
+
 def run(name: str, prediction: str, seed: int | None = None, scale: str | None = None, out_dir=None, data=None,
         progress=True) -> dict:
     """Train (or find, by config hash, in `out_dir`) every run of ablation `name`; returns {key: result}.
@@ -442,7 +466,7 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
     grades it "runs missing"."""
     import time
 
-    from ..engine import trainer
+    from ..engine import results, trainer
     ab = ABLATIONS[name]
     out = Path(out_dir or default_runs_dir())
     cfgs, found = _lookup(name, student_seed(out) if seed is None else seed, scale, out)
@@ -458,20 +482,23 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
             print(f"nothing trained: write your prediction first (a sentence or two in `prediction`), then run this "
                   f"cell again -- the exercise is to predict, then run, then explain ({', '.join(todo)} not run yet)")
             return found
-        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        ckpt = out / "checkpoints"  # an interrupted exercise resumes from them (a submission leaves them out)
+        now = _started(name, prediction, [cfgs[k] for k in todo], ckpt)
         t0 = time.perf_counter()
-        ckpt = out / "checkpoints" if ab.checkpoint else None
-        new = trainer.train_many([cfgs[k] for k in todo], data=data, out_dir=out, checkpoint_dir=ckpt,
-                                 progress=progress)
+        new = trainer.train_many([cfgs[k] for k in todo], data=data, out_dir=out, checkpoint_dir=ckpt, resume=True,
+                                 checkpoint_minutes=3, progress=progress)  # (a disconnect loses at most 3 min)
         wall = time.perf_counter() - t0  # the whole exercise: its runs train interleaved, data loaded once
+        _started_file(name, ckpt).unlink(missing_ok=True)  # (Ctrl-C: trainer.TrainingInterrupted, the note kept)
         for k, r in zip(todo, new):
             r["exercise"] = {"name": name, "prediction": prediction, "prediction_recorded": now,
                              "runs_trained_together": todo, "wall_s_together": wall}
-            if ab.checkpoint:
+            if ab.checkpoint:  # (pruning reads the trained weights from the checkpoint)
                 r.update(_prune_eval(r, cfgs[k], data, ckpt))
             r.pop("path", None)
             r["path"] = str(save_result(r, out))
             found[k] = r
+            if not ab.checkpoint:  # recorded: its weights are no longer needed
+                (ckpt / f"{results.run_name(cfgs[k])}.pt").unlink(missing_ok=True)
     return found
 
 

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import math
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -459,6 +461,8 @@ def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, 
     resume: continue from the checkpoint of this run in checkpoint_dir, if there is one.
     max_steps: stop after this many steps of the recipe (schedule unchanged), save a checkpoint and return
         status "stopped" (nothing written to results): a run "killed" on purpose, to be resumed.
+    Ctrl-C (a notebook's stop button) stops at the end of the step under way, writes the checkpoint and raises
+    ``TrainingInterrupted`` (a KeyboardInterrupt of one line); a second Ctrl-C interrupts at once, without one.
     deterministic: torch.use_deterministic_algorithms(True) (exact resume on CPU is bit-for-bit).
     cuda_graph: on CUDA, replay the whole step as one CUDA graph (ignored, with a note, where it cannot be).
     move: resume a checkpoint written on another kind of device or in another precision (bf16 on an H200 ->
@@ -470,6 +474,39 @@ def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, 
                       on_log=on_log, progress=progress, deterministic=deterministic, amp=amp,
                       channels_last=channels_last, write_result=write_result, cuda_graph=cuda_graph, move=move,
                       checkpoint_minutes=checkpoint_minutes)[0]
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training, after every unfinished run's checkpoint was written: still a KeyboardInterrupt (a
+    notebook's "Run all" stops there, a script exits), shown by IPython as its one line instead of a traceback."""
+
+    def _render_traceback_(self):  # IPython's hook for an exception's own rendering
+        return [str(self)]
+
+
+class _DeferredInterrupt:
+    """Ctrl-C (a notebook's stop button) while runs train: noted by the signal handler and acted on between two
+    steps, so that the checkpoint holds a whole step (an interrupt inside the optimizer's step would leave half the
+    weights updated). A second Ctrl-C interrupts at once. Only in the main thread of a single process (DDP ranks
+    would stop at different steps)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and threading.current_thread() is threading.main_thread()
+        self.hit, self.before = False, None
+
+    def _note(self, signum, frame):
+        if self.hit:
+            raise KeyboardInterrupt
+        self.hit = True
+
+    def __enter__(self):
+        if self.enabled:
+            self.before = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            signal.signal(signal.SIGINT, self.before)
 
 
 def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
@@ -485,15 +522,32 @@ def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
         runs = [Run(cfg, data=data if isinstance(data, data_mod.Data) else data[cfg["dataset"]], **kwargs)
                 for cfg in cfgs]
         several = len(runs) > 1
-        while not all(r.done for r in runs):
-            for r in runs:  # each run draws from its own global RNG streams (dropout), as if it ran alone
-                if not r.done:
-                    if several:
-                        r._set_rng_state(r.rng)
-                    r.advance()
-                    if several:
-                        r.rng = r._rng_state()
+        with _DeferredInterrupt(all(r.ctx.world == 1 for r in runs)) as interrupt:
+            while not all(r.done for r in runs) and not interrupt.hit:
+                _step_all(runs, several)
+        if interrupt.hit:  # a checkpoint of every unfinished run at the step it reached, and one line
+            left = [r for r in runs if not r.done]
+            for r in left:
+                r.checkpoint()
+                r.bar.close()
+            r = left[0]
+            raise TrainingInterrupted(
+                f"interrupted at step {r.step} of {r.total}: " + (
+                    f"checkpoint{'s' if len(left) > 1 else ''} kept ({r.ckpt_path.parent}); run the cell (or the "
+                    f"command, with --resume) again to go on from there" if r.ckpt_path else
+                    "no checkpoint folder, so nothing was kept"))
         return [r.finish() for r in runs]
+
+
+def _step_all(runs, several):
+    """One step of every unfinished run."""
+    for r in runs:  # each run draws from its own global RNG streams (dropout), as if it ran alone
+        if not r.done:
+            if several:
+                r._set_rng_state(r.rng)
+            r.advance()
+            if several:
+                r.rng = r._rng_state()
 
 
 def run(experiment: str, variant: str, scale: str = "cpu", seed: int = 0, out_dir=None, retrain=False,
