@@ -74,7 +74,7 @@ def status_text(st: dict, results_dir=None) -> str:
         for r in c["runs"]:
             if r["state"] in STATES:
                 e, v, s, _ = r["run"]
-                at = f" at step {r['step']}" if r["step"] is not None else ""
+                at = f" at step {r['step']}/{config_of(r['run'])['steps']}" if r["step"] is not None else ""
                 job = f" (job {r['job_id']})" if r["job_id"] else ""
                 err = f": {r['error'][:120]}" if r["error"] else ""
                 lines.append(f"    {r['state']:<8} {e} {v} s{s}{job}{at}{err}")
