@@ -106,7 +106,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=
                                      hovertemplate=f"{v} mean<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
     lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"], cols=range(1, len(panels) + 1))
     fig.update_xaxes(title_text="step")
-    log_band = " (on the log axis: geometric mean, × / ÷ its sd)" if "train_loss" in panels else ""
+    log_band = " (log axis: geometric mean × / ÷ sd)" if "train_loss" in panels else ""
     sub = "thin: each seed; thick: mean ± sd" + log_band + ("" if where else "; no recorded runs yet")
     if "train_loss" in panels and losses:
         lo, hi, cut = loss_range(list(losses.values()))
@@ -114,8 +114,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=
                          row=1, col=panels.index("train_loss") + 1)
         if cut:
             top = max(losses, key=lambda v: max(losses[v]))
-            sub += (f"<br>loss axis cut at {hi:.2g}: {top}'s early spike, up to {max(losses[top]):.3g}, runs off the "
-                    f"top (hover its lines)")
+            sub += (f"<br>loss axis cut at {hi:.2g}: {top}'s early spike,<br>up to {max(losses[top]):.3g}, runs off the "
+                    f"top (hover its lines)")  # short lines: a plotly title does not wrap on a phone
     if missing:
         sub += f"; not run yet: {', '.join(missing)}"
     tables = paper_numbers.source(experiment, variants) or recipes.EXPERIMENTS[experiment]["title"].split(":")[0]
