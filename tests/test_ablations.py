@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.checks import ablations, editions
+from idmap_lib.checks import ablation_grading, ablations, editions
 from idmap_lib.engine.results import config_hash
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,10 +128,10 @@ def test_judgement_against_own_runs_beyond_and_within_the_spread(quick_runs, mon
     runs = runs_of("constant_scaling", quick_runs[0])
     right = truth("constant_scaling", runs)
     wrong = {**right, "scaled_is_worse": not right["scaled_is_worse"]}
-    monkeypatch.setattr(ablations, "spread", lambda: {})
+    monkeypatch.setattr(ablation_grading, "spread", lambda: {})
     fails("constant_scaling", runs, wrong, "scaled_is_worse", "beyond the seed spread")
     gap = abs(right["loss_gap"])
-    monkeypatch.setattr(ablations, "spread", lambda: {"constant_scaling": {"answers": {"loss_gap": gap + 1}}})
+    monkeypatch.setattr(ablation_grading, "spread", lambda: {"constant_scaling": {"answers": {"loss_gap": gap + 1}}})
     assert ablations.status("constant_scaling", runs, wrong, scale="quick") == "passed"  # runs cannot tell
 
 
@@ -140,10 +140,10 @@ def test_argmin_within_spread(quick_runs, monkeypatch):
     right = truth("exclusive_gate_bias", runs)
     losses = {b: ablations.final(runs[f"b{b}"]) for b in ablations.B_G}
     worst = max(losses, key=losses.get)
-    monkeypatch.setattr(ablations, "spread", lambda: {})
+    monkeypatch.setattr(ablation_grading, "spread", lambda: {})
     fails("exclusive_gate_bias", runs, {**right, "best_b_g": worst}, "best_b_g", "lowest loss")
     sp = {f"b{b}": {"train_loss": losses[worst] - min(losses.values()) + 1e-6} for b in ablations.B_G}
-    monkeypatch.setattr(ablations, "spread", lambda: {"exclusive_gate_bias": {"runs": sp}})
+    monkeypatch.setattr(ablation_grading, "spread", lambda: {"exclusive_gate_bias": {"runs": sp}})
     assert ablations.status("exclusive_gate_bias", runs, {**right, "best_b_g": worst}, scale="quick") == "passed"
 
 

@@ -181,7 +181,7 @@ def submitted_runs(name: str, folder: Path) -> dict:
     seed = ablations.student_seed(folder) if folder.is_dir() else None
     if seed is None:
         return {k: None for k in ablations.ABLATIONS[name].runs}
-    return ablations._lookup(name, seed, None, folder)[1]
+    return ablations.lookup(name, seed, None, folder)[1]
 
 
 def _message(e: BaseException) -> str:

@@ -114,7 +114,7 @@ def scales_in_words(name, scale="classroom") -> dict:
 
     def net(c):
         if c["model"]["builder"] == "cifar_resnet":
-            return f"ResNet-{c['model']['kwargs']['depth']} ({ab._units(c)} residual units)"
+            return f"ResNet-{c['model']['kwargs']['depth']} ({ab.units(c)} residual units)"
         return "Paper B's MNIST nets at the exercise's depths"
 
     def length(c):
