@@ -44,6 +44,7 @@ import torch.nn.functional as F  # noqa: E402
 from ..models.introspect import gates  # noqa: E402
 from . import data as data_mod  # noqa: E402
 from . import distributed as dist_mod  # noqa: E402
+from . import runlock  # noqa: E402
 from .batches import evaluate, prepare_data, to_device, train_batch  # noqa: E402
 from .build import build_model, build_optimizer, has_conv  # noqa: E402
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
@@ -516,6 +517,13 @@ def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
     another: several seeds or variants share one GPU at a higher total throughput than one after another. Every
     run is exactly the run ``train`` would make (its own model, optimizer, generators and data order)."""
     data = kwargs.pop("data", None)
+    ck_dir = kwargs.get("checkpoint_dir")
+    held = [Path(ck_dir) / f"{run_name(c)}.pt" for c in cfgs] if ck_dir and dist_mod.int_env("RANK", 0) == 0 else []
+    with runlock.hold(held):  # one process at a time trains a run into a checkpoint folder (RunInUse otherwise)
+        return _train_many(cfgs, data, kwargs)
+
+
+def _train_many(cfgs, data, kwargs):
     if not isinstance(data, data_mod.Data):  # load each dataset once for all runs
         data = {name: data_mod.load(name, data) for name in sorted({c["dataset"] for c in cfgs})}
     with EngineSettings(kwargs.get("deterministic"), kwargs.get("device")):
