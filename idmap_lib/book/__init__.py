@@ -16,8 +16,9 @@ imports it; only checks/, the exercises' graders, builds on it; tests/test_layer
   claims tables, the forest plot, the notes on runs at chance and contradictions), curves.py (training curves
   over seeds), full_recipe.py (the full recipe's runs, finished or under way), checkpoints.py (trained nets from
   committed checkpoints); tables.py and log_axes.py: how every table and log axis prints; sweep.py: what to
-  train next (``python -m idmap_lib sweep``, a chapter's RUN cell); cpu_scale.py: the probe that chose the CPU
-  scale;
+  train next (``python -m idmap_lib sweep``, a chapter's RUN cell); queue.py, queue_status.py: the sweep as one
+  queue submitted through submitit (SLURM job array or local jobs, resumable) and where it stands; cpu_scale.py:
+  the probe that chose the CPU scale;
 - mnist_grid.py: Paper B's MNIST grid (looks runs up, trains the missing ones through the engine, records the
   pruning curves); gate_figures.py: chapter 10's figures of it.
 - live.py: "train it yourself" in chapters 7-10 (your run, live, beside the recorded ones); run_times.py: how long
