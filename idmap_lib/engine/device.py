@@ -5,7 +5,13 @@ a GradScaler on older GPUs (e.g. Colab's T4), else fp32.
 """
 from __future__ import annotations
 
+import os
+
 import torch
+
+# cuBLAS reads this when it is first initialised (the first matmul on a GPU, after any import): deterministic CUDA
+# runs need it, so it is set when the engine is imported, before a run can start.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
 def pick_device(device=None) -> torch.device:

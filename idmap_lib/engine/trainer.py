@@ -29,28 +29,24 @@ batches.py (the data on the device, batches, evaluation); here one ``Run``, and 
 from __future__ import annotations
 
 import math
-import os
 import signal
 import threading
 import time
 from pathlib import Path
 
-# cuBLAS reads this when it is first initialised; deterministic CUDA runs need it (set before any matmul).
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from ..models.introspect import gates  # noqa: E402
-from . import data as data_mod  # noqa: E402
-from . import distributed as dist_mod  # noqa: E402
-from . import runlock  # noqa: E402
-from .batches import evaluate, prepare_data, to_device, train_batch  # noqa: E402
-from .build import build_model, build_optimizer, has_conv  # noqa: E402
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
-from .device import EngineSettings, amp_dtype, format_duration, pick_device, precision_name  # noqa: E402
-from .recipes import lr_at  # noqa: E402
-from .results import FIRST_STEPS, config_hash, find_result, provenance, run_name, save_result, training_hash  # noqa: E402
+from ..models.introspect import gates
+from . import data as data_mod
+from . import distributed as dist_mod
+from . import runlock
+from .batches import evaluate, prepare_data, to_device, train_batch
+from .build import build_model, build_optimizer, has_conv
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .device import EngineSettings, amp_dtype, format_duration, pick_device, precision_name
+from .recipes import lr_at
+from .results import FIRST_STEPS, config_hash, find_result, provenance, run_name, save_result, training_hash
 
 GRAPH_WARMUP = 3  # eager steps before the first capture (lazy init of cuDNN/cuBLAS handles, optimizer state)
 
@@ -431,7 +427,8 @@ class Run(GraphedStep):
             final["gates_k"] = [float(k.detach()) for k in ks]
         result = {"config": cfg, "config_hash": self.chash, "training_hash": training_hash(cfg),
                   "status": self.status, "fail": self.fail,
-                  "final": final, "history": history, "first_steps": self._first_steps(), "seed": self.seed, "dataset_source": self.D["source"],
+                  "final": final, "history": history, "first_steps": self._first_steps(), "seed": self.seed,
+                  "dataset_source": self.D["source"],
                   "precision": precision_name(self.dtype), "channels_last": self.cl, "compiled": self.compile,
                   "cuda_graph": self.graph_on, "deterministic": self.deterministic,
                   **provenance(self.device, self.ctx.world)}
