@@ -29,8 +29,6 @@ batches.py (the data on the device, batches, evaluation); here one ``Run``, and 
 from __future__ import annotations
 
 import math
-import signal
-import threading
 import time
 from pathlib import Path
 
@@ -45,6 +43,7 @@ from .batches import evaluate, prepare_data, to_device, train_batch
 from .build import build_model, build_optimizer, has_conv
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .device import EngineSettings, amp_dtype, format_duration, pick_device, precision_name
+from .interrupt import DeferredInterrupt, TrainingInterrupted  # noqa: F401  (trainer.TrainingInterrupted)
 from .recipes import lr_at
 from .results import FIRST_STEPS, config_hash, find_result, provenance, run_name, save_result, training_hash
 
@@ -474,39 +473,6 @@ def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, 
                       checkpoint_minutes=checkpoint_minutes)[0]
 
 
-class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during training, after every unfinished run's checkpoint was written: still a KeyboardInterrupt (a
-    notebook's "Run all" stops there, a script exits), shown by IPython as its one line instead of a traceback."""
-
-    def _render_traceback_(self):  # IPython's hook for an exception's own rendering
-        return [str(self)]
-
-
-class _DeferredInterrupt:
-    """Ctrl-C (a notebook's stop button) while runs train: noted by the signal handler and acted on between two
-    steps, so that the checkpoint holds a whole step (an interrupt inside the optimizer's step would leave half the
-    weights updated). A second Ctrl-C interrupts at once. Only in the main thread of a single process (DDP ranks
-    would stop at different steps)."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and threading.current_thread() is threading.main_thread()
-        self.hit, self.before = False, None
-
-    def _note(self, signum, frame):
-        if self.hit:
-            raise KeyboardInterrupt
-        self.hit = True
-
-    def __enter__(self):
-        if self.enabled:
-            self.before = signal.signal(signal.SIGINT, self._note)
-        return self
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            signal.signal(signal.SIGINT, self.before)
-
-
 def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
     """Several runs interleaved step by step in one process (same keyword arguments as ``train``).
 
@@ -527,7 +493,7 @@ def _train_many(cfgs, data, kwargs):
         runs = [Run(cfg, data=data if isinstance(data, data_mod.Data) else data[cfg["dataset"]], **kwargs)
                 for cfg in cfgs]
         several = len(runs) > 1
-        with _DeferredInterrupt(all(r.ctx.world == 1 for r in runs)) as interrupt:
+        with DeferredInterrupt(all(r.ctx.world == 1 for r in runs)) as interrupt:
             while not all(r.done for r in runs) and not interrupt.hit:
                 _step_all(runs, several)
         if interrupt.hit:  # a checkpoint of every unfinished run at the step it reached, and one line
