@@ -209,7 +209,8 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path, monke
     assert row["total"] == row["possible"] == len(ablations.ABLATIONS), row
     assert "does NOT" not in row["spot check"] and row["spot check"].count("reproduces (") == 2, row["spot check"]
     assert (row["flag"], rows["cora"]["flag"]) == ("same runs as cora, fred", "same runs as ada, fred")
-    assert rows["fred"]["total"] < rows["fred"]["possible"] and "does NOT reproduce" in rows["fred"]["spot check"]
+    assert rows["fred"]["total"] == 0 and "does NOT reproduce" in rows["fred"]["spot check"]  # every run discredited
+    assert "spot check failed" in rows["fred"]["reason"]
     assert "same machine kind" in rows["fred"]["spot check"], rows["fred"]["spot check"]
     assert row["explanation_scaling"] == "My own words about what happened."
     assert row["prediction_scaling"].startswith("The scaled net")

@@ -271,8 +271,11 @@ def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=Tr
             if points:
                 graded_runs.update({f"{q}/{k}": (q, r) for k, r in runs.items()})
         failures, row["spot check"] = spotcheck.check(graded_runs, k=spot, data=data, rng=random.Random(sub.stem))
-        for key, q, detail in failures:
-            row[q], row[f"{q}: feedback"] = 0.0, f"spot check: run {key} {detail}"
+        if failures:  # all of a student's runs share one seed: one run not trained as recorded discredits them all
+            key, _, detail = failures[0]
+            for q in {q for q, _ in graded_runs.values()}:
+                row[q], row[f"{q}: feedback"] = 0.0, f"spot check: run {key} {detail}"
+            reasons.append("spot check failed: the runs were not trained as recorded, so none of them is graded")
         row["total"] = sum(row[q] for q in chapter_plan["questions"])
         aside = sorted(p.parent.name for p in (runs_folder / "set_aside").glob("*/*.json")) if runs_folder.is_dir() else []
         if aside:
