@@ -197,7 +197,7 @@ def key_figure(results_dir=None):
     spreads = {u: [rec["steps"][0]["spread"] for rec in spread.get((u.split("-")[0], 110), {}).values()]
                for u in UNITS}
     names = [SHORT[u] for u in UNITS]
-    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.3,  # stacked: readable at a phone's width too
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.2,  # stacked: readable at a phone's width too
                         subplot_titles=("loss rise at the lr jump", "weight-layer input spread"))
     for row, values, colour in ((1, rises, "#d62728"), (2, spreads, "#1f77b4")):
         for u, name in zip(UNITS, names):
@@ -210,7 +210,7 @@ def key_figure(results_dir=None):
     fig.update_xaxes(tickfont={"size": 13})
     fig.update_xaxes(title_text="nats", row=1, col=1, title_standoff=4)
     fig.update_xaxes(title_text="log10 largest / smallest std", row=2, col=1, title_standoff=4)
-    fig.update_layout(height=460, margin={"l": 10, "r": 10, "t": 40, "b": 30}, font={"size": 13})
+    fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 40, "b": 30}, font={"size": 13})
     for a in fig.layout.annotations:
         a.update(font={"size": 13}, xref="paper", x=0, xanchor="left")
     return fig, rises, spreads
