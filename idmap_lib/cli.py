@@ -263,7 +263,7 @@ def _queue(args) -> int:
 
     scale, keys = args.scale or "cpu", args.claims.split(",") if args.claims else None
     seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else None
-    where = dict(results_dir=args.out, folder=args.folder, checkpoint_dir=args.checkpoint_dir)
+    where = dict(out_dir=args.out, folder=args.folder, checkpoint_dir=args.checkpoint_dir)
     try:
         if args.status:
             print(status_text(status(scale, keys, seeds, **where), args.out))

@@ -115,21 +115,21 @@ def test_every_claim_has_a_readable_title():
 def test_a_short_run_says_what_it_shows_as_data_and_that_the_final_error_needs_the_full_recipe(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
-    s = claim_words.sentence("t1_gating_bias", results_dir=tmp_path)
+    s = claim_words.sentence("t1_gating_bias", out_dir=tmp_path)
     assert s.startswith("After 400 steps, test error: exclusive gating at b_g = −6 41.0 %, exclusive gating at "
                         "b_g = 0 61.0 %") and s.endswith(claim_words.VERDICT_WORDS[rule.NEEDS_FULL] + ".")
     assert "d =" not in s and "[" not in s and "t1_gating_bias" not in s   # no d, no interval, no identifier
-    t = claim_words.tally("t1_gating_bias", results_dir=tmp_path)
+    t = claim_words.tally("t1_gating_bias", out_dir=tmp_path)
     assert t["worse"] == ["exclusive gating at b_g = 0"] and t["worse_range"] == "20.0 points"
-    row = claim_words.in_words(["t1_gating_bias"], results_dir=tmp_path).loc[claim_words.TITLES["t1_gating_bias"]]
+    row = claim_words.in_words(["t1_gating_bias"], out_dir=tmp_path).loc[claim_words.TITLES["t1_gating_bias"]]
     assert row["verdict"] == rule.NEEDS_FULL and row["what the runs show"] == s
 
 
 def test_a_side_that_did_not_train_is_said_and_left_out(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.9] * 3, losses=(2.3, 2.3, 2.3, 2.3))  # at chance
-    s = claim_words.sentence("t1_gating_bias", results_dir=tmp_path)  # b may fail: counted, as the claim predicts
+    s = claim_words.sentence("t1_gating_bias", out_dir=tmp_path)  # b may fail: counted, as the claim predicts
     assert "did not train" not in s and "exclusive gating at b_g = 0 90.0 %" in s
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.9] * 3, losses=(2.3, 2.3, 2.3, 2.3))
-    s = claim_words.sentence("t1_gating_bias", results_dir=tmp_path)
+    s = claim_words.sentence("t1_gating_bias", out_dir=tmp_path)
     assert "exclusive gating at b_g = −6 did not train in 3 of 3 seeds (left out)" in s

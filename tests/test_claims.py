@@ -31,14 +31,14 @@ def test_a_claim_its_scale_cannot_test_needs_the_full_recipe(tmp_path):
     assert compare(t_loss, [1.8, 1.81, 1.82], [2.1, 2.11, 2.12], "full")["verdict"] == "reproduced"
     save(tmp_path, "a_table2_activations", "full_preact-164", [0.60, 0.61, 0.62], losses=(2.3, 1.8))
     save(tmp_path, "a_table2_activations", "original-164", [0.80, 0.81, 0.82], losses=(2.3, 2.1))
-    v = claims.evaluate(c, results_dir=tmp_path)
+    v = claims.evaluate(c, out_dir=tmp_path)
     assert [p[1]["verdict"] for p in v.parts] == [rule.NEEDS_FULL, rule.NEEDS_FULL] and v.verdict == rule.NEEDS_FULL
     assert v.parts[0][1]["d"] == pytest.approx(0.20) and v.parts[0][1]["steps"] == 400  # data after 400 steps
     # a short run that points the other way contradicts nothing either
     other = tmp_path / "b"
     save(other, "a_table2_activations", "full_preact-164", [0.80, 0.81, 0.82], losses=(2.3, 1.8))
     save(other, "a_table2_activations", "original-164", [0.60, 0.61, 0.62], losses=(2.3, 2.1))
-    assert claims.evaluate(c, results_dir=other).verdict == rule.NEEDS_FULL
+    assert claims.evaluate(c, out_dir=other).verdict == rule.NEEDS_FULL
 
 
 def test_no_final_error_claim_gets_a_verdict_at_a_cpu_scale(tmp_path):
@@ -62,17 +62,17 @@ def test_a_claim_on_synthetic_runs_reproduced_contradicted_inconclusive(tmp_path
     c = claims.CLAIMS_BY_KEY["t1_gating_bias"]   # exclusive gating: b_g = -6 better than b_g = 0, at the full recipe
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], scale="full")
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62], scale="full")
-    v = claims.evaluate(c, "full", results_dir=tmp_path)
+    v = claims.evaluate(c, "full", out_dir=tmp_path)
     assert v.verdict == "reproduced" and not v.missing
     assert v.parts[0][1]["mean_a"] == pytest.approx(0.41)
     other = tmp_path / "b"
     save(other, "a_table1_shortcuts", "exclusive_gating-b-6", [0.60, 0.61, 0.62], scale="full")
     save(other, "a_table1_shortcuts", "exclusive_gating-b0", [0.40, 0.41, 0.42], scale="full")
-    assert claims.evaluate(c, "full", results_dir=other).verdict == "contradicted"
+    assert claims.evaluate(c, "full", out_dir=other).verdict == "contradicted"
     third = tmp_path / "c"
     save(third, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.60, 0.50], scale="full")
     save(third, "a_table1_shortcuts", "exclusive_gating-b0", [0.45, 0.55, 0.52], scale="full")
-    assert claims.evaluate(c, "full", results_dir=third).verdict == "inconclusive"
+    assert claims.evaluate(c, "full", out_dir=third).verdict == "inconclusive"
 
 
 def test_missing_seeds_and_stale_configs_do_not_count(tmp_path):
@@ -82,7 +82,7 @@ def test_missing_seeds_and_stale_configs_do_not_count(tmp_path):
     stale["config"] = {**stale["config"], "steps": 150}   # an older recipe
     stale["config_hash"] = results.config_hash(stale["config"])
     results.save_result(stale, tmp_path)
-    v = claims.evaluate(c, "full", results_dir=tmp_path)
+    v = claims.evaluate(c, "full", out_dir=tmp_path)
     assert v.verdict == "not run yet"
     assert dict(v.missing) == {"exclusive_gating-b-6": [2], "exclusive_gating-b0": [0, 1, 2]}
 
@@ -98,13 +98,13 @@ def test_a_stuck_side_is_not_evidence_unless_the_claim_predicts_it_fails(tmp_pat
         results.save_result(result("a_table1_shortcuts", "exclusive_gating-b-6", seed, err, losses, scale="full"),
                             tmp_path)
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.88, 0.89, 0.90], losses=stuck, scale="full")
-    v = claims.evaluate(c, "full", results_dir=tmp_path)
+    v = claims.evaluate(c, "full", out_dir=tmp_path)
     assert v.verdict == rule.NOT_TESTABLE and v.parts[0][1]["excluded"] == (2, 0)
     assert v.parts[0][1]["failed_as_predicted"] == (0, 3)
     for seed in range(2):  # b_g = -6 trains in every seed: b_g = 0's runs at chance are the claim's evidence
         results.save_result(result("a_table1_shortcuts", "exclusive_gating-b-6", seed, 0.40 + seed / 100,
                                    scale="full"), tmp_path)
-    v = claims.evaluate(c, "full", results_dir=tmp_path)
+    v = claims.evaluate(c, "full", out_dir=tmp_path)
     assert v.verdict == "reproduced" and v.parts[0][1]["n"] == (3, 3)
 
 
@@ -119,7 +119,7 @@ def test_a_threshold_never_reached_is_not_a_number_in_a_mean(tmp_path):
             errs = [0.9] * 40 if at is None else [0.9] * (at // 10 - 1) + [0.7] * (41 - at // 10)
             r["history"]["train"] = history([2.0] * 40, errs)
             results.save_result(r, tmp_path)
-    v = claims.evaluate(c, results_dir=tmp_path)
+    v = claims.evaluate(c, out_dir=tmp_path)
     res = v.parts[0][1]
     assert res["excluded"] == (1, 0) and res["xa"] == [40, 60, 50]          # seed 2 of original: left out
     assert res["failed_as_predicted"] == (0, 2) and res["xb"] == [400, 400, 300]
@@ -132,10 +132,10 @@ def test_a_verdict_that_one_seed_decides_says_so(tmp_path):
     for seed, (g, r) in enumerate(((0.0120, 0.0150), (0.0121, 0.0151), (0.0122, 0.0152), (0.0123, 0.0153))):
         results.save_result(mnist_run("gresnet-d100", seed, test_err=g), tmp_path)
         results.save_result(mnist_run("resnet-d100", seed, test_err=r), tmp_path)
-    assert claims.evaluate(c, results_dir=tmp_path).fragile == []          # four seeds that agree: none decides it
+    assert claims.evaluate(c, out_dir=tmp_path).fragile == []          # four seeds that agree: none decides it
     results.save_result(mnist_run("resnet-d100", 4, test_err=0.0100), tmp_path)   # one seed far off
     results.save_result(mnist_run("gresnet-d100", 4, test_err=0.0124), tmp_path)
-    v = claims.evaluate(c, results_dir=tmp_path, seeds=(0, 1, 2, 3, 4))
+    v = claims.evaluate(c, out_dir=tmp_path, seeds=(0, 1, 2, 3, 4))
     assert v.verdict == "inconclusive" and ("resnet-d100", 4, "reproduced") in v.fragile
 
 
@@ -147,7 +147,7 @@ def test_each_part_sets_the_papers_gap_beside_what_its_seeds_resolve(tmp_path):
     assert claims.paper_gap(claims.PROBES[0], claims.PROBES[0].tests[0]) is None          # ours: no paper number
     save(tmp_path, "b_mnist", "gresnet-d100", [0.010, 0.015, 0.020], scale="full")
     save(tmp_path, "b_mnist", "resnet-d100", [0.012, 0.017, 0.022], scale="full")
-    res = claims.evaluate(c, results_dir=tmp_path).parts[0][1]
+    res = claims.evaluate(c, out_dir=tmp_path).parts[0][1]
     assert res["resolvable"] > 0.0024 and res["cannot_resolve"]
 
 
@@ -157,7 +157,7 @@ def test_a_claim_on_two_readings_of_one_variant(tmp_path):
     for seed in range(3):
         p = {"blocks": 2, "by_gate": [0.01, 0.02 + seed / 1000, 0.5], "at_random": [[0.01, 0.30 + seed / 1000, 0.9]]}
         results.save_result(mnist_run("gresnet-d100", seed, pruning=p), tmp_path)
-    v = claims.evaluate(c, results_dir=tmp_path)
+    v = claims.evaluate(c, out_dir=tmp_path)
     assert v.verdict == "reproduced" and v.parts[0][1]["mean_a"] == pytest.approx(0.021)
 
 
@@ -178,8 +178,8 @@ def test_pruning_compares_both_nets_pruned_at_random(tmp_path):
         gated = {"blocks": 2, "by_gate": [0.02, 0.02, 0.5], "at_random": [bad, bad]}
         results.save_result(mnist_run("gresnet-d100", seed, ks=[-1.0, 2.0], pruning=gated), tmp_path)
         results.save_result(mnist_run("resnet-d100", seed, pruning={"blocks": 2, "at_random": [bad]}), tmp_path)
-    assert claims.evaluate(c, results_dir=tmp_path).verdict != "reproduced"
-    assert claims.evaluate(claims.CLAIMS_BY_KEY["b_greedy_pruning_beats_random"], results_dir=tmp_path).verdict == \
+    assert claims.evaluate(c, out_dir=tmp_path).verdict != "reproduced"
+    assert claims.evaluate(claims.CLAIMS_BY_KEY["b_greedy_pruning_beats_random"], out_dir=tmp_path).verdict == \
         "reproduced"
 
 
@@ -196,7 +196,7 @@ def test_a_claims_parts_are_corrected_for_their_number(tmp_path):
         save(tmp_path, "b_mnist", f"plain-d{d}", [x + 0.05 + 3.2 * se1 for x in base], scale="full")
         for k in ("resnet", "gresnet"):
             save(tmp_path, "b_mnist", f"{k}-d{d}", base, scale="full")
-    v = claims.evaluate(c, results_dir=tmp_path)
+    v = claims.evaluate(c, out_dir=tmp_path)
     assert all(0.02 < r["p"] < 0.05 for _, r in v.parts)            # each alone: reproduced
     assert v.verdict == "inconclusive" and {r["verdict"] for _, r in v.parts} == {"inconclusive"}
     assert all(r["holm"][0] == 4 for _, r in v.parts)

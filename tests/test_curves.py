@@ -8,14 +8,14 @@ from idmap_lib.engine import results
 
 def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "original", [0.5, 0.5, 0.5], losses=(2.0, 1.0, 0.5, 0.25))
-    fig = curves.band_curves("a_table1_shortcuts", ["original", "conv1x1"], results_dir=tmp_path)
+    fig = curves.band_curves("a_table1_shortcuts", ["original", "conv1x1"], out_dir=tmp_path)
     one_seed = re.compile(r" seed \d+$")
     means = [d for d in fig.data if d.fill != "toself" and not one_seed.search(d.name or "")]
     assert len(means) == 2 and list(means[0].y) == [2.0, 1.0, 0.5, 0.25]  # training loss, then test error
     seeds = [d for d in fig.data if one_seed.search(d.name or "")]
     assert sorted(d.name for d in seeds) == sorted(f"original seed {s}" for s in (0, 0, 1, 1, 2, 2))  # both panels
     assert all(d.visible in (None, True) and d.opacity > 0 and d.line.width > 0 for d in seeds)  # and seen
-    three = curves.band_curves("a_table1_shortcuts", ["original"], results_dir=tmp_path,
+    three = curves.band_curves("a_table1_shortcuts", ["original"], out_dir=tmp_path,
                                  panels=("train_loss", "train_err", "test_err"))
     assert [a.text for a in three.layout.annotations[:3]] == ["training loss (10-step windows, log axis)",
                                                               "training error %", "test error %"]
@@ -27,7 +27,7 @@ def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_pa
                                                       ("rect", 0), ("rect", 0)]
     assert {s.x1 for s in shapes if s.type == "rect"} == {100}
     assert "ramps 0.01 → 0.1" in " ".join(a.text for a in fig.layout.annotations)
-    step = curves.band_curves("a_table1_shortcuts", ["original"], scale="cpu_step_warmup", results_dir=tmp_path)
+    step = curves.band_curves("a_table1_shortcuts", ["original"], scale="cpu_step_warmup", out_dir=tmp_path)
     assert sorted(s.x0 for s in step.layout.shapes if s.type == "line") == [100, 100, 200, 200, 300, 300]
 
 
@@ -48,11 +48,11 @@ def test_lr_change_note_counts_each_seeds_rise_in_words(tmp_path):
         r = result("a_table2_activations", "original-110", seed, scale="cpu_step_warmup")
         r["history"]["train"] = history([2.2] * 10 + [2.2 + spike] + [2.0] * 29, [0.7] * 40)
         results.save_result(r, tmp_path)
-    note = curves.lr_change_note("a_table2_activations", ["original-110"], "cpu_step_warmup", results_dir=tmp_path)
+    note = curves.lr_change_note("a_table2_activations", ["original-110"], "cpu_step_warmup", out_dir=tmp_path)
     assert "is 0.01 for the first 100 steps and jumps to 0.1 in one step" in note
     assert "**original-110**: rose more than 0.5 in 1 of 3 seeds (rises 4.00, 0.00, 0.00)" \
         in note and "first below 80 % training error at step 10, 10, 10" in note
-    assert curves.lr_change_note("a_table2_activations", ["original-110"], results_dir=tmp_path) == ""  # none at cpu
+    assert curves.lr_change_note("a_table2_activations", ["original-110"], out_dir=tmp_path) == ""  # none at cpu
 
 
 def test_one_runs_early_spike_does_not_set_the_loss_axis_and_log_ticks_are_written_out(tmp_path):
@@ -62,12 +62,12 @@ def test_one_runs_early_spike_does_not_set_the_loss_axis_and_log_ticks_are_writt
     spike = (40.0,) + flat[1:]
     save(tmp_path, "a_table2_activations", "full_preact-110", [0.5, 0.5, 0.5], losses=flat)
     save(tmp_path, "a_table2_activations", "relu_before_add-110", [0.9], losses=spike)
-    fig = curves.band_curves("a_table2_activations", ["full_preact-110", "relu_before_add-110"], results_dir=tmp_path)
+    fig = curves.band_curves("a_table2_activations", ["full_preact-110", "relu_before_add-110"], out_dir=tmp_path)
     lo, hi = fig.layout.yaxis.range
     assert 10 ** hi < 5 and "runs off the top" in fig.layout.title.text
     assert list(fig.layout.yaxis.ticktext) == [f"{v:g}" for v in fig.layout.yaxis.tickvals]
     assert len(fig.layout.yaxis.tickvals) >= 4
-    calm = curves.band_curves("a_table2_activations", ["full_preact-110"], results_dir=tmp_path)
+    calm = curves.band_curves("a_table2_activations", ["full_preact-110"], out_dir=tmp_path)
     assert 10 ** calm.layout.yaxis.range[1] > 2.3 and "runs off the top" not in calm.layout.title.text
     assert log_axes.log_ticks(8, 60)["ticktext"] == ["10", "20", "50"] or len(log_axes.log_ticks(8, 60)["ticktext"]) >= 4
 
@@ -84,8 +84,8 @@ def test_a_band_on_a_log_axis_is_computed_in_log_space_and_the_hardware_is_a_cap
         r = result("a_table1_shortcuts", "original", seed)
         r["history"]["train"] = history([f * x for x in (2.0, 1.0, 0.5, 0.25)], [0.7] * 4)
         results.save_result(r, tmp_path)
-    fig = curves.band_curves("a_table1_shortcuts", ["original"], results_dir=tmp_path)
+    fig = curves.band_curves("a_table1_shortcuts", ["original"], out_dir=tmp_path)
     band = next(d for d in fig.data if d.fill == "toself" and d.xaxis in (None, "x"))
     assert min(band.y) > 0.1 * 0.25   # the loss panel's band stays above the lowest seed (in log space)
-    caption = curves.trained_on("a_table1_shortcuts", ["original"], results_dir=tmp_path)
+    caption = curves.trained_on("a_table1_shortcuts", ["original"], out_dir=tmp_path)
     assert caption.startswith("Trained on ") and caption.split("Trained on ")[1].split(",")[0] not in fig.layout.title.text

@@ -9,7 +9,7 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     torch.save({"step": 29000, "history": {"test": [{"step": 28000, "test_err": 0.162}]}},
                tmp_path / f"{results.run_name(cfg)}.pt")
     df = full_recipe.full_scale_status("a_table2_activations", ["full_preact-110", "full_preact-164"],
-                                    results_dir=tmp_path, checkpoint_dir=tmp_path)
+                                    out_dir=tmp_path, checkpoint_dir=tmp_path)
     assert df.loc["full_preact-110", "state"].startswith("under way: step 29,000 of 64,000 (test error 16.2 %")
     assert df.loc["full_preact-164", "state"] == ("not run: python -m idmap_lib train --experiment "
                                                  "a_table2_activations --variant full_preact-164 --scale full --cuda-graph")
@@ -21,7 +21,7 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     cfg = recipes.config("a_table2_activations", "original-110", "full")
     torch.save({"step": 29000, "config": cfg, "history": {"test": [{"step": 28000, "test_err": 0.149}]}},
                tmp_path / f"{results.run_name(cfg)}.pt")
-    t1 = full_recipe.full_scale_status("a_table1_shortcuts", ["original", "conv1x1"], results_dir=tmp_path,
+    t1 = full_recipe.full_scale_status("a_table1_shortcuts", ["original", "conv1x1"], out_dir=tmp_path,
                                     checkpoint_dir=tmp_path)
     assert t1.loc["original", "state"].startswith("under way: step 29,000 of 64,000 (test error 14.9 %")
     assert t1.loc["conv1x1", "state"].startswith("not run")
@@ -33,7 +33,7 @@ def test_full_recipe_curves_show_runs_under_way_over_the_whole_recipe_beside_the
     hist = {"train": [{"step": s, "train_loss": 2.0 / s ** 0.1} for s in (100, 200)],
             "test": [{"step": 2000, "test_err": 0.3}, {"step": 4000, "test_err": 0.2}]}
     torch.save({"step": 4000, "config": cfg, "history": hist}, tmp_path / f"{results.run_name(cfg)}.pt")
-    fig = full_recipe.full_recipe_curves("a_table1_shortcuts", ["original", "conv1x1"], results_dir=tmp_path,
+    fig = full_recipe.full_recipe_curves("a_table1_shortcuts", ["original", "conv1x1"], out_dir=tmp_path,
                                       checkpoint_dir=tmp_path)
     ours = [d for d in fig.data if "under way" in (d.name or "")]
     assert [list(d.y) for d in ours] == [[2.0 / 100 ** 0.1, 2.0 / 200 ** 0.1], [30.0, 20.0]]
@@ -49,7 +49,7 @@ def test_one_table_of_every_cifar10_full_recipe_run_and_its_states_counted(tmp_p
     cfg = recipes.config("a_table2_activations", "original-110", "full")
     torch.save({"step": 29000, "config": cfg, "history": {"test": [{"step": 28000, "test_err": 0.149}]}},
                tmp_path / f"{results.run_name(cfg)}.pt")
-    df = full_recipe.full_scale_table(("a_table1_shortcuts", "a_table3_preact"), results_dir=tmp_path,
+    df = full_recipe.full_scale_table(("a_table1_shortcuts", "a_table3_preact"), out_dir=tmp_path,
                                       checkpoint_dir=tmp_path)
     assert list(df["experiment"].unique()) == ["a_table1_shortcuts", "a_table3_preact"] and df.columns[0] == "experiment"
     assert not [v for v in df.index if v.startswith("c100")]                       # no CIFAR-100 copy offline

@@ -21,7 +21,7 @@ def mnist_result(kind, d, seed, err, ks=None, pruning=None):
 def test_mnist_table_puts_ours_beside_the_papers_and_names_the_missing(tmp_path):
     for s, e in enumerate((0.012, 0.014, 0.013)):
         results.save_result(mnist_result("gresnet", 100, s, e, ks=[0.5, 1.0]), tmp_path)
-    t = gf.mnist_table(results_dir=tmp_path)
+    t = gf.mnist_table(out_dir=tmp_path)
     assert list(t.index) == [2, 10, 20, 50, 100]
     assert t.loc[100, "GResNet: paper %"] == "1.26" and t.loc[100, "plain: paper %"] == "90.20"
     assert t.loc[100, "GResNet: ours %"] == "1.30 ± 0.10" and t.loc[100, "mean k: ours"] == "0.75 ± 0.00"
@@ -35,14 +35,14 @@ def test_pruning_figure_draws_each_order_from_the_recorded_curves(tmp_path):
         results.save_result(mnist_result("gresnet", 100, s, 0.01, ks=[1.0] * 50, pruning={
             "blocks": 2, "by_gate": [0.01, 0.02, 0.03], "at_random": [[0.01, 0.05, 0.5], [0.01, 0.07, 0.5]]}),
             tmp_path)
-    fig = gf.pruning_figure(results_dir=tmp_path)
+    fig = gf.pruning_figure(out_dir=tmp_path)
     lines = {t.name.split(" (")[0]: t for t in fig.data if t.mode}
     assert set(lines) == {"GResNet, smallest k first", "GResNet, random order"}
     assert list(lines["GResNet, random order"].y) == pytest.approx([1.0, 6.0, 50.0])  # mean over seeds and orders
     assert "ResNet, random order: not run yet" in fig.layout.title.text
     assert fig.layout.xaxis.title.text == "blocks removed (of 2)"
-    k = gf.k_figure(results_dir=tmp_path)
-    empty = [a for a in gf.k_figure(results_dir=tmp_path / "none").layout.annotations if "not run yet" in a.text]
+    k = gf.k_figure(out_dir=tmp_path)
+    empty = [a for a in gf.k_figure(out_dir=tmp_path / "none").layout.annotations if "not run yet" in a.text]
     assert [(a.xref, a.text.split(":")[0]) for a in empty] == [
         ("x domain", "b_mnist gresnet-d100"), ("x2 domain", "b_resnet32 gated"), ("x3 domain", "b_wrn gated")]
     assert [t for t in k.data if t.mode][0].y == pytest.approx((1.0,) * 50)
@@ -68,24 +68,24 @@ def test_speedup_note_reads_the_recorded_benchmark(tmp_path):
 
 
 def test_closed_gates_and_pruning_notes_count_what_the_runs_recorded(tmp_path):
-    assert gf.closed_gates_note(results_dir=tmp_path) == "" and gf.pruning_note(results_dir=tmp_path) == ""
+    assert gf.closed_gates_note(out_dir=tmp_path) == "" and gf.pruning_note(out_dir=tmp_path) == ""
     ks = [0.5, 0.4, 0.3, 0.2, 0.1, 0.05] + [-0.01] * 4  # 10 blocks: the last 4 closed
     for s in range(3):
         results.save_result(mnist_result("gresnet", 100, s, 0.02, ks=ks, pruning={
             "blocks": 10, "by_gate": [0.02] * 5 + [0.03, 0.05, 0.1, 0.2, 0.4, 0.9], "at_random": [[0.02] * 11]}),
             tmp_path)
-    note = gf.closed_gates_note(results_dir=tmp_path)
+    note = gf.closed_gates_note(out_dir=tmp_path)
     assert "4, 4, 4 of 10 gates ended **closed**" in note and "from block 7-7 on" in note
     assert "smallest in the last third" in note and "Paper B's 0.67" in note
-    assert "for the first 4, 4, 4 removals" in gf.pruning_note(results_dir=tmp_path)
+    assert "for the first 4, 4, 4 removals" in gf.pruning_note(out_dir=tmp_path)
 
 
 def test_k_vs_paper_note_compares_every_recorded_depth(tmp_path):
-    assert gf.k_vs_paper_note(results_dir=tmp_path) == ""
+    assert gf.k_vs_paper_note(out_dir=tmp_path) == ""
     for s in range(3):
         results.save_result(mnist_result("gresnet", 100, s, 0.02, ks=[0.1, 0.1]), tmp_path)
         results.save_result(mnist_result("gresnet", 10, s, 0.02, ks=[3.0] * 5), tmp_path)
-    note = gf.k_vs_paper_note(results_dir=tmp_path)
+    note = gf.k_vs_paper_note(out_dir=tmp_path)
     assert note.startswith("Our gates end lower than the paper's at d = 100 (d = 10: ours 3.00, the paper's 2.54 "
                            "(ratio 1.18); d = 100: ours 0.10, the paper's 0.67 (ratio 0.15)); the ratio ours / "
                            "paper's lies between 0.15 and 1.18.")
@@ -98,14 +98,14 @@ def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
         results.save_result(mnist_result("gresnet", 10, s, 0.020, ks=[0.5, 0.5, 0.5, 0.5, -0.1]), tmp_path)
         results.save_result(mnist_result("gresnet_keras", 10, s, 0.016 + 0.001 * s, ks=[2.0 + s] * 5), tmp_path)
         results.save_result(mnist_result("gresnet", 100, s, 0.019, ks=[0.1] * 50), tmp_path)
-    fig = keras_probe.probe_figure(results_dir=tmp_path)
+    fig = keras_probe.probe_figure(out_dir=tmp_path)
     lines = [t for t in fig.data if t.mode]
     assert [(t.name, t.xaxis) for t in lines] == [("PyTorch's defaults (ours) (3 seeds)", "x"),
                                                   ("Keras's defaults (3 seeds)", "x"),
                                                   ("PyTorch's defaults (ours) (3 seeds)", "x2")]
     assert list(lines[1].y) == pytest.approx([3.0] * 5) and [t.showlegend for t in lines] == [True, True, False]
     assert any("Keras's defaults: not run yet" in a.text and "--depths 100" in a.text for a in fig.layout.annotations)
-    note = keras_probe.probe_note(results_dir=tmp_path)
+    note = keras_probe.probe_note(out_dir=tmp_path)
     assert ("mean k **0.38** with PyTorch's defaults, **3.00** with Keras's, 121 % of the way from ours to the "
             "paper's, **2.54** in Paper B") in note
     assert "gates closed (k ≤ 0): 1.0 vs 0.0 of 5" in note and "test error 2.00 % vs 1.70 %" in note
@@ -113,13 +113,13 @@ def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
     assert "settings explain most of the gap between our mean k and Paper B's (at most 121 % of it)." in note
     for s in range(3):  # Keras's k hardly above ours: the settings explain little, and the page says so
         results.save_result(mnist_result("gresnet_keras", 10, s, 0.02, ks=[0.45] * 5), tmp_path)
-    assert "explain little of the gap" in keras_probe.probe_note(results_dir=tmp_path)
-    v = claims.evaluate(claims.CLAIMS_BY_KEY["probe_keras_k_d10"], results_dir=tmp_path)
+    assert "explain little of the gap" in keras_probe.probe_note(out_dir=tmp_path)
+    v = claims.evaluate(claims.CLAIMS_BY_KEY["probe_keras_k_d10"], out_dir=tmp_path)
     assert v.verdict == "reproduced"  # Keras's k above ours by far more than 2 se
 
 
 def test_cifar_k_note_ranks_the_dimension_changing_and_last_blocks(tmp_path):
-    assert gf.cifar_k_note(results_dir=tmp_path) == ""
+    assert gf.cifar_k_note(out_dir=tmp_path) == ""
     for s in range(3):
         cfg = recipes.config("b_resnet32", "gated", "cpu", s)
         ks = [1.0 + 0.01 * b for b in range(15)]
@@ -127,7 +127,7 @@ def test_cifar_k_note_ranks_the_dimension_changing_and_last_blocks(tmp_path):
         results.save_result({"config": cfg, "config_hash": results.config_hash(cfg), "status": "ok", "fail": None,
                              "seed": s, "final": {"test_err": 0.5, "gates_k": ks}, "history": {"train": [],
                              "test": []}}, tmp_path)
-    note = gf.cifar_k_note(results_dir=tmp_path)
+    note = gf.cifar_k_note(out_dir=tmp_path)
     assert ("gated ResNet-32 (3 seeds, 15 blocks): smallest k at block 6, largest at block 15; the "
             "dimension-changing blocks 6, 11 rank 1, 2 of 15 from the smallest, the last block 15") in note
     assert "WRN" not in note.split(".")[0]
@@ -136,12 +136,12 @@ def test_cifar_k_note_ranks_the_dimension_changing_and_last_blocks(tmp_path):
 def test_error_gap_note_measures_ours_against_the_papers_and_says_what_is_argued(tmp_path):
     for s, e in enumerate((0.0150, 0.0170, 0.0160)):  # the paper's GResNet d = 100: 1.26 %
         results.save_result(mnist_result("gresnet", 100, s, e), tmp_path)
-    note = gf.error_gap_note(results_dir=tmp_path)
+    note = gf.error_gap_note(out_dir=tmp_path)
     assert "our means lie +0.34 to +0.34 points" in note and "every seed ends above the paper's number" in note
     assert "reach 1.26-1.26 %" in note and "**Argued, not tested:**" in note
     results.save_result(mnist_result("resnet", 100, 0, 0.0140), tmp_path)  # the paper's ResNet d = 100: 1.50 %
-    assert "3 of 4 seeds end above" in gf.error_gap_note(results_dir=tmp_path)
-    assert gf.error_gap_note(results_dir=tmp_path / "none") == ""
+    assert "3 of 4 seeds end above" in gf.error_gap_note(out_dir=tmp_path)
+    assert gf.error_gap_note(out_dir=tmp_path / "none") == ""
 
 
 def cifar_gated_result(experiment, seed, ks):
@@ -159,9 +159,9 @@ def test_k_figure_and_its_note_count_every_recorded_seed(tmp_path, seeds):
         results.save_result(cifar_gated_result("b_resnet32", s, [1.0 + 0.01 * b for b in range(15)]), tmp_path)
     for s in (0, 1, 2):
         results.save_result(cifar_gated_result("b_wrn", s, [1.0] * 12), tmp_path)
-    titles = [a.text for a in gf.k_figure(results_dir=tmp_path).layout.annotations[:3]]
+    titles = [a.text for a in gf.k_figure(out_dir=tmp_path).layout.annotations[:3]]
     assert titles[1].endswith(f"CPU scale ({len(seeds)} seeds)") and titles[2].endswith("CPU scale (3 seeds)")
-    note = gf.cifar_k_note(results_dir=tmp_path)
+    note = gf.cifar_k_note(out_dir=tmp_path)
     assert f"gated ResNet-32 ({len(seeds)} seeds, 15 blocks)" in note and "gated WRN-28-1 (3 seeds, 12 blocks)" in note
 
 
@@ -170,7 +170,7 @@ def test_numbers_that_round_to_zero_print_without_a_sign(tmp_path):
     assert gf.num(-0.04, ".1f") == "0.0" and gf.num(-0.06, ".1f") == "-0.1" and gf.mean_sd([-0.001, -0.002]) == "0.00 ± 0.00"
     for s, e in enumerate((0.01259, 0.01259, 0.01259)):  # the paper's GResNet d = 100: 1.26 %, ours 0.001 below
         results.save_result(mnist_result("gresnet", 100, s, e), tmp_path)
-    note = gf.error_gap_note(results_dir=tmp_path)
+    note = gf.error_gap_note(out_dir=tmp_path)
     assert "our means lie 0.00 to 0.00 points" in note and "d = 100 GResNet 0.00)" in note and "-0.00" not in note
 
 
@@ -178,5 +178,5 @@ def test_cifar_curves_are_titled_by_the_tables_of_the_variants_shown(tmp_path):
     from idmap_lib.book import curves, paper_numbers
     assert paper_numbers.source("b_wrn", ["plain", "gated", "gated-k_decay"]) == "Paper B Table 3"
     assert paper_numbers.source("b_wrn", ["gated", "c100-gated"]) == "Paper B Table 3 / Paper B Table 4"
-    fig = curves.band_curves("b_wrn", ["plain", "gated", "gated-k_decay"], results_dir=tmp_path)
+    fig = curves.band_curves("b_wrn", ["plain", "gated", "gated-k_decay"], out_dir=tmp_path)
     assert fig.layout.title.text.startswith("Paper B Table 3, our runs (CPU scale)<br>")

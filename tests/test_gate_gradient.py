@@ -52,7 +52,7 @@ def test_a_gated_layer_and_a_whole_gresnet_obey_the_same_rule():
 
 def test_shut_gate_counts_read_the_recorded_gresnets(tmp_path):
     from fake_runs import mnist_run
-    assert gf.shut_gate_counts(results_dir=tmp_path) == {}
+    assert gf.shut_gate_counts(out_dir=tmp_path) == {}
     for seed, ks in enumerate(([0.5, 0.0, -0.1, 0.2], [0.5, 0.1, 0.2, 0.3])):   # k = 0 is shut: ReLU(0) = 0
         results.save_result(mnist_run("gresnet-d100", seed, ks=ks), tmp_path)
-    assert gf.shut_gate_counts(results_dir=tmp_path) == {0: (2, 4), 1: (0, 4)}
+    assert gf.shut_gate_counts(out_dir=tmp_path) == {0: (2, 4), 1: (0, 4)}

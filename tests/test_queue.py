@@ -106,8 +106,8 @@ class NoSubmit:
 
 def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_path):
     out, folder, ck = tmp_path / "r", tmp_path / "q", tmp_path / "ck"
-    first = q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck)
-    assert first == q.needed("full", results_dir=out)[:len(first)] and len(first) == len(set(first))
+    first = q.queue("full", out_dir=out, folder=folder, checkpoint_dir=ck)
+    assert first == q.needed("full", out_dir=out)[:len(first)] and len(first) == len(set(first))
     # Table 1's original is Table 2's original-110 at the same recipe: recorded under one, skipped under both
     losses = tuple(2.3 - i / 200 for i in range(200))  # windows through the warm-up: every claim's metric reads it
     r = result(T2, "original-110", 0, scale="full", losses=losses)
@@ -118,7 +118,7 @@ def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_pat
     from idmap_lib.book.queue_status import remaining_hours
     assert remaining_hours(left, "full", out, gpu_dir=tmp_path) == \
         "1.0 GPU-hours on NVIDIA H200 at its recorded pace (+ 1 runs of a network it has not trained)"
-    again = q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck)
+    again = q.queue("full", out_dir=out, folder=folder, checkpoint_dir=ck)
     assert (T2, "original-110", 0, "full") in first and (T2, "original-110", 0, "full") not in again
     assert ("a_table1_shortcuts", "original", 0, "full") not in again
     assert q.submit(NoSubmit(), [[(T2, "original-110", 0, "full")], [("a_table1_shortcuts", "original", 0, "full")]],
@@ -131,9 +131,9 @@ def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_pat
     q.mark(folder, q.config_of(other), "failed", executor="slurm", job_id="7_1", error="CUDA out of memory")
     ck.mkdir()
     torch.save({"config": q.config_of(started), "step": 400}, ck / "x.pt")
-    now = q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck)
+    now = q.queue("full", out_dir=out, folder=folder, checkpoint_dir=ck)
     assert run not in now and other in now and now[0] == started
-    st = status("full", results_dir=out, folder=folder, checkpoint_dir=ck)
+    st = status("full", out_dir=out, folder=folder, checkpoint_dir=ck)
     states = {r["run"]: (r["state"], r["job_id"]) for c in st["claims"] for r in c["runs"]}
     assert states[(T2, "original-110", 0, "full")] == ("recorded", None)
     assert states[run] == ("running", "7_0") and states[other] == ("failed", "7_1") and states[started][0] == "started"
@@ -188,7 +188,7 @@ def test_the_slurm_path_submits_one_job_array_with_the_asked_parameters(tmp_path
     assert {"#SBATCH --partition=gpu-h100", "#SBATCH --gpus-per-node=1", "#SBATCH --time=240",
             "#SBATCH --array=0-2%3", "#SBATCH --ntasks-per-node=1", "#SBATCH --cpus-per-task=4",
             "#SBATCH --signal=USR2@120", "#SBATCH --account=idmap"} <= lines
-    first3 = q.needed("full", results_dir=out)[:3]
+    first3 = q.needed("full", out_dir=out)[:3]
     book = q.ledger(folder, ask_slurm=False)
     assert sorted(e["job_id"] for e in book.values()) == ["12_0", "12_1", "12_2"]
     assert sorted(tuple(e["run"]) for e in book.values()) == sorted(first3)
@@ -202,7 +202,7 @@ def test_the_slurm_path_submits_one_job_array_with_the_asked_parameters(tmp_path
     again = job.checkpoint()
     assert again.function is job and job.requeues == 1
     # what is under way is not sent twice
-    assert not set(first3) & set(q.queue("full", results_dir=out, folder=folder, checkpoint_dir=ck))
+    assert not set(first3) & set(q.queue("full", out_dir=out, folder=folder, checkpoint_dir=ck))
 
 
 def test_time_limits_read_as_minutes_and_bad_ones_say_how():

@@ -22,7 +22,7 @@ def test_the_sweep_order_covers_every_cpu_claim_and_trains_each_training_once():
 
 def test_sweep_lists_the_missing_runs_in_order_and_skips_the_recorded(tmp_path, capsys):
     from idmap_lib.cli import main
-    todo = sweep.runs_needed(results_dir=tmp_path)
+    todo = sweep.runs_needed(out_dir=tmp_path)
     main(["sweep", "--missing", "--out", str(tmp_path)])
     assert [tuple(l.split()) for l in capsys.readouterr().out.splitlines()] == \
         [(e, v, str(s), sc) for e, v, s, sc in todo]
@@ -50,14 +50,14 @@ def test_pace_prices_missing_runs_by_the_recorded_runs_of_the_same_network():
 
 def test_sweep_says_what_the_recorded_runs_cost_and_what_is_left(tmp_path, capsys):
     from idmap_lib.cli import main
-    (e, v, s, _), (e2, v2, s2, _) = sweep.runs_needed(results_dir=tmp_path)[:2]
+    (e, v, s, _), (e2, v2, s2, _) = sweep.runs_needed(out_dir=tmp_path)[:2]
     for exp, var, seed, wall in ((e, v, s, 900.0), (e2, v2, s2, 1800.0)):
         r = result(exp, var, seed)
         r["final"]["wall_s"], r["hardware"] = wall, {"torch_threads": 2}
         results.save_result(r, tmp_path)
     main(["sweep", "--out", str(tmp_path)])
     last = capsys.readouterr().out.splitlines()[-1]
-    assert last.startswith(f"2 of {len(sweep.runs_needed(results_dir=tmp_path))} runs recorded (1.5 CPU core-hours: ")
+    assert last.startswith(f"2 of {len(sweep.runs_needed(out_dir=tmp_path))} runs recorded (1.5 CPU core-hours: ")
     done = {"found": {("e", "v", 0): {}}, "spent_h": 0.3, "left_h": 0.0, "untimed": 0}
     assert sweep.sweep_in_words(done) == "1 of 1 runs recorded (0.3 CPU core-hours: training wall time x threads)"
     assert sweep.sweep_in_words({**done, "spent_h": 1.0, "today_h": 0.6}) == (
@@ -78,21 +78,21 @@ def test_more_seeds_are_asked_for_only_where_three_leave_a_comparison_open(tmp_p
     c = claims.CLAIMS_BY_KEY["fig6_bn_after_add_slow_start"]   # early optimisation: a verdict at the CPU scale
     key = [("a_table2_activations", v, s, "cpu") for s in rule.MORE_SEEDS for v in ("original-110",
                                                                                     "bn_after_add-110")]
-    assert not set(key) & set(sweep.runs_needed([c], results_dir=tmp_path))        # not run yet: 3 seeds first
+    assert not set(key) & set(sweep.runs_needed([c], out_dir=tmp_path))        # not run yet: 3 seeds first
     _starts(tmp_path, "original-110", (50, 60, 250))                               # one seed far off
     _starts(tmp_path, "bn_after_add-110", (200, 210, 220))
-    assert claims.evaluate(c, results_dir=tmp_path).verdict == "inconclusive"
-    assert set(key) <= set(sweep.runs_needed([c], results_dir=tmp_path))
-    assert not set(key) & set(sweep.runs_needed([c], seeds=(0, 1, 2), results_dir=tmp_path))  # seeds given: those
+    assert claims.evaluate(c, out_dir=tmp_path).verdict == "inconclusive"
+    assert set(key) <= set(sweep.runs_needed([c], out_dir=tmp_path))
+    assert not set(key) & set(sweep.runs_needed([c], seeds=(0, 1, 2), out_dir=tmp_path))  # seeds given: those
     # the two more seeds agree with the three: they are read with them
     _starts(tmp_path, "original-110", (50, 60), rule.MORE_SEEDS)
     _starts(tmp_path, "bn_after_add-110", (200, 210), rule.MORE_SEEDS)
-    v = claims.evaluate(c, results_dir=tmp_path)
+    v = claims.evaluate(c, out_dir=tmp_path)
     assert v.parts[0][1]["n"] == (5, 5) and v.verdict == "reproduced"
     other = tmp_path / "clear"                                                     # decided by 3: no more asked
     _starts(other, "original-110", (50, 60, 70))
     _starts(other, "bn_after_add-110", (200, 210, 220))
-    assert not set(key) & set(sweep.runs_needed([c], results_dir=other))
+    assert not set(key) & set(sweep.runs_needed([c], out_dir=other))
 
 
 def test_no_more_seeds_for_a_claim_a_cpu_scale_cannot_test(tmp_path):
@@ -101,5 +101,5 @@ def test_no_more_seeds_for_a_claim_a_cpu_scale_cannot_test(tmp_path):
     c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.828, 0.850, 0.721])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.888, 0.886, 0.898])
-    assert claims.evaluate(c, results_dir=tmp_path).verdict == rule.NEEDS_FULL
-    assert {s for _, _, s, _ in sweep.runs_needed([c], results_dir=tmp_path)} == set(rule.SEEDS)
+    assert claims.evaluate(c, out_dir=tmp_path).verdict == rule.NEEDS_FULL
+    assert {s for _, _, s, _ in sweep.runs_needed([c], out_dir=tmp_path)} == set(rule.SEEDS)

@@ -39,7 +39,7 @@ def test_the_clean_path_alone_is_judged_by_full_preact_against_relu_only_preact(
     """ReLU-only pre-activation has the clean path: full pre-activation beating it at the lr jump contradicts the
     path alone; losing to it would support it; the other units' comparisons do not enter."""
     said = {}
-    monkeypatch.setattr(synthesis, "claim_verdict", lambda k, part=None, results_dir=None: said[(k, part)])
+    monkeypatch.setattr(synthesis, "claim_verdict", lambda k, part=None, out_dir=None: said[(k, part)])
     clean = synthesis.MECHANISMS_BY_KEY["clean_path"]
     for verdict, status in (("reproduced", "contradicted"), ("contradicted", "supported"), ("inconclusive", "open")):
         said[(synthesis.LR_JUMP, "relu_preact-110")] = verdict

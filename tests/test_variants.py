@@ -6,13 +6,13 @@ from idmap_lib.book import variants
 def test_variant_table_reads_the_seeds_and_says_what_is_missing(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61])
-    t = variants.variant_table("a_table1_shortcuts", ["exclusive_gating-b-6", "exclusive_gating-b0"], results_dir=tmp_path)
+    t = variants.variant_table("a_table1_shortcuts", ["exclusive_gating-b-6", "exclusive_gating-b0"], out_dir=tmp_path)
     assert t.loc["exclusive_gating-b-6", "ours: test error %"] == "41.00 ± 1.00"
     assert t.loc["exclusive_gating-b-6", "paper: test error % (Paper A Table 1)"] == "8.70"
     assert t.loc["exclusive_gating-b0", "to run"].endswith("--variant exclusive_gating-b0 --scale cpu --seed 2")
     assert t.loc["exclusive_gating-b-6", "network trained"] == "ResNet-110 (basic)"
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
-    assert "to run" not in variants.variant_table("a_table1_shortcuts", ["exclusive_gating-b0"], results_dir=tmp_path)
+    assert "to run" not in variants.variant_table("a_table1_shortcuts", ["exclusive_gating-b0"], out_dir=tmp_path)
 
 
 def test_what_we_ran_says_the_schedule_each_scale_really_has():

@@ -10,10 +10,10 @@ def test_claims_table_reads_the_seeds(tmp_path):
     F = {"scale": "full"}
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], **F)
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61], **F)
-    c = verdicts.claims_table(["t1_gating_bias"], "full", results_dir=tmp_path)
+    c = verdicts.claims_table(["t1_gating_bias"], "full", out_dir=tmp_path)
     assert c.loc["t1_gating_bias", "verdict"] == "not run yet" and c.loc["t1_gating_bias", "missing runs"] == 1
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62], **F)
-    c = verdicts.claims_table(["t1_gating_bias"], "full", results_dir=tmp_path)
+    c = verdicts.claims_table(["t1_gating_bias"], "full", out_dir=tmp_path)
     assert c.loc["t1_gating_bias", "verdict"] == "reproduced"
     assert "exclusive_gating-b-6 41.0 ± 1.0 vs exclusive_gating-b0 61.0 ± 1.0; d = 20.0" in c.loc["t1_gating_bias", "evidence"]
     assert c.loc["t1_gating_bias", "resolves (the paper's gap)"].startswith("exclusive_gating-b-6 vs exclusive_gating-b0: "
@@ -27,19 +27,19 @@ def test_a_short_run_on_a_final_error_claim_is_data_in_a_neutral_colour(tmp_path
     needs the full recipe (a neutral colour, neither green nor red), the paper's gap beside what the seeds resolve."""
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
-    row = verdicts.claims_table(["t1_gating_bias"], results_dir=tmp_path).loc["t1_gating_bias"]
+    row = verdicts.claims_table(["t1_gating_bias"], out_dir=tmp_path).loc["t1_gating_bias"]
     assert row["verdict"] == rule.NEEDS_FULL and "no verdict" in row["tested for"]
     assert row["evidence"].startswith("after 400 steps: exclusive_gating-b-6 41.0 ± 1.0 vs exclusive_gating-b0 61.0")
     assert tables.VERDICT_COLOURS[rule.NEEDS_FULL] not in (tables.VERDICT_COLOURS["reproduced"],
                                                           tables.VERDICT_COLOURS["contradicted"])
-    dot = verdicts.forest(["t1_gating_bias"], results_dir=tmp_path).data[-1]
+    dot = verdicts.forest(["t1_gating_bias"], out_dir=tmp_path).data[-1]
     assert dot.marker.color == tables.VERDICT_COLOURS[rule.NEEDS_FULL] and "after 400 steps" in dot.y[0]
     t2 = tmp_path / "t2"
     for v, errs in (("full_preact-110", [0.50, 0.51, 0.52]), ("original-110", [0.60, 0.70, 0.80]),
                     ("relu_before_add-110", [0.60, 0.61, 0.62]), ("relu_preact-110", [0.49, 0.50, 0.51])):
         save(t2, "a_table2_activations", v, errs)
     save(t2, "a_table2_activations", "bn_after_add-110", [0.9] * 3, losses=(2.3, 2.3, 2.3, 2.3))   # at chance
-    row = verdicts.claims_table(["t2_full_preact_best"], results_dir=t2).loc["t2_full_preact_best"]
+    row = verdicts.claims_table(["t2_full_preact_best"], out_dir=t2).loc["t2_full_preact_best"]
     assert "full_preact-110 vs relu_preact-110: resolves 2.3, the paper's gap 0.34: cannot resolve at this scale" in \
         row["resolves (the paper's gap)"]
     assert row["did not train"] == "bn_after_add-110 3 of 3 left out"
@@ -51,7 +51,7 @@ def test_the_evidence_of_two_readings_of_one_variant_names_both_metrics(tmp_path
     for seed in range(3):
         p = {"blocks": 2, "by_gate": [0.01, 0.02 + seed / 1000, 0.5], "at_random": [[0.01, 0.30 + seed / 1000, 0.9]]}
         results.save_result(mnist_run("gresnet-d100", seed, pruning=p), tmp_path)
-    evidence = verdicts.claims_table([c.key], results_dir=tmp_path).loc[c.key, "evidence"]
+    evidence = verdicts.claims_table([c.key], out_dir=tmp_path).loc[c.key, "evidence"]
     assert evidence.startswith("pruned_greedy 2.1 ± 0.1 vs pruned_random 30.1 ± 0.1")
 
 
@@ -62,7 +62,7 @@ def test_a_claim_of_many_comparisons_shows_the_deciding_ones_and_sums_up_the_res
         for i, v in enumerate(claims.T1_MODIFIED):
             save(d, "a_table1_shortcuts", v, [0.52, 0.53, 0.54] if i == 0 else
                  [0.80 + 0.01 * i, 0.81 + 0.01 * i, 0.82 + 0.01 * i], scale=scale)
-        ev_text = verdicts.claims_table(["t1_identity_best"], scale, results_dir=d).loc["t1_identity_best", "evidence"]
+        ev_text = verdicts.claims_table(["t1_identity_best"], scale, out_dir=d).loc["t1_identity_best", "evidence"]
         first, rest = ev_text.split(" | ")[:2]
         assert first.endswith("original 51.0 ± 1.0 vs constant_scaling-0-1 53.0 ± 1.0; d = 2.0 [-0.3, 4.3]")  # in full
         assert rest.startswith(f"original vs 9 more, {head} (the test's other variants): ") and "d = 31.0 to 39.0" in rest
@@ -76,12 +76,12 @@ def test_verdict_changes_say_what_drove_a_change_between_scales(tmp_path):
                                        scale=scale), tmp_path)
             results.save_result(result("a_table1_shortcuts", "shortcut_only_gating-b-6", seed, 0.5, scale=scale),
                                 tmp_path)
-    df = verdicts.verdict_changes(["t1_shortcut_only_gating_near_identity"], results_dir=tmp_path)
+    df = verdicts.verdict_changes(["t1_shortcut_only_gating_near_identity"], out_dir=tmp_path)
     row = df.loc["t1_shortcut_only_gating_near_identity"]
     # neither scale can test it: the verdict, and where the short run's interval lies (stuck in 2 of 3: none)
     assert row["CPU scale, step warm-up (the lr-jump probe)"] == rule.NEEDS_FULL
     assert row["CPU scale"] == rule.NEEDS_FULL                     # (a "close to" claim: no interval counted)
-    both = verdicts.verdict_changes(["t1_identity_best"], results_dir=tmp_path).loc["t1_identity_best"]
+    both = verdicts.verdict_changes(["t1_identity_best"], out_dir=tmp_path).loc["t1_identity_best"]
     assert both["CPU scale"] == rule.NEEDS_FULL + " (after 400 steps, intervals: 1 above 0)"  # 40 % vs 50 %
     assert row.iloc[2] == "original: 2 of 3 seeds → none"
 
@@ -89,7 +89,7 @@ def test_verdict_changes_say_what_drove_a_change_between_scales(tmp_path):
 def test_the_forest_draws_each_interval_and_every_seed(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], scale="full")
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62], scale="full")
-    fig = verdicts.forest(["t1_gating_bias", "t2_full_preact_best"], "full", results_dir=tmp_path)
+    fig = verdicts.forest(["t1_gating_bias", "t2_full_preact_best"], "full", out_dir=tmp_path)
     seeds_a, seeds_b, dot = fig.data                              # only the comparison that has its seeds
     assert dot.x[0] == pytest.approx(20.0) and dot.error_x.array[0] == pytest.approx(dot.error_x.arrayminus[0])
     assert dot.marker.color == tables.VERDICT_COLOURS["reproduced"]
@@ -104,16 +104,16 @@ def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
         results.save_result(result("a_table1_shortcuts", "dropout-0.5", seed, status="fail" if seed else "ok",
                                    losses=(2.3, 2.3, 2.3, 2.3 if seed else 1.0)), tmp_path)
         results.save_result(result("a_table1_shortcuts", "conv1x1", seed), tmp_path)  # trained: loss 1.0
-    note = verdicts.stuck_note("a_table1_shortcuts", ["original", "dropout-0.5", "conv1x1"], results_dir=tmp_path)
+    note = verdicts.stuck_note("a_table1_shortcuts", ["original", "dropout-0.5", "conv1x1"], out_dir=tmp_path)
     own, schedule, means = note.split("\n\n")
     assert means.startswith("*At chance*: ") and "training loss" in means  # said once, what it counts
     assert "**dropout-0.5** (2 of 3 seeds; the paper: fail)" in own and "original" not in own
     assert "**original** (3 of 3 seeds; the paper: 6.61 %)" in schedule and "conv1x1" not in note
-    assert verdicts.stuck_note("a_table1_shortcuts", ["conv1x1"], results_dir=tmp_path) == ""
+    assert verdicts.stuck_note("a_table1_shortcuts", ["conv1x1"], out_dir=tmp_path) == ""
     # the claims table leaves such a run out of every comparison and counts it; the paper's fails count as measured
     save(tmp_path, "a_table1_shortcuts", "shortcut_only_gating-b-6", [0.5, 0.5, 0.5])
     left = verdicts.claims_table(["t1_shortcut_only_gating_near_identity", "t1_fail_rows_far_behind"],
-                                 results_dir=tmp_path)["did not train"]
+                                 out_dir=tmp_path)["did not train"]
     assert left["t1_shortcut_only_gating_near_identity"] == "original 3 of 3 left out"
     assert left["t1_fail_rows_far_behind"] == "original 3 of 3 left out; dropout-0.5 2 of 3, counted: the claim " \
                                               "predicts it fails"
@@ -131,7 +131,7 @@ def test_contradiction_note_names_the_part_its_seeds_and_the_papers_gap(tmp_path
     assert note.count("\n- ") == 0 and note.startswith("- **t2_full_preact_best** is contradicted")
     assert "full_preact-110 < relu_preact-110" in note and "55.0, 54.0, 56.0 %" in note
     assert "6.37 %" in note and "6.71 %" in note and "0.34 points apart" in note
-    assert verdicts.contradiction_note(["t2_full_preact_best"], results_dir=tmp_path) == ""  # the CPU scale: no verdict
+    assert verdicts.contradiction_note(["t2_full_preact_best"], out_dir=tmp_path) == ""  # the CPU scale: no verdict
     save(tmp_path, "a_table2_activations", "relu_preact-110", [0.60, 0.61, 0.59], **F)
     assert verdicts.contradiction_note(["t2_full_preact_best"], tmp_path, "full") == ""
 

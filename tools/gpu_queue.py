@@ -26,7 +26,7 @@ def next_runs(n_groups=2, out_dir=None, checkpoint_dir=None, fuse=1) -> list[tup
     """Up to n_groups (experiment, [variants], [seeds]) groups, one process each (book/queue.py: queue, groups)."""
     from idmap_lib.book import queue as q
 
-    todo = q.queue("full", results_dir=out_dir, checkpoint_dir=checkpoint_dir)
+    todo = q.queue("full", out_dir=out_dir, checkpoint_dir=checkpoint_dir)
     jobs = q.groups(todo, fuse, pairs=fuse <= 1, steps=q.started(checkpoint_dir))
     return [(g[0][0], list(dict.fromkeys(r[1] for r in g)), list(dict.fromkeys(r[2] for r in g)))
             for g in jobs[:n_groups]]

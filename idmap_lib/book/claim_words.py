@@ -137,13 +137,13 @@ def parts_in_words(claim, v) -> list[str]:
     return out
 
 
-def sentence(key, scale=None, results_dir=None) -> str:
+def sentence(key, scale=None, out_dir=None) -> str:
     """One plain sentence of what a claim's runs show, computed: 'After 400 steps the identity shortcut has a test
     error of 47.9 %; 5 of the others (...) are 23-30 points behind it; ...: data, not a verdict: the final error needs
     the full recipe.'"""
     c = claims.CLAIMS_BY_KEY[key]
     scale = scale or c.scale
-    v = claims.evaluate(c, scale, results_dir)
+    v = claims.evaluate(c, scale, out_dir)
     steps = next((r["steps"] for _, r in v.parts if r.get("steps")), None)
     if v.verdict == "not run yet" and not any("d" in r for _, r in v.parts):
         return "Not run yet: the claims table below lists its missing runs."
@@ -153,7 +153,7 @@ def sentence(key, scale=None, results_dir=None) -> str:
     return f"{lead}, {body}: {VERDICT_WORDS[v.verdict]}."
 
 
-def in_words(keys, scale=None, results_dir=None):
+def in_words(keys, scale=None, out_dir=None):
     """The claims a reader sees first: one row per claim, its readable title, the verdict and what the runs show
     (``sentence``); the full ``verdicts.claims_table`` (identifiers, tests, d, intervals, per-part evidence) is
     folded below it on the page."""
@@ -162,8 +162,8 @@ def in_words(keys, scale=None, results_dir=None):
     rows = []
     for k in keys:
         c = claims.CLAIMS_BY_KEY[k]
-        rows.append({"claim": TITLES[k], "source": c.source, "verdict": claims.evaluate(c, scale, results_dir).verdict,
-                     "what the runs show": sentence(k, scale, results_dir)})
+        rows.append({"claim": TITLES[k], "source": c.source, "verdict": claims.evaluate(c, scale, out_dir).verdict,
+                     "what the runs show": sentence(k, scale, out_dir)})
     return pd.DataFrame(rows).set_index("claim")
 
 
@@ -179,7 +179,7 @@ def _span(metric, xs) -> str:
     return a if a == b else f"{a.split()[0]}-{b}"
 
 
-def tally(key, scale=None, results_dir=None) -> dict:
+def tally(key, scale=None, out_dir=None) -> dict:
     """A claim's numbers for a chapter's opening sentences (the chapter writes the words, these are computed):
     steps, verdict, the compared sides' means (formatted, in %, steps or loss), and for a claim whose parts share
     their side a: the others that are worse (``worse``, ``worse_range``), better, too close to judge, and those that
@@ -187,7 +187,7 @@ def tally(key, scale=None, results_dir=None) -> dict:
     run's length because they never reached the threshold (steps_to_80)."""
     c = claims.CLAIMS_BY_KEY[key]
     scale = scale or c.scale
-    v = claims.evaluate(c, scale, results_dir)
+    v = claims.evaluate(c, scale, out_dir)
     from ..engine import recipes
     e, done = c.experiment, [(t, r) for t, r in v.parts if "d" in r]
     out = {"verdict": v.verdict, "steps": next((f"{r['steps']:,}" for _, r in v.parts if r.get("steps")), "–"),

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from . import paper_numbers
 from .metrics import METRICS, did_not_train
-from .rule import MORE_SEEDS, SEEDS, TESTED, better, combine, compare, holm, similar
+from .rule import TESTED, better, combine, compare, holm, similar
+from .seeds import MORE_SEEDS, SEEDS
 from .runs import seed_runs
 
 
@@ -193,9 +194,9 @@ class Verdict:
     fragile: list = field(default_factory=list)  # (variant, seed, the verdict without that one run)
 
 
-def values(experiment, variant, scale, metric, results_dir=None, seeds=SEEDS):
+def values(experiment, variant, scale, metric, out_dir=None, seeds=SEEDS):
     """Per-seed metric values of one variant's recorded runs, and the seeds still missing."""
-    runs, missing = seed_runs(experiment, variant, scale, seeds, results_dir)
+    runs, missing = seed_runs(experiment, variant, scale, seeds, out_dir)
     return [METRICS[metric](r) for r in runs], missing
 
 
@@ -234,7 +235,7 @@ def _decide(claim, runs, scale, min_seeds=None):
     return combine([p[1]["verdict"] for p in parts]), parts
 
 
-def evaluate(claim: Claim, scale=None, results_dir=None, seeds=None) -> Verdict:
+def evaluate(claim: Claim, scale=None, out_dir=None, seeds=None) -> Verdict:
     """Apply the claim's pre-registered tests to the runs recorded at `scale` (default: the claim's) for
     `seeds` (default: the claim's, plus any of MORE_SEEDS recorded; only the claim's own count as missing). A
     tested verdict is then read again without each single run in turn (down to 2 seeds a side): every run whose
@@ -244,8 +245,8 @@ def evaluate(claim: Claim, scale=None, results_dir=None, seeds=None) -> Verdict:
     seeds = seeds or claim.seeds
     runs, missing = {}, {}
     for v in claim.variants:
-        found, m = seed_runs(claim.experiment, v, scale, seeds, results_dir)
-        runs[v] = found + seed_runs(claim.experiment, v, scale, more, results_dir)[0]
+        found, m = seed_runs(claim.experiment, v, scale, seeds, out_dir)
+        runs[v] = found + seed_runs(claim.experiment, v, scale, more, out_dir)[0]
         if m:
             missing[v] = m
     verdict, parts = _decide(claim, runs, scale)

@@ -16,7 +16,7 @@ from .cpu_scale import PROBE_MAX_RISE
 from .log_axes import log_ticks
 from .metrics import ended_at_chance, lr_jump_rise, steps_to_80
 from .reports import hardware
-from .rule import ALL_SEEDS
+from .seeds import ALL_SEEDS
 from .runs import seed_runs
 
 
@@ -61,7 +61,7 @@ def loss_range(traces, spread=2.0) -> tuple[float, float, bool]:
     return lo, tops[0] * 1.1, False
 
 
-def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None, title=None,
+def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None, title=None,
                 panels=("train_loss", "test_err"), height=560):
     """Training loss (log axis) and test error (%) against the step -- or the ``panels`` asked for (PANELS: a run
     evaluated only at its end, like ResNet-1001's 128 steps, is better read by its training error): for each
@@ -78,7 +78,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=
     colours = qualitative.Plotly + qualitative.D3
     missing, where, losses = [], set(), {}  # losses: variant -> every seed's values
     for i, v in enumerate(variants):
-        runs, _ = seed_runs(experiment, v, scale, seeds, results_dir)
+        runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         if not runs:
             missing.append(v)
             continue
@@ -141,7 +141,7 @@ def mean_band(per, log=False):
             [math.exp(m - d) for m, d in zip(mu, sd)])
 
 
-def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None) -> str:
+def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None) -> str:
     """What each variant's recorded seeds did when the lr reached its peak, in words computed from the runs: how
     many seeds' training loss rose by more than PROBE_MAX_RISE after the warm-up (lr_jump_rise,
     each rise listed), when each first got below 80 % training error, and how many ended at chance. Markdown."""
@@ -154,7 +154,7 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_d
     steps = recipes.config(experiment, variants[0], scale)["steps"]
     lines = []
     for v in variants:
-        runs, _ = seed_runs(experiment, v, scale, seeds, results_dir)
+        runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         if not runs:
             continue
         rises = [lr_jump_rise(r) for r in runs]
@@ -173,12 +173,12 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_d
             f"did counts as its length, {steps}), and whether it ended at chance:\n\n" + "\n".join(lines))
 
 
-def trained_on(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None) -> str:
+def trained_on(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None) -> str:
     """The caption line of a figure of these runs: where and when they trained ('Trained on CPU AMD EPYC (2 cores,
     1 thread), 2026-11-30 to 2026-12-01.'), never in the figure's title (issue 30.5); '' without runs."""
     where, dates = set(), set()
     for v in variants:
-        for r in seed_runs(experiment, v, scale, seeds, results_dir)[0]:
+        for r in seed_runs(experiment, v, scale, seeds, out_dir)[0]:
             where.add(hardware(r))
             if r.get("date"):
                 dates.add(r["date"][:10])

@@ -19,7 +19,7 @@ def _checkpoints_readme() -> str:
     return f'<a href="{repository_url()}/blob/main/data/checkpoints/README.md">data/checkpoints/README.md</a>'
 
 
-def full_scale_status(experiment, variants, seed=0, results_dir=None, checkpoint_dir=None):
+def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
     """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the command, and
     the time one run takes (``run_times``: measured on an H200, derived for a T4)."""
     from .run_times import derived_note, full_recipe_time
@@ -29,7 +29,7 @@ def full_scale_status(experiment, variants, seed=0, results_dir=None, checkpoint
     rows = []
     for v in variants:
         cfg = recipes.config(experiment, v, "full", seed)
-        r = results.find_result(cfg, results_dir)
+        r = results.find_result(cfg, out_dir)
         row = {"variant": v, "network": net_name(cfg),  # a number, or Paper A's "fail": text either way
                "paper: error %": paper_numbers.printed(experiment, v)}
         c = None if r is not None else committed_checkpoint(cfg, checkpoint_dir)[0]
@@ -44,14 +44,14 @@ def full_scale_status(experiment, variants, seed=0, results_dir=None, checkpoint
         else:
             row.update({"ours: error %": "–", "state": "not run: " + command(experiment, v, "full")
                         + " --cuda-graph"})
-        row["one run takes"] = "–" if r is not None else full_recipe_time(cfg, results_dir=results_dir)
+        row["one run takes"] = "–" if r is not None else full_recipe_time(cfg, out_dir=out_dir)
         rows.append(row)
     df = pd.DataFrame(rows).set_index("variant")
     df.attrs["caption"] = derived_note()
     return df
 
 
-def full_scale_table(experiments, seed=0, results_dir=None, checkpoint_dir=None):
+def full_scale_table(experiments, seed=0, out_dir=None, checkpoint_dir=None):
     """``full_scale_status`` of every CIFAR-10 variant of these experiments, one table with an experiment column
     first (no copy of CIFAR-100 is available offline where the book is built)."""
     import pandas as pd
@@ -59,7 +59,7 @@ def full_scale_table(experiments, seed=0, results_dir=None, checkpoint_dir=None)
     tables = []
     for e in experiments:
         df = full_scale_status(e, [v for v in recipes.EXPERIMENTS[e]["variants"] if not v.startswith("c100")], seed,
-                               results_dir, checkpoint_dir)
+                               out_dir, checkpoint_dir)
         df.insert(0, "experiment", e)
         tables.append(df)
     return pd.concat(tables)
@@ -71,13 +71,13 @@ def state_counts(df) -> dict:
     return {s: int(n) for s, n in states.value_counts().items()}
 
 
-def full_recipe_runs(experiment, variants, seed=0, results_dir=None, checkpoint_dir=None):
+def full_recipe_runs(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
     """{variant: (history, step, total, state)} of the full-recipe runs finished (their result) or under way (their
     committed checkpoint); variants with neither are left out."""
     out = {}
     for v in variants:
         cfg = recipes.config(experiment, v, "full", seed)
-        r = results.find_result(cfg, results_dir)
+        r = results.find_result(cfg, out_dir)
         if r is not None:
             out[v] = (r["history"], cfg["steps"], cfg["steps"], f"finished on {hardware(r)}")
             continue
@@ -87,7 +87,7 @@ def full_recipe_runs(experiment, variants, seed=0, results_dir=None, checkpoint_
     return out
 
 
-def full_recipe_curves(experiment, variants, seed=0, results_dir=None, checkpoint_dir=None, title=None):
+def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, title=None):
     """The full-recipe runs as they stand (finished, or under way: their committed checkpoint), over the whole
     recipe's steps with its lr schedule marked, and the paper's final test error as a dotted line per variant --
     one scale only: the CPU scale's runs are in ``band_curves``."""
@@ -95,7 +95,7 @@ def full_recipe_curves(experiment, variants, seed=0, results_dir=None, checkpoin
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    runs = full_recipe_runs(experiment, variants, seed, results_dir, checkpoint_dir)
+    runs = full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (log axis)", "test error %"),
                         horizontal_spacing=0.08)
     colours = qualitative.Plotly + qualitative.D3

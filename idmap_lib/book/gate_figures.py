@@ -15,7 +15,7 @@ from ..models.introspect import residual_units
 from . import claims, metrics, paper_numbers
 from .mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from .reports import hardware
-from .rule import ALL_SEEDS, SEEDS  # the gates are read over every recorded seed: 3, and 5 where a claim needed more
+from .seeds import ALL_SEEDS, SEEDS  # the gates are read over every recorded seed: 3, and 5 where a claim needed more
 from .runs import seed_runs
 from .tables import drop_if_empty, mean_sd, num
 
@@ -24,16 +24,16 @@ KIND_NAMES = {"plain": "plain", "resnet": "ResNet", "gresnet": "GResNet"}
 
 LOG_TICKS = [0.5, 1, 2, 5, 10, 20, 50, 100]  # % on the pruning figure's log axis
 
-def _runs(experiment, variant, scale, seeds, results_dir):
-    return seed_runs(experiment, variant, scale, seeds, results_dir)[0]
+def _runs(experiment, variant, scale, seeds, out_dir):
+    return seed_runs(experiment, variant, scale, seeds, out_dir)[0]
 
 
-def ok_runs(experiment, variant, scale, seeds=SEEDS, results_dir=None):
+def ok_runs(experiment, variant, scale, seeds=SEEDS, out_dir=None):
     """The recorded runs of one variant (today's recipe) that trained to the end: the ones with gates to read."""
-    return [r for r in _runs(experiment, variant, scale, seeds, results_dir) if r["status"] == "ok"]
+    return [r for r in _runs(experiment, variant, scale, seeds, out_dir) if r["status"] == "ok"]
 
 
-def mnist_table(seeds=SEEDS, results_dir=None):
+def mnist_table(seeds=SEEDS, out_dir=None):
     """Paper B Tables 1-2 beside ours: one row per depth d; test error % of each kind (paper | ours, mean ± sd
     over seeds), the GResNet's mean learned k (paper | ours), the seeds found and the command for what is
     missing."""
@@ -43,7 +43,7 @@ def mnist_table(seeds=SEEDS, results_dir=None):
     for d in sorted(DEPTHS):
         row, missing = {"d": d}, False
         for k in KINDS:
-            runs = _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, results_dir)
+            runs = _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, out_dir)
             missing |= len(runs) < len(seeds)
             p = paper_numbers.paper_number(EXPERIMENT, f"{k}-d{d}")
             row[f"{KIND_NAMES[k]}: paper %"] = paper_numbers.printed(EXPERIMENT, f"{k}-d{d}")
@@ -88,7 +88,7 @@ def dimension_changing_blocks(cfg) -> list[int]:
     return [i + 1 for i, u in enumerate(units) if not isinstance(getattr(u.shortcut, "h", None), nn.Identity)]
 
 
-def k_figure(seeds=ALL_SEEDS, results_dir=None):
+def k_figure(seeds=ALL_SEEDS, out_dir=None):
     """The learned k block by block, mean ± sd over every recorded seed (each panel counts the seeds it found):
     the d = 100 GResNet on MNIST (full recipe) and the gated ResNet-32 and WRN-28-1 on CIFAR-10 (CPU scale),
     dimension-changing blocks marked. A panel without runs says so, with the command that makes them; the
@@ -102,7 +102,7 @@ def k_figure(seeds=ALL_SEEDS, results_dir=None):
                "python -m idmap_lib sweep --run --claims b_gated_resnet32_better"),
               ("b_wrn", "gated", "cpu", "CIFAR-10 gated WRN-28-1<br>CPU scale",
                "python -m idmap_lib sweep --run --claims b_gated_wrn_better")]
-    found = [ok_runs(e, v, scale, seeds, results_dir) for e, v, scale, _, _ in panels]
+    found = [ok_runs(e, v, scale, seeds, out_dir) for e, v, scale, _, _ in panels]
     fig = make_subplots(rows=1, cols=3, subplot_titles=[f"{title} ({len(runs)} seeds)"
                                                         for (*_, title, _), runs in zip(panels, found)])
     machines = set()
@@ -128,7 +128,7 @@ def k_figure(seeds=ALL_SEEDS, results_dir=None):
     return fig
 
 
-def pruning_figure(seeds=SEEDS, results_dir=None):
+def pruning_figure(seeds=SEEDS, out_dir=None):
     """Paper B Fig 5: test error of the trained d = 100 nets against the number of blocks removed without
     retraining -- GResNet by smallest k first, GResNet and ResNet at random; mean ± sd over seeds (and random
     orders)."""
@@ -141,7 +141,7 @@ def pruning_figure(seeds=SEEDS, results_dir=None):
              ("resnet", "at_random", "ResNet, random order", "dash")]
     notes, blocks = [], PRUNE_DEPTH // 2
     for i, (kind, order, name, dash) in enumerate(lines):
-        runs = [r for r in _runs(EXPERIMENT, f"{kind}-d{PRUNE_DEPTH}", "full", seeds, results_dir)
+        runs = [r for r in _runs(EXPERIMENT, f"{kind}-d{PRUNE_DEPTH}", "full", seeds, out_dir)
                 if (r.get("analysis") or {}).get("pruning")]
         if not runs:
             notes.append(f"{name}: not run yet")
@@ -163,9 +163,9 @@ def pruning_figure(seeds=SEEDS, results_dir=None):
     return fig
 
 
-def stacked_note(results_dir=None, seeds=SEEDS) -> str:
+def stacked_note(out_dir=None, seeds=SEEDS) -> str:
     """How the recorded MNIST runs were trained: how many together, on what, how long (from the results)."""
-    runs = [r for d in DEPTHS for k in KINDS for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, results_dir)]
+    runs = [r for d in DEPTHS for k in KINDS for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, out_dir)]
     if not runs:
         return "No MNIST run is recorded yet: `python -m idmap_lib mnist` trains the grid."
     groups = {}
@@ -197,17 +197,17 @@ def speedup_note(path=None) -> str:
             f"{r['stacked_img_per_s_total']:,} stacked, **{r['speedup']:.1f}x** faster.")
 
 
-def shut_gate_counts(depth=PRUNE_DEPTH, seeds=ALL_SEEDS, results_dir=None) -> dict[int, tuple[int, int]]:
+def shut_gate_counts(depth=PRUNE_DEPTH, seeds=ALL_SEEDS, out_dir=None) -> dict[int, tuple[int, int]]:
     """Per recorded MNIST GResNet of `depth` (full recipe) that trained: seed -> (its gates shut at the end, k <= 0
     (``metrics.shut_gates``), its gates). Empty when none is recorded (`python -m idmap_lib mnist --depths d`)."""
     return {r["config"]["seed"]: (metrics.shut_gates(r), len(r["final"]["gates_k"]))
-            for r in ok_runs(EXPERIMENT, f"gresnet-d{depth}", "full", seeds, results_dir)}
+            for r in ok_runs(EXPERIMENT, f"gresnet-d{depth}", "full", seeds, out_dir)}
 
 
-def closed_gates_note(seeds=ALL_SEEDS, results_dir=None) -> str:
+def closed_gates_note(seeds=ALL_SEEDS, out_dir=None) -> str:
     """How many gates of the trained d = 100 GResNets ended closed (k <= 0), and where: a closed block is exactly
     the identity, and a ReLU gate passes no gradient to k <= 0, so a block once closed stays closed."""
-    runs = ok_runs(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", seeds, results_dir)
+    runs = ok_runs(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", seeds, out_dir)
     if not runs:
         return ""
     ks = [r["final"]["gates_k"] for r in runs]
@@ -236,9 +236,9 @@ def _lowest_third(ks) -> str:
     return min(thirds, key=lambda t: statistics.fmean(run[i] for run in ks for i in thirds[t]))
 
 
-def pruning_note(seeds=SEEDS, results_dir=None) -> str:
+def pruning_note(seeds=SEEDS, out_dir=None) -> str:
     """For how many removals the greedy curve of each trained GResNet stays exactly at its unpruned error."""
-    runs = [r for r in _runs(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", seeds, results_dir)
+    runs = [r for r in _runs(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", seeds, out_dir)
             if (r.get("analysis") or {}).get("pruning")]
     if not runs:
         return ""
@@ -260,12 +260,12 @@ SYMMETRY = ("*Argued, and checked in the library's tests*: the level of k is not
             "nor how k ranks across blocks.")
 
 
-def k_vs_paper_note(seeds=SEEDS, results_dir=None) -> str:
+def k_vs_paper_note(seeds=SEEDS, out_dir=None) -> str:
     """Our mean learned k against Paper B Table 2 at every depth recorded (values and ratio), and why the level of
     k cannot be compared across implementations (SYMMETRY)."""
     rows = []
     for d in sorted(DEPTHS):
-        runs = ok_runs(EXPERIMENT, f"gresnet-d{d}", "full", seeds, results_dir)
+        runs = ok_runs(EXPERIMENT, f"gresnet-d{d}", "full", seeds, out_dir)
         if runs:
             ours = statistics.fmean(metrics.mean_k(r) for r in runs)
             rows.append((d, ours, paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")["mean_k"]))
@@ -284,13 +284,13 @@ def k_vs_paper_note(seeds=SEEDS, results_dir=None) -> str:
             + SYMMETRY)
 
 
-def error_gap_note(seeds=SEEDS, results_dir=None, depths=(10, 20, 50, 100)) -> str:
+def error_gap_note(seeds=SEEDS, out_dir=None, depths=(10, 20, 50, 100)) -> str:
     """Our ResNet and GResNet test errors at Paper B's own recipe against its Table 1, depth by depth: the gap in
     points (ours minus the paper's), how many seeds lie above the paper's number, and what is argued about why."""
     gaps, papers, above, n = [], [], 0, 0
     for d in depths:
         for k in ("resnet", "gresnet"):
-            errs = [100 * metrics.final_test_err(r) for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, results_dir)]
+            errs = [100 * metrics.final_test_err(r) for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, out_dir)]
             if errs:
                 paper = paper_numbers.paper_number(EXPERIMENT, f"{k}-d{d}")["value"]
                 papers.append(paper)
@@ -301,7 +301,7 @@ def error_gap_note(seeds=SEEDS, results_dir=None, depths=(10, 20, 50, 100)) -> s
         return ""
     lo, hi = min(g for *_, g in gaps), max(g for *_, g in gaps)
     each = "; ".join(f"d = {d} {name} {num(g, sign=True)}" for d, name, g in gaps)
-    probe = claims.evaluate(claims.CLAIMS_BY_KEY["probe_keras_err_d10"], results_dir=results_dir).verdict
+    probe = claims.evaluate(claims.CLAIMS_BY_KEY["probe_keras_err_d10"], out_dir=out_dir).verdict
     reading = ("every seed ends above the paper's number: a gap, not noise" if above == n else
                f"{above} of {n} seeds end above the paper's number")
     return (f"**Our errors against the paper's, measured.** At d = {', '.join(map(str, depths))}, where the paper's "
@@ -315,12 +315,12 @@ def error_gap_note(seeds=SEEDS, results_dir=None, depths=(10, 20, 50, 100)) -> s
             f"Which of them makes the gap, this book does not know.")
 
 
-def cifar_k_note(seeds=ALL_SEEDS, results_dir=None) -> str:
+def cifar_k_note(seeds=ALL_SEEDS, out_dir=None) -> str:
     """Where the gated CIFAR nets' k ends lowest and highest (mean over every recorded seed), against Paper B's
     reading of its Wide GResNet: lowest at the dimension-increasing blocks, highest at the last."""
     parts = []
     for e, v, name in (("b_resnet32", "gated", "gated ResNet-32"), ("b_wrn", "gated", "gated WRN-28-1")):
-        runs = ok_runs(e, v, "cpu", seeds, results_dir)
+        runs = ok_runs(e, v, "cpu", seeds, out_dir)
         if not runs:
             continue
         mean = [statistics.fmean(ks) for ks in zip(*(r["final"]["gates_k"] for r in runs))]

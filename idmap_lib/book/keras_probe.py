@@ -10,14 +10,14 @@ import statistics
 from . import metrics, paper_numbers
 from .gate_figures import _band, ok_runs, panel_note
 from .mnist_grid import EXPERIMENT
-from .rule import SEEDS
+from .seeds import SEEDS
 
 DEPTHS = (10, 100)
 SETTINGS = {"gresnet": "PyTorch's defaults (ours)", "gresnet_keras": "Keras's defaults"}
 COMMAND = "python -m idmap_lib mnist --kinds gresnet_keras --depths {d}"
 
 
-def probe_figure(seeds=SEEDS, results_dir=None):
+def probe_figure(seeds=SEEDS, out_dir=None):
     """k block by block, mean ± sd over seeds, of the GResNet with PyTorch's and with Keras's defaults, at d = 10
     and d = 100 (one panel each); Paper B's mean k as a dotted line."""
     from plotly.colors import qualitative
@@ -26,7 +26,7 @@ def probe_figure(seeds=SEEDS, results_dir=None):
     fig = make_subplots(rows=1, cols=len(DEPTHS), subplot_titles=[f"GResNet d = {d}" for d in DEPTHS])
     for col, d in enumerate(DEPTHS, 1):
         for i, (prefix, name) in enumerate(SETTINGS.items()):
-            runs = ok_runs(EXPERIMENT, f"{prefix}-d{d}", "full", seeds, results_dir)
+            runs = ok_runs(EXPERIMENT, f"{prefix}-d{d}", "full", seeds, out_dir)
             if not runs:
                 panel_note(fig, col, f"{name}: not run yet<br>{COMMAND.format(d=d).replace(' --', '<br>--')}",
                            0.85 - 0.3 * i)
@@ -58,12 +58,12 @@ def _stats(runs):
             statistics.fmean(100 * metrics.final_test_err(r) for r in runs))
 
 
-def probe_note(seeds=SEEDS, results_dir=None) -> str:
+def probe_note(seeds=SEEDS, out_dir=None) -> str:
     """The probe's measurements at each depth -- mean k (ours, Keras's, the paper's), closed gates, test error --
     and how much of the gap in k between ours and Paper B's the Keras defaults close."""
     lines, shares = [], []
     for d in DEPTHS:
-        torch_runs, keras_runs = (ok_runs(EXPERIMENT, f"{p}-d{d}", "full", seeds, results_dir) for p in SETTINGS)
+        torch_runs, keras_runs = (ok_runs(EXPERIMENT, f"{p}-d{d}", "full", seeds, out_dir) for p in SETTINGS)
         if not (torch_runs and keras_runs):
             lines.append(f"d = {d}: the Keras runs are not recorded yet (`{COMMAND.format(d=d)}`).")
             continue

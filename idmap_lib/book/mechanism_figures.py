@@ -13,7 +13,7 @@ import statistics
 
 from . import mechanisms as mech
 from .log_axes import log_range
-from .rule import SEEDS
+from .seeds import SEEDS
 
 COLOURS = {"original": "#d62728", "relu_preact": "#ff7f0e", "full_preact": "#1f77b4",
            0.5: "#9467bd", 0.9: "#ff7f0e", 1.0: "#1f77b4", 1.1: "#2ca02c"}

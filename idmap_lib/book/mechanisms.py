@@ -30,7 +30,8 @@ from ..engine.results import config_hash, find_result, provenance, save_result
 from ..models.introspect import post_relu, residual_units, weight_layers
 from ..models.shortcuts import ConstantScaling, Shortcut
 from . import probes
-from .rule import SEEDS, better, combine, compare, holm
+from .rule import better, combine, compare, holm
+from .seeds import SEEDS
 
 MECH_DIR = DEFAULT_ROOT / "mechanisms"
 LAMS = (0.5, 0.9, 1.0, 1.1)

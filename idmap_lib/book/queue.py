@@ -58,9 +58,9 @@ def claims_at(scale: str, keys=None) -> list:
     return chosen if scale == "cpu" else [dataclasses.replace(c, scale="full") for c in chosen]
 
 
-def needed(scale="cpu", keys=None, seeds=None, results_dir=None) -> list[tuple]:
+def needed(scale="cpu", keys=None, seeds=None, out_dir=None) -> list[tuple]:
     """(experiment, variant, seed, scale) of every run the claims need, in the order that settles them soonest."""
-    return runs_needed(None if scale == "cpu" and keys is None else claims_at(scale, keys), seeds, results_dir)
+    return runs_needed(None if scale == "cpu" and keys is None else claims_at(scale, keys), seeds, out_dir)
 
 
 def config_of(run) -> dict:
@@ -85,12 +85,12 @@ def started(checkpoint_dir=None) -> dict:
     return {results.training_hash(c["config"]): c.get("step", 0) for c in _checkpoints(checkpoint_dir)}
 
 
-def queue(scale="cpu", keys=None, seeds=None, results_dir=None, folder=None, checkpoint_dir=None) -> list[tuple]:
+def queue(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, checkpoint_dir=None) -> list[tuple]:
     """The runs to submit next, in order: those with a checkpoint and no job first (they resume), then the rest of
     what the claims need, less the recorded runs and the runs under way (a job of the ledger queued or running)."""
     busy = {h for h, e in ledger(folder).items() if e["state"] in UNDER_WAY}
-    todo = [r for r in needed(scale, keys, seeds, results_dir) if results.training_hash(config_of(r)) not in busy
-            and results.find_result(config_of(r), results_dir) is None]
+    todo = [r for r in needed(scale, keys, seeds, out_dir) if results.training_hash(config_of(r)) not in busy
+            and results.find_result(config_of(r), out_dir) is None]
     steps = started(checkpoint_dir)
     return sorted(todo, key=lambda r: results.training_hash(config_of(r)) not in steps)  # stable: order kept
 

@@ -12,7 +12,7 @@ from .sweep import runs_needed
 STATES = ("running", "queued", "failed", "started")  # what the status lists run by run (with the job, the step)
 
 
-def status(scale="cpu", keys=None, seeds=None, results_dir=None, folder=None, checkpoint_dir=None) -> dict:
+def status(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, checkpoint_dir=None) -> dict:
     """Per claim, each run it needs with its state: recorded, running / queued / failed (with the job id), started
     (a checkpoint at some step, no job) or missing; and ``left``, the configs not recorded."""
     book = ledger(folder)
@@ -20,10 +20,10 @@ def status(scale="cpu", keys=None, seeds=None, results_dir=None, folder=None, ch
     per_claim, left, seen = [], [], set()
     for c in claims_at(scale, keys):
         rows = []
-        for r in runs_needed([c], seeds, results_dir):
+        for r in runs_needed([c], seeds, out_dir):
             cfg, h = config_of(r), results.training_hash(config_of(r))
             e = book.get(h, {})
-            state = "recorded" if results.find_result(cfg, results_dir) is not None else e.get("state") \
+            state = "recorded" if results.find_result(cfg, out_dir) is not None else e.get("state") \
                 if e.get("state") in ("running", "queued", "failed") else "started" if h in steps else "missing"
             if state != "recorded" and h not in seen:
                 seen.add(h)
@@ -34,11 +34,11 @@ def status(scale="cpu", keys=None, seeds=None, results_dir=None, folder=None, ch
     return {"scale": scale, "claims": per_claim, "left": left}
 
 
-def remaining_hours(cfgs, scale="cpu", results_dir=None, gpu_dir=None) -> str:
+def remaining_hours(cfgs, scale="cpu", out_dir=None, gpu_dir=None) -> str:
     """What the configs `cfgs` will take, in words: at the CPU scale the CPU core-hours at the recorded pace of the
     same network (``results.pace``); at the full recipe the GPU-hours at the recorded pace of each GPU kind (wall
     time of runs trained alone, one GPU each), and at the pace the lent H200's benchmark measured (run_times)."""
-    done = results.load_results(results_dir)
+    done = results.load_results(out_dir)
     if scale == "cpu":
         h, untimed = results.pace(cfgs, done)
         return f"about {h:.1f} CPU core-hours at the recorded pace" + \
@@ -64,7 +64,7 @@ def remaining_hours(cfgs, scale="cpu", results_dir=None, gpu_dir=None) -> str:
     return "; ".join(parts) or f"{len(cfgs)} runs of networks no GPU has timed yet"
 
 
-def status_text(st: dict, results_dir=None) -> str:
+def status_text(st: dict, out_dir=None) -> str:
     """``status`` at a glance: a line per claim (how many runs recorded, running, queued, failed, started, missing),
     the runs under way or failed beneath it with their job ids, then what is left and what it costs."""
     lines = []
@@ -80,5 +80,5 @@ def status_text(st: dict, results_dir=None) -> str:
                 lines.append(f"    {r['state']:<8} {e} {v} s{s}{job}{at}{err}")
     left = st["left"]
     lines.append(f"{len(left)} runs not recorded at the {st['scale']} scale"
-                 + (f": {remaining_hours(left, st['scale'], results_dir)}" if left else ""))
+                 + (f": {remaining_hours(left, st['scale'], out_dir)}" if left else ""))
     return "\n".join(lines)

@@ -39,6 +39,7 @@ import statistics
 from dataclasses import dataclass
 
 from .metrics import METRIC_WORDS
+from .seeds import ALL_SEEDS, MORE_SEEDS, SEEDS  # noqa: F401  (the seed policy lives in seeds.py)
 
 RULE = ("Each claim's test was fixed before any of its runs was read. For *a is better than b* we take the "
         "difference d of the means over seeds (b minus a, minus a margin where the claim says *far*), its "
@@ -72,9 +73,6 @@ SEQUENTIAL = ("**More seeds, and what they do to the error rate.** Seeds 0-2 wer
               "second look says so (its seeds are listed), and deserves that much less weight than one that three "
               "seeds reached.")
 MIN_SEEDS = 3
-SEEDS = (0, 1, 2)
-MORE_SEEDS = (3, 4)  # trained where 3 seeds leave a comparison inconclusive (a rule fixed before they are read)
-ALL_SEEDS = SEEDS + MORE_SEEDS  # shown wherever recorded: the claim's 3 seeds, and 5 where 3 left it open
 LEVEL = 0.975  # one side of a 5 % two-sided test: the level the old "2 se" rule meant
 ALPHA = 2 * (1 - LEVEL)  # the two-sided level Holm's correction divides
 NEEDS_FULL = "needs the full recipe"

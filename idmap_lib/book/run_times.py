@@ -53,12 +53,12 @@ def _network(cfg) -> tuple:
 _PACES: dict = {}  # results folder -> (its mtime, {(network, batch): [core-seconds per step of each run]})
 
 
-def _paces(results_dir=None) -> dict:
+def _paces(out_dir=None) -> dict:
     """Every recorded run's cost per step (training wall time x threads / steps), by network and batch; read
     again only when the folder changed. A stacked or fused run's wall time is its whole stack's: left out."""
     from ..engine.results import RESULTS_DIR, core_seconds, load_results
 
-    folder = Path(results_dir or RESULTS_DIR)
+    folder = Path(out_dir or RESULTS_DIR)
     stamp = folder.stat().st_mtime_ns if folder.is_dir() else None
     if _PACES.get(folder, (None,))[0] != stamp or stamp is None:
         paces = {}
@@ -70,13 +70,13 @@ def _paces(results_dir=None) -> dict:
     return _PACES[folder][1]
 
 
-def cpu_core_hours(cfg, results_dir=None) -> tuple[float, int] | None:
+def cpu_core_hours(cfg, out_dir=None) -> tuple[float, int] | None:
     """(core-hours the full recipe would take on a CPU, how many recorded runs that rests on): the median cost per
     step of the recorded runs of the same network and batch at any scale (each trained alone), times the recipe's
     steps; None if no run of that network is recorded."""
     import statistics
 
-    per_step = _paces(results_dir).get((_network(cfg), cfg["batch_size"]))
+    per_step = _paces(out_dir).get((_network(cfg), cfg["batch_size"]))
     if not per_step:
         return None
     return statistics.median(per_step) * cfg["steps"] / 3600, len(per_step)
@@ -92,7 +92,7 @@ def derived_note() -> str:
     return DERIVED.format(ratio=H200_TB_S / T4_TB_S)
 
 
-def full_recipe_time(cfg, gpu_dir=None, results_dir=None) -> str:
+def full_recipe_time(cfg, gpu_dir=None, out_dir=None) -> str:
     """'H200 11.6 min (measured 2026-11-30); T4 ~2.9 h*; CPU ~30 h at 1 thread*' -- each part only where it
     can be said, a star where it is derived (``derived_note``)."""
     parts = []
@@ -104,7 +104,7 @@ def full_recipe_time(cfg, gpu_dir=None, results_dir=None) -> str:
         minutes = cfg["steps"] * cfg["batch_size"] / img_s / 60
         day = where[:10] if where[:4].isdigit() else where  # the folder data/gpu/<date>-h200: its date
         parts.append(f"H200 {_words(minutes)} (measured {day}); T4 ~{_words(minutes * H200_TB_S / T4_TB_S)}*")
-    cpu = cpu_core_hours(cfg, results_dir)
+    cpu = cpu_core_hours(cfg, out_dir)
     if cpu is not None:
         parts.append(f"CPU ~{_words(cpu[0] * 60)} at 1 thread*")
     return "; ".join(parts)

@@ -9,15 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..engine import recipes, results
-from .rule import SEEDS
+from .seeds import SEEDS
 
 
-def seed_runs(experiment, variant, scale="cpu", seeds=SEEDS, results_dir=None):
+def seed_runs(experiment, variant, scale="cpu", seeds=SEEDS, out_dir=None):
     """The recorded runs of one variant whose config is today's recipe, one per seed found, and the seeds
     still missing."""
     found, missing = [], []
     for s in seeds:
-        r = results.find_result(recipes.config(experiment, variant, scale, s), results_dir)
+        r = results.find_result(recipes.config(experiment, variant, scale, s), out_dir)
         if r is None:
             missing.append(s)
         else:

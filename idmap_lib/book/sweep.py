@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..engine import recipes, results
 from .claims import CLAIMS, CLAIMS_BY_KEY, evaluate
-from .rule import MORE_SEEDS, SEEDS
+from .seeds import MORE_SEEDS, SEEDS
 from .cpu_scale import PROBE
 
 # the order the sweep trains them in: the claims each CPU hour settles soonest first (Paper B's ResNet-32 and
@@ -21,7 +21,7 @@ SWEEP_ORDER = ("b_gated_resnet32_better", "b_resnet32_k_decay_worse", "b_gated_w
 assert sorted(SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale != "full")
 
 
-def runs_needed(claims=None, seeds=None, results_dir=None):
+def runs_needed(claims=None, seeds=None, out_dir=None):
     """(experiment, variant, seed, scale) of every run the claims need (default: the scale probe's runs, then the
     CPU sweep's claims in SWEEP_ORDER), claim by claim, each training once: a run of the same training under
     other labels (Table 1's "original" is Table 2's "original-110") is not listed again. Unless `seeds` is given,
@@ -31,7 +31,7 @@ def runs_needed(claims=None, seeds=None, results_dir=None):
     for c in chosen:
         todo += [(c.experiment, v, s, c.scale) for s in (seeds or c.seeds) for v in c.variants]
     for c in chosen if seeds is None else []:
-        open_parts = [t for t, r in evaluate(c, results_dir=results_dir, seeds=c.seeds).parts
+        open_parts = [t for t, r in evaluate(c, out_dir=out_dir, seeds=c.seeds).parts
                       if r["verdict"] == "inconclusive"]
         more = [s for s in MORE_SEEDS if s not in c.seeds]
         todo += [(c.experiment, v, s, c.scale) for s in more for t in open_parts for v in (t.a, t.b)]
@@ -44,17 +44,17 @@ def runs_needed(claims=None, seeds=None, results_dir=None):
     return out
 
 
-def sweep_status(claims=None, seeds=None, results_dir=None) -> dict:
+def sweep_status(claims=None, seeds=None, out_dir=None) -> dict:
     """Where the CPU sweep stands: every run the claims need (`runs_needed`) with its recorded result or None,
     the core-hours the recorded ones took (training wall time x threads; ``today_h``: those trained at today's CPU
     scale, recorded under its label) and the core-hours the missing ones
     will take at the pace of every recorded run of the same network and steps, with how many of them run a
     network not timed yet."""
-    runs = runs_needed(claims, seeds, results_dir)
+    runs = runs_needed(claims, seeds, out_dir)
     cfgs = {r: recipes.config(r[0], r[1], r[3], r[2]) for r in runs}
-    found = {r: results.find_result(cfgs[r], results_dir) for r in runs}
+    found = {r: results.find_result(cfgs[r], out_dir) for r in runs}
     done = [f for f in found.values() if f]
-    left, untimed = results.pace([cfgs[r] for r in runs if found[r] is None], results.load_results(results_dir))
+    left, untimed = results.pace([cfgs[r] for r in runs if found[r] is None], results.load_results(out_dir))
     today = [f for f in done if f["config"].get("scale") == "cpu"]  # trained at today's CPU scale (the ramp)
     return {"found": found, "spent_h": sum(results.core_seconds(f) or 0 for f in done) / 3600, "left_h": left,
             "untimed": untimed, "today_h": sum(results.core_seconds(f) or 0 for f in today) / 3600}
@@ -75,8 +75,8 @@ def sweep_in_words(status: dict) -> str:
     return words
 
 
-def train_missing(experiment, variants, scale="cpu", seeds=SEEDS, results_dir=None, **train_kwargs):
-    """Train the missing seeds of `variants` into `results_dir` (what a reader asks for with RUN = True; a page
+def train_missing(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None, **train_kwargs):
+    """Train the missing seeds of `variants` into `out_dir` (what a reader asks for with RUN = True; a page
     never trains on its own). Runs one after another with a progress bar; returns their results."""
     from ..engine.trainer import train
 
@@ -84,6 +84,6 @@ def train_missing(experiment, variants, scale="cpu", seeds=SEEDS, results_dir=No
     for v in variants:
         for s in seeds:
             cfg = recipes.config(experiment, v, scale, s)
-            if results.find_result(cfg, results_dir) is None:
-                done.append(train(cfg, out_dir=results_dir, **train_kwargs))
+            if results.find_result(cfg, out_dir) is None:
+                done.append(train(cfg, out_dir=out_dir, **train_kwargs))
     return done

@@ -85,14 +85,14 @@ MECHANISMS_BY_KEY = {m.key: m for m in MECHANISMS}
 OUTCOMES = (LR_JUMP, "fig1_1001_original_slow_start", "t2_full_preact_best", "t3_preact_1layer_skip")
 
 
-def claim_verdict(key: str, part: str | None = None, results_dir=None) -> str:
+def claim_verdict(key: str, part: str | None = None, out_dir=None) -> str:
     """The verdict of a claim (or of its comparison against variant `part`) from the recorded runs: the book's
     claims (claims.evaluate) or the mechanism claims (mechanisms.evaluate)."""
     mech = {c["key"]: c for c in mechanisms.MECHANISM_CLAIMS}
     if key in mech:
         v = mechanisms.evaluate(mech[key])
     elif key in CLAIMS_BY_KEY:
-        got = evaluate(CLAIMS_BY_KEY[key], results_dir=results_dir)
+        got = evaluate(CLAIMS_BY_KEY[key], out_dir=out_dir)
         v = {"verdict": got.verdict, "parts": got.parts}
     else:
         raise KeyError(f"unknown claim {key!r}: a key of claims.CLAIMS_BY_KEY or mechanisms.MECHANISM_CLAIMS")
@@ -122,17 +122,17 @@ def combine(readings: list[str]) -> str:
     return "open"
 
 
-def assess(mechanism: Mechanism, results_dir=None) -> dict:
+def assess(mechanism: Mechanism, out_dir=None) -> dict:
     """{"status", "pieces": [(Evidence, verdict, reading)]} of one mechanism."""
     pieces = []
     for e in mechanism.evidence:
-        v = claim_verdict(e.claim, e.part, results_dir)
+        v = claim_verdict(e.claim, e.part, out_dir)
         pieces.append((e, v, reading(e, v)))
     return {"status": combine([p[2] for p in pieces]), "pieces": pieces}
 
 
-def assess_all(results_dir=None) -> dict:
-    return {m.key: assess(m, results_dir) for m in MECHANISMS}
+def assess_all(out_dir=None) -> dict:
+    return {m.key: assess(m, out_dir) for m in MECHANISMS}
 
 
 def _claim_words(e: Evidence) -> str:
@@ -177,7 +177,7 @@ SHORT = {"original-110": "original", "relu_before_add-110": "ReLU before add.", 
          "full_preact-110": "full preact."}
 
 
-def key_figure(results_dir=None):
+def key_figure(out_dir=None):
     """The chapter's figure: for each ResNet-110 unit, how far its training loss rises at the lr jump (the outcome,
     every recorded seed of the lr-jump probe) beside how unequal the inputs of its weight layers are at
     initialisation (the mechanism: log10 of the largest over the smallest std, mechanisms' records). One dot a seed."""
@@ -187,11 +187,11 @@ def key_figure(results_dir=None):
     from . import mechanism_figures as mf
     from .claims import T2
     from .metrics import METRICS
-    from .rule import ALL_SEEDS
+    from .seeds import ALL_SEEDS
     from .runs import seed_runs
 
     scale = CLAIMS_BY_KEY[LR_JUMP].scale
-    rises = {u: [METRICS["lr_jump_rise"](r) for r in seed_runs(T2, u, scale, ALL_SEEDS, results_dir)[0]]
+    rises = {u: [METRICS["lr_jump_rise"](r) for r in seed_runs(T2, u, scale, ALL_SEEDS, out_dir)[0]]
              for u in UNITS}
     spread = mf.weight_input_summary()
     spreads = {u: [rec["steps"][0]["spread"] for rec in spread.get((u.split("-")[0], 110), {}).values()]

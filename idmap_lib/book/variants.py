@@ -9,7 +9,7 @@ from ..engine import recipes, results
 from . import paper_numbers
 from .metrics import did_not_train, final_test_err, final_train_loss, steps_to_80
 from .reports import net_name
-from .rule import ALL_SEEDS, SEEDS
+from .seeds import ALL_SEEDS, SEEDS
 from .runs import seed_runs, seeds_command, your_results
 from .tables import drop_if_empty, mean_sd
 
@@ -32,7 +32,7 @@ NETWORK = ("depth", "unit", "shortcut", "num_classes", "block")  # a Table 1 var
 DATASET_SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}  # (train, test)
 
 
-def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, results_dir=None, yours=None):
+def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_dir=None, yours=None):
     """One row per variant: the network that trains, the paper's number (labelled), and ours over seeds
     (mean ± sd, and each seed's test error): test error, final training loss, steps to a training error below
     80 %; seeds found, failed runs, the command for the missing seeds; and, where the reader has trained the
@@ -43,7 +43,7 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, resul
     src = paper_numbers.source(experiment, variants) or paper_numbers.source(experiment)
     rows = []
     for v in variants:
-        runs, missing = seed_runs(experiment, v, scale, seeds, results_dir)
+        runs, missing = seed_runs(experiment, v, scale, seeds, out_dir)
         missing = [s for s in missing if s in SEEDS]  # more seeds are asked for only where 3 leave a claim open
         rows.append({
             "variant": v, "network trained": net_name(recipes.config(experiment, v, scale)),
@@ -109,10 +109,10 @@ def scale_text(experiment, variant, scale="cpu", paper=True) -> str:
 PRECISION_WORDS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
-def precision_text(experiment, variant, scale="cpu", results_dir=None) -> str:
+def precision_text(experiment, variant, scale="cpu", out_dir=None) -> str:
     """The precision its recorded runs trained in: 'bf16 (all 5 recorded seeds)', 'bf16 in 3, fp32 in 2 of the 5
     recorded seeds', 'no recorded run yet' (issue 30.8: every CPU-scale run so far trained in bfloat16)."""
-    runs, _ = seed_runs(experiment, variant, scale, ALL_SEEDS, results_dir)
+    runs, _ = seed_runs(experiment, variant, scale, ALL_SEEDS, out_dir)
     if not runs:
         return "no recorded run yet"
     kinds = [PRECISION_WORDS.get(r.get("precision"), str(r.get("precision") or "fp32")) for r in runs]
@@ -126,7 +126,7 @@ def _width(cfg) -> float:
     return kw.get("width_scale", 1) * kw.get("widen", 1) * kw.get("width", 1)
 
 
-def confounds(experiment, variant, scale="cpu", results_dir=None) -> str:
+def confounds(experiment, variant, scale="cpu", out_dir=None) -> str:
     """What a reader must keep in mind beside every number of a scale: the precision its runs trained in, its width
     and its length against the paper's recipe (issue 30.8), in one sentence."""
     c, f = recipes.config(experiment, variant, scale), recipes.config(experiment, variant, "full")
@@ -135,7 +135,7 @@ def confounds(experiment, variant, scale="cpu", results_dir=None) -> str:
         (f"1/{round(1 / ratio)} of the paper's width" if (1 / ratio).is_integer() else f"{ratio:g} x the paper's width")
     length = "the paper's length" if c["steps"] == f["steps"] else \
         f"{c['steps']:,} steps, {100 * c['steps'] / f['steps']:.2g} % of the full recipe's {f['steps']:,}"
-    return (f"*Precision, width, length*: trained in {precision_text(experiment, variant, scale, results_dir)}, at "
+    return (f"*Precision, width, length*: trained in {precision_text(experiment, variant, scale, out_dir)}, at "
             f"{width}, for {length}.")
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from ..engine import recipes
 from . import claims, paper_numbers
 from .metrics import AT_CHANCE, METRIC_WORDS, PERCENT, ended_at_chance, shown_as
-from .rule import ABOUT, ALL_SEEDS, NEEDS_FULL, SEEDS, VERDICTS, tests_in_words
+from .rule import ABOUT, NEEDS_FULL, VERDICTS, tests_in_words
+from .seeds import ALL_SEEDS, SEEDS
 from .runs import seed_runs
 from .tables import VERDICT_COLOURS, drop_if_empty, num
 
@@ -125,7 +126,7 @@ def tested_for(claim, scale) -> str:
     return "; ".join(words)
 
 
-def claims_table(keys=None, scale=None, results_dir=None):
+def claims_table(keys=None, scale=None, out_dir=None):
     """One row per claim: where it comes from, its words, its pre-registered test, our verdict and the
     evidence (means ± sd over seeds, the difference d with its 95 % interval; a short run's data labelled 'after N
     steps'), the seeds left out because they did not train, the smallest difference the seeds resolve beside the
@@ -136,7 +137,7 @@ def claims_table(keys=None, scale=None, results_dir=None):
 
     rows = []
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
-        v = claims.evaluate(c, scale, results_dir)
+        v = claims.evaluate(c, scale, out_dir)
         fragile = "; ".join(f"without seed {s} of {name}: {w}" for name, s, w in v.fragile)
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
                      "test (fixed before the runs)": tests_in_words(c.tests)
@@ -153,10 +154,10 @@ def claims_table(keys=None, scale=None, results_dir=None):
     return df
 
 
-def _at(claim, scale, results_dir) -> str:
+def _at(claim, scale, out_dir) -> str:
     """A claim's verdict at `scale`; for one it cannot test there, where its short run's intervals of *a better than b*
     lie (data, not a verdict)."""
-    v = claims.evaluate(claim, scale, results_dir)
+    v = claims.evaluate(claim, scale, out_dir)
     short = [r for t, r in v.parts if r.get("short_run") and "d" in r and t.kind == "better"]
     if v.verdict != NEEDS_FULL or not short:
         return v.verdict
@@ -166,7 +167,7 @@ def _at(claim, scale, results_dir) -> str:
         ", ".join(f"{k} {w}" for w, k in where.items() if k) + ")"
 
 
-def verdict_changes(keys, before="cpu_step_warmup", after="cpu", results_dir=None):
+def verdict_changes(keys, before="cpu_step_warmup", after="cpu", out_dir=None):
     """The claims' verdicts read at two scales by today's rule, side by side (for a claim neither can test, where
     the short run's intervals lie: data, not a verdict), with what drove a change where it can be measured: the
     compared runs whose number of seeds at chance differs between the two scales."""
@@ -175,7 +176,7 @@ def verdict_changes(keys, before="cpu_step_warmup", after="cpu", results_dir=Non
     rows = []
     for k in keys:
         c = claims.CLAIMS_BY_KEY[k]
-        counts = {s: {name: (n, runs) for name, n, runs, _ in sum(at_chance(c.experiment, c.variants, s, results_dir=results_dir), [])}
+        counts = {s: {name: (n, runs) for name, n, runs, _ in sum(at_chance(c.experiment, c.variants, s, out_dir=out_dir), [])}
                   for s in (before, after)}
 
         def seeds(s, v):
@@ -183,8 +184,8 @@ def verdict_changes(keys, before="cpu_step_warmup", after="cpu", results_dir=Non
 
         moved = [f"{v}: {seeds(before, v)} seeds → {seeds(after, v)}" for v in sorted(set(counts[before]) | set(counts[after]))
                  if counts[before].get(v, (0,))[0] != counts[after].get(v, (0,))[0]]
-        rows.append({"claim": k, recipes.SCALE_WORDS[before]: _at(c, before, results_dir),
-                     recipes.SCALE_WORDS[after]: _at(c, after, results_dir),
+        rows.append({"claim": k, recipes.SCALE_WORDS[before]: _at(c, before, out_dir),
+                     recipes.SCALE_WORDS[after]: _at(c, after, out_dir),
                      f"runs at chance ({recipes.SCALE_WORDS[before]} → {recipes.SCALE_WORDS[after]}), where they differ":
                          "; ".join(moved) or "the same"})
     return pd.DataFrame(rows).set_index("claim")
@@ -201,7 +202,7 @@ def counts_in_words(df, where) -> str:
     return f"**{where}**: of {len(df)} claims, " + ", ".join(f"{k} {v}" for v, k in n.items() if k) + "."
 
 
-def forest(keys=None, scale=None, results_dir=None, title=None):
+def forest(keys=None, scale=None, out_dir=None, title=None):
     """Each comparison's effect d with its 95 % interval (Welch's t), one row per comparison and a panel per
     metric: right of 0 is the paper's direction. Colour: the comparison's verdict; a short run's data on a claim
     about the paper's end (no verdict: needs the full recipe) in its neutral colour, labelled "after N steps". Beside it, every seed: one seed
@@ -211,7 +212,7 @@ def forest(keys=None, scale=None, results_dir=None, title=None):
 
     rows = {}
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
-        for t, r in claims.evaluate(c, scale, results_dir).parts:
+        for t, r in claims.evaluate(c, scale, out_dir).parts:
             if "d" in r:
                 short = f" (after {r['steps']} steps: data)" if r.get("short_run") else ""
                 rows.setdefault(t.metric, []).append((f"{c.key}<br>{t.a} vs {t.metric_b or t.b}{short}", r, t))
@@ -258,13 +259,13 @@ def forest(keys=None, scale=None, results_dir=None, title=None):
     return fig
 
 
-def at_chance(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None):
+def at_chance(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None):
     """The variants with a recorded run that ended at chance, as (own, schedule): lists of (variant, runs at
     chance, runs, the paper's number) -- `own` where the paper marks the variant "fail" (error > 20 % after its
     full recipe), `schedule` where the paper trains it to a low error (the short schedule's kind of failure)."""
     own, schedule = [], []
     for v in variants:
-        runs, _ = seed_runs(experiment, v, scale, seeds, results_dir)
+        runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         n = sum(ended_at_chance(r) for r in runs)
         if n:
             p = (paper_numbers.paper_number(experiment, v) or {}).get("value")
@@ -273,13 +274,13 @@ def at_chance(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=No
     return own, schedule
 
 
-def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=None) -> str:
+def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None) -> str:
     """Which variants ended a run at chance at this scale, and whether that is the paper's kind of failure
     or the short schedule's (``at_chance``). Markdown; empty when no recorded run ended at chance."""
     def label(v, n, runs, p):
         return f"**{v}** ({n} of {runs} seeds; the paper: " + (f"{p:.2f} %" if isinstance(p, float) else str(p)) + ")"
 
-    own, schedule = ([label(*x) for x in xs] for xs in at_chance(experiment, variants, scale, seeds, results_dir))
+    own, schedule = ([label(*x) for x in xs] for xs in at_chance(experiment, variants, scale, seeds, out_dir))
     out = []
     if own:
         out.append("Ended at chance, as the paper's own runs *fail* (error > 20 % after the full recipe): "
@@ -296,14 +297,14 @@ def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, results_dir=N
     return "\n\n".join(out)
 
 
-def contradiction_note(keys, results_dir=None, scale=None) -> str:
+def contradiction_note(keys, out_dir=None, scale=None) -> str:
     """For each of the claims `keys` that its scale contradicts: the part that does it, its per-seed values, and
     the paper's own numbers for the two variants (what the paper's recipe separates, by how much). Markdown, computed
     from the recorded runs; empty when none is contradicted."""
     lines = []
     for key in keys:
         claim = claims.CLAIMS_BY_KEY[key]
-        v = claims.evaluate(claim, scale, results_dir=results_dir)
+        v = claims.evaluate(claim, scale, out_dir=out_dir)
         for t, res in v.parts if v.verdict == "contradicted" else []:
             if res.get("verdict") != "contradicted":
                 continue

@@ -15,7 +15,6 @@ from ..engine import recipes
 
 HERE = Path(__file__).resolve().parent
 SPREAD_FILE = HERE / "spread.json"  # measured by `python -m idmap_lib.checks spread` (package data)
-SEEDS = (0, 1, 2)  # the seeds the book measures the spread over
 
 
 def book_runs() -> Path:

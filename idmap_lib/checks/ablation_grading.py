@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 from ..engine.results import config_hash
-from .ablation_exercises import (ABLATIONS, OFFERED, SEEDS, SPREAD_FILE, book_runs, config, default_scale, final,
+from ..book.seeds import SEEDS
+from .ablation_exercises import (ABLATIONS, OFFERED, SPREAD_FILE, book_runs, config, default_scale, final,
                                  mean_k, resolve_scale, same_text)
 from .grading import fail as _fail, grader as _grader
 

@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 
 from ..book import default_runs_dir
+from ..book.seeds import draw_student_seed
 from ..engine.results import find_result, save_result
 from .ablation_exercises import ABLATIONS, OFFERED, PRUNE_FRACTION, book_runs, configs, default_scale, same_text
 
@@ -65,8 +66,6 @@ def student_seed(out_dir=None) -> int:
     the runs), never one of the book's seeds -- so a run of yours is yours, and a copy of the book's recorded runs
     (data/classroom, seeds 0-2) is told apart. The book's own pages (their runs folder is data/classroom) use seed 0.
     A folder with runs but no seed.txt: the seed of its runs."""
-    import secrets
-
     out = Path(out_dir or default_runs_dir())
     f = out / "seed.txt"
     if f.is_file():
@@ -76,7 +75,7 @@ def student_seed(out_dir=None) -> int:
     recorded = sorted(out.glob("*.json")) if out.is_dir() else []
     if recorded:
         return int(json.loads(recorded[0].read_text())["config"]["seed"])
-    seed = 1000 + secrets.randbelow(10 ** 6)
+    seed = draw_student_seed()
     out.mkdir(parents=True, exist_ok=True)
     f.write_text(f"{seed}\n")
     return seed

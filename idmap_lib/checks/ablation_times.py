@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 
 from ..book import CLASSROOM_RUNS as BOOK_RUNS
-from .ablation_exercises import ABLATIONS, SEEDS, configs, final, mean_k, resolve_scale
+from ..book.seeds import SEEDS, TIMING_SEED
+from .ablation_exercises import ABLATIONS, configs, final, mean_k, resolve_scale
 from .ablation_grading import spread, spread_key, write_spread
 from .ablation_runs import run
 
@@ -55,7 +56,6 @@ def measure(names=None, seeds=SEEDS, out_dir=None, data=None, progress=False, sc
     return result
 
 
-TIMING_SEED = 999  # not a book seed, not a student's (those are >= 1000): its runs are thrown away
 
 
 def time_exercises(names=None, threads=2, data=None):

@@ -23,11 +23,12 @@ from __future__ import annotations
 # One module a concept (issue 31); this one keeps `import idmap_lib.checks.ablations as A` (the chapter, the student
 # edition, the graders) whole: the exercises as data, running them, grading them, what they cost.
 from ..book import default_runs_dir  # noqa: F401  (the reader's runs folder: ablations.default_runs_dir)
+from ..book.seeds import SEEDS, TIMING_SEED  # noqa: F401  (the seed policy: book/seeds.py)
 from .ablation_exercises import (ABLATIONS, B_G, BOOK_RUNS, GPU_STEPS, K_DEPTHS, MNIST_SCALES, OFFERED,  # noqa: F401
-                                 PLAIN_DEPTHS, PRUNE_FRACTION, QUICK, SEEDS, SPREAD_FILE, STUCK_AT_CHANCE, Ablation,
+                                 PLAIN_DEPTHS, PRUNE_FRACTION, QUICK, SPREAD_FILE, STUCK_AT_CHANCE, Ablation,
                                  at_step, book_runs, cifar_scales, config, configs, default_scale, failed, final,
                                  mean_k, resolve_scale, same_text, units)
 from .ablation_grading import check, spread, spread_key, status, submitted_scale, table  # noqa: F401
 from .ablation_runs import SET_ASIDE, grading, lookup, run, student_seed  # noqa: F401
-from .ablation_times import (COLAB_IMG_PER_S, COLAB_OVERHEAD_S, GPU_BUDGET_S, TIMING_SEED, gpu_time,  # noqa: F401
+from .ablation_times import (COLAB_IMG_PER_S, COLAB_OVERHEAD_S, GPU_BUDGET_S, gpu_time,  # noqa: F401
                              measure, overview, run_times, t4_pace, time_exercises)
