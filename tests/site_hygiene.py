@@ -6,8 +6,9 @@ Classes: a link to a file or anchor the site does not have; raw Markdown table t
 build machine's paths; warnings or stderr in outputs; values cut short in tables ("...", JSON cut off); a figure
 panel whose axis spans one point, or whose y-range is set by one trace's outlier; an axis with more tick labels than
 a reader can tell apart, as drawn or at any step of a slider (issue 30.6); a time in prose that the table under it
-does not bear out; test or training errors as fractions where the book writes % (issue 30.7). ``small_fonts`` and
-``legends_beside`` (issue 30.5) are checked on the theory chapters' pages by their own test.
+does not bear out; test or training errors as fractions where the book writes % (issue 30.7); a figure's text
+under 12 px (a <sup> subtitle counted at the 70 % plotly draws it), a legend beside the plot, hardware or a date in
+a figure's title (issue 30.5).
 """
 from __future__ import annotations
 
@@ -271,13 +272,51 @@ def _font_sizes(node, where=""):
             yield from _font_sizes(v, f"{where}[{i}]")
 
 
+SMALLER = re.compile(r"<su[pb]>", re.I)  # plotly draws <sup> and <sub> text at 70 % of its font
+SMALL_SHARE = 0.7
+
+
+def _size(font, default):
+    return (font or {}).get("size") or default
+
+
+def _drawn_small(layout):
+    """(where, px) of every title, axis title and annotation whose text holds <sup> or <sub>: 70 % of the size
+    plotly draws it at (its own font, else plotly's default: a title 1.4 times the figure's font, an axis title
+    1.2 times, an annotation the figure's font; the figure's font its own, its template's, else 12)."""
+    base = _size(layout.get("font"), _size(((layout.get("template") or {}).get("layout") or {}).get("font"), 12))
+    texts = [("title", layout.get("title") or {}, round(1.4 * base))]
+    texts += [(f"annotations[{i}]", a, base) for i, a in enumerate(layout.get("annotations") or [])]
+    texts += [(f"{k}.title", v.get("title") or {}, round(1.2 * base)) for k, v in layout.items()
+              if re.fullmatch(r"[xy]axis\d*", k) and isinstance(v, dict)]
+    for where, node, default in texts:
+        if isinstance(node, dict) and SMALLER.search(str(node.get("text") or "")):
+            yield f"{where}'s <sup>/<sub> text", SMALL_SHARE * _size(node.get("font"), default)
+
+
 def small_fonts(html: str, least: int = LEAST_FONT) -> list[str]:
-    """Text in a plotly figure set smaller than `least` px (its layout's fonts; plotly's default is 12)."""
+    """Text in a plotly figure set smaller than `least` px (its layout's fonts; plotly's default is 12), or drawn
+    smaller: a subtitle in <sup> under a title of plotly's default size is 11.9 px."""
     out = []
     for data, layout in figures(html):
         title = ((layout.get("title") or {}).get("text") or "a figure").split("<br>")[0]
-        out += [f"{title}: {where} is {size:g} px (at least {least})" for where, size in _font_sizes(layout)
-                if size < least and "template" not in where]
+        sizes = [(w, s) for w, s in _font_sizes(layout) if "template" not in w] + list(_drawn_small(layout))
+        out += [f"{title}: {where} is {size:.3g} px (at least {least})" for where, size in sizes if size < least]
+    return out
+
+
+HARDWARE = re.compile(r"\b(?:cuda|GPU|H200|T4|A100|EPYC|Xeon|b?float16|torch \d|\d+ cores?|\d+ threads?)\b"
+                      r"|\bCPU\b(?! scale)|\b\d{4}-\d{2}-\d{2}\b", re.I)  # "CPU scale" names a scale, not a machine
+
+
+def hardware_in_titles(html: str) -> list[str]:
+    """Figures whose title (with its subtitle) names the hardware or the date a run was made: that belongs in a
+    caption line under the plot (issue 30.5), the title says what the figure shows."""
+    out = []
+    for data, layout in figures(html):
+        text = (layout.get("title") or {}).get("text") or ""
+        if m := HARDWARE.search(text):
+            out.append(f"{text.split('<br>')[0]}: its title names {m.group(0)!r} (put it in a caption line)")
     return out
 
 
@@ -321,5 +360,6 @@ def findings(page: Path) -> list[str]:
     html = page.read_text(encoding="utf-8")
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html) + machine_paths(html)
             + warnings_in_outputs(html) + cut_short_cells(html) + bad_panels(html) + crowded_axes(html)
-            + times_the_table_denies(html) + errors_as_fractions(html))
+            + times_the_table_denies(html) + errors_as_fractions(html) + small_fonts(html) + legends_beside(html)
+            + hardware_in_titles(html))
 

@@ -75,6 +75,13 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
                                      axis=""),  # chapter 4's, cut off on a phone
      FIGURE.format(data='[{"y": [1, 2], "name": "ResNet-110"}, {"y": [2, 1], "name": "ResNet-1001"}]',
                    axis=', "legend": {"orientation": "h", "y": 1.02}')),
+    ("small_fonts", FIGURE.format(data=SPAN, axis=', "title": {"text": "Paper A Table 1<br><sup>thin: each seed</sup>"}'),
+     FIGURE.format(data=SPAN, axis=', "font": {"size": 13}, "title": {"text": "Paper A Table 1<br><sup>thin</sup>"}')),
+    # ^ a subtitle under plotly's default title (17 px) is drawn at 11.9 px; over a 13 px font at 12.6 px
+    ("hardware_in_titles", FIGURE.format(data=SPAN, axis=', "title": {"text": "Share of y_l set to zero<br><sup>ResNet-110 '
+                                         'after 29,000 steps (cuda, bfloat16)</sup>"}'),  # chapter 8's probes
+     FIGURE.format(data=SPAN, axis=', "title": {"text": "Paper A Table 1, our runs (CPU scale)"}, "annotations": '
+                                   '[{"text": "Recorded 2026-12-02 on AMD EPYC (1 thread)"}]')),
     ("bad_panels", FIGURE.format(data='[{"x": [1, 2], "y": [35, 20], "name": "relu_before_add"}, '
                                       '{"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, 1.9]}]', axis=""),
      FIGURE.format(data='[{"x": [1, 2], "y": [35, 20]}, {"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, '
@@ -224,3 +231,68 @@ def test_the_theory_layout_is_readable():
     for f in figs:
         html = book._book_renderer().to_mimebundle(f.to_dict())["text/html"]
         assert not h.small_fonts(html) + h.legends_beside(html), h.small_fonts(html) + h.legends_beside(html)
+
+
+def _probed():
+    """A measurement as ``trained_probes.measure`` returns it (its probes need the committed checkpoints), with the
+    line ``checkpoints.trained_model`` writes: the step and the hardware."""
+    import torch
+
+    from idmap_lib.book import trained_probes as tp
+    info = "ResNet-110 (basic) after 29,000 of 64,000 steps of the paper's recipe (cuda, bfloat16)"
+    return {"info": info, "pre_info": info.replace("basic", "basic, full pre-activation"), "x": torch.zeros(4, 3, 32, 32),
+            "rates": {tp.INIT: torch.linspace(0.1, 0.3, 54), tp.TRAINED: torch.linspace(0.2, 0.1, 54)},
+            "grads": {tp.GRAD_ORIGINAL: torch.linspace(3, 1, 54), tp.GRAD_PREACT: torch.linspace(1, 1.5, 54)}}
+
+
+def _book_figures():
+    """Every figure the library draws for chapters 3-11, called as the chapters call it, from the recorded runs."""
+    from idmap_lib.book import claims, curves, full_recipe, gate_figures, keras_probe, live, mechanism_figures, \
+        synthesis, trained_probes, variants, verdicts
+    t1 = [c.key for c in claims.CLAIMS if c.experiment == "a_table1_shortcuts"]
+    return {
+        "curves.band_curves": lambda: curves.band_curves("a_table1_shortcuts", variants.T1_CURVES, height=430),
+        "verdicts.forest": lambda: verdicts.forest(t1, title="Table 1's claims at the CPU scale"),
+        "full_recipe.full_recipe_curves": lambda: full_recipe.full_recipe_curves("a_table1_shortcuts", variants.T1_FULL),
+        "live.LiveFigure": lambda: live.LiveFigure("a_table2_activations", "full_preact-110", "cpu", 100).fig,
+        "gate_figures.k_figure": gate_figures.k_figure,
+        "gate_figures.pruning_figure": gate_figures.pruning_figure,
+        "keras_probe.probe_figure": keras_probe.probe_figure,
+        "mechanism_figures.forward_figure": mechanism_figures.forward_figure,
+        "mechanism_figures.truncation_figure": mechanism_figures.truncation_figure,
+        "mechanism_figures.weight_input_figure": mechanism_figures.weight_input_figure,
+        "synthesis.key_figure": lambda: synthesis.key_figure()[0],
+        "trained_probes.truncation_figure": lambda: trained_probes.truncation_figure(_probed()),
+        "trained_probes.gradient_figure": lambda: trained_probes.gradient_figure(_probed()),
+    }
+
+
+BOOK_FIGURES = ("curves.band_curves", "verdicts.forest", "full_recipe.full_recipe_curves", "live.LiveFigure",
+                "gate_figures.k_figure", "gate_figures.pruning_figure", "keras_probe.probe_figure",
+                "mechanism_figures.forward_figure", "mechanism_figures.truncation_figure",
+                "mechanism_figures.weight_input_figure", "synthesis.key_figure", "trained_probes.truncation_figure",
+                "trained_probes.gradient_figure")
+
+
+@pytest.mark.parametrize("name", BOOK_FIGURES)
+def test_every_figure_of_the_book_is_readable(name):
+    """Issue 30.5, without a built site: each figure the chapters draw, rendered by the book's renderer, has no text
+    under 12 px (a <sup> subtitle counted as drawn), no legend beside the plot and no hardware or date in its title
+    (figure_style.py holds the fonts, legends and caption line they share)."""
+    from idmap_lib import book
+    assert set(_book_figures()) == set(BOOK_FIGURES)
+    html = book._book_renderer().to_mimebundle(_book_figures()[name]().to_dict())["text/html"]
+    assert h.figures(html), f"{name} drew no figure"
+    found = h.small_fonts(html) + h.legends_beside(html) + h.hardware_in_titles(html)
+    assert not found, "\n".join(found)
+
+
+def test_a_caption_holds_what_the_title_does_not():
+    """The hardware of chapter 8's probes sits in the caption line under the plot, in lines a phone's column holds."""
+    from idmap_lib.book import figure_style, trained_probes
+    fig = trained_probes.gradient_figure(_probed())
+    assert "cuda" not in fig.layout.title.text
+    caption, = [a for a in fig.layout.annotations if "cuda" in a.text]
+    assert caption.yshift < 0 and caption.y == 0 and caption.font.size >= figure_style.LEAST_PX
+    assert all(len(line) <= figure_style.CAPTION_CHARS for line in caption.text.split("<br>"))
+    assert fig.layout.margin.b >= -caption.yshift + 17 * len(caption.text.split("<br>"))

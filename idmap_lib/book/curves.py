@@ -11,7 +11,7 @@ import math
 import statistics
 
 from ..engine import recipes
-from . import paper_numbers
+from . import figure_style, paper_numbers
 from .cpu_scale import PROBE_MAX_RISE
 from .log_axes import log_ticks
 from .metrics import ended_at_chance, lr_jump_rise, steps_to_80
@@ -31,7 +31,8 @@ def lr_marks(fig, schedule, cols=(1, 2)):
     """The learning-rate schedule on every panel: the warm-up shaded (a ramp, or a step at its end: the paper's),
     a dashed line at each lr change, labelled (on the first panel) with the lr that starts there."""
     def label(text, col, **where):
-        return {"annotation_text": text, "annotation_font_size": 12, **where} if col == cols[0] else {}
+        size = figure_style.LEAST_PX
+        return {"annotation_text": text, "annotation_font_size": size, **where} if col == cols[0] else {}
 
     warm, lr = schedule.get("warmup_steps", 0), schedule["base"]
     ramp = schedule.get("warmup") == "linear"
@@ -120,9 +121,9 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
         sub += f"; not run yet: {', '.join(missing)}"
     tables = paper_numbers.source(experiment, variants) or recipes.EXPERIMENTS[experiment]["title"].split(":")[0]
     head = title or f"{tables}, our runs ({recipes.SCALE_WORDS[scale]})"  # the tables of the variants shown
-    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=height,
+    fig.update_layout(figure_style.LAYOUT, title={"text": f"{head}<br><sup>{sub}</sup>"}, height=height,
                       margin={"t": 110 + 22 * sub.count("<br>")},
-                      legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})  # below: wide panels
+                      legend=figure_style.LEGEND_BELOW)  # below: wide panels
     return fig
 
 

@@ -5,7 +5,7 @@ committed checkpoint, or the command, with the time one run takes) and its curve
 from __future__ import annotations
 
 from ..engine import recipes, results
-from . import paper_numbers
+from . import figure_style, paper_numbers
 from .checkpoints import committed_checkpoint
 from .curves import lr_marks
 from .metrics import final_test_err
@@ -122,6 +122,6 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     sub = (f"seed {seed}; solid: ours as it stands; dotted: the paper's final test error"
            + (f"; not run yet: {', '.join(missing)}" if missing else ""))
     head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + ", the full recipe"
-    fig.update_layout(title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560, margin={"t": 110 + 22 * sub.count("<br>")},
-                      legend={"orientation": "h", "y": -0.18, "font": {"size": 13}})
+    fig.update_layout(figure_style.LAYOUT, title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560,
+                      margin={"t": 110 + 22 * sub.count("<br>")}, legend=figure_style.LEGEND_BELOW)
     return fig

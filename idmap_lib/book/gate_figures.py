@@ -12,7 +12,7 @@ import torch.nn as nn
 
 from ..engine import recipes
 from ..models.introspect import residual_units
-from . import claims, metrics, paper_numbers
+from . import claims, figure_style, metrics, paper_numbers
 from .mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from .reports import hardware
 from .seeds import ALL_SEEDS, SEEDS  # the gates are read over every recorded seed: 3, and 5 where a claim needed more
@@ -77,7 +77,7 @@ def panel_note(fig, col, text, y=0.5):
     """Text in subplot `col` (row 1), on a white box over whatever is drawn there: e.g. what is not run yet."""
     axis = "" if col == 1 else col
     fig.add_annotation(text=text, showarrow=False, xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.5, y=y,
-                       font={"size": 11}, bgcolor="rgba(255,255,255,0.85)")
+                       font=figure_style.FONT, bgcolor="rgba(255,255,255,0.85)")
 
 
 def dimension_changing_blocks(cfg) -> list[int]:
@@ -118,11 +118,11 @@ def k_figure(seeds=ALL_SEEDS, out_dir=None):
         machines |= {hardware(r) for r in runs}
     fig.update_xaxes(title_text="block")
     fig.update_yaxes(title_text="learned k", col=1)
-    fig.update_annotations(font_size=12)
+    fig.update_annotations(font_size=figure_style.LEAST_PX)  # the panel titles: two lines each, three abreast
     if machines:
-        fig.add_annotation(text="trained on: " + "; ".join(sorted(machines)), showarrow=False, xref="paper",
-                           yref="paper", x=0, y=-0.28, xanchor="left", font={"size": 11, "color": "grey"})
-    fig.update_layout(title={"text": "Paper B: the gates k after training<br><sup>mean ± sd over seeds; dotted: "
+        figure_style.caption(fig, "trained on: " + "; ".join(sorted(machines)))
+    fig.update_layout(figure_style.LAYOUT,
+                      title={"text": "Paper B: the gates k after training<br><sup>mean ± sd over seeds; dotted: "
                                      "dimension-changing blocks</sup>"},
                       height=460, margin={"t": 120, "b": 90}, showlegend=False)
     return fig
@@ -157,9 +157,10 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
     fig.update_yaxes(title_text="test error % (log scale)", type="log", tickvals=LOG_TICKS,
                      ticktext=[f"{v:g}" for v in LOG_TICKS])
     sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes else "")
-    fig.update_layout(title={"text": f"Paper B Fig 5: removing residual blocks of a trained d = {PRUNE_DEPTH} "
+    fig.update_layout(figure_style.LAYOUT,
+                      title={"text": f"Paper B Fig 5: removing residual blocks of a trained d = {PRUNE_DEPTH} "
                                      f"net<br><sup>{sub}</sup>"}, height=480, margin={"t": 100},
-                      legend={"orientation": "h", "y": -0.25})
+                      legend=figure_style.LEGEND_BELOW)
     return fig
 
 

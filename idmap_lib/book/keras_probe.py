@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from . import metrics, paper_numbers
+from . import figure_style, metrics, paper_numbers
 from .gate_figures import _band, ok_runs, panel_note
 from .mnist_grid import EXPERIMENT
 from .seeds import SEEDS
@@ -44,10 +44,11 @@ def probe_figure(seeds=SEEDS, out_dir=None):
             seen.add(t.legendgroup)
     fig.update_xaxes(title_text="block")
     fig.update_yaxes(title_text="learned k", col=1)
-    fig.update_layout(title={"text": "Does the initialisation set k? The GResNet with PyTorch's and Keras's "
+    fig.update_layout(figure_style.LAYOUT,
+                      title={"text": "Does the initialisation set k? The GResNet with PyTorch's and Keras's "
                                      "defaults<br><sup>mean ± sd over seeds; MNIST, full recipe; dotted: Paper "
                                      "B's mean k (Table 2)</sup>"},
-                      height=470, margin={"t": 110}, legend={"orientation": "h", "y": -0.25})
+                      height=470, margin={"t": 110}, legend=figure_style.LEGEND_BELOW)
     return fig
 
 

@@ -130,14 +130,16 @@ class LiveFigure:
         col = len(self.SHOWN)
         axis = self.fig.get_subplot(1, col).yaxis.anchor  # the panel's x axis, e.g. "x3"
         ys = [y for t in self.fig.data if t.xaxis == axis and t.y is not None for y in t.y if y is not None]
+        from .figure_style import LEAST_PX  # the corner of a third of the width
+
         text = f"paper: {p:.2f} % (its full recipe)"
         if ys and p < min(ys) - 0.5 * (max(ys) - min(ys)):
-            self.fig.add_annotation(text=f"{text}, far below this axis", xref=f"{axis} domain",
+            self.fig.add_annotation(text=f"{text},<br>far below this axis", xref=f"{axis} domain",
                                     yref=f"{axis.replace('x', 'y')} domain", x=0.02, y=0.02, xanchor="left",
-                                    yanchor="bottom", showarrow=False, font_size=11)
+                                    yanchor="bottom", align="left", showarrow=False, font_size=LEAST_PX)
         else:
             self.fig.add_hline(y=p, line_dash="dot", line_color="black", row=1, col=col, annotation_text=text,
-                               annotation_font_size=11, annotation_position="top left")
+                               annotation_font_size=LEAST_PX, annotation_position="top left")
 
     @property
     def points(self) -> int:

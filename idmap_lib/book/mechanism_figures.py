@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 
+from . import figure_style
 from . import mechanisms as mech
 from .log_axes import log_range
 from .seeds import SEEDS
@@ -19,7 +20,7 @@ COLOURS = {"original": "#d62728", "relu_preact": "#ff7f0e", "full_preact": "#1f7
            0.5: "#9467bd", 0.9: "#ff7f0e", 1.0: "#1f77b4", 1.1: "#2ca02c"}
 UNIT_WORDS = {"original": "original (Fig 4a)", "relu_preact": "ReLU-only pre-activation (Fig 4d)",
               "full_preact": "full pre-activation (Fig 4e)"}
-FONT = {"size": 13}
+FONT = figure_style.FONT
 SHOW_EVERY = 5  # the λ stack's figure draws every 5th unit (and the last): 1000 units x 48 lines would weigh ~2 MB
 
 
@@ -160,7 +161,7 @@ def forward_figure(seeds=SEEDS, out_dir=None):
                       margin={"t": 60, "b": 90},
                       annotations=list(fig.layout.annotations) + [dict(text=_caption(every), x=0, y=-0.14,
                                                                         xref="paper", yref="paper",
-                                                                        showarrow=False, font={"size": 12})])
+                                                                        showarrow=False, font=figure_style.LEAST_FONT)])
     return fig
 
 
@@ -201,10 +202,10 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
            + ", ".join(f"{step} at ResNet-{d}" for d, step in sorted(
                {r["config"]["recipe"]["model"]["kwargs"]["depth"]: r["values"]["forwards"][-1]["step"]
                 for r in every}.items())) + ")")
-    fig.update_layout(height=600, font=FONT, legend={"orientation": "h", "y": -0.2, "font": {"size": 13}},
+    fig.update_layout(height=600, font=FONT, legend={"orientation": "h", "y": -0.2, "font": FONT},
                       margin={"b": 170}, annotations=list(fig.layout.annotations) + [
                           dict(text=t, x=0, y=y, xref="paper", yref="paper", showarrow=False, xanchor="left",
-                               font={"size": 12}) for t, y in ((key, -0.38), (_caption(every), -0.48))])
+                               font=figure_style.LEAST_FONT) for t, y in ((key, -0.38), (_caption(every), -0.48))])
     return fig
 
 
@@ -232,7 +233,7 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
     fig.update_layout(height=480, font=FONT, xaxis_title="relative depth l / L",
                       yaxis_title="fraction of y_l = x_l + F(x_l) below 0", legend={"x": 0.6, "y": 0.98},
                       margin={"b": 110}, annotations=[dict(text=_caption(every), x=0, y=-0.25, xref="paper",
-                                                           yref="paper", showarrow=False, font={"size": 12})])
+                                                           yref="paper", showarrow=False, font=figure_style.LEAST_FONT)])
     return fig
 
 

@@ -5,7 +5,8 @@ A step of a slider sets which traces show *and* the axes they are drawn on: ever
 axis gets at most ``log_axes.MAX_TICKS`` labels at every step, never ticks computed over the traces of the other
 steps), every x axis's range, and the title. The panels are stacked in one column, so that each is the column's
 width at 1280 px and at 390 px; the legend sits in the figure, between the title and the first panel (it wraps on
-a phone); fonts are 13 px. ``THEORY_LAYOUT`` is that layout, for the theory chapters' other figures too.
+a phone); fonts are 13 px. ``THEORY_LAYOUT`` is that layout (``figure_style.LAYOUT_LEGEND_ABOVE``), for the theory
+chapters' other figures too.
 
 - :func:`lambda_slider`: chapter 3, Paper A's Eqn 8: the direct term prod lambda = lambda^(L-l) and the gradient
   measured in lambda-scaled networks (``probes.gradient_decay``), one step per lambda.
@@ -18,17 +19,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .figure_style import FONT_PX, LAYOUT_LEGEND_ABOVE
 from .log_axes import log_range, log_ticks
 
-FONT_PX = 13
-THEORY_LAYOUT = dict(
-    font=dict(size=FONT_PX),
-    title=dict(font=dict(size=FONT_PX + 2), x=0, xanchor="left", xref="paper", y=1, yanchor="top",
-               yref="container", pad=dict(t=30)),  # below plotly's toolbar, which a tap shows on a phone
-    legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom", font=dict(size=FONT_PX),
-                bgcolor="rgba(255,255,255,0.85)"),
-    margin=dict(l=64, r=16, t=118, b=56),  # the toolbar, the title, then a legend of up to three rows (a phone)
-)
+THEORY_LAYOUT = LAYOUT_LEGEND_ABOVE  # defined with every figure's fonts and legends (figure_style.py)
 BLUE, RED = "#1f77b4", "#d62728"
 
 

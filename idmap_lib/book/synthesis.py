@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import mechanisms
+from . import figure_style, mechanisms
 from .claims import CLAIMS_BY_KEY, evaluate
 
 STATUSES = ("supported", "contradicted", "open")
@@ -206,11 +206,11 @@ def key_figure(out_dir=None):
                                      hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>"), row=row, col=1)
         top = max([x for v in values.values() for x in v] or [1])
         fig.update_xaxes(range=[-0.04 * top, 1.06 * top], row=row, col=1)
-    fig.update_yaxes(categoryorder="array", categoryarray=names[::-1], tickfont={"size": 13})
-    fig.update_xaxes(tickfont={"size": 13})
+    fig.update_yaxes(categoryorder="array", categoryarray=names[::-1], tickfont=figure_style.FONT)
+    fig.update_xaxes(tickfont=figure_style.FONT)
     fig.update_xaxes(title_text="nats", row=1, col=1, title_standoff=4)
     fig.update_xaxes(title_text="log10 largest / smallest std", row=2, col=1, title_standoff=4)
-    fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 40, "b": 30}, font={"size": 13})
+    fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 40, "b": 30}, font=figure_style.FONT)
     for a in fig.layout.annotations:
-        a.update(font={"size": 13}, xref="paper", x=0, xanchor="left")
+        a.update(font=figure_style.FONT, xref="paper", x=0, xanchor="left")
     return fig, rises, spreads

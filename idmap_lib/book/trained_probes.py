@@ -8,7 +8,7 @@ which, and the rest says nothing.
 from __future__ import annotations
 
 from ..engine import recipes
-from . import probes
+from . import figure_style, probes
 from .checkpoints import committed_checkpoint, test_images, trained_model
 
 EXPERIMENT = "a_table2_activations"
@@ -47,9 +47,10 @@ def truncation_figure(m):
     import plotly.graph_objects as go
 
     fig = go.Figure([go.Scatter(y=(100 * r).tolist(), name=k, mode="lines") for k, r in m["rates"].items()])
-    fig.update_layout(title=f"Share of y_l set to zero by f = ReLU, unit by unit<br><sup>{m['info']}</sup>",
-                      xaxis_title="unit l", yaxis_title="% of elements truncated", height=420)
-    return fig
+    fig.update_layout(figure_style.LAYOUT_LEGEND_ABOVE,
+                      title_text="Share of y_l set to zero by f = ReLU,<br>unit by unit",
+                      xaxis_title="unit l", yaxis_title="% of elements truncated", height=460)
+    return figure_style.caption(fig, m["info"])  # the checkpoint's step and hardware: not the title's
 
 
 def _means(m):
@@ -98,10 +99,10 @@ def gradient_figure(m):
     import plotly.graph_objects as go
 
     fig = go.Figure([go.Scatter(y=(g / g[-1]).tolist(), name=k, mode="lines") for k, g in m["grads"].items()])
-    fig.update_layout(title="Gradient reaching unit l, relative to the last unit's output<br><sup>"
-                            f"{m['info']}<br>{m['pre_info']}; {len(m['x'])} test images</sup>", margin={"t": 110},
-                      xaxis_title="unit l", yaxis_title="||dE/dx_l|| / ||dE/dx_L||", yaxis_type="log", height=420)
-    return fig
+    fig.update_layout(figure_style.LAYOUT_LEGEND_ABOVE,
+                      title_text="Gradient reaching unit l,<br>relative to the last unit's output",
+                      xaxis_title="unit l", yaxis_title="||dE/dx_l|| / ||dE/dx_L||", yaxis_type="log", height=480)
+    return figure_style.caption(fig, f"{m['info']}<br>{m['pre_info']}; {len(m['x'])} test images")
 
 
 def gradient_note(m) -> str:

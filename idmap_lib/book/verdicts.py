@@ -8,7 +8,7 @@ colour of that verdict. The verdicts themselves come from claims.evaluate (the r
 from __future__ import annotations
 
 from ..engine import recipes
-from . import claims, paper_numbers
+from . import claims, figure_style, paper_numbers
 from .metrics import AT_CHANCE, METRIC_WORDS, PERCENT, ended_at_chance, shown_as
 from .rule import ABOUT, NEEDS_FULL, VERDICTS, tests_in_words
 from .seeds import ALL_SEEDS, SEEDS
@@ -218,8 +218,8 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                 rows.setdefault(t.metric, []).append((f"{c.key}<br>{t.a} vs {t.metric_b or t.b}{short}", r, t))
     if not rows:
         fig = go.Figure()
-        fig.update_layout(title={"text": (title or "Effects with their intervals") + "<br><sup>no comparison has "
-                                 "its seeds yet</sup>"}, height=160)
+        fig.update_layout(figure_style.LAYOUT, title={"text": (title or "Effects with their intervals") +
+                                                      "<br><sup>no comparison has its seeds yet</sup>"}, height=160)
         return fig
     sizes = [max(len(v), 2) for v in rows.values()]  # a panel of one comparison still has room for its ticks
     height = 150 + 46 * sum(sizes) + 90 * len(rows)
@@ -250,7 +250,8 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                                      hovertemplate=f"{label}<br>d = {num(d, fmt)} [{num(lo, fmt)}, {num(hi, fmt)}], "
                                                    f"{r['verdict']}<extra></extra>"), i, 1)
         fig.add_vline(x=0, line_color="grey", row=i, col=1)
-    fig.update_layout(title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
+    fig.update_layout(figure_style.LAYOUT,
+                      title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
                              "the paper's direction (d = b minus a, minus any margin); colour: the verdict (pale blue: "
                              "none, a short run's data);<br>grey: each seed (o of a, x of b) against the other side's "
                              "mean</sup>"},

@@ -1,0 +1,52 @@
+"""How every plotly figure of the book reads (issue 30.5): one definition of its fonts, its legend's place and its
+caption line, which every figure module applies, so that no module types its own sizes.
+
+- :data:`FONT_PX`: the figure's text, 13 px (axis titles, ticks, legend, annotations). plotly draws a title at 1.4
+  times it (18 px) and a title's ``<sup>`` subtitle at 70 % of that, 12.6 px; over plotly's default 12 px the
+  subtitle would be 11.9 px. :data:`LAYOUT` sets it: ``fig.update_layout(figure_style.LAYOUT, ...)``.
+- :data:`LEGEND_ABOVE`: a horizontal legend above the plot, left-aligned (chapters 2-4); :data:`LEGEND_BELOW`:
+  the same at the figure's foot, for the multi-panel figures whose panel titles stand above and for long legends
+  (placed in the figure's coordinates, plotly widens the bottom margin to hold it: it never meets the x-axis
+  titles, however tall the plot). A phone wraps either into rows; a legend beside the plot (plotly's default)
+  squeezes the plot or is cut off there.
+- :data:`LAYOUT_LEGEND_ABOVE`: the font, the legend above the plot and the title above it, left-aligned, with the
+  room they need (up to three rows of legend): chapters 2-4's figures (``slider_figures.THEORY_LAYOUT``), and any
+  one-panel figure.
+- :func:`caption`: a line under the plot for what a title must not carry (the hardware a run trained on, its
+  date), at :data:`LEAST_PX`, the smallest text a figure may have.
+"""
+from __future__ import annotations
+
+FONT_PX = 13
+LEAST_PX = 12  # px: nothing in a figure smaller (tests/site_hygiene.py's small_fonts)
+FONT = {"size": FONT_PX}
+LEAST_FONT = {"size": LEAST_PX}
+LAYOUT = {"font": FONT}
+LEGEND_ABOVE = {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom", "font": FONT,
+                "bgcolor": "rgba(255,255,255,0.85)"}
+LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0, "yanchor": "bottom",
+                "font": FONT}
+CAPTION_FONT = {**LEAST_FONT, "color": "grey"}
+LAYOUT_LEGEND_ABOVE = dict(
+    font=FONT,
+    title=dict(font=dict(size=FONT_PX + 2), x=0, xanchor="left", xref="paper", y=1, yanchor="top",
+               yref="container", pad=dict(t=30)),  # below plotly's toolbar, which a tap shows on a phone
+    legend=LEGEND_ABOVE,
+    margin=dict(l=64, r=16, t=118, b=56),  # the toolbar, the title, then a legend of up to three rows (a phone)
+)
+
+
+CAPTION_BELOW_PX = 56  # under the plot's bottom edge: below the x-axis tick labels and title
+CAPTION_CHARS = 52  # a caption line at most: about 330 px at 12 px, a phone's column (plotly does not wrap text)
+
+
+def caption(fig, text: str, below: int = CAPTION_BELOW_PX):
+    """Write `text` under the plot, left-aligned, `below` px under its bottom edge, in lines of at most
+    :data:`CAPTION_CHARS` (its own ``<br>`` kept), and make the bottom margin hold it; returns `fig`."""
+    import textwrap
+
+    lines = [w for line in text.split("<br>") for w in textwrap.wrap(line, CAPTION_CHARS) or [""]]
+    fig.add_annotation(text="<br>".join(lines), showarrow=False, xref="paper", yref="paper", x=0, y=0,
+                       yshift=-below, xanchor="left", yanchor="top", align="left", font=CAPTION_FONT)
+    fig.update_layout(margin_b=max(fig.layout.margin.b or 0, below + 17 * len(lines) + 12))
+    return fig
