@@ -175,17 +175,19 @@ def main(argv=None) -> int:
         cfgs = todo
     if not cfgs:
         return 0
-    ckdir = args.checkpoint_dir or ("checkpoints" if (args.resume or args.max_steps) else None)
-    if args.fused:
-        return _fused(args, cfgs, ckdir)
+    from .engine.options import TrainOptions
     from .engine.trainer import TrainingInterrupted
 
+    opts = TrainOptions(
+        device=args.device, out_dir=args.out, resume=args.resume, max_steps=args.max_steps,
+        checkpoint_dir=args.checkpoint_dir or ("checkpoints" if (args.resume or args.max_steps) else None),
+        checkpoint_every=args.checkpoint_every, checkpoint_minutes=args.checkpoint_minutes, compile=args.compile,
+        progress=not args.no_progress, deterministic=args.deterministic, amp=args.amp, cuda_graph=args.cuda_graph,
+        move=args.move)
+    if args.fused:
+        return _fused(args, cfgs, opts)
     try:
-        results = train_many(cfgs, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
-                             checkpoint_every=args.checkpoint_every, resume=args.resume, max_steps=args.max_steps,
-                             compile=args.compile, progress=not args.no_progress, deterministic=args.deterministic,
-                             amp=args.amp, cuda_graph=args.cuda_graph, move=args.move,
-                             checkpoint_minutes=args.checkpoint_minutes)
+        results = train_many(cfgs, args.data, opts)
     except TrainingInterrupted as e:  # Ctrl-C: the checkpoints are written; one line, no traceback
         print(e, file=sys.stderr)
         return 130
@@ -202,21 +204,20 @@ def _summaries(results):
                           if r.get(k) is not None}, indent=1))
 
 
-def _fused(args, cfgs, ckdir) -> int:
+def _fused(args, cfgs, opts) -> int:
     from .engine import fused
 
-    if args.compile or args.move:
-        print("error: --fused does not take --compile or --move", file=sys.stderr)
+    try:
+        opts.refuse("--fused", [n for n in fused.NOT_FUSED if n != "on_log"])
+    except ValueError as e:  # "--fused does not take compile, ...": one line
+        print(f"error: {e}", file=sys.stderr)
         return 2
     try:
         fused.check_fusable(cfgs)
     except ValueError as e:
         print(f"error: these runs cannot be fused: {e}", file=sys.stderr)
         return 2
-    results = fused.train_fused(cfgs, data=args.data, device=args.device, out_dir=args.out, checkpoint_dir=ckdir,
-                                checkpoint_every=args.checkpoint_every, resume=args.resume,
-                                max_steps=args.max_steps, progress=not args.no_progress,
-                                deterministic=args.deterministic, amp=args.amp, cuda_graph=args.cuda_graph)
+    results = fused.train_fused(cfgs, args.data, opts)
     _summaries(results)
     return 0
 

@@ -5,6 +5,8 @@ accepted either way."""
 import copy
 import json
 import os
+import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -341,3 +343,26 @@ def test_a_copy_of_the_books_runs_or_of_another_notebooks_runs_does_not_pass(qui
     with pytest.raises(AssertionError, match="another prediction than this notebook's"):
         ablations.check(name, runs, truth(name, runs), "Someone else's prediction, copied with the runs.",
                         scale="quick")
+
+
+def test_a_training_two_exercises_share_is_trained_once(tmp_path, monkeypatch, capsys):
+    """Constant scaling's and BN after addition's "original" are one training (the same network, data, schedule
+    and seed: ``results.training_hash``): the second exercise records the first's run under its own labels and
+    prediction, says so, and grades it (its prediction time is that of the exercise it was trained for)."""
+    from idmap_lib.engine import trainer
+    from idmap_lib.engine.results import training_hash
+    run = partial(ablations.run, seed=7, scale="quick", out_dir=tmp_path, progress=False)
+    first = run("constant_scaling", PRED)["original"]
+    time.sleep(1.1)  # the second prediction is written later than the first run (times are kept to the second)
+    trained, real = [], trainer.train_many
+    monkeypatch.setattr(trainer, "train_many", lambda cfgs, **kw: trained.extend(cfgs) or real(cfgs, **kw))
+    other = "BN after the addition should hurt: the shortcut is no longer an identity."
+    runs = run("bn_after_addition", other)
+    second = runs["original"]
+    assert [c["variant"] for c in trained] == [k for k in runs if k != "original"]  # all but the shared one
+    assert training_hash(first["config"]) == training_hash(second["config"]) and first["path"] != second["path"]
+    assert second["exercise"]["name"] == "bn_after_addition" and second["exercise"]["trained_for"] == "constant_scaling"
+    assert second["exercise"]["prediction"] == other
+    assert second["history"] == first["history"] and second["date"] == first["date"]  # one training, recorded twice
+    assert "the same training as constant_scaling's 'original', which you ran already" in capsys.readouterr().out
+    assert ablations.status("bn_after_addition", runs, truth("bn_after_addition", runs), other, scale="quick") == "passed"

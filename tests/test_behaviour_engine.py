@@ -8,6 +8,7 @@
   not depend on the evaluation batch size.
 """
 import copy
+import os
 
 import pytest
 import torch
@@ -309,3 +310,33 @@ def test_augmentation_draws_from_the_runs_own_generator_only():
         out.append(batches.train_batch(D, idx, cfg["augment"], torch.Generator().manual_seed(5), False))
     assert torch.equal(out[0], out[1])
     assert not torch.equal(out[0], batches.train_batch(D, idx, cfg["augment"], torch.Generator().manual_seed(6), False))
+
+
+# ---- threads on a CPU (issue 33.2) ----------------------------------------------------------------------------
+
+def test_hyperthreads_of_one_core_count_once(tmp_path):
+    """Colab's 2 vCPUs are one core's two hyperthreads: one physical core, so one thread for a conv net there."""
+    from idmap_lib.engine.device import physical_cores
+    allowed = sorted(os.sched_getaffinity(0))[:2]
+    one_core = "".join(f"processor\t: {i}\nphysical id\t: 0\ncore id\t\t: 0\n\n" for i in allowed)
+    (tmp_path / "ht").write_text(one_core)
+    two = "".join(f"processor\t: {i}\nphysical id\t: 0\ncore id\t\t: {j}\n\n" for j, i in enumerate(allowed))
+    (tmp_path / "two").write_text(two)
+    assert physical_cores(tmp_path / "ht") == 1
+    assert physical_cores(tmp_path / "two") == len(allowed)
+    assert physical_cores(tmp_path / "absent") == len(os.sched_getaffinity(0))  # no cpuinfo: the CPUs allowed
+
+
+def test_auto_threads_train_an_mlp_at_one_thread_and_restore_the_process_setting(mnist):
+    from idmap_lib.engine.device import cpu_threads, physical_cores
+    from idmap_lib.engine.recipes import config
+    from idmap_lib.engine.trainer import train
+    from support import tiny_mnist
+
+    conv = config("a_table2_activations", "full_preact-110", "cpu", 0)
+    assert cpu_threads([tiny_mnist()]) == 1 and cpu_threads([conv]) == cpu_threads([conv, tiny_mnist()]) == physical_cores()
+    before = torch.get_num_threads()
+    r = train(tiny_mnist(steps=3), data=mnist, device="cpu", progress=False, write_result=False, threads="auto")
+    assert r["hardware"]["torch_threads"] == 1 and torch.get_num_threads() == before
+    r = train(tiny_mnist(steps=3), data=mnist, device="cpu", progress=False, write_result=False)  # None: as they are
+    assert r["hardware"]["torch_threads"] == before

@@ -171,7 +171,7 @@ def test_a_run_stuck_at_chance_fails_only_where_the_recipe_asks(mnist):
     assert r["status"] == "fail" and r["fail"]["step"] == 9 and "still at chance (0.900) after 9 steps" in \
         r["fail"]["reason"]
     cfg["divergence"] = {"grace_fraction": 0.25}
-    assert trainer.Run(cfg, data=mnist, progress=False).chance_margin == 0.01  # the default margin
+    assert trainer.Run(cfg, data=mnist, progress=False).divergence.chance_margin == 0.01  # the default margin
 
 
 def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):

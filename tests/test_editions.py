@@ -14,6 +14,8 @@ import pytest
 from idmap_lib.checks import ablations, batch, editions, student
 from idmap_lib.engine import results
 
+pytestmark = pytest.mark.slow  # minutes: `pytest -m 'not slow'` leaves it out of the quick loop
+
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 

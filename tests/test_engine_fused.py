@@ -13,7 +13,8 @@ import torch.nn.functional as F
 
 from idmap_lib import cifar_resnet
 from idmap_lib.engine.checkpoint import CheckpointError
-from idmap_lib.engine.fused import FusedModels, FusedRun, fuse, train_fused, unfuse
+from idmap_lib.engine.fused import FusedRun, train_fused
+from idmap_lib.engine.fused_models import FusedModels, fuse, unfuse
 from idmap_lib.engine.recipes import config, step_schedule
 from idmap_lib.engine.trainer import Run, train
 
@@ -53,6 +54,10 @@ def _assert_same_run(fused, solo, tol):
         assert sa == sb and abs(la - lb) <= tol, (sa, la, lb)
     assert [h["step"] for h in fused["history"]["test"]] == [h["step"] for h in solo["history"]["test"]]
     assert fused["final"]["test_err"] == pytest.approx(solo["final"]["test_err"], abs=tol)
+    # the spot check's fingerprint (checks/spotcheck.py): a fused run records its first steps' losses as Run does
+    assert len(fused["first_steps"]) == len(solo["first_steps"]) > 0
+    assert fused["first_steps"] == pytest.approx(solo["first_steps"], abs=tol)
+    assert set(fused) - {"fused"} == set(solo) and fused["training_hash"] == solo["training_hash"]
 
 
 # ---------------------------------------------------------------- the fused network
@@ -116,6 +121,8 @@ def test_only_one_architecture_fuses():
         train_fused([tiny(0), tiny(1, steps=30)])
     with pytest.raises(ValueError, match="twice"):
         train_fused([tiny(0), tiny(0)])
+    with pytest.raises(ValueError, match="a fused run does not take compile, move: train such runs one at a time"):
+        train_fused([tiny(0), tiny(1)], compile=True, move=True)  # (options.TrainOptions.refuse; before any data)
     with pytest.raises(ValueError, match="fp16"):
         FusedRun([tiny(0), tiny(1)], amp="fp16", device="cpu", progress=False)
 
@@ -204,15 +211,15 @@ def test_cli_fused_trains_the_listed_seeds_as_one(monkeypatch):
 
     seen = {}
 
-    def fake(cfgs, **kw):
-        seen.update(cfgs=cfgs, kw=kw)
+    def fake(cfgs, data=None, options=None):
+        seen.update(cfgs=cfgs, options=options)
         return [{"status": "stopped", "step": 1} for _ in cfgs]
 
     monkeypatch.setattr(fused_mod, "train_fused", fake)
     rc = main(["train", "--experiment", T2, "--variant", "full_preact-110", "--seed", "0,1,2", "--fused",
                "--max-steps", "1", "--cuda-graph", "--scale", "full"])
     assert rc == 0 and [c["seed"] for c in seen["cfgs"]] == [0, 1, 2]
-    assert seen["kw"]["cuda_graph"] is True and seen["kw"]["max_steps"] == 1
+    assert seen["options"].cuda_graph is True and seen["options"].max_steps == 1
 
 
 def test_cli_fused_refuses_what_cannot_fuse(capsys):
@@ -220,6 +227,9 @@ def test_cli_fused_refuses_what_cannot_fuse(capsys):
 
     rc = main(["train", "--experiment", T2, "--variant", "original-110,original-164", "--fused", "--max-steps", "1"])
     assert rc == 2 and "cannot be fused" in capsys.readouterr().err
+    rc = main(["train", "--experiment", T2, "--variant", "original-110", "--seed", "7,8", "--fused", "--compile",
+               "--checkpoint-minutes", "3"])
+    assert rc == 2 and "error: --fused does not take compile, checkpoint_minutes" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- on a GPU: the fused step as one CUDA graph

@@ -9,7 +9,7 @@ import torch
 
 from idmap_lib import gates, mlp
 from idmap_lib.engine.recipes import config
-from idmap_lib.engine.results import run_name
+from idmap_lib.engine.results import config_hash, run_name
 from idmap_lib.engine.stacked import StackedMLP, check_stackable, group_hash, train_stacked
 from idmap_lib.engine.trainer import train
 from support import SHARED, tiny_mnist
@@ -219,7 +219,10 @@ def test_a_stopped_stack_names_its_checkpoint_and_resumes_where_it_stopped(mnist
     cfgs = [tiny(k, 0) for k in KINDS]
     part, _ = train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, max_steps=8)
     ck = tmp_path / f"stack__{run_name(cfgs[0])}__{group_hash(cfgs)[:12]}.pt"
-    assert part == [{"status": "stopped", "step": 8, "config": c, "checkpoint": str(ck)} for c in cfgs]
+    assert [{k: p[k] for k in ("status", "step", "config", "config_hash", "checkpoint")} for p in part] == \
+        [{"status": "stopped", "step": 8, "config": c, "config_hash": config_hash(c), "checkpoint": str(ck)} for c in cfgs]
+    assert all(len(p["first_steps"]) == 8 and len(p["history"]["train"]) == 8 // c["log_every"]
+               for p, c in zip(part, cfgs))  # a stopped run says what trainer.train's stopped run says
     state = torch.load(ck, weights_only=True)
     assert set(state) == {"format", "config_hash", "configs", "step", "model", "optimizer", "rng", "data", "acc",
                           "first_bad", "alive", "first", "history", "status", "fail", "elapsed"}
@@ -236,3 +239,28 @@ def test_stacked_checkpoints_fall_on_multiples_of_checkpoint_every_and_at_the_st
     cfgs = [tiny(k, 0, log=2) for k in KINDS]
     train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, checkpoint_every=4, max_steps=10)
     assert steps == [4, 8, 10]
+
+
+def test_a_stack_applies_the_recipes_whole_divergence_rule_as_train_does(mnist):
+    """outcome.Divergence is the rule of the three loops: a recipe that fails a run still at chance after a grace
+    period fails it stacked exactly as trainer.train does (the stack once applied only the non-finite rule). A
+    margin of 0.9 around chance (0.9) puts every run "at chance" at its first log after the grace period."""
+    from idmap_lib.engine.trainer import Run
+
+    cfgs = [tiny(k, 0) for k in ("plain", "resnet")]
+    for c in cfgs:
+        c["divergence"] = {"grace_fraction": 0.25, "chance_margin": 0.9}  # grace: max(0.25 x 14, 2 logs) = 8 steps
+    stacked, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
+    for cfg, s in zip(cfgs, stacked):
+        alone = Run(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
+        while not alone.done:
+            alone.advance()
+        assert s["status"] == alone.finish()["status"] == "fail" and s["fail"] == alone.fail
+        assert "still at chance" in s["fail"]["reason"] and s["final"]["steps"] == s["fail"]["step"] == 12
+
+
+def test_a_stack_refuses_the_options_it_does_not_implement(mnist):
+    with pytest.raises(ValueError, match="a stacked run does not take compile, channels_last"):
+        train_stacked([tiny("plain", 0)], data=mnist, compile=True, channels_last=True)
+    with pytest.raises(TypeError, match="unknown training option chekpoint_dir: the options are device, out_dir"):
+        train_stacked([tiny("plain", 0)], data=mnist, chekpoint_dir="x")

@@ -217,6 +217,7 @@ def test_the_progress_line_comes_after_the_first_steps_and_counts_max_steps(mnis
     assert "step 15, training loss " in line and "the remaining 5 steps (stopping at step 20 of 30)" in line
 
 
+@pytest.mark.slow
 def test_the_stop_button_in_a_real_kernel_shows_one_line_and_the_cell_run_again_resumes(tmp_path):
     """Issue 33.3 in a Jupyter kernel, as a student meets it: a long training cell, the stop button (the kernel's
     interrupt), one line of output saying how to go on and no traceback; the same cell again resumes from the

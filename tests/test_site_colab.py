@@ -23,6 +23,8 @@ import pytest
 from idmap_lib import book
 from idmap_lib.book import repository
 
+pytestmark = pytest.mark.slow  # minutes: `pytest -m 'not slow'` leaves it out of the quick loop
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = os.environ.get("IDMAP_COLAB_CHAPTER", "01_residual_units")  # a chapter that trains nothing
 # Chapters owned by other branches while this check was introduced: `python -m idmap_lib.book set-url`

@@ -15,8 +15,9 @@ says them in words, ``shown_as`` how the pages print them.
 """
 from __future__ import annotations
 
-import math
 import statistics
+
+from ..engine import outcome
 
 AT_CHANCE = 0.97  # a final training loss >= AT_CHANCE x ln C is where the run began: it ended at chance
 START_ERR = 0.80  # ResNet v1's warm-up rule: "until the training error is below 80 %"
@@ -27,8 +28,7 @@ START_ERR = 0.80  # ResNet v1's warm-up rule: "until the training error is below
 
 def chance(result) -> tuple[float, float]:
     """(test error, training loss) of a net that guesses: 1 - 1/C and ln C, C its classes."""
-    c = result["config"]["model"]["kwargs"].get("num_classes", 10)
-    return 1 - 1 / c, math.log(c)
+    return outcome.chance(result["config"]["model"]["kwargs"].get("num_classes", 10))
 
 
 def at_chance_loss(result, loss) -> bool:

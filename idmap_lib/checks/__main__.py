@@ -26,9 +26,8 @@ def main(argv=None):
     s.add_argument("names", nargs="*")
     s.add_argument("--scale", default="classroom", choices=("classroom", "gpu"),
                    help="gpu: the papers' networks (trains on a GPU, or slowly on a CPU; the configs are the same)")
-    t = sub.add_parser("time", help="time every exercise as its notebook runs it (2 threads) for the guide")
+    t = sub.add_parser("time", help="time every exercise as its notebook runs it (at the threads it picks here) for the guide")
     t.add_argument("names", nargs="*")
-    t.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     if args.cmd == "assign":
         from .editions import AssignError, assign
@@ -59,7 +58,7 @@ def main(argv=None):
         print(f"instructor guide -> {args.out}")
     elif args.cmd == "time":
         from .ablations import time_exercises
-        time_exercises(args.names or None, threads=args.threads)
+        time_exercises(args.names or None)
     elif args.cmd == "spread":
         from .ablations import measure
         measure(args.names or None, scale=args.scale)

@@ -127,7 +127,9 @@ def _not_yours(key, r, prediction):
         return (f"run {key!r} was trained with another prediction than this notebook's", "your runs are trained "
                 "after your own prediction is written: write it, then run the run cell")
     when = r.get("date") or (r.get("provenance") or {}).get("date")
-    if when and ex.get("prediction_recorded") and str(when) < str(ex["prediction_recorded"]):
+    # a run shared with another exercise (ablation_runs._share) was trained after that exercise's prediction
+    recorded = ex.get("trained_for_prediction_recorded") if "trained_for" in ex else ex.get("prediction_recorded")
+    if when and recorded and str(when) < str(recorded):
         return (f"run {key!r} was trained before its prediction was recorded", "write the prediction, then run")
     return None
 

@@ -122,6 +122,34 @@ def _set_aside_if_rewritten(name, found, prediction, out):
     return {k: (None if k in stale else r) for k, r in found.items()}
 
 
+def _trained_for_another(name, cfgs, keys, out) -> dict:
+    """{key: the result} of each run of `keys` that another exercise of this folder has already trained: the same
+    training (``results.training_hash``: model, data, schedule, seed) under that exercise's labels, e.g. constant
+    scaling's and BN after addition's "original". A run is trained once."""
+    twins = {k: find_result(cfgs[k], out) for k in keys}
+    return {k: r for k, r in twins.items()
+            if r is not None and (r.get("exercise") or {}).get("name") not in (None, name)}
+
+
+def _share(twin, cfg, name, prediction, out) -> dict:
+    """`twin` (trained for another exercise) recorded as run `cfg` of exercise `name`: its training as it was, this
+    exercise's labels and prediction, and which exercise it was trained for (the grader then reads that one's
+    prediction time: a shared run was trained after the prediction of the exercise it was trained for)."""
+    from ..engine.results import config_hash
+
+    was = twin["exercise"]
+    r = {k: v for k, v in twin.items() if k not in ("path", "shown_as", "exercise")}
+    r.update(config=cfg, config_hash=config_hash(cfg), exercise={
+        "name": name, "prediction": prediction,
+        "prediction_recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "trained_for": was["name"], "trained_for_prediction_recorded": was.get("prediction_recorded"),
+        "runs_trained_together": [cfg["variant"]], "wall_s_together": 0.0})
+    r["path"] = str(save_result(r, out))
+    print(f"{cfg['variant']}: the same training as {was['name']}'s {twin['config']['variant']!r}, which you ran "
+          f"already: recorded for {name} too, not trained again")
+    return r
+
+
 def _started_file(name, ckpt: Path) -> Path:
     return ckpt / f"{name}.started.json"
 
@@ -174,11 +202,17 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
             print(f"nothing trained: write your prediction first (a sentence or two in `prediction`), then run this "
                   f"cell again -- the exercise is to predict, then run, then explain ({', '.join(todo)} not run yet)")
             return found
+        shared = {} if ab.checkpoint else _trained_for_another(name, cfgs, todo, out)  # (pruning needs the weights)
+        for k, twin in shared.items():
+            found[k] = _share(twin, cfgs[k], name, prediction, out)
+        todo = [k for k in todo if k not in shared]
+    if todo:
         ckpt = out / "checkpoints"  # an interrupted exercise resumes from them (a submission leaves them out)
         now = _started(name, prediction, [cfgs[k] for k in todo], ckpt)
         t0 = time.perf_counter()
         new = trainer.train_many([cfgs[k] for k in todo], data=data, out_dir=out, checkpoint_dir=ckpt, resume=True,
-                                 checkpoint_minutes=3, progress=progress)  # (a disconnect loses at most 3 min)
+                                 checkpoint_minutes=3, progress=progress,  # (a disconnect loses at most 3 min)
+                                 threads="auto")  # on a CPU: 1 for the MNIST MLPs, else the physical cores
         wall = time.perf_counter() - t0  # the whole exercise: its runs train interleaved, data loaded once
         _started_file(name, ckpt).unlink(missing_ok=True)  # (Ctrl-C: trainer.TrainingInterrupted, the note kept)
         for k, r in zip(todo, new):

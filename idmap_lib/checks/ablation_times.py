@@ -58,32 +58,26 @@ def measure(names=None, seeds=SEEDS, out_dir=None, data=None, progress=False, sc
 
 
 
-def time_exercises(names=None, threads=2, data=None):
-    """Train each exercise once as its notebook does (classroom scale, ``torch.set_num_threads(threads)``, the
-    notebook's setting; one seed; runs in a scratch folder, then deleted) and record the wall time of the whole
-    exercise, with the machine, threads and date, in :data:`SPREAD_FILE` (``notebook_wall``): the guide's times."""
+def time_exercises(names=None, data=None):
+    """Train each exercise once as its notebook does (classroom scale, at the threads ``ablations.run`` picks on
+    this machine: ``engine.device.cpu_threads``; one seed; runs in a scratch folder, then deleted) and record the
+    wall time of the whole exercise, with the machine, threads and date, in :data:`SPREAD_FILE` (``notebook_wall``):
+    the guide's times."""
     import tempfile
 
-    import torch
-
     result = spread()
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        for name in names or ABLATIONS:
-            with tempfile.TemporaryDirectory() as tmp:
-                got = run(name, f"(the book's timing of the exercise, {threads} threads)", seed=TIMING_SEED,
-                          scale="classroom", out_dir=tmp, data=data, progress=False)
-            r = next(iter(got.values()))
-            hw = r.get("hardware", {})
-            result.setdefault(name, {})["notebook_wall"] = {
-                "s": r["exercise"]["wall_s_together"], "torch_threads": threads, "cpu": hw.get("cpu"),
-                "cpu_count": hw.get("cpu_count"), "measured_threads": hw.get("torch_threads"), "date": r["date"],
-                "seed": TIMING_SEED}
-            print(f"{name}: {r['exercise']['wall_s_together'] / 60:.1f} min at {threads} threads", flush=True)
-            write_spread(result)  # each as it lands
-    finally:
-        torch.set_num_threads(before)
+    for name in names or ABLATIONS:
+        with tempfile.TemporaryDirectory() as tmp:
+            got = run(name, "(the book's timing of the exercise)", seed=TIMING_SEED, scale="classroom", out_dir=tmp,
+                      data=data, progress=False)
+        r = next(iter(got.values()))
+        hw = r.get("hardware", {})
+        result.setdefault(name, {})["notebook_wall"] = {
+            "s": r["exercise"]["wall_s_together"], "torch_threads": hw.get("torch_threads"), "cpu": hw.get("cpu"),
+            "cpu_count": hw.get("cpu_count"), "measured_threads": hw.get("torch_threads"), "date": r["date"],
+            "seed": TIMING_SEED}
+        print(f"{name}: {r['exercise']['wall_s_together'] / 60:.1f} min at {hw.get('torch_threads')} threads", flush=True)
+        write_spread(result)  # each as it lands
     return result
 
 

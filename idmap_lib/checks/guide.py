@@ -226,16 +226,18 @@ def instructor_guide(title=True) -> str:
         gpu = t["gpu"]
         lines.append(f"| {name} | {_chapter_link(a.chapter)} | {a.changes} | {t['runs']} | {cpu} | {gpu['net']} | "
                      f"{gpu['s'] / 60:.1f} min ({gpu['how']}) |")
-    when = sorted({(m["cpu"], m["date"][:10]) for m in (t["cpu_measured"] for t in times.values()) if m})
+    when = sorted({(m["cpu"], m.get("cpu_count"), m["date"][:10]) for m in (t["cpu_measured"] for t in times.values())
+                   if m})
     lines += ["", "**Two scales.** The *classroom* scale is for a laptop CPU: depth-20 CIFAR nets, 150 steps, and "
               "Paper B's MNIST nets for 400 steps. The *gpu* scale, which `ablations.run` takes where a CUDA GPU "
               "is (Colab's T4), trains the papers' own network, ResNet-110, for as many steps as keep an "
               f"exercise within {ab.GPU_BUDGET_S / 60:.0f} min on a T4; the MNIST exercises are the paper's nets "
               "already, so their gpu scale is the classroom one. The grader grades each submission at the scale "
               "its runs were trained at, so one class can mix both.", "",
-              "CPU times: each exercise trained once as its notebook runs it (all its runs together, "
-              "`torch.set_num_threads(2)`), by `python -m idmap_lib.checks time`"
-              + (f", on {', '.join(f'a 2-core {c} ({d})' for c, d in when)}" if when else "")
+              "CPU times: each exercise trained once as its notebook runs it (all its runs together, at the threads "
+              "`ablations.run` picks: one for the MNIST MLPs, which gain nothing from a second and lose much beside "
+              "other work, every physical core for the CIFAR nets), by `python -m idmap_lib.checks time` on an "
+              "idle machine" + (f": {', '.join(f'a {n}-core {c} ({d})' for c, n, d in when)}" if when else "")
               + ". They are training times (loading the data comes on top, once per session); a machine busy with other "
               "work is slower, several times over when every core is taken, and the same machine varies from day "
               "to day. T4 times are not measured: for ResNet-110 they are derived from the pace a lent H200 "

@@ -45,27 +45,44 @@ def _installed(dist: str) -> bool:
         return False
 
 
+def _missing(dists) -> list[str]:
+    """The requirements of the installed distributions `dists` (not their extras) that are not installed at all."""
+    from packaging.requirements import Requirement
+
+    out = []
+    for dist in dists:
+        for r in map(Requirement, importlib.metadata.requires(dist) or []):
+            if (r.marker is None or r.marker.evaluate({"extra": ""})) and not _installed(r.name) and r.name not in out:
+                out.append(r.name)
+    return out
+
+
 def ensure_otter(pin: str = OTTER) -> list[str]:
-    """Install `pin` where otter cannot be imported (see the module's docstring); the distributions installed."""
+    """Install `pin` where otter cannot be imported (see the module's docstring); the distributions installed.
+
+    Each round installs, without dependencies, the requirements of the last round's distributions that are not
+    installed at all, until none is missing: no requirement is left unmet (``pip check``) but for a version
+    the runtime ships that otter would have upgraded, which is kept (otter's checks run with Colab's own)."""
     if importlib.util.find_spec("otter") is not None:
         return []
 
     def pip(*names):
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", *names], check=True)
+        importlib.invalidate_caches()
 
     from packaging.requirements import Requirement
 
     pip(pin)
-    importlib.invalidate_caches()
-    name = Requirement(pin).name
-    needs = [Requirement(r) for r in importlib.metadata.requires(name) or []]
-    wanted = [r for r in needs if r.marker is None or r.marker.evaluate({"extra": ""})]  # not the extras
-    missing = [r.name for r in wanted if not _installed(r.name)]
-    if missing:
-        pip(*missing)
-        importlib.invalidate_caches()
-    print(f"installed {pin}" + (f" and {', '.join(missing)}" if missing else "") + " (nothing already here changed)")
-    return [pin, *missing]
+    installed, new = [pin], [Requirement(pin).name]
+    for _ in range(20):  # (a requirement graph is a few levels deep)
+        new = [n for n in _missing(new) if n not in installed]
+        if not new:
+            break
+        pip(*new)
+        installed += new
+    print(f"installed {' and '.join([installed[0], ', '.join(installed[1:])]) if installed[1:] else pin} "
+          f"(nothing already here changed)")
+    return installed
 
 
 def tests_dir(name: str) -> Path:

@@ -336,7 +336,7 @@ def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activation
     from .fused import FusedRun
     from .recipes import config
     from .results import provenance
-    from .trainer import GRAPH_WARMUP
+    from .graphs import GRAPH_WARMUP
 
     def cfg_for(seed):
         c = config(experiment, variant, scale, seed)

@@ -1,13 +1,7 @@
-"""N runs of one architecture trained as one network: the models side by side (issue 20; HFTA, MLSys 2021).
+"""N runs of one architecture trained as one network: the models side by side (issue 20; HFTA, MLSys 2021): the run.
 
-A CIFAR ResNet step on a big GPU is a thousand small kernels that leave it mostly idle; N seeds (or N scalar
-variants) of one architecture can run as *one* network whose convolutions are grouped convolutions over the
-N models' channels, whose batch norm is over N x C channels, and whose optimizer updates N-fold tensors.
-``FusedModels`` builds that network without rewriting a layer: ``torch.func.stack_module_state`` holds every
-parameter and buffer as one stacked leaf tensor [N, ...], and ``torch.func.functional_call`` under
-``torch.vmap`` runs the model's own ``forward`` on all N at once -- vmap lowers a conv with stacked weights on
-a stacked batch to one grouped convolution, a batch norm to one over N x C channels, a linear layer to a
-batched matrix product: HFTA's fused array, derived instead of hand-written.
+The N models as one network (``FusedModels``, which architectures fuse, the optimizer over the stacked leaves):
+fused_models.py. Here the training run that drives them, each run exactly as it would train alone.
 
 What stays per model, so that each trains exactly as it would alone (``trainer.train``; tests/test_engine_fused.py:
 every logged loss equal to its solo run's to 1e-9 over 20 steps in float64; in float32 to 1e-5 for the first
@@ -24,18 +18,6 @@ logged windows, after which training amplifies the rounding of a grouped conv ag
   loss is masked out of the sum from then on); the others go on, unaffected (every fused op keeps the models
   apart: a NaN in one model's slice stays there).
 
-"One architecture": the same module tree, the same parameter and buffer names, shapes and dtypes, and the
-same module settings, with three exceptions that make *scalar variants* of one architecture fuse:
-- the seed (it only changes tensor values);
-- init-only values (a gate's ``init_bias``: Paper A Table 1's b_g = 0, -6, -7 live in the bias tensor);
-- constant-scaling factors (``ConstantScaling.shortcut_scale`` / ``residual_scale``, Table 1 rows 2-4): Python
-  floats read in ``forward``; where they differ between the models they become per-model scalar buffers of
-  the fused network (``FusedModels.scalars``, not part of any model's state_dict).
-Anything else that differs is refused with one error naming the module and what differs. Models that draw
-random numbers in training (dropout, the dropout shortcut) are refused: each solo run draws its masks from its
-own global RNG stream, which one vmapped call cannot reproduce.
-
-``fuse(models)`` / ``unfuse(fused)``: the stacked state and back to one state_dict per model, bit for bit.
 ``FusedRun`` / ``train_fused(cfgs, ...)``: N recipe configs that share their recipe (everything but the
 seed and such scalar variants) trained in lockstep. Checkpoints are the solo runs' own: every model's state is
 written, in ``Run.checkpoint``'s format, to the file ``Run`` would use (checkpoint_dir/<run name>.pt), so a
@@ -52,224 +34,27 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
-from torch.func import functional_call, stack_module_state
 
-from ..models.introspect import gates
-from ..models.shortcuts import ConstantScaling, DropoutShortcut
 from . import data as data_mod
 from .batches import normalise, prepare_data, to_device, train_batch
-from .build import build_model, build_optimizer
+from .build import build_model
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .device import EngineSettings, amp_dtype, format_duration, pick_device, precision_name
+from .fused_models import (FusedModels, check_one_architecture, fuse_optimizer_state, fused_optimizer,
+                           unfuse_optimizer_state)
+from .graphs import GraphedStep
+from .options import TrainOptions
+from .outcome import Divergence, result as outcome_result, stopped, together, window
 from .recipes import lr_at
-from .results import config_hash, provenance, run_name, save_result, training_hash
-from .trainer import GraphedStep
+from .results import FIRST_STEPS, config_hash, run_name, save_result
 
 # recipe keys that fused runs share (the model may differ only as FusedModels allows; the seed is free)
 SAME = ("dataset", "steps", "batch_size", "schedule", "optimizer", "preprocess", "augment", "subset", "log_every",
         "eval_every", "divergence")
-# float attributes read in forward that may differ between fused models: per-model scalar buffers
-SCALARS = {ConstantScaling: ("shortcut_scale", "residual_scale")}
-# attributes that do not change what forward computes: labels for drawings, init-only values
-IGNORED = ("on_shortcut", "on_residual", "init_bias")
-# optimizer state of one value per parameter element (stacked per model); the rest (step counts, NAdam's
-# mu_product) is one value per tensor, the same for every model of a lockstep run
-PER_ELEMENT_STATE = ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
-
-
-# ----------------------------------------------------------------------------------------------
-# N models as one
-
-def _settings(m):
-    """A module's own settings: its plain attributes, without torch's bookkeeping (``_*``, ``training``)."""
-    return {k: v for k, v in vars(m).items() if not k.startswith("_") and k != "training"}
-
-
-def _scalar_names(m):
-    return next((names for cls, names in SCALARS.items() if isinstance(m, cls)), ())
-
-
-def architecture_differences(models) -> tuple[list[str], dict]:
-    """What keeps `models` from being one architecture (empty if nothing), and the scalar fields that differ
-    between them: {(module path, attribute): [value of each model]}."""
-    if not models:
-        return ["no models"], {}
-    ref, out, scalars = models[0], [], {}
-    ref_mods = dict(ref.named_modules())
-    for i, m in enumerate(models[1:], 1):
-        mods = dict(m.named_modules())
-        if list(mods) != list(ref_mods):
-            extra = sorted(set(mods) ^ set(ref_mods)) or ["(their order)"]
-            out.append(f"model {i} has other modules than model 0: {', '.join(extra[:4])}")
-            continue
-        for path, a in mods.items():
-            b, name = ref_mods[path], path or "(the model)"
-            if type(a) is not type(b):
-                out.append(f"{name} is a {type(b).__name__} in model 0, a {type(a).__name__} in model {i}")
-                continue
-            for kind, ta, tb in (("parameter", a._parameters, b._parameters), ("buffer", a._buffers, b._buffers)):
-                sa = {k: None if t is None else (tuple(t.shape), t.dtype) for k, t in ta.items()}
-                sb = {k: None if t is None else (tuple(t.shape), t.dtype) for k, t in tb.items()}
-                if sa != sb:
-                    out.append(f"{name}: {kind}s (names, shapes, dtypes) differ: {sb} in model 0, {sa} in model {i}")
-            sa, sb = _settings(a), _settings(b)
-            for k in sorted(set(sa) | set(sb)):
-                if k in IGNORED or (k in sa and k in sb and sa[k] == sb[k]):
-                    continue
-                if k in _scalar_names(a):
-                    scalars[(path, k)] = None
-                    continue
-                out.append(f"{name}.{k} is {sb.get(k, '(absent)')!r} in model 0, {sa.get(k, '(absent)')!r} "
-                           f"in model {i}")
-    for path, k in scalars:
-        scalars[(path, k)] = [float(getattr(m.get_submodule(path), k)) for m in models]
-    return out, scalars
-
-
-def _random_in_training(model):
-    return [n or "(the model)" for n, m in model.named_modules()
-            if (isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0) or isinstance(m, DropoutShortcut)]
-
-
-def check_one_architecture(models) -> dict:
-    """Raise one clear error if `models` cannot be fused (see the module's docstring); else return the scalar
-    fields that differ between them (``architecture_differences``)."""
-    problems, scalars = architecture_differences(models)
-    if problems:
-        raise ValueError("these models are not one architecture, so they cannot be fused: "
-                         + "; ".join(problems[:6]) + (f" (and {len(problems) - 6} more)" if len(problems) > 6 else ""))
-    rnd = _random_in_training(models[0])
-    if rnd:
-        raise ValueError(f"models that draw random numbers in training cannot be fused (each solo run draws "
-                         f"its masks from its own RNG stream): {', '.join(rnd[:4])}; train them with "
-                         f"trainer.train or train_many")
-    return scalars
-
-
-class FusedModels:
-    """N models of one architecture (see the module's docstring) as stacked tensors, run as one network.
-
-    ``params`` and ``buffers``: {name: tensor [N, ...]} in each model's naming (the parameters are leaves that
-    require grad: give them to an optimizer); ``scalars``: {name: tensor [N]}, the scalar fields that differ.
-    Call it on a batch per model, x [N, B, ...] -> [N, B, classes], or with ``shared=True`` on one batch for
-    all, x [B, ...] (evaluation). ``train()`` / ``eval()`` switch batch norm as on a module."""
-
-    def __init__(self, models, device=None):
-        models = list(models)
-        scalars = check_one_architecture(models)
-        self.n = len(models)
-        self.keys = list(models[0].state_dict())  # one model's state_dict order
-        device = torch.device(device) if device is not None else next(models[0].parameters()).device
-        params, buffers = stack_module_state(models)
-        self.params = {k: v.detach().to(device).requires_grad_() for k, v in params.items()}
-        self.buffers = {k: v.to(device) for k, v in buffers.items()}
-        template = copy.deepcopy(models[0])
-        self.scalars = {}
-        for (path, attr), values in scalars.items():  # a float read in forward -> a per-model scalar buffer
-            m = template.get_submodule(path)
-            delattr(m, attr)
-            m.register_buffer(attr, torch.zeros(()), persistent=False)
-            self.scalars[f"{path}.{attr}"] = torch.tensor(values, dtype=torch.get_default_dtype(), device=device)
-        self.template = template.to("meta")  # its tensors are never read: functional_call supplies them all
-
-    @property
-    def training(self):
-        return self.template.training
-
-    def train(self, mode=True):
-        self.template.train(mode)
-        return self
-
-    def eval(self):
-        return self.train(False)
-
-    def _one(self, p, b, s, x):
-        return functional_call(self.template, (p, b, s), (x,))
-
-    def __call__(self, x, shared=False):
-        return torch.vmap(self._one, in_dims=(0, 0, 0, None if shared else 0))(
-            self.params, self.buffers, self.scalars, x)
-
-    def parameters(self):
-        return list(self.params.values())
-
-    @torch.no_grad()
-    def unfuse_one(self, r) -> dict:
-        """Model r's state_dict (a copy, in the model's own key order): exactly its slice of the fused tensors."""
-        return {k: (self.params[k] if k in self.params else self.buffers[k])[r].detach().clone() for k in self.keys}
-
-    def unfuse(self) -> list[dict]:
-        """One state_dict per model: exactly the fused tensors."""
-        return [self.unfuse_one(r) for r in range(self.n)]
-
-    @torch.no_grad()
-    def load(self, state_dicts):
-        """Set every model's parameters and buffers from its state_dict (as given by ``unfuse``)."""
-        if len(state_dicts) != self.n:
-            raise ValueError(f"{len(state_dicts)} state_dicts for {self.n} fused models")
-        for r, sd in enumerate(state_dicts):
-            if list(sd) != self.keys:
-                raise ValueError(f"state_dict {r} does not fit the fused models: its keys differ")
-            for k, v in sd.items():
-                (self.params if k in self.params else self.buffers)[k][r].copy_(v)
-
-    def solo_models(self, models):
-        """Write each model's fused state into `models` (fresh copies of the architecture); returns them."""
-        for m, sd in zip(models, self.unfuse()):
-            m.load_state_dict(sd)
-        return models
-
-
-def fuse(models, device=None) -> FusedModels:
-    """N models of one architecture as one ``FusedModels`` (their tensors copied, stacked)."""
-    return FusedModels(models, device)
-
-
-def unfuse(fused: FusedModels) -> list[dict]:
-    """The N models' state_dicts, bit for bit the fused state."""
-    return fused.unfuse()
-
-
-# ----------------------------------------------------------------------------------------------
-# the optimizer over the stacked leaves, and its state per model
-
-def fused_optimizer(fused: FusedModels, model: nn.Module, opt_cfg: dict, device=None, capturable=False):
-    """The recipe's optimizer (``build.build_optimizer`` of one model: its groups, weight decay rules, kind)
-    over the stacked leaves, parameter for parameter in the solo optimizer's order -- so its state_dict has the
-    solo optimizer's layout, each tensor of per-element state stacked [N, ...]."""
-    solo = build_optimizer(model, opt_cfg, device, capturable=capturable)
-    names = {id(p): n for n, p in model.named_parameters()}
-    groups = [{**{k: v for k, v in g.items() if k != "params"},
-               "params": [fused.params[names[id(p)]] for p in g["params"]]} for g in solo.param_groups]
-    return type(solo)(groups, **solo.defaults)
-
-
-def unfuse_optimizer_state(state_dict, r):
-    """Model r's solo optimizer state_dict from the fused optimizer's."""
-    state = {i: {k: (v[r].clone() if k in PER_ELEMENT_STATE else v.clone()) if torch.is_tensor(v) else v
-                 for k, v in s.items()} for i, s in state_dict["state"].items()}
-    return {"state": state, "param_groups": copy.deepcopy(state_dict["param_groups"])}
-
-
-def fuse_optimizer_state(state_dicts):
-    """The fused optimizer's state_dict from N solo ones (of models at one step)."""
-    first = state_dicts[0]
-    state = {}
-    for i, s in first["state"].items():
-        state[i] = {}
-        for k, v in s.items():
-            vs = [sd["state"][i][k] for sd in state_dicts]
-            if k in PER_ELEMENT_STATE:
-                state[i][k] = torch.stack(vs)
-            elif torch.is_tensor(v):
-                if any(not torch.equal(v, w) for w in vs):
-                    raise ValueError(f"optimizer state {k!r} differs between the models: not one lockstep run")
-                state[i][k] = v.clone()
-            else:
-                state[i][k] = v
-    return {"state": state, "param_groups": copy.deepcopy(first["param_groups"])}
+# training options a fused run does not take (trainer.train does): one compiled or channels_last network of N models,
+# a move between devices, wall-clock checkpoints and live curves are not built for it
+NOT_FUSED = ("compile", "channels_last", "move", "checkpoint_minutes", "on_log")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -293,15 +78,15 @@ class FusedRun(GraphedStep):
     """N runs (configs that ``check_fusable``) advanced in lockstep as one fused network; ``advance`` until
     ``done``, then ``finish`` -> one result per run. Each run's state is its solo run's (``trainer.Run``)."""
 
-    def __init__(self, cfgs, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
-                 resume=False, max_steps=None, progress=True, deterministic=False, amp="auto", write_result=True,
-                 cuda_graph=False):
+    def __init__(self, cfgs, data=None, options: TrainOptions | None = None, **changes):
+        o = TrainOptions.of(options, **changes)
+        o.refuse("a fused run", NOT_FUSED)
         check_fusable(cfgs)
         self.cfgs, self.n = list(cfgs), len(cfgs)
-        self.device = device = pick_device(device)
-        self.out_dir, self.write_result, self.progress = out_dir, write_result, progress
-        self.deterministic = bool(deterministic)
-        self.dtype = amp_dtype(device, amp)
+        self.device = device = pick_device(o.device)
+        self.out_dir, self.write_result, self.progress = o.out_dir, o.write_result, o.progress
+        self.deterministic, cuda_graph = bool(o.deterministic), o.cuda_graph
+        self.dtype = amp_dtype(device, o.amp)
         if self.dtype == torch.float16:
             raise ValueError("fused runs do not train in fp16: one GradScaler for N models would skip every "
                              "model's step when one overflows; use amp='bf16' or 'fp32'")
@@ -328,25 +113,24 @@ class FusedRun(GraphedStep):
         self.perm, self.pos = [to_device(torch.randperm(self.N, generator=g), device) for g in self.gen_order], 0
         # per run: loss sum, error sum, count, first non-finite step (-1: none) -- on the device
         self.acc = torch.tensor([[0.0, 0.0, 0.0, -1.0]] * self.n, device=device, dtype=torch.float64)
+        # per run: the training loss of each of the first FIRST_STEPS steps (its fingerprint, as Run's)
+        self.first = torch.full((self.n, FIRST_STEPS), math.nan, device=device, dtype=torch.float64)
+        self._first_index = torch.arange(FIRST_STEPS, device=device, dtype=torch.float64)
         self.alive = torch.ones(self.n, dtype=torch.bool, device=device)
         self.histories = [{"train": [], "test": []} for _ in self.cfgs]
         self.status, self.fails = ["running"] * self.n, [None] * self.n
         self.step, self.elapsed = 0, [0.0] * self.n
         self.step_t = torch.zeros((), device=device, dtype=torch.float64)  # the step, as the device sees it
-        self.ckpt_paths = [Path(checkpoint_dir) / f"{run_name(cfg)}.pt" for cfg in self.cfgs] \
-            if checkpoint_dir else None
-        ce = self.eval_every if checkpoint_every is None else checkpoint_every
+        self.ckpt_paths = [Path(o.checkpoint_dir) / f"{run_name(cfg)}.pt" for cfg in self.cfgs] \
+            if o.checkpoint_dir else None
+        ce = self.eval_every if o.checkpoint_every is None else o.checkpoint_every
         self.checkpoint_every = max(self.log_every, math.ceil(ce / self.log_every) * self.log_every)
-        if resume and self.ckpt_paths is not None:
+        if o.resume and self.ckpt_paths is not None:
             self._resume()
-        self.stop = self.total if max_steps is None else min(self.total, max_steps)
+        self.stop = self.total if o.max_steps is None else min(self.total, o.max_steps)
         self.step_t.fill_(self.step)
-        self.eager_since = self.step  # graph capture waits trainer.GRAPH_WARMUP eager steps after every (re)start
-        div = c["divergence"]
-        self.grace = None if div.get("grace_fraction") is None else \
-            max(int(div["grace_fraction"] * self.total), 2 * self.log_every)
-        self.chance_margin = div.get("chance_margin", 0.01)
-        self.chance_err = 1.0 - 1.0 / self.D["num_classes"]
+        self.eager_since = self.step  # graph capture waits graphs.GRAPH_WARMUP eager steps after every (re)start
+        self.divergence = Divergence(c, self.D["num_classes"])
         self.fused.train()
         self.t_window, self.steps_window = time.perf_counter(), 0
         self._say(f"fused: {self.n} runs of {run_name(c)} ... on {device}, {precision_name(self.dtype)}"
@@ -406,6 +190,8 @@ class FusedRun(GraphedStep):
         self.pos = pos.pop() if pos else 0
         self.perm = [ck["data"]["perm"].to(self.device, torch.int64) for ck in cks]
         self.acc = torch.stack([ck["acc"] for ck in cks]).to(self.device)
+        if all("first" in ck for ck in cks):
+            self.first = torch.stack([ck["first"] for ck in cks]).to(self.device)
         self.histories = [ck["history"] for ck in cks]
         self.elapsed = [ck["elapsed"] for ck in cks]
         self.status = [ck.get("status", "running") for ck in cks]
@@ -426,7 +212,7 @@ class FusedRun(GraphedStep):
                 "rng": {"torch": [self.torch_rng[r]], "cuda": None, "order": self.gen_order[r].get_state(),
                         "augment": [self.gen_aug[r].get_state()]},
                 "data": {"perm": self.perm[r].to(torch.int32).cpu(), "pos": self.pos},
-                "acc": self.acc[r].cpu().clone(),
+                "acc": self.acc[r].cpu().clone(), "first": self.first[r].cpu().clone(),
                 "history": self.histories[r], "elapsed": self.elapsed[r], "status": self.status[r],
                 "fail": self.fails[r], "moves": []}
 
@@ -481,6 +267,7 @@ class FusedRun(GraphedStep):
             self.acc[:, :3] += torch.stack((l * n, (out.detach().argmax(-1) != y).sum(1).double(), n), 1)
             first_bad = torch.isfinite(l).logical_not() & (self.acc[:, 3] < 0)
             self.acc[:, 3] = torch.where(first_bad, self.step_t.expand_as(l), self.acc[:, 3])
+            self.first.copy_(torch.where(self._first_index == self.step_t, l[:, None], self.first))
             self.step_t += 1
 
     def _train_step(self):
@@ -488,7 +275,7 @@ class FusedRun(GraphedStep):
         for g in self.opt.param_groups:
             g["lr"] = lr
         x, y = self._batches()
-        self._step_on(x, y, lr)  # eager, or replayed as one CUDA graph (trainer.GraphedStep)
+        self._step_on(x, y, lr)  # eager, or replayed as one CUDA graph (graphs.GraphedStep)
         self.step += 1
         self.steps_window += 1
 
@@ -521,18 +308,12 @@ class FusedRun(GraphedStep):
                 continue
             self.elapsed[r] += dt
             loss_sum, err_sum, n, bad = a[r]
-            rec = {"step": step, "train_loss": loss_sum / max(n, 1), "train_err": err_sum / max(n, 1),
-                   "lr": lr_at(sched, step - 1), "img_per_s": self.steps_window * self.B / dt,
-                   "wall_s": self.elapsed[r]}
+            rec = window(step, loss_sum, err_sum, n, lr_at(sched, step - 1), self.steps_window * self.B / dt,
+                         self.elapsed[r])
             self.histories[r]["train"].append(rec)
-            if bad >= 0:
-                self.status[r], self.fails[r] = "fail", {"step": int(bad), "reason": "non-finite training loss"}
-            elif self.grace is not None and step > self.grace and \
-                    rec["train_err"] >= self.chance_err - self.chance_margin:
-                self.status[r], self.fails[r] = "fail", {
-                    "step": step, "reason": f"training error {rec['train_err']:.3f} still at chance "
-                                            f"({self.chance_err:.3f}) after {step} steps"}
-            if self.status[r] != "running":
+            self.fails[r] = self.divergence.fail(rec, bad)
+            if self.fails[r] is not None:
+                self.status[r] = "fail"
                 self.alive[r] = False
         if evaluate and "running" in self.status:
             for r, (tl, te) in enumerate(self.evaluate()):
@@ -547,55 +328,41 @@ class FusedRun(GraphedStep):
         """The N trained networks, each a model of its config with its fused weights and statistics."""
         return self.fused.solo_models([copy.deepcopy(m) for m in self.models])
 
+    def _first_steps(self, r) -> list[float]:
+        return self.first[r, :min(self.step, FIRST_STEPS)].tolist()
+
     def finish(self) -> list[dict]:
         models = self.solo_models()
         out = []
         for r, cfg in enumerate(self.cfgs):
             if self.status[r] == "running":
-                out.append({"status": "stopped", "step": self.step, "config": cfg, "config_hash": self.hashes[r],
-                            "history": self.histories[r],
-                            "checkpoint": str(self.ckpt_paths[r]) if self.ckpt_paths else None})
+                out.append(stopped(cfg, self.step, self.histories[r], self.ckpt_paths[r] if self.ckpt_paths else None,
+                                   first_steps=self._first_steps(r)))
                 continue
-            h = self.histories[r]
-            tr = h["train"]
-            final = {"train_loss": tr[-1]["train_loss"], "train_err": tr[-1]["train_err"], "steps": tr[-1]["step"],
-                     "wall_s": self.elapsed[r],
-                     "img_per_s": sum(x["img_per_s"] for x in tr[1:]) / max(len(tr) - 1, 1)}
-            if h["test"] and h["test"][-1]["step"] == tr[-1]["step"]:  # a test error from before a failure is no final
-                final.update(test_err=h["test"][-1]["test_err"], test_loss=h["test"][-1]["test_loss"])
-            ks = gates(models[r])
-            if ks:
-                final["gates_k"] = [float(k.detach()) for k in ks]
-            result = {"config": cfg, "config_hash": self.hashes[r], "training_hash": training_hash(cfg),
-                      "status": self.status[r], "fail": self.fails[r], "final": final, "history": h,
-                      "seed": self.seeds[r], "dataset_source": self.D["source"],
-                      "precision": precision_name(self.dtype), "channels_last": False, "compiled": False,
-                      "cuda_graph": self.graph_on, "deterministic": self.deterministic,
-                      "fused": {"runs": self.n, "with": [run_name(c) for c in self.cfgs],
-                                "note": "trained together as one fused network (idmap_lib.engine.fused); each "
-                                        "run's img_per_s is its own images per second"},
-                      **provenance(self.device)}
+            result = outcome_result(cfg, status=self.status[r], fail=self.fails[r], history=self.histories[r],
+                                    net=models[r], first_steps=self._first_steps(r), dataset_source=self.D["source"],
+                                    precision=precision_name(self.dtype), device=self.device,
+                                    cuda_graph=self.graph_on, deterministic=self.deterministic,
+                                    fused=together("fused", self.cfgs, "fused"))
             if self.write_result:
                 result["path"] = str(save_result(result, self.out_dir))
             out.append(result)
         return out
 
 
-def train_fused(cfgs: list[dict], data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
-                resume=False, max_steps=None, progress=True, deterministic=False, amp="auto",
-                write_result=True, cuda_graph=False) -> list[dict]:
+def train_fused(cfgs: list[dict], data=None, options: TrainOptions | None = None, **changes) -> list[dict]:
     """Train N configs of one recipe and one architecture (seeds; scalar variants) as one fused network;
     returns one result per config, ``trainer.train``'s result plus ``fused`` (how many ran together).
 
-    The keyword arguments mean what they mean for ``trainer.train``; checkpoints are the solo runs' (one file
-    per run, where ``train`` would write it), so a run can go on fused or alone. A run whose loss turns
+    The options mean what they mean for ``trainer.train`` (not ``NOT_FUSED``); checkpoints are the solo runs' (one
+    file per run, where ``train`` would write it), so a run can go on fused or alone. A run whose loss turns
     non-finite is recorded "fail" at that step; the others go on."""
+    opts = TrainOptions.of(options, **changes)
+    opts.refuse("a fused run", NOT_FUSED)
     check_fusable(cfgs)  # (before the data is loaded: a refusal costs nothing)
     d = data if isinstance(data, data_mod.Data) else data_mod.load(cfgs[0]["dataset"], data)
-    with EngineSettings(deterministic, device):
-        run = FusedRun(cfgs, data=d, device=device, out_dir=out_dir, checkpoint_dir=checkpoint_dir,
-                       checkpoint_every=checkpoint_every, resume=resume, max_steps=max_steps, progress=progress,
-                       deterministic=deterministic, amp=amp, write_result=write_result, cuda_graph=cuda_graph)
+    with EngineSettings(opts.deterministic, opts.device, opts.threads, cfgs):
+        run = FusedRun(cfgs, d, opts)
         t0, s0 = time.perf_counter(), run.step
         while not run.done:
             run.advance()

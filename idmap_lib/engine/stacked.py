@@ -22,16 +22,20 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..models.introspect import gates
 from . import data as data_mod
 from .checkpoint import load_checkpoint, save_checkpoint
+from .options import TrainOptions
+from .outcome import Divergence, result as outcome_result, stopped, together, window
 from .recipes import lr_at
-from .results import FIRST_STEPS, config_hash, provenance, run_name, save_result, training_hash
+from .results import FIRST_STEPS, config_hash, run_name, save_result
 from .batches import prepare_data
 from .build import build_model
 from .device import format_duration, pick_device
 
 KINDS = ("plain", "resnet", "gresnet")
+# training options a stack does not take (trainer.train does): it trains in float32 on one device, eagerly
+NOT_STACKED = ("compile", "channels_last", "move", "checkpoint_minutes", "on_log", "cuda_graph", "deterministic",
+               "threads")
 SAME = ("dataset", "steps", "batch_size", "schedule", "optimizer", "preprocess", "augment", "subset", "log_every",
         "eval_every", "divergence")
 
@@ -173,6 +177,7 @@ class _Stack:
         self.first = torch.full((self.R, FIRST_STEPS), math.nan, dtype=torch.float64, device=device)  # first losses
         self.histories = [{"train": [], "test": []} for _ in cfgs]
         self.status, self.fails = ["running"] * self.R, [None] * self.R
+        self.divergence = Divergence(c, D["num_classes"])  # the rule trainer.train applies, to each run
         self.step, self.elapsed = 0, 0.0
         self.hash = group_hash(cfgs)
         self.ckpt = Path(checkpoint_dir) / f"stack__{run_name(c)}__{self.hash[:12]}.pt" if checkpoint_dir else None
@@ -262,11 +267,11 @@ class _Stack:
             if self.status[r] != "running":
                 continue
             ls, es, n = a[r]
-            self.histories[r]["train"].append({
-                "step": self.step, "train_loss": ls / max(n, 1), "train_err": es / max(n, 1), "lr": lr,
-                "img_per_s": n / dt, "wall_s": self.elapsed})
-            if bad[r] >= 0:
-                self.status[r], self.fails[r] = "fail", {"step": bad[r], "reason": "non-finite training loss"}
+            rec = window(self.step, ls, es, n, lr, n / dt, self.elapsed)
+            self.histories[r]["train"].append(rec)
+            self.fails[r] = self.divergence.fail(rec, bad[r])
+            if self.fails[r] is not None:
+                self.status[r] = "fail"
                 self.alive[r] = False
         if self.step % self.eval_every == 0 or self.step == self.total:
             for r, (tl, te) in enumerate(self.evaluate()):
@@ -276,20 +281,21 @@ class _Stack:
             self.status = ["ok" if s == "running" else s for s in self.status]
 
 
-def train_stacked(cfgs: list[dict], data=None, device=None, out_dir=None, checkpoint_dir=None,
-                  checkpoint_every=None, resume=False, max_steps=None, progress=True, write_result=True):
+def train_stacked(cfgs: list[dict], data=None, options: TrainOptions | None = None, **changes):
     """Train Paper B MNIST configs (``recipes.paper_b_mnist``) of one depth together; returns (results, nets).
 
-    Each result has the schema of ``trainer.train``'s (config, hash, status, final, history, provenance) plus
-    ``stacked`` (how many ran together, and their names); each net is the trained ``mlp()`` network. Runs in
-    float32 (tiny matrices gain nothing from bf16). A run whose loss turns non-finite is recorded as "fail" and
-    stops learning; the others go on. max_steps: stop early with a checkpoint (results not written)."""
+    Each result has the schema of ``trainer.train``'s (outcome.py) plus ``stacked`` (how many ran together, and
+    their names); each net is the trained ``mlp()`` network. Runs in float32 (tiny matrices gain nothing from bf16).
+    The options are ``trainer.train``'s, but for ``NOT_STACKED``. The recipe's divergence rule ends a run as
+    "fail" (it then stops learning); the others go on. max_steps: stop early with a checkpoint (nothing recorded)."""
+    o = TrainOptions.of(options, **changes)
+    o.refuse("a stacked run", NOT_STACKED)
     check_stackable(cfgs)
-    device = pick_device(device)
+    device = pick_device(o.device)
     d = data if isinstance(data, data_mod.Data) else data_mod.load(cfgs[0]["dataset"], data)
-    st = _Stack(cfgs, prepare_data(cfgs[0], d, device), device, checkpoint_dir, checkpoint_every, resume,
-                progress)
-    stop = st.total if max_steps is None else min(st.total, max_steps)
+    st = _Stack(cfgs, prepare_data(cfgs[0], d, device), device, o.checkpoint_dir, o.checkpoint_every, o.resume,
+                o.progress)
+    stop = st.total if o.max_steps is None else min(st.total, o.max_steps)
     st._say(f"stacked: {st.R} runs of {run_name(cfgs[0])} ... on {device}, float32; "
             f"{st.total - st.step} steps to go")
     t0, s0 = time.perf_counter(), st.step
@@ -307,32 +313,15 @@ def train_stacked(cfgs: list[dict], data=None, device=None, out_dir=None, checkp
         if st.step % st.checkpoint_every == 0 or st.step == stop:
             st.checkpoint()
     st.model.unstack(st.nets)
+    first = [st.first[r, :min(st.step, FIRST_STEPS)].tolist() for r in range(st.R)]
     if "running" in st.status and st.step < st.total:
-        return [{"status": "stopped", "step": st.step, "config": c, "checkpoint": str(st.ckpt)} for c in cfgs], \
-            st.nets
-    return [_result(st, r, write_result, out_dir, device, d.source) for r in range(st.R)], st.nets
-
-
-def _result(st, r, write, out_dir, device, source):
-    cfg, h = st.cfgs[r], st.histories[r]
-    tr = h["train"]
-    final = {"train_loss": tr[-1]["train_loss"], "train_err": tr[-1]["train_err"], "steps": st.step,
-             "wall_s": st.elapsed, "img_per_s": sum(x["img_per_s"] for x in tr[1:]) / max(len(tr) - 1, 1)}
-    if h["test"] and h["test"][-1]["step"] == st.step:
-        final.update(test_err=h["test"][-1]["test_err"], test_loss=h["test"][-1]["test_loss"])
-    ks = gates(st.nets[r])
-    if ks:
-        final["gates_k"] = [float(k.detach()) for k in ks]
-    result = {"config": cfg, "config_hash": config_hash(cfg), "training_hash": training_hash(cfg),
-              "status": st.status[r], "fail": st.fails[r],
-              "final": final, "history": h, "first_steps": st.first[r, :min(st.step, FIRST_STEPS)].tolist(),
-              "seed": int(cfg["seed"]), "dataset_source": source,
-              "precision": "float32", "channels_last": False, "compiled": False, "cuda_graph": False,
-              "deterministic": False,
-              "stacked": {"runs": st.R, "with": [run_name(c) for c in st.cfgs],
-                          "note": "trained together as one stacked network (idmap_lib.engine.stacked); each run's "
-                                  "img_per_s is its own images per second"},
-              **provenance(device)}
-    if write:
-        result["path"] = str(save_result(result, out_dir))
-    return result
+        return [stopped(c, st.step, h, st.ckpt, first_steps=f) for c, h, f in zip(cfgs, st.histories, first)], st.nets
+    results = []
+    for r, cfg in enumerate(cfgs):
+        result = outcome_result(cfg, status=st.status[r], fail=st.fails[r], history=st.histories[r], net=st.nets[r],
+                                first_steps=first[r], dataset_source=d.source, precision="float32", device=device,
+                                stacked=together("stacked", cfgs, "stacked"))
+        if o.write_result:
+            result["path"] = str(save_result(result, o.out_dir))
+        results.append(result)
+    return results, st.nets

@@ -1,25 +1,24 @@
 """The training engine: one recipe config in, one result (with provenance) out.
 
 Its parts: device.py (device, precision, process-wide switches), build.py (the recipe's model and optimizer),
-batches.py (the data on the device, batches, evaluation); here one ``Run``, and ``train``, ``train_many``, ``run``.
+batches.py (the data on the device, batches, evaluation), graphs.py (the step as one CUDA graph), options.py (how to
+train: ``TrainOptions``), outcome.py (the divergence rule and the result); here one ``Run``, and ``train``,
+``train_many``, ``run``.
 
 - best device (CUDA, then CPU); the whole uint8 dataset on that device; batches gathered by index from a
   seeded permutation, normalised and augmented there (augment.py) -- no DataLoader, no PIL;
 - autocast: bf16 where the hardware has it (GPUs of compute capability >= 8; CPUs with AVX512-BF16/AMX),
   fp16 + GradScaler on older GPUs (e.g. Colab's T4), else fp32; channels_last for conv nets; fused SGD and
   cudnn.benchmark on CUDA; optional torch.compile;
-- ``cuda_graph``: on CUDA, the whole step (forward, backward, optimizer, loss sums) is captured once in a CUDA
-  graph and replayed; a ResNet-110 step is ~1,200 small kernels, so eager PyTorch is bound by their launches;
-  the graph is captured again when the learning rate changes (4 times in Paper A's schedule); with fp16
-  (a T4) too: fused SGD takes GradScaler's scale and found_inf as tensors and skips an overflowing step on the
-  device, and GradScaler.update is device-side, so the scaled step has no host sync to break the capture;
+- ``cuda_graph``: on CUDA, the whole step replayed as one CUDA graph (graphs.py); with fp16 (a T4) too: fused SGD
+  takes GradScaler's scale and found_inf as tensors and skips an overflowing step on the device;
 - no host-device sync per step: loss/error sums, the first non-finite step and the losses of the first
   ``FIRST_STEPS`` steps (the result's ``first_steps``, which the batch grader's spot check compares) live on the
   device and are read every ``log_every`` steps (the first steps at the end);
 - live reporting: a tqdm.auto bar (loss, error, img/s), the device and precision up front, the projected
   time of the whole run after its first steps, and ``on_log(history)`` for the book's curves;
-- divergence is a result: a non-finite loss ends the run with status "fail" and the step (recipes may also
-  ask for the older "training error at chance after a grace period" rule);
+- divergence is a result (outcome.Divergence): a non-finite loss ends the run with status "fail" and the step
+  (recipes may also ask for the older "training error at chance after a grace period" rule);
 - atomic checkpoints (model, optimizer, schedule position, GradScaler, all RNG states, data order and
   position, accumulators, history, device type and precision) and exact resume;
 - DDP under torchrun (distributed.py); only rank 0 writes;
@@ -35,7 +34,6 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..models.introspect import gates
 from . import data as data_mod
 from . import distributed as dist_mod
 from . import runlock
@@ -43,45 +41,12 @@ from .batches import evaluate, prepare_data, to_device, train_batch
 from .build import build_model, build_optimizer, has_conv
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .device import EngineSettings, amp_dtype, format_duration, pick_device, precision_name
+from .graphs import GRAPH_WARMUP, GraphedStep
 from .interrupt import DeferredInterrupt, TrainingInterrupted  # noqa: F401  (trainer.TrainingInterrupted)
+from .options import TrainOptions
+from .outcome import Divergence, result as outcome_result, stopped, window
 from .recipes import lr_at
-from .results import FIRST_STEPS, config_hash, find_result, provenance, run_name, save_result, training_hash
-
-GRAPH_WARMUP = 3  # eager steps before the first capture (lazy init of cuDNN/cuBLAS handles, optimizer state)
-
-
-# ----------------------------------------------------------------------------------------------
-# the step, eager or as one CUDA graph
-
-class GraphedStep:
-    """The training step, eager or replayed as one CUDA graph, for a run (``Run``, ``fused.FusedRun``) that has
-    ``graph_on``, ``eager_since``, ``step``, ``opt``, ``stream``, ``graph``, ``graph_lr``, ``static`` and
-    ``_forward_backward(x, y)`` (forward, backward, optimizer step and the device-side sums)."""
-
-    def _capture(self, x, y, lr):
-        """Capture the step in a CUDA graph for this learning rate (fused SGD bakes the lr into its kernel)."""
-        self.graph = None  # frees the previous graph's memory pool
-        if self.static is None:
-            self.static = (torch.empty_like(x), torch.empty_like(y))
-        self.opt.zero_grad(set_to_none=True)  # the captured backward then writes (not adds) the gradients
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=self.stream):
-            self._forward_backward(*self.static)
-        self.graph, self.graph_lr = g, lr
-
-    def _step_on(self, x, y, lr):
-        """One step on the batch (x, y): replayed from the graph (captured again when the lr changes) once
-        GRAPH_WARMUP eager steps have run since the (re)start, else eager."""
-        if self.graph_on and self.step - self.eager_since >= GRAPH_WARMUP:
-            if self.graph is None or lr != self.graph_lr:
-                self._capture(x, y, lr)
-            self.static[0].copy_(x)
-            self.static[1].copy_(y)
-            self.graph.replay()
-        else:
-            self.opt.zero_grad(set_to_none=True)
-            self._forward_backward(x, y)
-
+from .results import FIRST_STEPS, config_hash, find_result, provenance, run_name, save_result
 
 # ----------------------------------------------------------------------------------------------
 # one run
@@ -90,17 +55,15 @@ class Run(GraphedStep):
     """One training run, advanced a step at a time (``advance``) until ``done``; ``train`` drives one,
     ``train_many`` several. All its device work goes to its own CUDA stream."""
 
-    def __init__(self, cfg, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
-                 resume=False, max_steps=None, compile=False, on_log=None, progress=True, deterministic=False,
-                 amp="auto", channels_last="auto", write_result=True, cuda_graph=False, move=False,
-                 checkpoint_minutes=None):
-        self.ctx = ctx = dist_mod.context(device)
-        self.checkpoint_minutes = checkpoint_minutes
-        self.move, self.moves = bool(move), []
-        self.device = device = ctx.device if ctx.world > 1 else pick_device(device)
-        self.cfg, self.out_dir, self.on_log, self.write_result = cfg, out_dir, on_log, write_result
-        self.compile, self.deterministic = bool(compile), bool(deterministic)
-        self.show = progress and ctx.rank == 0
+    def __init__(self, cfg, data=None, options: TrainOptions | None = None, **changes):
+        self.opts = o = TrainOptions.of(options, **changes)
+        self.ctx = ctx = dist_mod.context(o.device)
+        self.checkpoint_minutes = o.checkpoint_minutes
+        self.move, self.moves = bool(o.move), []
+        self.device = device = ctx.device if ctx.world > 1 else pick_device(o.device)
+        self.cfg, self.out_dir, self.on_log, self.write_result = cfg, o.out_dir, o.on_log, o.write_result
+        self.compile, self.deterministic = bool(o.compile), bool(o.deterministic)
+        self.show = o.progress and ctx.rank == 0
         self.chash = config_hash(cfg)
         self.seed = int(cfg["seed"])
         self.total, self.B = cfg["steps"], cfg["batch_size"]
@@ -109,9 +72,9 @@ class Run(GraphedStep):
             raise ValueError(f"batch size {self.B} is not divisible by the number of processes {ctx.world}")
         self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         with self._on_stream():
-            self._build(data, amp, channels_last, compile, cuda_graph)
-            self._fresh_state(checkpoint_dir, checkpoint_every, resume)
-        self._start(max_steps, cuda_graph)
+            self._build(data, o.amp, o.channels_last, o.compile, o.cuda_graph)
+            self._fresh_state(o.checkpoint_dir, o.checkpoint_every, o.resume)
+        self._start(o.max_steps, o.cuda_graph)
 
     def _build(self, data, amp, channels_last, compile, cuda_graph):
         """Data on the device, model (seeded), precision, optimizer, generators."""
@@ -164,11 +127,7 @@ class Run(GraphedStep):
         cfg, device = self.cfg, self.device
         self.bar = tqdm(total=self.total, initial=self.step, disable=not self.show, dynamic_ncols=True,
                         desc=f"{cfg['experiment']}/{cfg['variant']}/{cfg['scale']}")
-        div = cfg["divergence"]
-        self.grace = None if div.get("grace_fraction") is None else \
-            max(int(div["grace_fraction"] * self.total), 2 * self.log_every)
-        self.chance_margin = div.get("chance_margin", 0.01)
-        self.chance_err = 1.0 - 1.0 / self.D["num_classes"]
+        self.divergence = Divergence(cfg, self.D["num_classes"])
         self.stop = self.total if max_steps is None else min(self.total, max_steps)
         self.graph, self.graph_lr, self.static = None, None, None
         self.eager_since = self.step  # graph capture waits GRAPH_WARMUP eager steps after every (re)start
@@ -380,16 +339,12 @@ class Run(GraphedStep):
         now = time.perf_counter()
         dt = max(now - self.t_window, 1e-9)
         self.elapsed += dt
-        rec = {"step": step, "train_loss": loss_sum / max(n, 1), "train_err": err_sum / max(n, 1),
-               "lr": lr_at(cfg["schedule"], step - 1), "img_per_s": self.imgs_window / dt, "wall_s": self.elapsed}
+        rec = window(step, loss_sum, err_sum, n, lr_at(cfg["schedule"], step - 1), self.imgs_window / dt, self.elapsed)
         self.history["train"].append(rec)
         self.t_window, self.imgs_window = now, 0
-        if bad >= 0:
-            self.status, self.fail = "fail", {"step": int(bad), "reason": "non-finite training loss"}
-        elif self.grace is not None and step > self.grace and \
-                rec["train_err"] >= self.chance_err - self.chance_margin:
-            self.status, self.fail = "fail", {"step": step, "reason": f"training error {rec['train_err']:.3f} "
-                                              f"still at chance ({self.chance_err:.3f}) after {step} steps"}
+        self.fail = self.divergence.fail(rec, bad)
+        if self.fail is not None:
+            self.status = "fail"
         if self.status == "running" and (step % self.eval_every == 0 or step == self.total):
             tl, te = evaluate(self.raw, self.D, self.dtype, self.cl, self.device, ctx)
             self.history["test"].append({"step": step, "test_loss": tl, "test_err": te})
@@ -409,33 +364,21 @@ class Run(GraphedStep):
 
     def finish(self) -> dict:
         self.bar.close()
-        cfg, history, step = self.cfg, self.history, self.step
+        precision = precision_name(self.dtype)
         if self.status == "running":
-            return {"status": "stopped", "step": step, "config": cfg, "config_hash": self.chash,
-                    "history": history, "checkpoint": str(self.ckpt_path) if self.ckpt_path else None,
-                    "first_steps": self._first_steps(), "precision": precision_name(self.dtype),
-                    **provenance(self.device, self.ctx.world)}
-        tr = history["train"]
-        final = {"train_loss": tr[-1]["train_loss"], "train_err": tr[-1]["train_err"], "steps": step,
-                 "wall_s": self.elapsed,
-                 "img_per_s": sum(r["img_per_s"] for r in tr[1:]) / max(len(tr) - 1, 1)}
-        if history["test"] and history["test"][-1]["step"] == step:  # a test error from before a failure is no final
-            final.update(test_err=history["test"][-1]["test_err"], test_loss=history["test"][-1]["test_loss"])
-        ks = gates(self.raw)
-        if ks:
-            final["gates_k"] = [float(k.detach()) for k in ks]
-        result = {"config": cfg, "config_hash": self.chash, "training_hash": training_hash(cfg),
-                  "status": self.status, "fail": self.fail,
-                  "final": final, "history": history, "first_steps": self._first_steps(), "seed": self.seed,
-                  "dataset_source": self.D["source"],
-                  "precision": precision_name(self.dtype), "channels_last": self.cl, "compiled": self.compile,
-                  "cuda_graph": self.graph_on, "deterministic": self.deterministic,
-                  **provenance(self.device, self.ctx.world)}
+            return stopped(self.cfg, self.step, self.history, self.ckpt_path, first_steps=self._first_steps(),
+                           precision=precision, **provenance(self.device, self.ctx.world))
+        extra = {}
         if self.moves:  # resumed on another kind of device or precision (move=True): not one bit-exact run
-            result["moves"] = self.moves
+            extra["moves"] = self.moves
         if self.ctx.world > 1:
-            result["ddp"] = {"world_size": self.ctx.world, "backend": self.ctx.backend,
-                             "replicas_in_sync": self.ctx.params_in_sync(self.raw)}
+            extra["ddp"] = {"world_size": self.ctx.world, "backend": self.ctx.backend,
+                            "replicas_in_sync": self.ctx.params_in_sync(self.raw)}
+        result = outcome_result(self.cfg, status=self.status, fail=self.fail, history=self.history, net=self.raw,
+                                first_steps=self._first_steps(), dataset_source=self.D["source"], precision=precision,
+                                device=self.device, world=self.ctx.world, channels_last=self.cl,
+                                compiled=self.compile, cuda_graph=self.graph_on, deterministic=self.deterministic,
+                                **extra)
         if self.write_result and self.ctx.rank == 0:
             result["path"] = str(save_result(result, self.out_dir))
         return result
@@ -444,54 +387,36 @@ class Run(GraphedStep):
 # ----------------------------------------------------------------------------------------------
 # entry points
 
-def train(cfg: dict, data=None, device=None, out_dir=None, checkpoint_dir=None, checkpoint_every=None,
-          resume=False, max_steps=None, compile=False, on_log=None, progress=True, deterministic=False,
-          amp="auto", channels_last="auto", write_result=True, cuda_graph=False, move=False,
-          checkpoint_minutes=None) -> dict:
-    """Train one recipe config; returns the result dict (also written under out_dir when finished).
+def train(cfg: dict, data=None, options: TrainOptions | None = None, **changes) -> dict:
+    """Train one recipe config; returns the result dict (also written under the options' out_dir when finished).
 
     data: a data.Data, a path (like --data), or None ($IDMAP_DATA, then torchvision's download).
-    checkpoint_dir: where checkpoints go (e.g. Google Drive on Colab); None = no checkpoints.
-    checkpoint_every: steps between checkpoints (rounded up to a multiple of log_every); default eval_every.
-    checkpoint_minutes: also a checkpoint whenever this many minutes of wall time have passed since the last
-        (a student's run on Colab: a disconnect loses at most that much).
-    resume: continue from the checkpoint of this run in checkpoint_dir, if there is one.
-    max_steps: stop after this many steps of the recipe (schedule unchanged), save a checkpoint and return
-        status "stopped" (nothing written to results): a run "killed" on purpose, to be resumed.
+    options / keyword arguments: how to train (``options.TrainOptions``: device, out_dir, checkpoint_dir, resume,
+    max_steps, amp, ...; a keyword changes that one of `options`).
     Ctrl-C (a notebook's stop button) stops at the end of the step under way, writes the checkpoint and raises
     ``TrainingInterrupted`` (a KeyboardInterrupt of one line); a second Ctrl-C interrupts at once, without one.
-    deterministic: torch.use_deterministic_algorithms(True) (exact resume on CPU is bit-for-bit).
-    cuda_graph: on CUDA, replay the whole step as one CUDA graph (ignored, with a note, where it cannot be).
-    move: resume a checkpoint written on another kind of device or in another precision (bf16 on an H200 ->
-        fp16 on a T4 -> fp32 on a CPU); refused without it. The run is then no longer bit-exact (another
-        precision, a new augmentation stream) and its result lists the move under "moves".
     """
-    return train_many([cfg], data=data, device=device, out_dir=out_dir, checkpoint_dir=checkpoint_dir,
-                      checkpoint_every=checkpoint_every, resume=resume, max_steps=max_steps, compile=compile,
-                      on_log=on_log, progress=progress, deterministic=deterministic, amp=amp,
-                      channels_last=channels_last, write_result=write_result, cuda_graph=cuda_graph, move=move,
-                      checkpoint_minutes=checkpoint_minutes)[0]
+    return train_many([cfg], data, options, **changes)[0]
 
 
-def train_many(cfgs: list[dict], **kwargs) -> list[dict]:
-    """Several runs interleaved step by step in one process (same keyword arguments as ``train``).
+def train_many(cfgs: list[dict], data=None, options: TrainOptions | None = None, **changes) -> list[dict]:
+    """Several runs interleaved step by step in one process (the options of ``train``).
 
     On CUDA each run issues its work on its own stream, so the small kernels of one network overlap those of
     another: several seeds or variants share one GPU at a higher total throughput than one after another. Every
     run is exactly the run ``train`` would make (its own model, optimizer, generators and data order)."""
-    data = kwargs.pop("data", None)
-    ck_dir = kwargs.get("checkpoint_dir")
+    opts = TrainOptions.of(options, **changes)
+    ck_dir = opts.checkpoint_dir
     held = [Path(ck_dir) / f"{run_name(c)}.pt" for c in cfgs] if ck_dir and dist_mod.int_env("RANK", 0) == 0 else []
     with runlock.hold(held):  # one process at a time trains a run into a checkpoint folder (RunInUse otherwise)
-        return _train_many(cfgs, data, kwargs)
+        return _train_many(cfgs, data, opts)
 
 
-def _train_many(cfgs, data, kwargs):
+def _train_many(cfgs, data, opts):
     if not isinstance(data, data_mod.Data):  # load each dataset once for all runs
         data = {name: data_mod.load(name, data) for name in sorted({c["dataset"] for c in cfgs})}
-    with EngineSettings(kwargs.get("deterministic"), kwargs.get("device")):
-        runs = [Run(cfg, data=data if isinstance(data, data_mod.Data) else data[cfg["dataset"]], **kwargs)
-                for cfg in cfgs]
+    with EngineSettings(opts.deterministic, opts.device, opts.threads, cfgs):
+        runs = [Run(cfg, data if isinstance(data, data_mod.Data) else data[cfg["dataset"]], opts) for cfg in cfgs]
         several = len(runs) > 1
         with DeferredInterrupt(all(r.ctx.world == 1 for r in runs)) as interrupt:
             while not all(r.done for r in runs) and not interrupt.hit:
@@ -525,7 +450,7 @@ def run(experiment: str, variant: str, scale: str = "cpu", seed: int = 0, out_di
         **train_kwargs) -> dict:
     """The result of one recipe run: looked up by config hash in `out_dir`, trained (and saved) if missing.
 
-    train_kwargs go to ``train`` (data=, device=, on_log=, progress=, checkpoint_dir=, cuda_graph=, ...).
+    train_kwargs go to ``train`` (data=, and the options: device=, on_log=, progress=, checkpoint_dir=, ...).
     """
     from .recipes import config
 
