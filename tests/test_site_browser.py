@@ -41,6 +41,7 @@ SLIDER_PAGE = "03_scaled_shortcuts.html"
 WEIGHTS_FILE = SITE.parent / "page_weights.json"
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.slow  # a real browser over every page: minutes
 
 
 def site_pages():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..book import CLASSROOM_RUNS as BOOK_RUNS
 from ..book.seeds import SEEDS, TIMING_SEED
+from ..book.run_times import _threads
 from .ablation_exercises import ABLATIONS, configs, final, mean_k, resolve_scale
 from .ablation_grading import spread, spread_key, write_spread
 from .ablation_runs import run
@@ -76,7 +77,7 @@ def time_exercises(names=None, data=None):
             "s": r["exercise"]["wall_s_together"], "torch_threads": hw.get("torch_threads"), "cpu": hw.get("cpu"),
             "cpu_count": hw.get("cpu_count"), "measured_threads": hw.get("torch_threads"), "date": r["date"],
             "seed": TIMING_SEED}
-        print(f"{name}: {r['exercise']['wall_s_together'] / 60:.1f} min at {hw.get('torch_threads')} threads", flush=True)
+        print(f"{name}: {r['exercise']['wall_s_together'] / 60:.1f} min at {_threads(hw.get('torch_threads'))}", flush=True)
         write_spread(result)  # each as it lands
     return result
 

@@ -48,6 +48,7 @@ from .outcome import Divergence, result as outcome_result, stopped, window
 from .recipes import lr_at
 from .results import FIRST_STEPS, config_hash, find_result, provenance, run_name, save_result
 
+
 # ----------------------------------------------------------------------------------------------
 # one run
 
