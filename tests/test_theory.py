@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 import torch
 
-from idmap_lib.book import repository, theory as T
+from idmap_lib.book import notation, repository, theory as T
 
 # ---- sympy: every derived equation equals the paper's ------------------------------------------------------
 
@@ -106,7 +106,7 @@ def test_index_arithmetic_reads_l_plus_1_and_sums_keep_1_first():
 
 def test_long_equations_are_set_on_several_lines():
     eq7 = T.eqn7()
-    long_steps = [T.tex_display(e) for _, e in eq7.steps if len(sp.sstr(e)) > T.WRAP]
+    long_steps = [T.tex_display(e) for _, e in eq7.steps if len(sp.sstr(e)) > notation.WRAP]
     assert long_steps and all(s.startswith(r"\begin{aligned}") and r"\\ &\quad + " in s for s in long_steps)
     assert not T.tex_display(T.eqn3().result).startswith(r"\begin")
 

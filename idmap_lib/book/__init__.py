@@ -3,7 +3,7 @@ imports it; only checks/, the exercises' graders, builds on it; tests/test_layer
 
 - this file: the chapters' setup (device, build-time plotly renderer) and their prose helpers (``say``, ``sci``,
   ``live_widget``); repository.py: the repository URL setting (``python -m idmap_lib.book set-url|check``);
-- theory.py: sympy derivations of Paper A's Eqns 1-8 and Paper B's gates; probes.py: measurements on real
+- notation.py: the papers' symbols in sympy and their LaTeX; theory.py: sympy derivations of Paper A's Eqns 1-8 and Paper B's gates; probes.py: measurements on real
   networks; slider_figures.py: chapters 2 and 3's slider figures; figure_style.py: every figure's fonts, legend
   place and caption line; diagrams.py: drawings of the units;
 - mechanisms.py: the mechanism experiments (forward signal under a scaled shortcut, what the weight layers see,
