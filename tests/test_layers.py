@@ -90,6 +90,31 @@ def test_a_planted_upward_import_is_caught(module, planted):
     assert len(upward(module, path, path.read_text() + "\n\n" + planted + "\n")) == 1
 
 
+def import_circle(sources: dict | None = None) -> list:
+    """An import circle among the package's modules (deferred imports inside functions count: they only hide
+    one), as the list of modules round it, or [] (``graphlib``). `sources`: {module: source} to read instead."""
+    import graphlib
+    sources = sources or {}
+    graph = {n: {t for _, t in imported(n, p, sources.get(n))} - {n} for n, p in MODULES.items()}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as e:
+        return e.args[1]
+    return []
+
+
+def test_no_import_circle():
+    assert import_circle() == [], " -> ".join(import_circle())
+
+
+def test_a_planted_import_circle_is_caught():
+    """book/live.py imports book/runs.py; runs importing live back (even inside a function) closes a circle."""
+    runs = MODULES["idmap_lib.book.runs"]
+    assert "idmap_lib.book.runs" in {t for _, t in imported("idmap_lib.book.live", MODULES["idmap_lib.book.live"])}
+    circle = import_circle({"idmap_lib.book.runs": runs.read_text() + "\n\ndef f():\n    from . import live\n"})
+    assert {"idmap_lib.book.live", "idmap_lib.book.runs"} <= set(circle)
+
+
 def test_the_stable_api_and_the_recipes_builders():
     """``im.x`` names stay where chapters and scripts use them; every builder a recipe names is a model."""
     assert set(im.__all__) == {
