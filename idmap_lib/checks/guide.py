@@ -235,7 +235,7 @@ def instructor_guide(title=True) -> str:
               "already, so their gpu scale is the classroom one. The grader grades each submission at the scale "
               "its runs were trained at, so one class can mix both.", "",
               "CPU times: each exercise trained once as its notebook runs it (all its runs together, at the threads "
-              "`ablations.run` picks: one for the MNIST MLPs, which gain nothing from a second and lose much beside "
+              "`ablations.run` picks: one for the MNIST MLPs, which gain little from a second and lose much beside "
               "other work, every physical core for the CIFAR nets), by `python -m idmap_lib.checks time` on an "
               "idle machine" + (f": {', '.join(f'a {n}-core {c} ({d})' for c, n, d in when)}" if when else "")
               + ". They are training times (loading the data comes on top, once per session); a machine busy with other "
