@@ -6,6 +6,7 @@ own runs where they trained it), and what it trains at each scale, in words (``s
 from __future__ import annotations
 
 from ..engine import recipes, results
+from ..engine.data import SIZES as DATASET_SIZES  # (train, test) images: variants.DATASET_SIZES
 from . import paper_numbers
 from .metrics import did_not_train, final_test_err, final_train_loss, steps_to_80
 from .reports import net_name
@@ -29,7 +30,6 @@ T1_CURVES = ("original", "constant_scaling-0.5-1", "constant_scaling-0.5-0.5", "
              "exclusive_gating-b-6", "shortcut_only_gating-b-6", "dropout-0.5")
 T1_FULL = ("original", "exclusive_gating-b-6", "shortcut_only_gating-b-6")
 NETWORK = ("depth", "unit", "shortcut", "num_classes", "block")  # a Table 1 variant's kwargs that are not its shortcut's
-DATASET_SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}  # (train, test)
 
 
 def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_dir=None, yours=None):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..book import CLASSROOM_RUNS as BOOK_RUNS  # the book's recorded classroom runs (a repository checkout)
+from ..book import metrics
 from ..engine import recipes
 
 HERE = Path(__file__).resolve().parent
@@ -68,8 +69,8 @@ def _early(r):
 
 
 def mean_k(r):
-    ks = r["final"].get("gates_k") or []
-    return sum(ks) / len(ks) if ks else float("nan")
+    """``metrics.mean_k`` of a gated run; NaN for a run without gates (a submission's, which the judge then fails)."""
+    return metrics.mean_k(r) if r["final"].get("gates_k") else float("nan")
 
 
 def failed(r):

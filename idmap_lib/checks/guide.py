@@ -118,7 +118,7 @@ def scales_in_words(name, scale="classroom") -> dict:
         return "Paper B's MNIST nets at the exercise's depths"
 
     def length(c):
-        from ..book.variants import DATASET_SIZES  # (train, test) images
+        from ..engine.data import SIZES as DATASET_SIZES  # (train, test) images
 
         sub, whole = c.get("subset"), DATASET_SIZES[c["dataset"]][0]
         n_train = 10 * sub["train_per_class"] if sub else whole

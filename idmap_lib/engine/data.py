@@ -34,6 +34,7 @@ DATASETS = {
     "mnist": ("MNIST", (1, 28, 28), [str(d) for d in range(10)]),
 }
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "mnist": 10}
+SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}  # (train, test) images
 ENV_VAR = "IDMAP_DATA"
 _CHECKOUT = Path(__file__).resolve().parents[2]  # the repository checkout, when the package is used from one
 

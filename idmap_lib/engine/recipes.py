@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 
 from ..models.registry import UNITS
+from .data import SIZES
 
 # ----------------------------------------------------------------------------------------------
 # learning-rate schedules: pure functions of the iteration
@@ -183,7 +184,7 @@ def paper_b_wrn(gated, scale="full", k_decay=False, dataset="cifar10"):
         kw.update(widen=1)
     cfg = _base(dataset, {"builder": "wide_resnet", "kwargs": kw}, opt, "mean_std", AUG)
     if scale == "full":
-        total = 200 * (50000 // 128)
+        total = 200 * (SIZES[dataset][0] // 128)  # 200 epochs of CIFAR's 50,000 training images
         cfg.update(steps=total, schedule=step_schedule(total, 0.1, 5, fractions=[0.3, 0.6, 0.8]),
                    subset=None, log_every=100, eval_every=2000,
                    why={"steps": "unstated in Paper B; 200 epochs (Zagoruyko & Komodakis' WRN recipe, whose "
