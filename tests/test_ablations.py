@@ -366,3 +366,10 @@ def test_a_training_two_exercises_share_is_trained_once(tmp_path, monkeypatch, c
     assert second["history"] == first["history"] and second["date"] == first["date"]  # one training, recorded twice
     assert "the same training as constant_scaling's 'original', which you ran already" in capsys.readouterr().out
     assert ablations.status("bn_after_addition", runs, truth("bn_after_addition", runs), other, scale="quick") == "passed"
+    # constant scaling's prediction rewritten: its runs are set aside and trained again, never taken back
+    # through bn_after_addition's copy of the old training (which was trained before the new prediction)
+    rewritten = "Scaling every shortcut by 0.5 should hurt: the direct term shrinks with depth."
+    again = run("constant_scaling", rewritten)
+    assert "trained_for" not in again["original"]["exercise"] and again["original"]["date"] > first["date"]
+    assert ablations.status("constant_scaling", again, truth("constant_scaling", again), rewritten,
+                            scale="quick") == "passed"

@@ -127,8 +127,14 @@ def _trained_for_another(name, cfgs, keys, out) -> dict:
     training (``results.training_hash``: model, data, schedule, seed) under that exercise's labels, e.g. constant
     scaling's and BN after addition's "original". A run is trained once."""
     twins = {k: find_result(cfgs[k], out) for k in keys}
-    return {k: r for k, r in twins.items()
-            if r is not None and (r.get("exercise") or {}).get("name") not in (None, name)}
+    return {k: r for k, r in twins.items() if r is not None and _trained_for(r) not in (None, name)}
+
+
+def _trained_for(r):
+    """The exercise a recorded run was trained for (a shared run's is the one it was trained for, not its own):
+    a run this exercise trained once and then set aside is never taken back through another exercise's copy."""
+    ex = r.get("exercise") or {}
+    return ex.get("trained_for", ex.get("name"))
 
 
 def _share(twin, cfg, name, prediction, out) -> dict:
@@ -142,11 +148,12 @@ def _share(twin, cfg, name, prediction, out) -> dict:
     r.update(config=cfg, config_hash=config_hash(cfg), exercise={
         "name": name, "prediction": prediction,
         "prediction_recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "trained_for": was["name"], "trained_for_prediction_recorded": was.get("prediction_recorded"),
+        "trained_for": _trained_for(twin),
+        "trained_for_prediction_recorded": was.get("trained_for_prediction_recorded", was.get("prediction_recorded")),
         "runs_trained_together": [cfg["variant"]], "wall_s_together": 0.0})
     r["path"] = str(save_result(r, out))
-    print(f"{cfg['variant']}: the same training as {was['name']}'s {twin['config']['variant']!r}, which you ran "
-          f"already: recorded for {name} too, not trained again")
+    print(f"{cfg['variant']}: the same training as {_trained_for(twin)}'s {twin['config']['variant']!r}, which you "
+          f"ran already: recorded for {name} too, not trained again")
     return r
 
 
