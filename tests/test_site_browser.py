@@ -520,3 +520,100 @@ def test_launch_buttons_follow_the_repository_url_setting():
         colab = f"https://colab.research.google.com/github/{owner_repo}/blob/main/book/{target}"
         assert colab in html, f"{nb_path.stem}.html: no Colab button for {colab}"
         assert f'href="{url}"' in html, f"{nb_path.stem}.html: repository button does not point to {url}"
+
+
+# ---- figures on a phone: no text on text, none cut off (issue 30) --------------------------------------------------
+# Every visible text of every plotly figure at 390 px, with its box relative to the figure's div. Only text plotly
+# draws (title, axis titles, legend, annotations, sliders, menus, colour bars, tick labels); hidden ones (display
+# none, opacity 0: ticks plotly itself dropped) are not there to overlap. Tick labels of one axis are compared with
+# each other too: plotly does not drop labels it sets too close (a log axis labelled at 1, 1.5, 2, 3 ...), and two
+# labels on one another are unreadable. Folds are opened first (a figure there is what a reader sees on opening it),
+# and the book's phone layout (book/_ext/idmap_phone.js) is waited for where the page has it.
+FIGURE_TEXTS_JS = """() => {
+  const SEL = [
+    ['title', '.infolayer .gtitle'],
+    ['axis title', '.infolayer g[class^="g-x"][class$="title"] text, .infolayer g[class^="g-y"][class$="title"] text'],
+    ['legend', '.legend text'], ['annotation', '.annotation text'],
+    ['slider', '.slider-container text, .slider-group text'], ['menu', '.updatemenu-container text'],
+    ['colorbar', '.colorbar text'], ['tick', 'g.xtick text, g.ytick text'],
+  ];
+  const shown = e => {
+    for (let n = e; n && n.nodeType === 1 && n.tagName !== 'DIV'; n = n.parentNode) {
+      const s = getComputedStyle(n);
+      if (s.display === 'none' || s.visibility === 'hidden' || parseFloat(s.opacity) === 0) return false;
+    }
+    return true;
+  };
+  return Array.from(document.querySelectorAll('.plotly-graph-div')).map((gd, i) => {
+    const f = gd.getBoundingClientRect(), seen = new Set(), texts = [];
+    for (const [kind, sel] of SEL) for (const t of gd.querySelectorAll(sel)) {
+      if (seen.has(t)) continue; seen.add(t);
+      const s = (t.textContent || '').trim(); if (!s || !shown(t)) continue;
+      const b = t.getBoundingClientRect(); if (b.width < 1 || b.height < 1) continue;
+      texts.push({kind, text: s.slice(0, 60), box: [b.left - f.left, b.top - f.top, b.right - f.left, b.bottom - f.top]});
+    }
+    const L = gd._fullLayout || {}, a = (L.annotations || [])[0];
+    let title = (gd.layout.title && gd.layout.title.text) || (a && a.text) || `figure ${i + 1}`;
+    return {title: title.replace(/<[^>]+>/g, ' ').slice(0, 70), size: [f.width, f.height], texts};
+  });
+}"""
+OVERLAP_PX = 3  # two boxes may touch (a descender on the line below): overlapping more than this in both directions
+OUTSIDE_PX = 1  # a text's box past the figure's own box by more than this is cut off (or drawn over the page)
+
+
+def _text_faults(page_name, figures):
+    bad = []
+    for f in figures:
+        width, height = f["size"]
+        if width < 1:
+            continue
+        where = f"{page_name}, figure {f['title']!r}"
+        for t in f["texts"]:
+            x0, y0, x1, y1 = t["box"]
+            if x0 < -OUTSIDE_PX or y0 < -OUTSIDE_PX or x1 > width + OUTSIDE_PX or y1 > height + OUTSIDE_PX:
+                bad.append(f"{where}: {t['kind']} {t['text']!r} runs outside the figure "
+                           f"({[round(v) for v in t['box']]} in {round(width)}x{round(height)} px)")
+        texts = f["texts"]
+        for i, a in enumerate(texts):
+            for b in texts[i + 1:]:
+                w = min(a["box"][2], b["box"][2]) - max(a["box"][0], b["box"][0])
+                h = min(a["box"][3], b["box"][3]) - max(a["box"][1], b["box"][1])
+                if w > OVERLAP_PX and h > OVERLAP_PX:
+                    bad.append(f"{where}: {a['kind']} {a['text']!r} overlaps {b['kind']} {b['text']!r} "
+                               f"({w:.0f}x{h:.0f} px)")
+    return bad
+
+
+def _figure_texts_on_a_phone(browser, site_url, name, plant=None):
+    _, visit = _open_drawn(browser, site_url, name, PHONE)
+    try:
+        page = visit.page
+        page.evaluate("() => { for (const d of document.querySelectorAll('details')) d.open = true;"
+                      " for (const g of document.querySelectorAll('.plotly-graph-div')) Plotly.Plots.resize(g); }")
+        page.wait_for_timeout(600)
+        page.wait_for_function("() => !window.idmapPhone || window.idmapPhone.pending() === 0", timeout=30_000)
+        if plant:
+            page.evaluate(plant)
+        page.wait_for_timeout(300)
+        return page.evaluate(FIGURE_TEXTS_JS)
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("name", figure_pages() or ["index.html"])
+def test_figure_texts_clear_of_each_other_on_a_phone(browser, site_url, name):
+    """At 390 px no text of a plotly figure lies on another (title on a subplot title, a note on the legend, tick
+    label on tick label) or runs outside the figure's box (a long title, row labels cut off at the left)."""
+    figures = _figure_texts_on_a_phone(browser, site_url, name)
+    assert figures, f"{name}: no plotly figure measured"
+    bad = _text_faults(name, figures)
+    assert not bad, f"{len(bad)} text faults at {PHONE[0]} px:\n" + "\n".join(bad[:40])
+
+
+def test_a_long_title_on_a_phone_is_caught(browser, site_url):
+    """The check above sees a planted fault: a long one-line title given to a figure after its phone layout."""
+    name = figure_pages()[0]
+    plant = ("() => Plotly.relayout(document.querySelector('.plotly-graph-div'), {'title.text': "
+             "'A planted title far too long to fit on one line of a phone screen at all'})")
+    bad = _text_faults(name, _figure_texts_on_a_phone(browser, site_url, name, plant))
+    assert any("A planted title" in b and "outside the figure" in b for b in bad), bad

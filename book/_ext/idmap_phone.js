@@ -1,0 +1,172 @@
+/* idmap book: plotly figures laid out again for a phone (issue 30: at 390 px figures stack, no text overlaps).
+ * Loaded on pages with plotly figures (see idmap_site.py); does nothing on a screen 600 px wide or more, so the
+ * desktop layout (idmap_lib/book/figure_style.py) is untouched. On a phone, once a figure is drawn and visible:
+ * 1. panels side by side (make_subplots with 2-3 columns) stack into one column, each panel the full width,
+ *    their subplot titles moved along; notes under the plot keep their distance from it in px;
+ * 2. the title wraps into lines that fit (plotly never wraps text), the <sup> subtitle too, left-aligned under
+ *    the toolbar; long notes (captions) wrap the same way;
+ * 3. x axes get fewer ticks;
+ * 4. then the top margin grows (and the figure with it) until the title clears everything under it.
+ * window.idmapPhone.pending() is how many visible figures are still to be laid out (the browser tests wait on it).
+ */
+(function () {
+  "use strict";
+  var PHONE_PX = 600;
+  if (!window.matchMedia || !window.matchMedia("(max-width: " + (PHONE_PX - 0.02) + "px)").matches) { return; }
+  var PANEL_PX = 240, GAP_PX = 100;  // a stacked panel's plot height; between panels: its ticks, axis title, next title
+  var CHAR_EM = 0.56;  // an average character of plotly's sans-serif, in em (a safe side: wider than most)
+  var busy = 0;
+
+  function plain(s) { return s.replace(/<[^>]*>/g, ""); }
+
+  function wrapWords(text, chars) {
+    var lines = [], line = "";
+    text.split(" ").forEach(function (w) {
+      if (line && plain(line + " " + w).length > chars) { lines.push(line); line = w; } else { line = line ? line + " " + w : w; }
+    });
+    if (line) { lines.push(line); }
+    return lines;
+  }
+
+  // Wrap plotly text (lines split by <br>, a <sup> subtitle possibly over several lines) at `px` wide for a font
+  // of `size` px; a <sup> line is set at 70 % of it, so it holds more characters.
+  function wrapText(text, size, px) {
+    var out = [], inSup = false;
+    String(text).split(/<br\s*\/?>/i).forEach(function (seg) {
+      var sup = inSup || /^\s*<sup>/i.test(seg);
+      var closes = /<\/sup>\s*$/i.test(seg);
+      var body = seg.replace(/^\s*<sup>/i, "").replace(/<\/sup>\s*$/i, "");
+      var chars = Math.max(12, Math.floor(px / (CHAR_EM * size * (sup ? 0.7 : 1))));
+      wrapWords(body, chars).forEach(function (l) { out.push(sup ? "<sup>" + l + "</sup>" : l); });
+      inSup = sup && !closes;
+    });
+    return out.join("<br>");
+  }
+
+  function near(a, b) { return Math.abs(a - b) < 0.02; }
+
+  // Panels side by side -> one column. Returns relayout updates (or {} when the figure has one column).
+  function stacked(gd, update) {
+    var L = gd._fullLayout, panels = [];
+    Object.keys(L).forEach(function (k) {
+      var m = /^xaxis(\d*)$/.exec(k);
+      if (!m || !L[k].anchor || L[k].anchor === "free") { return; }
+      var yk = "yaxis" + L[k].anchor.slice(1);
+      if (!L[yk]) { return; }
+      panels.push({ x: k, y: yk, xd: L[k].domain.slice(), yd: L[yk].domain.slice() });
+    });
+    var lefts = [];
+    panels.forEach(function (p) { if (!lefts.some(function (l) { return near(l, p.xd[0]); })) { lefts.push(p.xd[0]); } });
+    if (lefts.length < 2) { return false; }
+    panels.sort(function (a, b) { return (b.yd[1] - a.yd[1]) || (a.xd[0] - b.xd[0]); });
+    var n = panels.length, total = n * PANEL_PX + (n - 1) * GAP_PX;
+    var oldPlot = L._size.h, m = L.margin;
+    panels.forEach(function (p, i) {
+      var top = 1 - i * (PANEL_PX + GAP_PX) / total;
+      p.top = top;
+      update[p.x + ".domain"] = [0, 1];
+      update[p.y + ".domain"] = [Math.max(0, top - PANEL_PX / total), top];
+    });
+    var anns = (gd.layout.annotations || []).map(function (a) {
+      var b = Object.assign({}, a);
+      if ((a.xref || "x") !== "paper" || (a.yref || "y") !== "paper") { return b; }
+      var p = panels.filter(function (q) { return near((q.xd[0] + q.xd[1]) / 2, a.x) && near(q.yd[1], a.y); })[0];
+      if (p) { b.x = 0.5; b.y = p.top; b.yshift = 6; b.subplotTitle = true; }  // a subplot title, clear of the ticks
+      else if (a.y < 0) { b.y = a.y * oldPlot / total; }  // a note under the plot: the same px below it
+      return b;
+    });
+    update.annotations = anns;
+    update.height = m.t + m.b + total;
+    return true;
+  }
+
+  function layOut(gd) {
+    var L = gd._fullLayout, width = L.width, update = {};
+    stacked(gd, update);
+    var title = gd.layout.title && (typeof gd.layout.title === "string" ? gd.layout.title : gd.layout.title.text);
+    if (title) {
+      update["title.text"] = wrapText(title, L.title.font.size, width - 24);
+      update["title.x"] = 0; update["title.xanchor"] = "left"; update["title.xref"] = "container";
+      update["title.pad.l"] = 8; update["title.y"] = 1; update["title.yanchor"] = "top";
+      update["title.yref"] = "container"; update["title.pad.t"] = 30;  // under the toolbar
+    }
+    var anns = update.annotations || (gd.layout.annotations || []).map(function (a) { return Object.assign({}, a); });
+    // Long notes wrap; a note under the plot grows downwards (its top kept) and the bottom margin with it,
+    // pushing the notes under it down as far.
+    var changed = false, below = [];
+    anns.forEach(function (a, i) {
+      var full = L.annotations[i] || {}, size = (full.font && full.font.size) || 13;
+      var wrapped = a.text ? wrapText(a.text, size, a.subplotTitle ? width - 60 : width * 0.8) : a.text;
+      delete a.subplotTitle;
+      if (wrapped === a.text) { return; }
+      var extra = (wrapped.split("<br>").length - String(a.text).split(/<br\s*\/?>/i).length) * size * 1.3;
+      a.text = wrapped; changed = true;
+      var under = full.yref === "paper" && (full.y < 0 || (full.y === 0 && (full.yshift || 0) < 0));
+      if (under && extra > 0) { below.push([a, full, extra]); }
+    });
+    var pushed = 0;
+    below.sort(function (p, q) { return (q[1].y - p[1].y) || ((q[1].yshift || 0) - (p[1].yshift || 0)); });
+    below.forEach(function (e) {
+      var a = e[0], full = e[1], size = full.font.size, anchor = full._yanchor || full.yanchor;
+      var shift = (full.yshift || 0) - pushed;
+      if (anchor !== "top") { shift += (a.text.split("<br>").length * size * 1.3) - e[2]; a.yanchor = "top"; }
+      a.yshift = shift; pushed += e[2];
+    });
+    if (pushed) {
+      update["margin.b"] = L.margin.b + Math.ceil(pushed);
+      update.height = (update.height || L.height) + Math.ceil(pushed);
+    }
+    if (changed || update.annotations) { update.annotations = anns; }
+    Object.keys(L).forEach(function (k) {
+      if (/^xaxis\d*$/.test(k) && L[k].tickmode === "auto" && L[k].type !== "category") { update[k + ".nticks"] = 5; }
+    });
+    return grow(gd, update);
+  }
+
+  // Relayout; a new height goes to the div too (its style holds the height the figure was drawn at).
+  function grow(gd, update) {
+    if (update.height) { gd.style.height = update.height + "px"; }
+    return Plotly.relayout(gd, update);
+  }
+
+  // Grow the top margin until the title's box clears every other text and the plot area.
+  function clearTitle(gd, tries) {
+    var t = gd.querySelector(".infolayer .gtitle");
+    if (!t || tries <= 0) { return Promise.resolve(); }
+    var f = gd.getBoundingClientRect(), tb = t.getBoundingClientRect(), L = gd._fullLayout;
+    var lowest = f.top + L._size.t;
+    gd.querySelectorAll(".infolayer text, .legend text, .annotation text").forEach(function (e) {
+      if (e === t || !(e.textContent || "").trim()) { return; }
+      var b = e.getBoundingClientRect();
+      if (b.height && b.top < lowest && b.bottom > tb.top) { lowest = b.top; }
+    });
+    var need = Math.ceil(tb.bottom + 6 - lowest);
+    if (need <= 0) { return Promise.resolve(); }
+    return grow(gd, { "margin.t": L.margin.t + need, height: L.height + need })
+      .then(function () { return clearTitle(gd, tries - 1); });
+  }
+
+  function visible(gd) { var r = gd.getBoundingClientRect(); return r.width > 0 && r.height > 0; }
+
+  function candidates() {
+    return Array.prototype.filter.call(document.querySelectorAll(".plotly-graph-div"), function (gd) {
+      return gd._fullLayout && gd._fullLayout._size && !gd.dataset.idmapPhone && visible(gd);
+    });
+  }
+
+  function sweep() {
+    if (!window.Plotly) { return; }
+    candidates().forEach(function (gd) {
+      gd.dataset.idmapPhone = "busy"; busy += 1;
+      Promise.resolve().then(function () { return Plotly.Plots.resize(gd); })
+        .then(function () { return layOut(gd); })
+        .then(function () { return clearTitle(gd, 3); })
+        .catch(function (err) { console.warn("idmap phone layout of a figure failed:", err); })
+        .then(function () { gd.dataset.idmapPhone = "done"; busy -= 1; });
+    });
+  }
+
+  window.idmapPhone = { pending: function () { return busy + candidates().length; }, sweep: sweep };
+  document.addEventListener("toggle", function () { setTimeout(sweep, 50); }, true);  // a figure in a fold
+  var ticks = 0, timer = setInterval(function () { sweep(); if (++ticks > 120) { clearInterval(timer); } }, 250);
+})();
