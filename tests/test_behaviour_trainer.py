@@ -186,9 +186,10 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
     assert run.graph_note is None and not run.graph_on
     settings = []  # the process-wide switches hear of the run's device and determinism
     real_settings = trainer.EngineSettings
-    monkeypatch.setattr(trainer, "EngineSettings", lambda det, dev: settings.append((det, dev)) or real_settings(det, dev))
-    quiet(tiny(steps=3), mnist, deterministic=True, device="cpu")
-    assert settings == [(True, "cpu")]
+    monkeypatch.setattr(trainer, "EngineSettings", lambda det, dev, threads, cfgs: settings.append((det, dev, threads))
+                        or real_settings(det, dev, threads, cfgs))
+    quiet(tiny(steps=3), mnist, deterministic=True, device="cpu", threads=1)
+    assert settings == [(True, "cpu", 1)]
     # a data path (not a Data): train_many loads each dataset the configs name, once
     loads = []
     real = data.load
