@@ -141,7 +141,7 @@ def bad_panels(html: str) -> list[str]:
             axis = layout.get("yaxis" + ya[1:], {})
             if axis.get("type") == "log" or len(traces) < 3:
                 continue
-            tops = sorted((max(_numbers(t.get("y")) or [0]), t.get("name")) for t in traces)
+            tops = sorted((max(_numbers(t.get("y")) or [0]), t.get("name") or "") for t in traces)
             rest = max(abs(v) for v, _ in tops[:-1]) if tops[:-1] else 0
             if rest > 0 and tops[-1][0] > 5 * rest:
                 out.append(f"{title}: y-range set by one trace ({tops[-1][1]}: {tops[-1][0]:.3g} vs {rest:.3g})")

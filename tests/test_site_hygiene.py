@@ -294,5 +294,20 @@ def test_a_caption_holds_what_the_title_does_not():
     assert "cuda" not in fig.layout.title.text
     caption, = [a for a in fig.layout.annotations if "cuda" in a.text]
     assert caption.yshift < 0 and caption.y == 0 and caption.font.size >= figure_style.LEAST_PX
-    assert all(len(line) <= figure_style.CAPTION_CHARS for line in caption.text.split("<br>"))
+    assert all(len(line.rstrip()) <= figure_style.CAPTION_CHARS for line in caption.text.split("<br>"))
     assert fig.layout.margin.b >= -caption.yshift + 17 * len(caption.text.split("<br>"))
+
+
+def test_a_caption_s_own_breaks_stay_and_a_legend_under_it_has_its_rows():
+    """The breaks a caption adds to fit a line are soft (" <br>", which a phone's layout joins and wraps again at its
+    width); the caption's own are kept; a legend at the foot gets its rows under the caption, not on it."""
+    import plotly.graph_objects as go
+    from idmap_lib.book import figure_style
+
+    text = " ".join(["word"] * 30) + "<br>a line of its own"
+    fig = figure_style.caption(go.Figure(), text, legend_rows=3)
+    note = fig.layout.annotations[0].text
+    assert note.count(" <br>") == 2 and note.count("<br>") == 3  # two soft breaks added, the caption's own kept
+    assert note.replace(" <br>", " ") == text
+    assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0
+    assert fig.layout.margin.b >= figure_style.CAPTION_BELOW_PX + 17 * 4 + 3 * figure_style.LEGEND_ROW_PX

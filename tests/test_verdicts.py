@@ -1,4 +1,6 @@
 """The verdicts on the page: the claims table's evidence, the forest, the notes that qualify a verdict."""
+import re
+
 import pytest
 
 from fake_runs import mnist_run, result, save
@@ -33,7 +35,7 @@ def test_a_short_run_on_a_final_error_claim_is_data_in_a_neutral_colour(tmp_path
     assert tables.VERDICT_COLOURS[rule.NEEDS_FULL] not in (tables.VERDICT_COLOURS["reproduced"],
                                                           tables.VERDICT_COLOURS["contradicted"])
     dot = verdicts.forest(["t1_gating_bias"], out_dir=tmp_path).data[-1]
-    assert dot.marker.color == tables.VERDICT_COLOURS[rule.NEEDS_FULL] and "after 400 steps" in dot.y[0]
+    assert dot.marker.color == tables.VERDICT_COLOURS[rule.NEEDS_FULL] and "after 400 steps" in dot.name
     t2 = tmp_path / "t2"
     for v, errs in (("full_preact-110", [0.50, 0.51, 0.52]), ("original-110", [0.60, 0.70, 0.80]),
                     ("relu_before_add-110", [0.60, 0.61, 0.62]), ("relu_preact-110", [0.49, 0.50, 0.51])):
@@ -95,6 +97,29 @@ def test_the_forest_draws_each_interval_and_every_seed(tmp_path):
     assert dot.marker.color == tables.VERDICT_COLOURS["reproduced"]
     # every seed beside it: one seed of a (b) against b's (a's) mean; they average to d
     assert list(seeds_a.x) == pytest.approx([21.0, 20.0, 19.0]) and list(seeds_b.x) == pytest.approx([19.0, 20.0, 21.0])
+
+
+def test_the_forests_rows_are_labelled_in_words_above_each_interval_in_lines_a_phone_holds(tmp_path):
+    """Issue 30: no y-axis labels left of the plot (a phone's plot would get no width, or the labels are cut off):
+    each row's label is written above its interval across the plot, the claim's title where its rows begin, then
+    "a vs b" in words, in lines of at most ROW_CHARS; the label sits between the row above and its own dot."""
+    for v, errs in (("exclusive_gating-b-6", [0.40, 0.41, 0.42]), ("exclusive_gating-b0", [0.60, 0.61, 0.62]),
+                    ("original", [0.30, 0.31, 0.32]), ("shortcut_only_gating-b-6", [0.30, 0.32, 0.34])):
+        save(tmp_path, "a_table1_shortcuts", v, errs, scale="full")
+    fig = verdicts.forest(["t1_gating_bias", "t1_shortcut_only_gating_near_identity"], "full", out_dir=tmp_path)
+    assert fig.layout.yaxis.showticklabels is False
+    labels = [a for a in fig.layout.annotations if a.yref == "y"]
+    dots = [t for t in fig.data if t.marker.size == 10]
+    assert len(labels) == len(dots) == 2
+    text = [a.text.split("<br>") for a in labels]
+    assert text[0][0].startswith("<b>Exclusive gating trains only") and \
+        "exclusive gating at b_g = −6 vs exclusive" in " ".join(text[0])
+    assert all(len(re.sub("<[^>]+>", "", line)) <= verdicts.ROW_CHARS for lines in text for line in lines)
+    for a, dot, lines in zip(labels, dots, text):
+        assert a.y == dot.y[0] and a.yanchor == "bottom" and a.yshift > 0 and a.x == 0 and a.xanchor == "left"
+    # the second row's label fits between the first dot and its own
+    room = dots[1].y[0] - dots[0].y[0]
+    assert room >= verdicts.LINE_PX * len(text[1]) + verdicts.DOT_PX / 2
 
 
 def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):

@@ -1,19 +1,23 @@
 /* idmap book: plotly figures laid out again for a phone (issue 30: at 390 px figures stack, no text overlaps).
  * Loaded on pages with plotly figures (see idmap_site.py); does nothing on a screen 600 px wide or more, so the
  * desktop layout (idmap_lib/book/figure_style.py) is untouched. On a phone, once a figure is drawn and visible:
+ * 0. side margins shrink to what ticks need (plotly's default 80 px each would halve a phone's plot);
  * 1. panels side by side (make_subplots with 2-3 columns) stack into one column, each panel the full width,
  *    their subplot titles moved along; notes under the plot keep their distance from it in px;
  * 2. the title wraps into lines that fit (plotly never wraps text), the <sup> subtitle too, left-aligned under
- *    the toolbar; long notes (captions) wrap the same way;
+ *    the toolbar; long notes (captions) wrap the same way, a row label inside a plot (the forest's) to its width;
  * 3. x axes get fewer ticks;
- * 4. then the top margin grows (and the figure with it) until the title clears everything under it.
+ * 4. then a plot squeezed by a legend that wrapped into rows gets its height back (at least PLOT_PX),
+ * 5. and the top margin grows (and the figure with it) until the title clears everything under it.
  * window.idmapPhone.pending() is how many visible figures are still to be laid out (the browser tests wait on it).
  */
 (function () {
   "use strict";
   var PHONE_PX = 600;
   if (!window.matchMedia || !window.matchMedia("(max-width: " + (PHONE_PX - 0.02) + "px)").matches) { return; }
-  var PANEL_PX = 240, GAP_PX = 100;  // a stacked panel's plot height; between panels: its ticks, axis title, next title
+  var PANEL_PX = 240, GAP_PX = 112;  // a stacked panel's plot height; between panels: its ticks, axis title, next title
+  var PLOT_PX = 220;  // the least height of a figure's plot area on a phone
+  var SIDE_PX = { l: 60, r: 20 };  // side margins at most: the y ticks and axis title left, a last x tick right
   var CHAR_EM = 0.56;  // an average character of plotly's sans-serif, in em (a safe side: wider than most)
   var busy = 0;
 
@@ -29,10 +33,11 @@
   }
 
   // Wrap plotly text (lines split by <br>, a <sup> subtitle possibly over several lines) at `px` wide for a font
-  // of `size` px; a <sup> line is set at 70 % of it, so it holds more characters.
+  // of `size` px; a <sup> line is set at 70 % of it, so it holds more characters. " <br>" is a soft break (where
+  // figure_style.caption wrapped a line for a wider screen): the words run on, and wrap again here.
   function wrapText(text, size, px) {
     var out = [], inSup = false;
-    String(text).split(/<br\s*\/?>/i).forEach(function (seg) {
+    String(text).replace(/ <br>/gi, " ").split(/<br\s*\/?>/i).forEach(function (seg) {
       var sup = inSup || /^\s*<sup>/i.test(seg);
       var closes = /<\/sup>\s*$/i.test(seg);
       var body = seg.replace(/^\s*<sup>/i, "").replace(/<\/sup>\s*$/i, "");
@@ -83,6 +88,9 @@
   function layOut(gd) {
     var L = gd._fullLayout, width = L.width, update = {};
     stacked(gd, update);
+    // plotly's default side margins (80 px each) would leave a phone's plot half the screen
+    if (L.margin.l > SIDE_PX.l) { update["margin.l"] = SIDE_PX.l; }
+    if (L.margin.r > SIDE_PX.r) { update["margin.r"] = SIDE_PX.r; }
     var title = gd.layout.title && (typeof gd.layout.title === "string" ? gd.layout.title : gd.layout.title.text);
     if (title) {
       update["title.text"] = wrapText(title, L.title.font.size, width - 24);
@@ -96,7 +104,10 @@
     var changed = false, below = [];
     anns.forEach(function (a, i) {
       var full = L.annotations[i] || {}, size = (full.font && full.font.size) || 13;
-      var wrapped = a.text ? wrapText(a.text, size, a.subplotTitle ? width - 60 : width * 0.8) : a.text;
+      // a row label written inside a plot from its left edge (the forest plot's) may take the plot's width
+      var inside = /^x\d* domain$/.test(full.xref || "") && full.x === 0 && full.xanchor === "left";
+      var room = a.subplotTitle ? width - 60 : inside ? L._size.w - 4 : width * 0.8;
+      var wrapped = a.text ? wrapText(a.text, size, room) : a.text;
       delete a.subplotTitle;
       if (wrapped === a.text) { return; }
       var extra = (wrapped.split("<br>").length - String(a.text).split(/<br\s*\/?>/i).length) * size * 1.3;
@@ -123,9 +134,14 @@
     return grow(gd, update);
   }
 
-  // Relayout; a new height goes to the div too (its style holds the height the figure was drawn at).
+  // Relayout; a new height goes to the div too (its style holds the height the figure was drawn at), and to the
+  // wrapper plotly's HTML puts round it with the same fixed height (else the figure runs over the text under it).
   function grow(gd, update) {
-    if (update.height) { gd.style.height = update.height + "px"; }
+    if (update.height) {
+      var px = update.height + "px", wrap = gd.parentNode;
+      gd.style.height = px;
+      if (wrap && wrap.style && wrap.style.height) { wrap.style.height = px; }
+    }
     return Plotly.relayout(gd, update);
   }
 
@@ -146,6 +162,13 @@
       .then(function () { return clearTitle(gd, tries - 1); });
   }
 
+  // A plot squeezed by what grew around it (a legend wrapped into rows at the foot pushes plotly's bottom margin
+  // up) gets its height back: the figure grows until the plot area is PLOT_PX tall at least.
+  function roomForPlot(gd) {
+    var need = Math.ceil(PLOT_PX - gd._fullLayout._size.h);
+    return need > 0 ? grow(gd, { height: gd._fullLayout.height + need }) : Promise.resolve();
+  }
+
   function visible(gd) { var r = gd.getBoundingClientRect(); return r.width > 0 && r.height > 0; }
 
   function candidates() {
@@ -160,6 +183,7 @@
       gd.dataset.idmapPhone = "busy"; busy += 1;
       Promise.resolve().then(function () { return Plotly.Plots.resize(gd); })
         .then(function () { return layOut(gd); })
+        .then(function () { return roomForPlot(gd); })
         .then(function () { return clearTitle(gd, 3); })
         .catch(function (err) { console.warn("idmap phone layout of a figure failed:", err); })
         .then(function () { gd.dataset.idmapPhone = "done"; busy -= 1; });

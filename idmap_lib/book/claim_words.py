@@ -76,6 +76,16 @@ def words(experiment, variant) -> str:
     return f"*{variant}*"
 
 
+def compared(claim, test) -> str:
+    """One comparison in words: "the identity shortcut vs the dropout shortcut"; two readings of one variant:
+    "the GResNet (d = 100): error pruning by smallest k vs error pruning at random"."""
+    e = claim.experiment
+    if test.metric_b:
+        return (f"{words(e, test.a)}: {METRIC_SHORT.get(test.metric, test.metric)} vs "
+                f"{METRIC_SHORT.get(test.metric_b, test.metric_b)}")
+    return f"{words(e, test.a)} vs {words(e, test.b)}"
+
+
 def _val(metric, x) -> str:
     unit, fmt = shown_as(metric)
     return num(unit * x, fmt) + (" %" if metric in PERCENT else "")

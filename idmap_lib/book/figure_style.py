@@ -40,13 +40,22 @@ CAPTION_BELOW_PX = 56  # under the plot's bottom edge: below the x-axis tick lab
 CAPTION_CHARS = 52  # a caption line at most: about 330 px at 12 px, a phone's column (plotly does not wrap text)
 
 
-def caption(fig, text: str, below: int = CAPTION_BELOW_PX):
+LEGEND_ROW_PX = 22
+
+
+def caption(fig, text: str, below: int = CAPTION_BELOW_PX, legend_rows: int = 0):
     """Write `text` under the plot, left-aligned, `below` px under its bottom edge, in lines of at most
-    :data:`CAPTION_CHARS` (its own ``<br>`` kept), and make the bottom margin hold it; returns `fig`."""
+    :data:`CAPTION_CHARS` (its own ``<br>`` kept; the breaks added are soft, `` <br>``, which a phone's layout joins
+    and wraps again at its width: book/_ext/idmap_phone.js), and make the bottom margin hold it -- and, under it, a legend of
+    `legend_rows` rows at the figure's foot (:data:`LEGEND_BELOW`, which it sets: as many rows as the legend takes on
+    a phone, where it wraps); returns `fig`."""
     import textwrap
 
-    lines = [w for line in text.split("<br>") for w in textwrap.wrap(line, CAPTION_CHARS) or [""]]
-    fig.add_annotation(text="<br>".join(lines), showarrow=False, xref="paper", yref="paper", x=0, y=0,
+    lines = [textwrap.wrap(line, CAPTION_CHARS) or [""] for line in text.split("<br>")]
+    fig.add_annotation(text="<br>".join(" <br>".join(ws) for ws in lines), showarrow=False, xref="paper", yref="paper", x=0, y=0,
                        yshift=-below, xanchor="left", yanchor="top", align="left", font=CAPTION_FONT)
-    fig.update_layout(margin_b=max(fig.layout.margin.b or 0, below + 17 * len(lines) + 12))
+    if legend_rows:
+        fig.update_layout(legend=LEGEND_BELOW)
+    fig.update_layout(margin_b=max(fig.layout.margin.b or 0,
+                                   below + 17 * sum(map(len, lines)) + 12 + LEGEND_ROW_PX * legend_rows))
     return fig

@@ -202,11 +202,8 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
            + ", ".join(f"{step} at ResNet-{d}" for d, step in sorted(
                {r["config"]["recipe"]["model"]["kwargs"]["depth"]: r["values"]["forwards"][-1]["step"]
                 for r in every}.items())) + ")")
-    fig.update_layout(height=600, font=FONT, legend={"orientation": "h", "y": -0.2, "font": FONT},
-                      margin={"b": 170}, annotations=list(fig.layout.annotations) + [
-                          dict(text=t, x=0, y=y, xref="paper", yref="paper", showarrow=False, xanchor="left",
-                               font=figure_style.LEAST_FONT) for t, y in ((key, -0.38), (_caption(every), -0.48))])
-    return fig
+    fig.update_layout(height=600, font=FONT)
+    return figure_style.caption(fig, key + "<br>" + _caption(every), legend_rows=3)
 
 
 def truncation_figure(seeds=SEEDS, out_dir=None):

@@ -8,7 +8,7 @@ colour of that verdict. The verdicts themselves come from claims.evaluate (the r
 from __future__ import annotations
 
 from ..engine import recipes
-from . import claims, figure_style, paper_numbers
+from . import claim_words as cw, claims, figure_style, paper_numbers
 from .metrics import AT_CHANCE, METRIC_WORDS, PERCENT, ended_at_chance, shown_as
 from .rule import ABOUT, NEEDS_FULL, VERDICTS, tests_in_words
 from .seeds import ALL_SEEDS, SEEDS
@@ -202,11 +202,20 @@ def counts_in_words(df, where) -> str:
     return f"**{where}**: of {len(df)} claims, " + ", ".join(f"{k} {v}" for v, k in n.items() if k) + "."
 
 
+ROW_CHARS = 42  # a row label's line at most: ~310 px at 13 px, what a phone's plot holds (plotly does not wrap)
+LINE_PX, DOT_PX, TOP_PX = 17, 34, 8  # a label line; a row's interval and seeds; room under a panel's title
+
+
 def forest(keys=None, scale=None, out_dir=None, title=None):
     """Each comparison's effect d with its 95 % interval (Welch's t), one row per comparison and a panel per
     metric: right of 0 is the paper's direction. Colour: the comparison's verdict; a short run's data on a claim
-    about the paper's end (no verdict: needs the full recipe) in its neutral colour, labelled "after N steps". Beside it, every seed: one seed
-    of a (or b) against the other side's mean -- their mean is d, so one seed that carries d stands out."""
+    about the paper's end (no verdict: needs the full recipe) in its neutral colour, labelled "after N steps".
+    Beside it, every seed: one seed of a (or b) against the other side's mean -- their mean is d, so one seed that
+    carries d stands out. Each row is labelled in words above its interval, across the plot's width (the claim's
+    title where a claim's rows begin, then "a vs b"), in lines short enough for a phone: a y axis's labels left of
+    the plot would leave a phone's plot no width, or be cut off."""
+    import textwrap
+
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -215,20 +224,38 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
         for t, r in claims.evaluate(c, scale, out_dir).parts:
             if "d" in r:
                 short = f" (after {r['steps']} steps: data)" if r.get("short_run") else ""
-                rows.setdefault(t.metric, []).append((f"{c.key}<br>{t.a} vs {t.metric_b or t.b}{short}", r, t))
+                rows.setdefault(t.metric, []).append((c, short, r, t))
     if not rows:
         fig = go.Figure()
         fig.update_layout(figure_style.LAYOUT, title={"text": (title or "Effects with their intervals") +
                                                       "<br><sup>no comparison has its seeds yet</sup>"}, height=160)
         return fig
-    sizes = [max(len(v), 2) for v in rows.values()]  # a panel of one comparison still has room for its ticks
-    height = 150 + 46 * sum(sizes) + 90 * len(rows)
-    fig = make_subplots(rows=len(rows), cols=1, row_heights=sizes,
-                        vertical_spacing=min(0.25, 90 / height) if len(rows) > 1 else 0.1,
-                        subplot_titles=[f"{METRIC_WORDS[m]}: d" for m in rows])
-    for i, (metric, items) in enumerate(rows.items(), start=1):
+
+    def wrapped(text, bold=False):
+        lines = textwrap.wrap(text, ROW_CHARS)
+        return [f"<b>{x}</b>" if bold else x for x in lines]
+
+    panels = []  # per metric: its rows as (label lines, y of the dot, item), y in px from the panel's top
+    for metric, items in rows.items():
+        y, out, head = TOP_PX, [], None
+        for c, short, r, t in items:
+            label = cw.compared(c, t).replace("*", "")
+            lines = wrapped(label + (short if short != head[1] else "")) if head and head[0] == c.key else \
+                wrapped(cw.TITLES.get(c.key, c.key) + short, bold=True) + wrapped(label)
+            head = head if head and head[0] == c.key else (c.key, short)
+            y += LINE_PX * len(lines) + DOT_PX / 2
+            out.append((lines, y, (c, label + short, r, t)))
+            y += DOT_PX / 2
+        panels.append((metric, out, y))
+    gap = 96  # px between panels: the x ticks, the axis title, the next panel's title
+    plot = sum(h for _, _, h in panels) + gap * (len(panels) - 1)
+    top, bottom = 132, 56
+    fig = make_subplots(rows=len(panels), cols=1, row_heights=[h for _, _, h in panels],
+                        vertical_spacing=gap / plot if len(panels) > 1 else 0,
+                        subplot_titles=[f"{METRIC_WORDS[m]}: d" for m, _, _ in panels])
+    for i, (metric, out, h) in enumerate(panels, start=1):
         unit, fmt = shown_as(metric)
-        for label, r, t in items:
+        for lines, y, (c, label, r, t) in out:
             d, lo, hi = (unit * r[k] for k in ("d", "lo", "hi"))
             for side, xs in (("a", r["xa"]), ("b", r["xb"])):  # each seed against the other side's mean
                 if t.kind == "better":
@@ -236,27 +263,32 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                         [x - r["mean_a"] - t.margin for x in xs]
                 else:
                     per = [x - r["mean_b"] for x in xs] if side == "a" else [r["mean_a"] - x for x in xs]
-                fig.add_trace(go.Scatter(x=[unit * v for v in per], y=[label] * len(per), mode="markers",
+                fig.add_trace(go.Scatter(x=[unit * v for v in per], y=[y] * len(per), mode="markers",
                                          showlegend=False, marker={"size": 6, "color": "grey", "opacity": 0.6,
                                                                    "symbol": "circle-open" if side == "a" else "x-thin",
                                                                    "line": {"width": 1, "color": "grey"}},
                                          hovertemplate=f"{label}<br>one seed of {getattr(t, side)} against the "
                                                        f"other side's mean: %{{x:{fmt}}}<extra></extra>"), i, 1)
-            fig.add_trace(go.Scatter(x=[d], y=[label], mode="markers", showlegend=False,
+            fig.add_trace(go.Scatter(x=[d], y=[y], mode="markers", showlegend=False, name=f"{c.key}: {label}",
                                      marker={"size": 10, "color": VERDICT_COLOURS[r["verdict"]],
                                              "line": {"color": "black", "width": 1}},
                                      error_x={"type": "data", "symmetric": False, "array": [hi - d],
                                               "arrayminus": [d - lo], "color": "black"},
                                      hovertemplate=f"{label}<br>d = {num(d, fmt)} [{num(lo, fmt)}, {num(hi, fmt)}], "
                                                    f"{r['verdict']}<extra></extra>"), i, 1)
+            axis = "" if i == 1 else str(i)
+            fig.add_annotation(text="<br>".join(lines), xref=f"x{axis} domain", yref=f"y{axis}", x=0, y=y,
+                               yshift=DOT_PX / 2 - 6, xanchor="left", yanchor="bottom", align="left",
+                               showarrow=False, font=figure_style.FONT)
         fig.add_vline(x=0, line_color="grey", row=i, col=1)
+        fig.update_yaxes(range=[h, 0], showticklabels=False, showgrid=False, zeroline=False, fixedrange=True,
+                         row=i, col=1)
     fig.update_layout(figure_style.LAYOUT,
                       title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
                              "the paper's direction (d = b minus a, minus any margin); colour: the verdict (pale blue: "
                              "none, a short run's data);<br>grey: each seed (o of a, x of b) against the other side's "
                              "mean</sup>"},
-                      height=height, margin={"l": 20, "t": 110})
-    fig.update_yaxes(automargin=True, autorange="reversed")
+                      height=top + bottom + plot, margin={"l": 20, "r": 20, "t": top, "b": bottom})
     return fig
 
 
