@@ -396,6 +396,7 @@ HEIGHT_BUDGET = {
 }
 DEFAULT_HEIGHT_BUDGET = 8_000  # a page not listed above
 PHONE = (390, 844)
+DESKTOP = (1280, 900)
 
 
 @pytest.mark.parametrize("name", site_pages() or ["index.html"])
@@ -588,8 +589,8 @@ def _text_faults(page_name, figures):
     return bad
 
 
-def _figure_texts_on_a_phone(browser, site_url, name, plant=None):
-    _, visit = _open_drawn(browser, site_url, name, PHONE)
+def _figure_texts(browser, site_url, name, viewport=PHONE, plant=None):
+    _, visit = _open_drawn(browser, site_url, name, viewport)
     try:
         page = visit.page
         page.evaluate("() => { for (const d of document.querySelectorAll('details')) d.open = true;"
@@ -608,10 +609,19 @@ def _figure_texts_on_a_phone(browser, site_url, name, plant=None):
 def test_figure_texts_clear_of_each_other_on_a_phone(browser, site_url, name):
     """At 390 px no text of a plotly figure lies on another (title on a subplot title, a note on the legend, tick
     label on tick label) or runs outside the figure's box (a long title, row labels cut off at the left)."""
-    figures = _figure_texts_on_a_phone(browser, site_url, name)
+    figures = _figure_texts(browser, site_url, name)
     assert figures, f"{name}: no plotly figure measured"
     bad = _text_faults(name, figures)
     assert not bad, f"{len(bad)} text faults at {PHONE[0]} px:\n" + "\n".join(bad[:40])
+
+
+@pytest.mark.parametrize("name", figure_pages() or ["index.html"])
+def test_figure_texts_clear_of_each_other_at_full_width(browser, site_url, name):
+    """At 1280 px too (the figures' own layout, which the phone's script leaves alone): a title of several lines
+    does not grow down into the subplot titles under it, a note does not sit on a legend."""
+    figures = _figure_texts(browser, site_url, name, DESKTOP)
+    bad = _text_faults(name, figures)
+    assert not bad, f"{len(bad)} text faults at {DESKTOP[0]} px:\n" + "\n".join(bad[:40])
 
 
 def test_a_long_title_on_a_phone_is_caught(browser, site_url):
@@ -619,5 +629,5 @@ def test_a_long_title_on_a_phone_is_caught(browser, site_url):
     name = figure_pages()[0]
     plant = ("() => Plotly.relayout(document.querySelector('.plotly-graph-div'), {'title.text': "
              "'A planted title far too long to fit on one line of a phone screen at all'})")
-    bad = _text_faults(name, _figure_texts_on_a_phone(browser, site_url, name, plant))
+    bad = _text_faults(name, _figure_texts(browser, site_url, name, plant=plant))
     assert any("A planted title" in b and "outside the figure" in b for b in bad), bad

@@ -311,3 +311,21 @@ def test_a_caption_s_own_breaks_stay_and_a_legend_under_it_has_its_rows():
     assert note.replace(" <br>", " ") == text
     assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0
     assert fig.layout.margin.b >= figure_style.CAPTION_BELOW_PX + 17 * 4 + 3 * figure_style.LEGEND_ROW_PX
+
+
+def test_a_long_title_wraps_and_pushes_the_plot_down_instead_of_growing_into_it():
+    """A title of several lines is anchored at the figure's top (plotly's default centres its first line in the top
+    margin, so lines added grow down into the subplot titles), its lines fit the column, and the margin holds them."""
+    import plotly.graph_objects as go
+    from idmap_lib.book import figure_style as fs
+
+    short, long = go.Figure(), go.Figure()
+    fs.title(short, "A title", "a subtitle")
+    fs.title(long, "A title " * 20, "a subtitle<br>" + "a long note " * 20)
+    t = long.layout.title
+    assert (t.y, t.yanchor, t.yref) == (1, "top", "container")
+    head, sub = t.text.split("<br><sup>")
+    assert all(len(line.rstrip()) <= fs.TITLE_CHARS for line in head.split("<br>"))
+    assert all(len(line.rstrip()) <= fs.SUBTITLE_CHARS for line in sub.removesuffix("</sup>").split("<br>"))
+    lines = t.text.count("<br>") + 1
+    assert long.layout.margin.t - short.layout.margin.t == fs.TITLE_LINE_PX * (lines - 2)

@@ -169,7 +169,12 @@
     return need > 0 ? grow(gd, { height: gd._fullLayout.height + need }) : Promise.resolve();
   }
 
-  function visible(gd) { var r = gd.getBoundingClientRect(); return r.width > 0 && r.height > 0; }
+  // Shown: a figure in a closed fold keeps its box in Chromium (the fold's content is only content-visibility:
+  // hidden), but its texts are not measured there; it is laid out when the fold opens (the toggle listener).
+  function visible(gd) {
+    var r = gd.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && !gd.closest("details:not([open])");
+  }
 
   function candidates() {
     return Array.prototype.filter.call(document.querySelectorAll(".plotly-graph-div"), function (gd) {

@@ -115,16 +115,14 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                          row=1, col=panels.index("train_loss") + 1)
         if cut:
             top = max(losses, key=lambda v: max(losses[v]))
-            sub += (f"<br>loss axis cut at {hi:.2g}: {top}'s early spike,<br>up to {max(losses[top]):.3g}, runs off the "
-                    f"top (hover its lines)")  # short lines: a plotly title does not wrap on a phone
+            sub += (f"<br>loss axis cut at {hi:.2g}: {top}'s early spike, up to {max(losses[top]):.3g}, runs off the "
+                    f"top (hover its lines)")
     if missing:
         sub += f"; not run yet: {', '.join(missing)}"
     tables = paper_numbers.source(experiment, variants) or recipes.EXPERIMENTS[experiment]["title"].split(":")[0]
     head = title or f"{tables}, our runs ({recipes.SCALE_WORDS[scale]})"  # the tables of the variants shown
-    fig.update_layout(figure_style.LAYOUT, title={"text": f"{head}<br><sup>{sub}</sup>"}, height=height,
-                      margin={"t": 110 + 22 * sub.count("<br>")},
-                      legend=figure_style.LEGEND_BELOW)  # below: wide panels
-    return fig
+    fig.update_layout(figure_style.LAYOUT, height=height, legend=figure_style.LEGEND_BELOW)  # below: wide panels
+    return figure_style.title(fig, head, sub)
 
 
 def mean_band(per, log=False):

@@ -12,6 +12,7 @@ caption line, which every figure module applies, so that no module types its own
 - :data:`LAYOUT_LEGEND_ABOVE`: the font, the legend above the plot and the title above it, left-aligned, with the
   room they need (up to three rows of legend): chapters 2-4's figures (``slider_figures.THEORY_LAYOUT``), and any
   one-panel figure.
+- :func:`title`: a title and its subtitle at the figure's top-left, wrapped, with the top margin they need.
 - :func:`caption`: a line under the plot for what a title must not carry (the hardware a run trained on, its
   date), at :data:`LEAST_PX`, the smallest text a figure may have.
 """
@@ -38,24 +39,45 @@ LAYOUT_LEGEND_ABOVE = dict(
 
 CAPTION_BELOW_PX = 56  # under the plot's bottom edge: below the x-axis tick labels and title
 CAPTION_CHARS = 52  # a caption line at most: about 330 px at 12 px, a phone's column (plotly does not wrap text)
-
-
 LEGEND_ROW_PX = 22
+TITLE_CHARS, SUBTITLE_CHARS = 72, 100  # a title's line at most (18 px), its <sup> subtitle's (12.6 px): ~570 px,
+# inside a 1280 px page's column
+TITLE_PAD_PX, TITLE_LINE_PX = 16, 24  # the title's top under the figure's; plotly spaces its lines at 1.3 em, <sup> too
+
+
+def soft_wrap(text: str, chars: int) -> tuple[str, int]:
+    """`text` in lines of at most `chars` (its own ``<br>`` kept; the breaks added are soft, `` <br>``, which a
+    phone's layout joins and wraps again at its width: book/_ext/idmap_phone.js), and how many lines it has."""
+    import textwrap
+
+    lines = [textwrap.wrap(line, chars) or [""] for line in text.split("<br>")]
+    return "<br>".join(" <br>".join(ws) for ws in lines), sum(map(len, lines))
+
+
+def title(fig, head: str, sub: str = "", room: int = 44):
+    """Give `fig` the title `head` with the subtitle `sub` (a smaller line, ``<sup>``), both wrapped
+    (:func:`soft_wrap`), anchored at the figure's top-left so that more lines push the plot down instead of
+    growing into the subplot titles under them (plotly's default centres the first line in the top margin), and the
+    top margin that holds them with `room` px under them (a subplot title's line); returns `fig`."""
+    head, n = soft_wrap(head, TITLE_CHARS)
+    if sub:
+        sub, m = soft_wrap(sub, SUBTITLE_CHARS)
+        head, n = f"{head}<br><sup>{sub}</sup>", n + m
+    fig.update_layout(title=dict(text=head, x=0, xanchor="left", xref="paper", y=1, yanchor="top", yref="container",
+                                 pad=dict(t=TITLE_PAD_PX)),
+                      margin_t=TITLE_PAD_PX + TITLE_LINE_PX * n + room)
+    return fig
 
 
 def caption(fig, text: str, below: int = CAPTION_BELOW_PX, legend_rows: int = 0):
     """Write `text` under the plot, left-aligned, `below` px under its bottom edge, in lines of at most
-    :data:`CAPTION_CHARS` (its own ``<br>`` kept; the breaks added are soft, `` <br>``, which a phone's layout joins
-    and wraps again at its width: book/_ext/idmap_phone.js), and make the bottom margin hold it -- and, under it, a legend of
+    :data:`CAPTION_CHARS` (:func:`soft_wrap`), and make the bottom margin hold it -- and, under it, a legend of
     `legend_rows` rows at the figure's foot (:data:`LEGEND_BELOW`, which it sets: as many rows as the legend takes on
     a phone, where it wraps); returns `fig`."""
-    import textwrap
-
-    lines = [textwrap.wrap(line, CAPTION_CHARS) or [""] for line in text.split("<br>")]
-    fig.add_annotation(text="<br>".join(" <br>".join(ws) for ws in lines), showarrow=False, xref="paper", yref="paper", x=0, y=0,
+    text, n = soft_wrap(text, CAPTION_CHARS)
+    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0, y=0,
                        yshift=-below, xanchor="left", yanchor="top", align="left", font=CAPTION_FONT)
     if legend_rows:
         fig.update_layout(legend=LEGEND_BELOW)
-    fig.update_layout(margin_b=max(fig.layout.margin.b or 0,
-                                   below + 17 * sum(map(len, lines)) + 12 + LEGEND_ROW_PX * legend_rows))
+    fig.update_layout(margin_b=max(fig.layout.margin.b or 0, below + 17 * n + 12 + LEGEND_ROW_PX * legend_rows))
     return fig

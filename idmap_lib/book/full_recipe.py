@@ -122,6 +122,5 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     sub = (f"seed {seed}; solid: ours as it stands; dotted: the paper's final test error"
            + (f"; not run yet: {', '.join(missing)}" if missing else ""))
     head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + ", the full recipe"
-    fig.update_layout(figure_style.LAYOUT, title={"text": f"{head}<br><sup>{sub}</sup>"}, height=560,
-                      margin={"t": 110 + 22 * sub.count("<br>")}, legend=figure_style.LEGEND_BELOW)
-    return fig
+    fig.update_layout(figure_style.LAYOUT, height=560, legend=figure_style.LEGEND_BELOW)
+    return figure_style.title(fig, head, sub)

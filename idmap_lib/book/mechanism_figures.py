@@ -135,8 +135,8 @@ def forward_figure(seeds=SEEDS, out_dir=None):
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12, subplot_titles=(
-        "signal: rms of x_l (λ > 1 runs off the top)", "share of x_L carried by λ^(L−l) x_l",
-        "branch beside shortcut: ‖F(x_l)‖ / ‖λ x_l‖ (λ > 1: off the bottom)", "gradient: ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖"))
+        "signal: rms of x_l (λ > 1: off the top)", "share of x_L carried by λ^(L−l) x_l",
+        "branch ÷ shortcut: ‖F(x_l)‖ / ‖λ x_l‖ (λ > 1: below)", "gradient: ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖"))
     every = []
     for lam in mech.LAMS:
         for n, r in enumerate(_forward(lam, seeds, out_dir)):
