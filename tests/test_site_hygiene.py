@@ -329,3 +329,19 @@ def test_a_long_title_wraps_and_pushes_the_plot_down_instead_of_growing_into_it(
     assert all(len(line.rstrip()) <= fs.SUBTITLE_CHARS for line in sub.removesuffix("</sup>").split("<br>"))
     lines = t.text.count("<br>") + 1
     assert long.layout.margin.t - short.layout.margin.t == fs.TITLE_LINE_PX * (lines - 2)
+
+
+@pytest.mark.parametrize("chapter", ["04_relu_truncation", "09_depth"])
+def test_the_argument_and_the_depth_chapter_end_pointing_to_the_synthesis_with_its_status(chapter):
+    """Issue 30.1: chapter 4 (where the argument ends) and chapter 9 (where the reader has seen *that* the original
+    ResNet-1001 is slow) close with a link to "Why pre-activation helps" and the status each mechanism has there,
+    computed from the verdicts when the page was built."""
+    from bs4 import BeautifulSoup
+
+    from idmap_lib.book import synthesis
+    if not (SITE / f"{chapter}.html").exists():
+        pytest.skip("the book is not built")
+    article = BeautifulSoup((SITE / f"{chapter}.html").read_text(), "html.parser").find("article")
+    last = article.find_all("section")[-1] if chapter.startswith("04") else article
+    assert last.find("a", href=re.compile(r"^09_why_preactivation\.html")), f"{chapter}: no link to the synthesis"
+    assert synthesis.in_words() in " ".join(last.get_text(" ").split()), f"{chapter}: the status is not the one computed"
