@@ -204,6 +204,7 @@ def counts_in_words(df, where) -> str:
 
 ROW_CHARS = 42  # a row label's line at most: ~310 px at 13 px, what a phone's plot holds (plotly does not wrap)
 LINE_PX, DOT_PX, TOP_PX = 17, 34, 8  # a label line; a row's interval and seeds; room under a panel's title
+GAP_PX, BOTTOM_PX = 96, 56  # between panels: the x ticks, the axis title, the next panel's title; under the last
 
 
 def forest(keys=None, scale=None, out_dir=None, title=None):
@@ -227,9 +228,8 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                 rows.setdefault(t.metric, []).append((c, short, r, t))
     if not rows:
         fig = go.Figure()
-        fig.update_layout(figure_style.LAYOUT, title={"text": (title or "Effects with their intervals") +
-                                                      "<br><sup>no comparison has its seeds yet</sup>"}, height=160)
-        return fig
+        fig.update_layout(figure_style.LAYOUT, height=160)
+        return figure_style.title(fig, title or "Effects with their intervals", "no comparison has its seeds yet")
 
     def wrapped(text, bold=False):
         lines = textwrap.wrap(text, ROW_CHARS)
@@ -237,21 +237,21 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
 
     panels = []  # per metric: its rows as (label lines, y of the dot, item), y in px from the panel's top
     for metric, items in rows.items():
-        y, out, head = TOP_PX, [], None
+        y, out, head = TOP_PX, [], None  # head: the claim whose rows these are, and the note its title carries
         for c, short, r, t in items:
             label = cw.compared(c, t).replace("*", "")
-            lines = wrapped(label + (short if short != head[1] else "")) if head and head[0] == c.key else \
-                wrapped(cw.TITLES.get(c.key, c.key) + short, bold=True) + wrapped(label)
-            head = head if head and head[0] == c.key else (c.key, short)
+            if head is None or head[0] != c.key:  # a claim's first row here: its title, then the comparison
+                head = (c.key, short)
+                lines = wrapped(cw.TITLES.get(c.key, c.key) + short, bold=True) + wrapped(label)
+            else:  # a further row of it: the comparison, and its note where the title's is not its own
+                lines = wrapped(label + (short if short != head[1] else ""))
             y += LINE_PX * len(lines) + DOT_PX / 2
             out.append((lines, y, (c, label + short, r, t)))
             y += DOT_PX / 2
         panels.append((metric, out, y))
-    gap = 96  # px between panels: the x ticks, the axis title, the next panel's title
-    plot = sum(h for _, _, h in panels) + gap * (len(panels) - 1)
-    top, bottom = 132, 56
+    plot = sum(h for _, _, h in panels) + GAP_PX * (len(panels) - 1)
     fig = make_subplots(rows=len(panels), cols=1, row_heights=[h for _, _, h in panels],
-                        vertical_spacing=gap / plot if len(panels) > 1 else 0,
+                        vertical_spacing=GAP_PX / plot if len(panels) > 1 else 0,
                         subplot_titles=[f"{METRIC_WORDS[m]}: d" for m, _, _ in panels])
     for i, (metric, out, h) in enumerate(panels, start=1):
         unit, fmt = shown_as(metric)
@@ -283,12 +283,11 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
         fig.add_vline(x=0, line_color="grey", row=i, col=1)
         fig.update_yaxes(range=[h, 0], showticklabels=False, showgrid=False, zeroline=False, fixedrange=True,
                          row=i, col=1)
-    fig.update_layout(figure_style.LAYOUT,
-                      title={"text": (title or "Effects with their 95 % intervals") + "<br><sup>right of the line: "
-                             "the paper's direction (d = b minus a, minus any margin); colour: the verdict (pale blue: "
-                             "none, a short run's data);<br>grey: each seed (o of a, x of b) against the other side's "
-                             "mean</sup>"},
-                      height=top + bottom + plot, margin={"l": 20, "r": 20, "t": top, "b": bottom})
+    figure_style.title(fig, title or "Effects with their 95 % intervals",
+                       "right of the line: the paper's direction (d = b − a − any margin); colour: the verdict (pale "
+                       "blue: none, a short run's data); grey: each seed (o: a, x: b) against the other side's mean")
+    top = fig.layout.margin.t
+    fig.update_layout(figure_style.LAYOUT, height=top + BOTTOM_PX + plot, margin={"l": 20, "r": 20, "b": BOTTOM_PX})
     return fig
 
 
