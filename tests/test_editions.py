@@ -464,3 +464,21 @@ def test_a_failed_assign_says_what_otter_said_and_leaves_nothing(tmp_path, monke
     with pytest.raises(editions.AssignError, match="solution check failed"):
         editions.assign(tmp_path / "dist", ["exercises"])
     assert not (tmp_path / "dist" / "exercises").exists()
+
+
+@pytest.mark.parametrize("chapter", sorted(editions.CHAPTERS.values()))
+def test_the_notebooks_written_for_grading_are_valid_nbformat_4_5(chapter, tmp_path):
+    """The Otter master and a solved submission give every cell a unique id (nbformat 4.5 requires one: without,
+    nbformat warns today and its future versions refuse the notebook, and the instructor's grading with it)."""
+    import warnings
+
+    import nbformat
+
+    for nb_path in (editions.otter_master(BOOK / chapter, tmp_path / "master.ipynb"),
+                    editions.solved_notebook(BOOK / chapter, tmp_path / "solved.ipynb")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            nb = nbformat.read(nb_path, as_version=4)
+            nbformat.validate(nb)
+        ids = [c.id for c in nb.cells]
+        assert len(set(ids)) == len(ids), f"{nb_path.name}: repeated cell ids"

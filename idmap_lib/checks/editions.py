@@ -90,6 +90,14 @@ def _cell(kind, source, **extra):
     return c
 
 
+def _with_ids(cells):
+    """`cells`, each new one given the id nbformat 4.5 requires (stable, unique: its place; the book's cells keep
+    theirs). Without one a notebook reader warns now, and future nbformat versions refuse the notebook."""
+    for i, c in enumerate(cells):
+        c.setdefault("id", f"idmap-{i:03d}")
+    return cells
+
+
 def _defined(source):
     """Top-level names a code cell defines (assignments, functions, classes)."""
     try:
@@ -226,7 +234,7 @@ def otter_master(src, dst, name=None):
         if c["cell_type"] == "code" and _src(c) in hidden:  # the site shows only its output: so do Jupyter and Colab
             c["metadata"] = {**c.get("metadata", {}), "jupyter": {"source_hidden": True}, "cellView": "form"}
         c["source"] = _site_links(_src(c), site)
-    nb["cells"] = cells
+    nb["cells"] = _with_ids(cells)
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(json.dumps(nb, indent=1) + "\n")
     return dst
@@ -381,6 +389,6 @@ def solved_notebook(src, dst):
         for st in part["starters"]:
             cells.append(_cell("code", _solution_for(st, part["solutions"]) or st))
         cells += [_cell("code", g) for g in part["grading"]]
-    nb["cells"] = cells
+    nb["cells"] = _with_ids(cells)
     Path(dst).write_text(json.dumps(nb, indent=1) + "\n")
     return Path(dst)
