@@ -39,9 +39,9 @@ LAYOUT_LEGEND_ABOVE = dict(
 
 CAPTION_BELOW_PX = 56  # under the plot's bottom edge: below the x-axis tick labels and title
 CAPTION_CHARS = 52  # a caption line at most: about 330 px at 12 px, a phone's column (plotly does not wrap text)
-LEGEND_ROW_PX = 22
-TITLE_CHARS, SUBTITLE_CHARS = 72, 100  # a title's line at most (18 px), its <sup> subtitle's (12.6 px): ~570 px,
-# inside a 1280 px page's column
+CAPTION_LINE_PX = 17  # a caption line's height (12 px text, plotly's 1.3 em spacing, rounded up)
+LEGEND_ROW_PX = 22  # a row of a horizontal legend at 13 px
+TITLE_CHARS, SUBTITLE_CHARS = 72, 100  # a title's line (18 px) and a <sup> subtitle's (12.6 px): ~570 px each
 TITLE_PAD_PX, TITLE_LINE_PX = 16, 24  # the title's top under the figure's; plotly spaces its lines at 1.3 em, <sup> too
 
 
@@ -79,5 +79,5 @@ def caption(fig, text: str, below: int = CAPTION_BELOW_PX, legend_rows: int = 0)
                        yshift=-below, xanchor="left", yanchor="top", align="left", font=CAPTION_FONT)
     if legend_rows:
         fig.update_layout(legend=LEGEND_BELOW)
-    fig.update_layout(margin_b=max(fig.layout.margin.b or 0, below + 17 * n + 12 + LEGEND_ROW_PX * legend_rows))
+    fig.update_layout(margin_b=max(fig.layout.margin.b or 0, below + CAPTION_LINE_PX * n + 12 + LEGEND_ROW_PX * legend_rows))
     return fig

@@ -119,13 +119,11 @@ def k_figure(seeds=ALL_SEEDS, out_dir=None):
     fig.update_xaxes(title_text="block")
     fig.update_yaxes(title_text="learned k", col=1)
     fig.update_annotations(font_size=figure_style.LEAST_PX)  # the panel titles: two lines each, three abreast
-    if machines:
+    fig.update_layout(figure_style.LAYOUT, height=460, margin_b=90, showlegend=False)
+    if machines:  # after the margin above: the caption widens it to what its lines need
         figure_style.caption(fig, "trained on: " + "; ".join(sorted(machines)))
-    fig.update_layout(figure_style.LAYOUT,
-                      title={"text": "Paper B: the gates k after training<br><sup>mean ± sd over seeds; dotted: "
-                                     "dimension-changing blocks</sup>"},
-                      height=460, margin={"t": 120, "b": 90}, showlegend=False)
-    return fig
+    return figure_style.title(fig, "Paper B: the gates k after training",
+                              "mean ± sd over seeds; dotted: dimension-changing blocks", room=56)  # 2-line panel titles
 
 
 def pruning_figure(seeds=SEEDS, out_dir=None):
@@ -157,11 +155,9 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
     fig.update_yaxes(title_text="test error % (log scale)", type="log", tickvals=LOG_TICKS,
                      ticktext=[f"{v:g}" for v in LOG_TICKS])
     sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes else "")
-    fig.update_layout(figure_style.LAYOUT,
-                      title={"text": f"Paper B Fig 5: removing residual blocks of a trained d = {PRUNE_DEPTH} "
-                                     f"net<br><sup>{sub}</sup>"}, height=480, margin={"t": 100},
-                      legend=figure_style.LEGEND_BELOW)
-    return fig
+    fig.update_layout(figure_style.LAYOUT, height=480, legend=figure_style.LEGEND_BELOW)
+    return figure_style.title(fig, f"Paper B Fig 5: removing residual blocks of a trained d = {PRUNE_DEPTH} net", sub,
+                              room=36)  # no panel titles
 
 
 def stacked_note(out_dir=None, seeds=SEEDS) -> str:

@@ -44,12 +44,9 @@ def probe_figure(seeds=SEEDS, out_dir=None):
             seen.add(t.legendgroup)
     fig.update_xaxes(title_text="block")
     fig.update_yaxes(title_text="learned k", col=1)
-    fig.update_layout(figure_style.LAYOUT,
-                      title={"text": "Does the initialisation set k? The GResNet with PyTorch's and Keras's "
-                                     "defaults<br><sup>mean ± sd over seeds; MNIST, full recipe; dotted: Paper "
-                                     "B's mean k (Table 2)</sup>"},
-                      height=470, margin={"t": 110}, legend=figure_style.LEGEND_BELOW)
-    return fig
+    fig.update_layout(figure_style.LAYOUT, height=470, legend=figure_style.LEGEND_BELOW)
+    return figure_style.title(fig, "Does the initialisation set k? The GResNet with PyTorch's and Keras's defaults",
+                              "mean ± sd over seeds; MNIST, full recipe; dotted: Paper B's mean k (Table 2)")
 
 
 def _stats(runs):
