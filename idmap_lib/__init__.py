@@ -20,7 +20,7 @@ Where things live: four layers, each a folder, none importing a layer above it (
   idmap_lib.checks``). Import those as submodules (``from idmap_lib.book import theory``).
 On top: this file (the ``im.`` API below) and cli.py (``python -m idmap_lib``).
 """
-from .models import (BLOCKS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, gates, imagenet_resnet, make_unit, mlp,
+from .models import (BLOCKS, FINALS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, gates, imagenet_resnet, make_unit, mlp,
                      residual_units, unit_layout, wide_resnet, zero_residuals)
 from .engine.data import load as load_data
 from .engine.recipes import EXPERIMENTS, config, lr_at
@@ -30,7 +30,7 @@ from .engine.trainer import run, train
 __version__ = "0.1.0"
 
 __all__ = [
-    "UNITS", "SHORTCUTS", "BLOCKS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp",
+    "UNITS", "SHORTCUTS", "BLOCKS", "FINALS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp",
     "imagenet_resnet", "make_unit", "residual_units", "zero_residuals", "gates", "unit_layout",
     "EXPERIMENTS", "config", "lr_at", "train", "run", "load_results", "load_data",
 ]

@@ -118,7 +118,7 @@ def test_a_planted_import_circle_is_caught():
 def test_the_stable_api_and_the_recipes_builders():
     """``im.x`` names stay where chapters and scripts use them; every builder a recipe names is a model."""
     assert set(im.__all__) == {
-        "UNITS", "SHORTCUTS", "BLOCKS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp", "imagenet_resnet",
+        "UNITS", "SHORTCUTS", "BLOCKS", "FINALS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp", "imagenet_resnet",
         "make_unit", "residual_units", "zero_residuals", "gates", "unit_layout", "EXPERIMENTS", "config", "lr_at",
         "train", "run", "load_results", "load_data"}
     assert all(hasattr(im, n) for n in im.__all__)

@@ -457,3 +457,63 @@ def test_width_scale_narrows_every_layer_and_keeps_every_layer():
         # 0.375: a bottleneck of 6 channels would give its 3x3 1.5
         with pytest.raises(ValueError, match="whole channel counts"):
             im.cifar_resnet(depth, width_scale=bad)
+
+
+# ----------------------------------------------------------------------------------------------
+# the book's interventions: one part swapped at a time (recipes.SWAPS)
+
+@pytest.mark.parametrize("unit,final,kind", [("original", "bn_relu", nn.Sequential), ("relu_preact", "bn_relu", nn.Sequential),
+                                             ("full_preact", "none", nn.Identity), ("original", "relu", nn.ReLU)])
+def test_a_swapped_final_changes_only_what_the_classifier_reads(unit, final, kind):
+    """The swapped net has the parent's every weight, bit for bit (the swap draws no random number), and only the
+    part before the pool differs: the classifier reads a normalised input with a final BN-ReLU."""
+    torch.manual_seed(0)
+    parent = im.cifar_resnet(20, unit=unit)
+    torch.manual_seed(0)
+    swapped = im.cifar_resnet(20, unit=unit, final=final)
+    assert isinstance(swapped.final, kind)
+    for (n, p), (_, q) in zip(parent.units.named_parameters(), swapped.units.named_parameters()):
+        assert torch.equal(p, q), n
+    assert torch.equal(parent.fc.weight, swapped.fc.weight)
+    x = torch.randn(8, 3, 32, 32)
+    seen = {}
+    swapped.fc.register_forward_hook(lambda m, a, o: seen.setdefault("in", a[0]))
+    swapped.train()(x)
+    if final == "bn_relu":  # BN (batch statistics) then ReLU, pooled: non-negative, of unit scale at most
+        assert seen["in"].min() >= 0 and seen["in"].std() < 1
+    with pytest.raises(ValueError, match="unknown final 'bn'"):
+        im.cifar_resnet(20, unit=unit, final="bn")
+
+
+def test_zero_gamma_makes_every_unit_its_shortcut_at_init():
+    """Goyal et al.'s zero gamma: F = 0 at initialisation, so the original unit is x -> ReLU(x + 0) = x on its
+    non-negative input, and the net's output is the classifier of the stem alone; without it F is not 0."""
+    torch.manual_seed(0)
+    net = im.cifar_resnet(20, unit="original", zero_gamma=True).eval()
+    x = torch.randn(4, 3, 32, 32)
+    for u in im.residual_units(net):
+        inp = net.stem(x) if u is im.residual_units(net)[0] else None
+        if inp is not None:
+            assert torch.equal(u.residual(inp), torch.zeros_like(u.residual(inp)))
+    last_bn = [m for m in im.residual_units(net)[3].residual if isinstance(m, nn.BatchNorm2d)][-1]
+    assert float(last_bn.weight.detach().abs().sum()) == 0
+    torch.manual_seed(0)
+    plain = im.cifar_resnet(20, unit="original").eval()
+    assert float(plain.units[0].residual(plain.stem(x)).abs().sum()) > 0
+    with pytest.raises(ValueError, match="ends its branch in Conv2d"):
+        im.cifar_resnet(20, unit="full_preact", zero_gamma=True)
+
+
+def test_every_swap_is_a_recipe_that_differs_from_its_parent_in_one_model_keyword():
+    from idmap_lib.engine import recipes
+
+    variants = recipes.EXPERIMENTS["a_swaps"]["variants"]
+    for (unit, swap), depths in recipes.SWAPPED.items():
+        for d in depths:
+            a = recipes.config("a_swaps", f"{unit}-{d}", "cpu_step_warmup", 0)
+            b = recipes.config("a_swaps", f"{unit}+{swap}-{d}", "cpu_step_warmup", 0)
+            diff = {k for k in a["model"]["kwargs"].keys() | b["model"]["kwargs"].keys()
+                    if a["model"]["kwargs"].get(k) != b["model"]["kwargs"].get(k)}
+            assert diff == set(recipes.SWAPS[swap]["kwargs"]) and f"{unit}+{swap}-{d}" in variants
+            assert {k: v for k, v in a.items() if k not in ("model", "variant")} == \
+                {k: v for k, v in b.items() if k not in ("model", "variant")}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from . import paper_numbers
 from .metrics import METRICS, did_not_train
 from .rule import TESTED, better, combine, compare, holm, similar
-from .seeds import MORE_SEEDS, SEEDS
+from .seeds import ALL_SEEDS, MORE_SEEDS, SEEDS
 from .runs import seed_runs
 
 
@@ -30,6 +30,7 @@ class Claim:
     scale_note: str = ""            # what this scale can and cannot show about it
     scale: str = "cpu"              # the scale its runs are recorded at (Paper B's MNIST nets: the full recipe)
     seeds: tuple = SEEDS            # the seeds its verdict reads
+    by: str = "paper"               # whose claim: "paper" (Paper A or B says it) or "ours" (the book's hypothesis)
 
     @property
     def about(self) -> tuple[str, ...]:
@@ -165,14 +166,53 @@ KERAS = "Keras's defaults (Glorot-uniform weights, BN epsilon 1e-3 and momentum 
 PROBES = [
     Claim("probe_keras_k_d10", f"Ours: with {KERAS} the d = 10 GResNet learns a larger mean k than with PyTorch's.",
           "ours (chapter 10), on Paper B Table 2", MNIST, (better("gresnet-d10", "gresnet_keras-d10", "mean_k"),),
-          scale="full"),
+          scale="full", by="ours"),
     Claim("probe_keras_k_d100", f"Ours: with {KERAS} the d = 100 GResNet learns a larger mean k than with "
           "PyTorch's.", "ours (chapter 10), on Paper B Table 2", MNIST,
-          (better("gresnet-d100", "gresnet_keras-d100", "mean_k"),), scale="full"),
+          (better("gresnet-d100", "gresnet_keras-d100", "mean_k"),), scale="full", by="ours"),
     Claim("probe_keras_err_d10", f"Ours: with {KERAS} the d = 10 GResNet reaches a lower test error than with "
           "PyTorch's.", "ours (chapter 10), on Paper B Table 1", MNIST,
-          (better("gresnet_keras-d10", "gresnet-d10"),), scale="full"),
+          (better("gresnet_keras-d10", "gresnet-d10"),), scale="full", by="ours"),
 ]
+# The interventions (recipes.SWAPS): one part of a unit swapped at a time, each swapped unit placed against the two
+# units it lies between -- is its rise at the lr jump (or its start at 1001 layers) below the original's, above full
+# pre-activation's, or both? -- so that the swaps, not units that differ in several parts at once, say which part
+# carries the effect. Fixed, with each hypothesis' prediction (synthesis.PROPERTIES: a hypothesis "property P is
+# what makes a unit tolerate the jump" predicts the rows with P tolerate and the rows without do not), in the commit
+# before any of these runs was trained. The metrics: the lr jump's rise on a log scale fixed before
+# (``lr_jump_log_rise``: log10(0.1 nats + rise), so that one seed's 35-nat rise cannot carry or break a mean), a run
+# stuck at chance before the jump left out on both sides alike (it cannot show whether the jump hurts); the start at
+# 1001 layers by ``steps_to_80``, a censored metric (a run that never gets below 80 % counts as the run's length on
+# both sides alike), compared by ranks (rule.compare: an exact permutation test on mid-ranks, never a mean of
+# censored values).
+SW = "a_swaps"
+SWAP_ROWS_110 = ("original+final_bn_relu-110", "full_preact+no_final-110", "original+zero_gamma-110",
+                 "relu_preact+final_bn_relu-110", "bn_after_add-110")
+SWAP_ROWS_1001 = ("original+final_bn_relu-1001", "full_preact+no_final-1001")
+SWAP_WORDS = {"original+final_bn_relu-110": "the original unit with a final BN-ReLU before the pool",
+              "relu_preact+final_bn_relu-110": "ReLU-only pre-activation with a final BN-ReLU before the pool",
+              "full_preact+no_final-110": "full pre-activation without its final BN-ReLU",
+              "original+zero_gamma-110": "the original unit with every branch's last BN starting at 0",
+              "bn_after_add-110": "BN after addition (BN-ReLU before every weight layer and the classifier, no clean "
+                                  "path)",
+              "original+final_bn_relu-1001": "the original ResNet-1001 with a final BN-ReLU before the pool",
+              "full_preact+no_final-1001": "full pre-activation ResNet-1001 without its final BN-ReLU"}
+JUMP, START = "lr_jump_log_rise", "steps_to_80"
+SWAP_CLAIMS = [
+    Claim(f"swap_jump_{r.rsplit('-', 1)[0].replace('+', '_')}",
+          f"Ours, an intervention: {SWAP_WORDS[r]} rises less at the lr jump than the original unit, and more than "
+          f"full pre-activation.", "ours: an intervention (recipes.SWAPS), at the lr-jump probe", SW,
+          (better(r, "original-110", JUMP), better("full_preact-110", r, JUMP)),
+          "the lr-jump probe: ResNet-110, the CPU scale with the paper's step warm-up", scale="cpu_step_warmup",
+          seeds=ALL_SEEDS, by="ours")
+    for r in SWAP_ROWS_110] + [
+    Claim(f"swap_start_{r.rsplit('-', 1)[0].replace('+', '_')}_1001",
+          f"Ours, an intervention: {SWAP_WORDS[r]} starts sooner than the original ResNet-1001, and later than full "
+          f"pre-activation.", "ours: an intervention (recipes.SWAPS), on Paper A Fig 1", SW,
+          (better(r, "original-1001", START), better("full_preact-1001", r, START)),
+          "ResNet-1001 at its real depth, a quarter of its width, 128 steps", seeds=ALL_SEEDS, by="ours")
+    for r in SWAP_ROWS_1001]
+CLAIMS += SWAP_CLAIMS
 CLAIMS_BY_KEY = {c.key: c for c in CLAIMS + PROBES}
 
 
@@ -205,7 +245,7 @@ def paper_gap(claim: Claim, test) -> float | None:
     the margin): from its tables' test errors (paper_numbers; a fraction like the runs') or Paper B Table 2's mean
     k; None where the paper gives no number (its "fail", a metric it does not report, two readings of one net)."""
     if test.metric_b or test.kind != "better" or test.metric not in ("test_err", "mean_k") or \
-            claim.source.startswith("ours"):  # (our probes: the paper has one number for both of their nets)
+            claim.by == "ours":  # (our probes: the paper has one number for both of their nets)
         return None
     key, unit = ("value", 100) if test.metric == "test_err" else ("mean_k", 1)
     pa, pb = ((paper_numbers.paper_number(claim.experiment, v) or {}).get(key) for v in (test.a, test.b))

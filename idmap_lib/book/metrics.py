@@ -115,6 +115,25 @@ def lr_jump_rise(result):
     return max([0.0] + [x - at_end[-1] for x in after])
 
 
+LOG_FLOOR = 0.1  # nats: a rise below it is a window's noise; log10(LOG_FLOOR + rise) keeps 0 finite
+
+
+def lr_jump_log_rise(result):
+    """``lr_jump_rise`` on a log scale fixed before the interventions' runs: log10(0.1 nats + rise). Rises span
+    0-35 nats over the units; on this scale one seed's 35-nat spike cannot carry or break a mean of five."""
+    import math
+
+    return math.log10(LOG_FLOOR + lr_jump_rise(result))
+
+
+def stuck_before_jump(result) -> bool:
+    """A run still at chance in the window that ends the warm-up: it had not trained when the lr jumped, so its
+    rise says nothing about tolerating the jump ("stuck before the jump", its own outcome; BN after addition's)."""
+    warm = result["config"]["schedule"].get("warmup_steps", 0)
+    at_end = [h["train_loss"] for h in result["history"]["train"] if h["step"] <= warm]
+    return bool(at_end) and at_chance_loss(result, at_end[-1])
+
+
 def mean_k(result):
     """Mean of the learned gates k at the end of training (Paper B Table 2). A run of an ungated net has no k: a
     clear error, never a number that would enter a mean."""
@@ -185,12 +204,13 @@ def pruned_random(result):
 
 METRICS = {"test_err": final_test_err, "train_loss": final_train_loss, "early_train_loss": early_train_loss,
            "steps_to_80": steps_to_80, "lr_jump_rise": lr_jump_rise,
-           "mean_k": mean_k, "pruned_half": pruned_half, "pruned_half_random": pruned_half_random,
+           "lr_jump_log_rise": lr_jump_log_rise, "mean_k": mean_k, "pruned_half": pruned_half, "pruned_half_random": pruned_half_random,
            "pruned_greedy": pruned_greedy, "pruned_random": pruned_random, "shut_gates": shut_gates}
 METRIC_WORDS = {"test_err": "final test error", "train_loss": "final training loss",
                 "early_train_loss": "mean training loss over the first half of training",
                 "steps_to_80": "steps until the training error first falls below 80 %",
                 "lr_jump_rise": "rise of the training loss after the lr jump",
+                "lr_jump_log_rise": "log10 (0.1 + rise of the training loss after the lr jump, in nats)",
                 "mean_k": "mean learned k", "pruned_half": "test error with half of the blocks removed",
                 "pruned_half_random": "test error with half of the blocks removed at random",
                 "shut_gates": "gates shut (k <= 0)",

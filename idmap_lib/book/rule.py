@@ -79,7 +79,7 @@ NEEDS_FULL = "needs the full recipe"
 NOT_TESTABLE = "not testable here"
 VERDICTS = ("reproduced", "contradicted", "inconclusive", NOT_TESTABLE, NEEDS_FULL, "not run yet")
 TESTED = ("reproduced", "contradicted", "inconclusive")  # the verdicts of a comparison that was tested
-EARLY = ("steps_to_80", "lr_jump_rise")  # early optimisation and mechanism: the metrics a CPU scale can test
+EARLY = ("steps_to_80", "lr_jump_rise", "lr_jump_log_rise")  # early optimisation and mechanism: the metrics a CPU scale can test
 ABOUT = {"end": "the end of the paper's recipe",
          "converged": "the converged end of training (a short run cannot test it)",
          "early": "early optimisation"}

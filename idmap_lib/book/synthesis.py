@@ -39,6 +39,32 @@ class Mechanism:
     when: str = ""      # where its status holds, when the evidence covers only part of training
 
 
+# The interventions' design (claims.SWAP_CLAIMS): every unit and swap as a row, each with the properties it has by
+# construction. Each candidate mechanism is a hypothesis "property P is what lets a unit train through the lr jump
+# (or start at 1001 layers)": it predicts that the rows with P do and the rows without P do not. Fixed with the swap
+# claims, before any swap run was trained; a property is then *necessary* if no row without it has the outcome,
+# *sufficient* if every row with it has the outcome, each judged only on rows whose outcome the runs decide.
+PROPERTY_WORDS = {
+    "clean_path": "a clean additive path (h and f identity, Eqns 4-5)",
+    "bn_every_conv": "BN in front of every convolution (inputs normalised, Sec 4.2)",
+    "normalised_classifier": "a normalised classifier input (a BN-ReLU before the pool)",
+    "branch_zero_at_init": "branches switched off at initialisation (zero gamma)",
+}
+PROPERTIES = {  # row (a_swaps variant) -> the properties it has by construction
+    "original-110": (),
+    "bn_after_add-110": ("bn_every_conv", "normalised_classifier"),
+    "relu_before_add-110": ("clean_path",),
+    "relu_preact-110": ("clean_path",),
+    "full_preact-110": ("clean_path", "bn_every_conv", "normalised_classifier"),
+    "original+final_bn_relu-110": ("normalised_classifier",),
+    "relu_preact+final_bn_relu-110": ("clean_path", "normalised_classifier"),
+    "full_preact+no_final-110": ("clean_path", "bn_every_conv"),
+    "original+zero_gamma-110": ("branch_zero_at_init",),
+    "original-1001": (),
+    "full_preact-1001": ("clean_path", "bn_every_conv", "normalised_classifier"),
+    "original+final_bn_relu-1001": ("normalised_classifier",),
+    "full_preact+no_final-1001": ("clean_path", "bn_every_conv"),
+}
 LR_JUMP = "lr_jump_preact_tolerates"
 MECHANISMS = (
     Mechanism("clean_path", "The clean additive path alone",

@@ -132,10 +132,13 @@ AUG = {"pad": 4, "flip": True}
 SGD_A = {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 1e-4}
 
 
-def paper_a_cifar(depth, unit, shortcut="identity", block=None, dataset="cifar10", scale="full",
+def paper_a_cifar(depth, unit, shortcut="identity", block=None, dataset="cifar10", scale="full", swap=None,
                   **shortcut_options):
+    """Paper A's CIFAR recipe for `unit` at `depth`; `swap` (a key of SWAPS) changes one part of the unit alone."""
     num_classes = 100 if dataset == "cifar100" else 10
     kw = {"depth": depth, "unit": unit, "shortcut": shortcut, "num_classes": num_classes}
+    if swap is not None:
+        kw.update(SWAPS[swap]["kwargs"])
     if block is not None or scale != "full":
         kw["block"] = block or ("bottleneck" if depth in (164, 1001) else "basic")
     if scale != "full" and CPU_WIDTH.get(depth, 1) != 1:
@@ -255,6 +258,34 @@ def _table2():
             for d in (110, 164) for u in UNITS}
 
 
+# The book's interventions (not in the papers): one part of a unit changed at a time, so that the swaps, not the
+# units' several differences at once, say which part carries an effect (chapter "Why pre-activation helps").
+SWAPS = {
+    "final_bn_relu": {"kwargs": {"final": "bn_relu"},
+                      "words": "a final BN-ReLU before the pool: the classifier reads a normalised input"},
+    "no_final": {"kwargs": {"final": "none"},
+                 "words": "no final BN-ReLU: the classifier reads the un-normalised sum of every unit"},
+    "zero_gamma": {"kwargs": {"zero_gamma": True},
+                   "words": "every branch's last BN starts at scale 0: F = 0 at initialisation (Goyal et al. 2017)"},
+}
+SWAPPED = {  # (unit, swap) -> the depths it is trained at
+    ("original", "final_bn_relu"): (110, 1001), ("relu_preact", "final_bn_relu"): (110,),
+    ("full_preact", "no_final"): (110, 1001), ("original", "zero_gamma"): (110,),
+}
+
+
+def _swaps():
+    """The units of Table 2 at 110 layers and of Fig 1 at 1001 (the same trainings: results.training_hash), and each
+    swap of SWAPPED, named ``unit+swap-depth``."""
+    v = {f"{u}-110": (lambda scale, u=u: paper_a_cifar(110, u, scale=scale)) for u in UNITS}
+    v.update({f"{u}-1001": (lambda scale, u=u: paper_a_cifar(1001, u, scale=scale))
+              for u in ("original", "full_preact")})
+    for (u, swap), depths in SWAPPED.items():
+        for d in depths:
+            v[f"{u}+{swap}-{d}"] = lambda scale, u=u, d=d, swap=swap: paper_a_cifar(d, u, scale=scale, swap=swap)
+    return v
+
+
 def _table3():
     out = {}
     for ds, depths in (("c10", (110, 164, 1001)), ("c100", (164, 1001))):
@@ -279,6 +310,9 @@ EXPERIMENTS = {
     "a_table3_preact": {
         "title": "Paper A Table 3: original vs pre-activation units (CIFAR-10/100, incl. 1-layer skip)",
         "variants": _table3(), "baseline": "c10-110-full_preact"},
+    "a_swaps": {
+        "title": "The book's interventions on Paper A's units: one part swapped at a time (ResNet-110, ResNet-1001)",
+        "variants": _swaps(), "baseline": "full_preact-110"},
     "b_mnist": {
         "title": "Paper B Table 1-2: plain / ResNet / gated ResNet MLPs on MNIST at depth d",
         "variants": {**{f"{k}-d{d}": (lambda scale, k=k, d=d: paper_b_mnist(k, d, scale))

@@ -16,8 +16,8 @@ wide_resnet, imagenet_resnet, mlp); the engine's ``build_model`` looks it up her
 from .introspect import gates, residual_units, unit_layout, zero_residuals
 from .mlp import mlp
 from .networks import cifar_resnet, imagenet_resnet, wide_resnet
-from .registry import BLOCKS, MLP_KINDS, SHORTCUTS, UNITS
+from .registry import BLOCKS, FINALS, MLP_KINDS, SHORTCUTS, UNITS
 from .units import make_unit
 
-__all__ = ["UNITS", "SHORTCUTS", "BLOCKS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp", "imagenet_resnet",
+__all__ = ["UNITS", "SHORTCUTS", "BLOCKS", "FINALS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp", "imagenet_resnet",
            "make_unit", "residual_units", "zero_residuals", "gates", "unit_layout"]

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from .init import he_init
-from .registry import BLOCKS, UNITS, choose
+from .registry import BLOCKS, FINALS, UNITS, choose
 from .units import PREACT_UNITS, make_unit
 
 LAYERS_PER_UNIT = {"basic": 2, "bottleneck": 3, "single": 1}
@@ -34,15 +34,34 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
-def _final(unit, channels):
+UNIT_FINAL = {"full_preact": "bn_relu", "relu_preact": "relu"}  # the post-activation units: "none"
+
+
+def _final(unit, channels, final=None):
     """The activation after the last addition (Paper A Sec 4.1: pre-activation nets need one before the pool,
     being the pre-activation of a unit that does not exist): BN+ReLU for full pre-activation (Fig 4e), ReLU
-    for ReLU-only pre-activation (Fig 4d, whose pre-activation is a ReLU), none for the post-activation units."""
-    if unit == "full_preact":
+    for ReLU-only pre-activation (Fig 4d, whose pre-activation is a ReLU), none for the post-activation units.
+    `final` (a key of FINALS) swaps it alone: the intervention that gives a unit the classifier input of another."""
+    final = choose(final, FINALS, "final") if final is not None else UNIT_FINAL.get(unit, "none")
+    if final == "bn_relu":
         return nn.Sequential(nn.BatchNorm2d(channels), nn.ReLU())
-    if unit == "relu_preact":
+    if final == "relu":
         return nn.ReLU()
     return nn.Identity()
+
+
+def zero_branch_gammas(units):
+    """Zero the scale (gamma) of the BN that ends each residual branch, so every F(x) = 0 at initialisation and
+    each unit starts as its shortcut (Goyal et al. 2017's "zero gamma"; De & Smith 2020's identity bias): the
+    intervention that down-weights the branches at init and changes nothing else. A branch that does not end in
+    BN (optionally followed by a ReLU) has no such scale: a clear error."""
+    for i, u in enumerate(units):
+        ops = [m for m in u.residual if not isinstance(m, nn.ReLU)]
+        if not ops or not isinstance(ops[-1], nn.BatchNorm2d):
+            raise ValueError(f"zero_gamma zeroes the BN that ends each residual branch, but unit {i} "
+                             f"({u.variant['unit']}) ends its branch in {type(ops[-1]).__name__ if ops else 'nothing'}"
+                             f": use a unit whose branch ends in BN (original, relu_before_add, relu_preact)")
+        nn.init.zeros_(ops[-1].weight)
 
 
 def _cifar_stem(unit, width=16):
@@ -80,13 +99,15 @@ def cifar_block(depth, block=None):
 
 
 def cifar_resnet(depth, unit="full_preact", shortcut="identity", num_classes=10, block=None,
-                 gated=False, width_scale=1, **shortcut_options):
+                 gated=False, width_scale=1, final=None, zero_gamma=False, **shortcut_options):
     """CIFAR ResNet-`depth` (Paper A Sec 4, Tables 1-4; Paper B Table 3 when `gated`).
 
     Widths 16/32/64 (basic, single) or 64/128/256 with bottlenecks of 16/32/64 (Paper A appendix).
     Every unit is `unit` x `shortcut`; `gated` scales every F by Paper B's ReLU(k).
     width_scale: every channel count (conv1 included) times this factor -- the book's CPU scale narrows
         ResNet-164 and ResNet-1001 (e.g. 0.25: widths 16/32/64, bottlenecks of 4/8/16) and keeps the depth.
+    final: what sits before the pool (FINALS), when not the unit's own (``_final``): one part swapped alone.
+    zero_gamma: every branch's last BN starts at scale 0 (``zero_branch_gammas``), F = 0 at initialisation.
     """
     choose(unit, UNITS, "unit")
     block, n = cifar_block(depth, block)
@@ -107,7 +128,9 @@ def cifar_resnet(depth, unit="full_preact", shortcut="identity", num_classes=10,
                                    gated, preact="shared" if first_of_net else None,
                                    **shortcut_options))
             c_in = width
-    return ResNet(_cifar_stem(unit, stem), units, _final(unit, c_in), c_in, num_classes)
+    if zero_gamma:
+        zero_branch_gammas(units)
+    return ResNet(_cifar_stem(unit, stem), units, _final(unit, c_in, final), c_in, num_classes)
 
 
 def wide_resnet(depth, widen, dropout=0.0, gated=False, num_classes=10):

@@ -37,6 +37,14 @@ SHORTCUT_OPTIONS = {
     "dropout": {"p": 0.5},  # Table 1: dropout 0.5 on the shortcut
 }
 
+# What sits between the last unit and the pool (Paper A Sec 4.1); each unit has its own (networks._final), and the
+# book's interventions swap it alone (chapter "Why pre-activation helps").
+FINALS = {
+    "bn_relu": "BN and ReLU: full pre-activation's (the pre-activation of a unit that does not exist)",
+    "relu": "ReLU only: ReLU-only pre-activation's",
+    "none": "nothing: the post-activation units' (their last unit already ends in f)",
+}
+
 MLP_KINDS = {
     "plain": "Paper B Sec 4.1: d Dot-BN-ReLU layers of width 50",
     "resnet": "Paper B Sec 4.1: d/2 residual blocks of two Dot-BN-ReLU layers, u = F(x) + x",
