@@ -125,11 +125,18 @@ def test_a_short_run_says_what_it_shows_as_data_and_that_the_final_error_needs_t
     assert row["verdict"] == rule.NEEDS_FULL and row["what the runs show"] == s
 
 
-def test_a_side_that_did_not_train_is_said_and_left_out(tmp_path):
+def test_runs_at_chance_count_on_either_side_and_a_run_stuck_before_the_jump_is_said_and_left_out(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.9] * 3, losses=(2.3, 2.3, 2.3, 2.3))  # at chance
-    s = claim_words.sentence("t1_gating_bias", out_dir=tmp_path)  # b may fail: counted, as the claim predicts
-    assert "did not train" not in s and "exclusive gating at b_g = 0 90.0 %" in s
-    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.9] * 3, losses=(2.3, 2.3, 2.3, 2.3))
     s = claim_words.sentence("t1_gating_bias", out_dir=tmp_path)
-    assert "exclusive gating at b_g = −6 did not train in 3 of 3 seeds (left out)" in s
+    assert "left out" not in s and "exclusive gating at b_g = 0 90.0 %" in s
+    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.9] * 3, losses=(2.3, 2.3, 2.3, 2.3))
+    s = claim_words.sentence("t1_gating_bias", out_dir=tmp_path)  # either side: counted as measured
+    assert "left out" not in s and "exclusive gating at b_g = −6 90.0 %" in s
+    c = claims.CLAIMS_BY_KEY["swap_jump_bn_after_add"]
+    stuck = tmp_path / "stuck"
+    for v in c.variants:  # BN after addition at chance through the warm-up: no rise to read, left out
+        save(stuck, "a_swaps", v, [0.5] * 5, losses=(2.3,) * 40 if v == "bn_after_add-110" else
+             (2.3,) + (1.5,) * 39, scale="cpu_step_warmup")
+    s = claim_words.sentence(c.key, out_dir=stuck)
+    assert "BN after addition was stuck at chance before the jump in 5 of 5 seeds" in s

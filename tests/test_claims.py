@@ -88,44 +88,41 @@ def test_missing_seeds_and_stale_configs_do_not_count(tmp_path):
     assert dict(v.missing) == {"exclusive_gating-b-6": [2], "exclusive_gating-b0": [0, 1, 2]}
 
 
-def test_a_stuck_side_is_not_evidence_unless_the_claim_predicts_it_fails(tmp_path):
-    """Issue 29's planted bug: a stuck side counted. Table 1's b_g = -6 row stuck at chance (final loss ln 10) in 2 of
-    3 seeds: the comparison with b_g = 0 is not testable here, however far its test errors are apart; b_g = 0 stuck
-    is what the claim predicts (the paper's "fail") and counts."""
+def test_every_run_counts_on_both_sides_whatever_the_claim_predicts(tmp_path):
+    """Issue 40's planted asymmetry: a rule that counted a stuck run on the side the claim predicts fails and dropped
+    it on the other. Table 1's b_g = 0 stuck at chance (the paper's "fail") counts; so does b_g = -6 stuck, and then
+    the claim is contradicted, not "not testable": the same runs, sides swapped, give the mirrored verdict."""
     c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
-    assert c.tests[0].may_fail == "b"
     stuck = (2.3, 2.3, 2.3, 2.302)
-    for seed, (err, losses) in enumerate(((0.40, stuck), (0.41, stuck), (0.42, (2.3, 1.0)))):
-        results.save_result(result("a_table1_shortcuts", "exclusive_gating-b-6", seed, err, losses, scale="full"),
-                            tmp_path)
-    save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.88, 0.89, 0.90], losses=stuck, scale="full")
-    v = claims.evaluate(c, "full", out_dir=tmp_path)
-    assert v.verdict == rule.NOT_TESTABLE and v.parts[0][1]["excluded"] == (2, 0)
-    assert v.parts[0][1]["failed_as_predicted"] == (0, 3)
-    for seed in range(2):  # b_g = -6 trains in every seed: b_g = 0's runs at chance are the claim's evidence
-        results.save_result(result("a_table1_shortcuts", "exclusive_gating-b-6", seed, 0.40 + seed / 100,
-                                   scale="full"), tmp_path)
-    v = claims.evaluate(c, "full", out_dir=tmp_path)
-    assert v.verdict == "reproduced" and v.parts[0][1]["n"] == (3, 3)
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    save(good, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], scale="full")
+    save(good, "a_table1_shortcuts", "exclusive_gating-b0", [0.88, 0.89, 0.90], losses=stuck, scale="full")
+    save(bad, "a_table1_shortcuts", "exclusive_gating-b-6", [0.88, 0.89, 0.90], losses=stuck, scale="full")
+    save(bad, "a_table1_shortcuts", "exclusive_gating-b0", [0.40, 0.41, 0.42], scale="full")
+    v, w = claims.evaluate(c, "full", out_dir=good), claims.evaluate(c, "full", out_dir=bad)
+    assert v.verdict == "reproduced" and v.parts[0][1]["n"] == (3, 3) and v.parts[0][1]["excluded"] == (0, 0)
+    assert w.verdict == "contradicted" and w.parts[0][1]["n"] == (3, 3) and w.parts[0][1]["excluded"] == (0, 0)
+    assert w.parts[0][1]["d"] == pytest.approx(-v.parts[0][1]["d"])
 
 
-def test_a_threshold_never_reached_is_not_a_number_in_a_mean(tmp_path):
-    """steps_to_80: a run of the side that should train which never gets below 80 % training error is left out
-    ('not reached within N steps'), not N inside its mean; on the side the claim predicts starts slowly it counts
-    at N, a lower bound."""
+def test_a_threshold_never_reached_counts_at_the_runs_length_on_both_sides_by_ranks(tmp_path):
+    """steps_to_80: a run that never gets below 80 % training error counts as N on whichever side it is (censored),
+    and the comparison is by ranks; nothing is dropped from a start metric for what the claim predicts."""
     c = claims.CLAIMS_BY_KEY["fig6_bn_after_add_slow_start"]
-    for v, starts in (("original-110", (40, 60, None, 50)), ("bn_after_add-110", (None, None, 300))):
+    for v, starts in (("original-110", (40, 60, None, 50, 70)), ("bn_after_add-110", (None, None, 300, None, None))):
         for seed, at in enumerate(starts):
             r = result("a_table2_activations", v, seed)
             errs = [0.9] * 40 if at is None else [0.9] * (at // 10 - 1) + [0.7] * (41 - at // 10)
             r["history"]["train"] = history([2.0] * 40, errs)
             results.save_result(r, tmp_path)
-    v = claims.evaluate(c, out_dir=tmp_path)
+    v = claims.evaluate(c, out_dir=tmp_path, seeds=(0, 1, 2))
     res = v.parts[0][1]
-    assert res["excluded"] == (1, 0) and res["xa"] == [40, 60, 50]          # seed 2 of original: left out
-    assert res["failed_as_predicted"] == (0, 2) and res["xb"] == [400, 400, 300]
-    assert metrics.did_not_train(seed_runs("a_table2_activations", "original-110", "cpu", (2,), tmp_path)[0][0],
-                                 "steps_to_80") == "not reached within 400 steps"
+    assert res["test"] == "ranks" and res["excluded"] == (0, 0) and res["censored"] == (1, 2)
+    assert res["xa"] == [40, 60, 400] and res["xb"] == [400, 400, 300] and res["verdict"] == "inconclusive"
+    v = claims.evaluate(c, out_dir=tmp_path)  # five a side: the censored original seed 2 still counts
+    assert v.parts[0][1]["xa"] == [40, 60, 400, 50, 70] and v.verdict == "reproduced"
+    assert metrics.censored(seed_runs("a_table2_activations", "original-110", "cpu", (2,), tmp_path)[0][0],
+                            "steps_to_80") == "not reached within 400 steps"
 
 
 def test_a_verdict_that_one_seed_decides_says_so(tmp_path):

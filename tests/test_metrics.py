@@ -77,14 +77,36 @@ def test_mean_k_of_an_ungated_run_is_a_clear_error_not_a_number():
     assert metrics.mean_k(mnist_run("gresnet-d10", 0, ks=[2.0, 4.0])) == pytest.approx(3.0)
 
 
-def test_did_not_train_is_defined_once_at_chance_or_a_threshold_never_reached():
+def test_did_not_train_is_a_loss_that_never_fell_and_left_out_is_what_a_run_did():
+    """Issue 40: 'did not train' is decided by the loss never falling, never by where it ended: a run that fell and
+    then collapsed at the lr jump did train. A run is left out of a metric only for what it did (stuck at chance
+    when the lr jumped: no rise to read), and a threshold never reached is censored, not dropped."""
     trained = result("a_table2_activations", "original-110", 0)
     trained["history"]["train"] = history([2.3, 1.0], [0.9, 0.7])
-    assert metrics.did_not_train(trained) is None and metrics.did_not_train(trained, "steps_to_80") is None
+    assert not metrics.did_not_train(trained) and metrics.censored(trained, "steps_to_80") is None
     stuck = result("a_table2_activations", "original-110", 0, losses=(2.3, 2.3, 2.3, 2.3))
-    assert metrics.did_not_train(stuck) == "at chance" == metrics.did_not_train(stuck, "lr_jump_rise")
+    assert metrics.did_not_train(stuck)
+    collapsed = result("a_table2_activations", "original-110", 0, losses=(2.3, 1.6, 2.3, 2.3))  # fell, then back
+    assert not metrics.did_not_train(collapsed) and metrics.ended_at_chance(collapsed)
     slow = result("a_table2_activations", "original-110", 0)   # its loss fell, its error never got below 80 %
     slow["history"]["train"] = history([2.3, 1.5], [0.9, 0.85])
-    assert metrics.did_not_train(slow) is None
-    assert metrics.did_not_train(slow, "steps_to_80") == "not reached within 400 steps"
-    assert metrics.did_not_train(result("a_table2_activations", "original-110", 0, status="fail")) == "at chance"
+    assert not metrics.did_not_train(slow)
+    assert metrics.censored(slow, "steps_to_80") == "not reached within 400 steps"
+    assert metrics.left_out(slow, "steps_to_80") is None and metrics.left_out(stuck, "test_err") is None
+
+
+def test_a_run_stuck_before_the_jump_is_left_out_of_the_lr_jump_metrics_only():
+    base = result("a_table2_activations", "full_preact-110", 0, scale="cpu_step_warmup")
+    warm = base["config"]["schedule"]["warmup_steps"]
+    steps = [10 * (i + 1) for i in range(40)]
+    stuck = dict(base, history={"train": [{"step": s, "train_loss": 2.30 if s <= warm + 30 else 1.5,
+                                           "train_err": 0.9} for s in steps], "test": []})
+    jumped = dict(base, history={"train": [{"step": s, "train_loss": 1.5 if s <= warm else (4.0 if s == warm + 10
+                                                                                              else 1.4),
+                                            "train_err": 0.6} for s in steps], "test": []})
+    assert metrics.left_out(stuck, "lr_jump_log_rise") == "stuck before the jump" == metrics.left_out(stuck, "lr_jump_rise")
+    assert metrics.left_out(jumped, "lr_jump_log_rise") is None
+    assert metrics.lr_jump_rise(jumped) == pytest.approx(2.5)
+    assert metrics.lr_jump_log_rise(jumped) == pytest.approx(math.log10(0.1 + 2.5))
+    assert metrics.lr_jump_log_rise(dict(jumped, history={"train": [dict(h, train_loss=1.0) for h in
+                                                                    jumped["history"]["train"]], "test": []})) == -1

@@ -82,27 +82,46 @@ def test_a_final_error_claim_gets_no_verdict_at_a_cpu_scale_but_keeps_its_number
         assert r["d"] == pytest.approx(0.10) and r["xa"] == xa and r["lo"] > 0     # the data, no verdict
         assert rule.compare(similar("a", "b"), xa, xa, scale)["verdict"] == rule.NEEDS_FULL
         assert rule.compare(better("a", "b"), xa, xb[:2], scale)["verdict"] == rule.NEEDS_FULL  # always
-        early = rule.compare(better("a", "b", "steps_to_80"), [40, 41, 42], [50, 51, 52], scale)
+        early = rule.compare(better("a", "b", "steps_to_80"), [40, 41, 42, 43, 44], [50, 51, 52, 53, 54], scale)
         assert early["verdict"] == "reproduced" and not early["short_run"]
     assert rule.compare(better("a", "b"), xa, xb, "full")["verdict"] == "reproduced"
     assert combine(["reproduced", rule.NEEDS_FULL]) == rule.NEEDS_FULL
 
 
-def test_a_side_that_did_not_train_is_left_out_unless_the_claim_predicts_it_fails():
+def test_a_run_is_left_out_only_for_what_it_did_and_then_on_both_sides_alike():
+    """The rule has one _kept for both sides: no side keeps or drops runs for what the claim predicts of it."""
     xa, xb = [0.40, 0.41, 0.42, 0.43, 0.44], [0.90, 0.90, 0.90, 0.60, 0.61]
-    stuck = [None] * 5, ["at chance"] * 3 + [None] * 2
+    stuck = [None] * 5, ["stuck before the jump"] * 3 + [None] * 2
     r = compare(better("a", "b"), xa, xb, why=stuck)
-    assert r["verdict"] == rule.NOT_TESTABLE and r["excluded"] == (0, 3) and "d" not in r   # 2 trained: too few
-    stuck = [None] * 5, ["at chance"] * 2 + [None] * 3
+    assert r["verdict"] == rule.NOT_TESTABLE and r["excluded"] == (0, 3) and "d" not in r   # 2 left: too few
+    stuck = [None] * 5, ["stuck before the jump"] * 2 + [None] * 3
     xb = [0.90, 0.90, 0.60, 0.61, 0.62]
     r = compare(better("a", "b"), xa, xb, why=stuck)
-    assert r["excluded"] == (0, 2) and r["xb"] == [0.60, 0.61, 0.62] and r["n"] == (5, 3)  # the 3 that trained
-    r = compare(better("a", "b", may_fail="b"), xa, xb, why=stuck)                 # the claim predicts b fails
-    assert r["excluded"] == (0, 0) and r["failed_as_predicted"] == (0, 2) and r["n"] == (5, 5)
-    assert compare(better("a", "b", may_fail="b"), xa, xb, why=stuck[::-1])["excluded"] == (2, 0)  # a must train
+    assert r["excluded"] == (0, 2) and r["xb"] == [0.60, 0.61, 0.62] and r["n"] == (5, 3)
+    mirrored = compare(better("b", "a"), xb, xa, why=stuck[::-1])  # the same runs with the sides swapped
+    assert mirrored["excluded"] == (2, 0) and mirrored["xa"] == r["xb"] and mirrored["d"] == pytest.approx(-r["d"])
+    assert "may_fail" not in rule.Compare.__dataclass_fields__
     assert combine(["reproduced", rule.NOT_TESTABLE]) == rule.NOT_TESTABLE
     assert combine(["inconclusive", rule.NOT_TESTABLE]) == rule.NOT_TESTABLE
     assert combine(["contradicted", rule.NOT_TESTABLE]) == "contradicted"
+
+
+def test_a_censored_metric_is_compared_by_ranks_with_its_censored_runs_on_both_sides():
+    """Fig 1's case: four of five pre-activation runs get below 80 % and the fifth does not (128, like all five
+    originals). Counted by ranks on both sides (censored runs tied at 128), p = 12/252 < 5 %: reproduced. Dropping
+    the censored run on one side only (the asymmetry of a rule that leaves out 'did not train') would make it look
+    stronger; mirroring the sides mirrors the verdict; 3 seeds a side can never reach 5 %."""
+    pre, orig = [40, 50, 60, 70, 128], [128] * 5
+    r = compare(better("a", "b", "steps_to_80"), pre, orig, censored=([0, 0, 0, 0, 1], [1] * 5))
+    assert r["test"] == "ranks" and r["p"] == pytest.approx(12 / 252) and r["verdict"] == "reproduced"
+    assert r["xa"] == pre and r["censored"] == (1, 5) and r["mean_b"] == 128
+    assert rule.rank_test(pre[:4], orig) < r["p"]  # (what dropping it on one side would have claimed)
+    back = compare(better("a", "b", "steps_to_80"), orig, pre)
+    assert back["verdict"] == "contradicted" and back["p"] == r["p"]
+    assert compare(better("a", "b", "steps_to_80"), [40, 41, 42], [128] * 3)["verdict"] == "inconclusive"
+    assert rule.rank_test([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
+    d, lo, hi = rule.shift_interval([1, 2, 3, 4, 5], [11, 12, 13, 14, 15])
+    assert d == 10 and 0 < lo <= d <= hi
 
 
 def test_the_smallest_resolvable_difference_is_q_times_the_pooled_se():

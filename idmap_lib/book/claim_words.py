@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import claims
 from .metrics import PERCENT, shown_as
-from .rule import NEEDS_FULL, NOT_TESTABLE
+from .rule import NEEDS_FULL, NOT_TESTABLE, side_of
 from .tables import num
 
 TITLES = {  # one readable line per claim (claims.CLAIMS + claims.PROBES): the row a reader sees first
@@ -36,9 +36,25 @@ TITLES = {  # one readable line per claim (claims.CLAIMS + claims.PROBES): the r
     "probe_keras_k_d10": "Keras's defaults give a larger k (d = 10)",
     "probe_keras_k_d100": "Keras's defaults give a larger k (d = 100)",
     "probe_keras_err_d10": "Keras's defaults give a lower error (d = 10)",
+    "swap_jump_original_final_bn_relu": "The original unit with a final BN-ReLU, at the lr jump",
+    "swap_jump_full_preact_no_final": "Full pre-activation without its final BN-ReLU, at the lr jump",
+    "swap_jump_original_zero_gamma": "The original unit with its branches off at init, at the lr jump",
+    "swap_jump_relu_preact_final_bn_relu": "ReLU-only pre-activation with a final BN-ReLU, at the lr jump",
+    "swap_jump_bn_after_add": "BN after addition, at the lr jump",
+    "swap_start_original_final_bn_relu_1001": "The original ResNet-1001 with a final BN-ReLU, at the start",
+    "swap_start_full_preact_no_final_1001": "Full pre-activation ResNet-1001 without its final BN-ReLU, at the start",
+    "row_jump_relu_preact": "ReLU-only pre-activation between the two references, at the lr jump",
+    "row_jump_relu_before_add": "ReLU before addition between the two references, at the lr jump",
 }
 
 WORDS = {  # variant -> words, where its key does not read as English; (experiment, variant) where it depends on it
+    "original+final_bn_relu-110": "the original unit + final BN-ReLU",
+    "relu_preact+final_bn_relu-110": "ReLU-only pre-activation + final BN-ReLU",
+    "full_preact+no_final-110": "full pre-activation without final BN-ReLU",
+    "original+zero_gamma-110": "the original unit, branches off at init",
+    "original-1001": "the original ResNet-1001", "full_preact-1001": "pre-activation ResNet-1001",
+    "original+final_bn_relu-1001": "the original ResNet-1001 + final BN-ReLU",
+    "full_preact+no_final-1001": "pre-activation ResNet-1001 without final BN-ReLU",
     "original": "the identity shortcut", "original-110": "the original unit", "full_preact-110": "full pre-activation",
     "bn_after_add-110": "BN after addition", "relu_before_add-110": "ReLU before addition",
     "relu_preact-110": "ReLU-only pre-activation", "original-164": "the original ResNet-164",
@@ -104,9 +120,9 @@ def parts_in_words(claim, v) -> list[str]:
     if done and len({t.a for t, _ in done}) == 1 and len(done) > 1 and all(t.kind == "better" for t, _ in done):
         t0, r0 = done[0]
         out.append(f"{words(e, t0.a)} has a {METRIC_SHORT.get(t0.metric, t0.metric)} of {_val(t0.metric, r0['mean_a'])}")
-        ahead = [(t, r) for t, r in done if r["lo"] > 0]
-        behind = [(t, r) for t, r in done if r["hi"] < 0]
-        close = [(t, r) for t, r in done if r["lo"] <= 0 <= r["hi"]]
+        ahead = [(t, r) for t, r in done if side_of(r) > 0]
+        behind = [(t, r) for t, r in done if side_of(r) < 0]
+        close = [(t, r) for t, r in done if side_of(r) == 0]
         if ahead:
             ds = [r["d"] + t.margin for t, r in ahead]
             rng = _gap(t0.metric, min(ds)) if len(ds) == 1 else \
@@ -127,11 +143,11 @@ def parts_in_words(claim, v) -> list[str]:
                 out.append(f"{words(e, t.a)}'s {a} is {_val(t.metric, r['mean_a'])}, its {b} "
                            f"{_val(t.metric_b, r['mean_b'])}")
                 continue
-            never = r.get("failed_as_predicted", (0, 0))[1] if t.metric == "steps_to_80" else 0
+            never = r.get("censored", (0, 0))[1]
             out.append(f"{METRIC_SHORT.get(t.metric, t.metric)}: {a} {_val(t.metric, r['mean_a'])}, "
                        f"{b} {_val(t.metric, r['mean_b'])}"
-                       + (f" (never below 80 % in {never} of {r['n'][1]} seeds: counted at the run's length)"
-                          if never else ""))
+                       + (f" (never below 80 % in {never} of {r['n'][1]} seeds: counted at the run's length, by "
+                          f"ranks)" if never else ""))
     stuck = {}
     for t, r in v.parts:
         for side, k, n in zip("ab", r.get("excluded", (0, 0)), r.get("n", (0, 0))):
@@ -139,10 +155,10 @@ def parts_in_words(claim, v) -> list[str]:
                 total = n + k if "d" in r else n
                 stuck.setdefault(getattr(t, side), f"{k} of {total}")
     if len(stuck) > 2:
-        out.append(f"{len(stuck)} did not train in some or all of their seeds, left out ("
+        out.append(f"{len(stuck)} were stuck at chance before the jump in some or all of their seeds, left out ("
                    + "; ".join(f"{words(e, s)}: {k}" for s, k in stuck.items()) + ")")
     elif stuck:
-        out.append(" and ".join(f"{words(e, s)} did not train in {k} seeds" for s, k in stuck.items())
+        out.append(" and ".join(f"{words(e, s)} was stuck at chance before the jump in {k} seeds" for s, k in stuck.items())
                    + " (left out)")
     return out
 
@@ -209,11 +225,11 @@ def tally(key, scale=None, out_dir=None) -> dict:
         out.update(a=_val(t0.metric, r0["mean_a"]), b=_val(t0.metric_of_b, r0["mean_b"]),
                    a_span=_span(t0.metric, [r["mean_a"] for _, r in done]),
                    b_span=_span(t0.metric_of_b, [r["mean_b"] for _, r in done]), n_b=r0["n"][1],
-                   never=r0.get("failed_as_predicted", (0, 0))[1] if t0.metric == "steps_to_80" else 0)
-        worse = [(t, r) for t, r in done if r["lo"] > 0]
+                   never=r0.get("censored", (0, 0))[1])
+        worse = [(t, r) for t, r in done if side_of(r) > 0]
         out["worse"] = [words(e, t.b) for t, _ in worse]
-        out["better"] = [words(e, t.b) for t, r in done if r["hi"] < 0]
-        out["close"] = [words(e, t.b) for t, r in done if r["lo"] <= 0 <= r["hi"]]
+        out["better"] = [words(e, t.b) for t, r in done if side_of(r) < 0]
+        out["close"] = [words(e, t.b) for t, r in done if side_of(r) == 0]
         if worse:
             gaps = [r["d"] + t.margin for t, r in worse]
             lo, hi = _gap(t0.metric, min(gaps)), _gap(t0.metric, max(gaps))

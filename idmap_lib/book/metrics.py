@@ -6,9 +6,10 @@ removed), training loss ln C (C classes: ``chance``). A run *ended at chance* (`
 diverged or its final training loss is still within 3 % of ln C, where it began: it never trained. The test error
 does not enter it: a run can learn its training data and still test near chance.
 
-*Did not train* is defined once, here (``did_not_train``): the run ended at chance, or the metric's threshold was
-never reached (``steps_to_80``: "not reached within N steps"). Such a run is no evidence about the metric: the rule
-(rule.py) leaves it out of a comparison, unless the claim predicts that side fails (``Compare.may_fail``).
+*Did not train* is defined once, here (``did_not_train``): its training loss never fell, whatever it did later. The
+rule (rule.py) counts every run as what it measured, on both sides alike; it leaves a run out only for what it did
+(``left_out``: stuck at chance when the lr jumped, for the lr-jump metrics), and takes a threshold never reached
+(``censored``: ``steps_to_80``, "not reached within N steps") as the run's length on either side, by ranks.
 
 Each metric is a function of one result; ``METRICS`` names them for the claims' tests (claims.py), ``METRIC_WORDS``
 says them in words, ``shown_as`` how the pages print them.
@@ -48,16 +49,37 @@ def reached_80(result) -> bool:
     return result["status"] != "fail" and any(h["train_err"] < START_ERR for h in result["history"]["train"])
 
 
-def did_not_train(result, metric="test_err") -> str | None:
-    """Why the run is no evidence about `metric`, or None if it trained: "at chance" (diverged, or its final
-    training loss within 3 % of ln C: ``ended_at_chance``), or, for ``steps_to_80``, "not reached within N steps"
-    (its threshold never reached: its value N is a lower bound, not a number for a mean). The one definition of
-    *did not train*; every page and the rule (rule.py) call it."""
+def did_not_train(result) -> bool:
+    """A run whose training loss never fell: every logged window within 3 % of ln C (or none logged). Decided by
+    whether it ever learned, never by where it ended: a run that trained and then collapsed at an lr jump did train.
+    A label the pages show; the rule counts such a run as what it measured (at chance), on both sides alike."""
+    losses = [h["train_loss"] for h in result["history"]["train"]]
+    return not losses or all(at_chance_loss(result, x) for x in losses)
+
+
+def censored(result, metric) -> str | None:
+    """Why a run has only a lower bound of `metric`: ``steps_to_80`` "not reached within N steps" (its value N counts
+    on either side alike, by ranks: rule.CENSORED); None otherwise."""
     if metric == "steps_to_80" and not reached_80(result):
         return f"not reached within {result['config']['steps']} steps"
-    if ended_at_chance(result):
-        return "at chance"
     return None
+
+
+def left_out(result, metric) -> str | None:
+    """Why a run gives no value of `metric`, from what it did, the same on both sides of every comparison: at the lr
+    jump, "stuck before the jump" (still at chance when the lr jumped: its rise says nothing about tolerating it).
+    None for every other metric and run: the one definition of a run the rule leaves out."""
+    if metric in ("lr_jump_rise", "lr_jump_log_rise") and stuck_before_jump(result):
+        return "stuck before the jump"
+    return None
+
+
+def stuck_before_jump(result) -> bool:
+    """A run still at chance in the window that ends the warm-up: it had not trained when the lr jumped, so its
+    rise says nothing about tolerating the jump ("stuck before the jump", its own outcome; BN after addition's)."""
+    warm = result["config"]["schedule"].get("warmup_steps", 0)
+    at_end = [h["train_loss"] for h in result["history"]["train"] if h["step"] <= warm]
+    return bool(at_end) and at_chance_loss(result, at_end[-1])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -90,8 +112,8 @@ def early_train_loss(result):
 def steps_to_80(result):
     """How fast a net starts (early optimisation): the first logged step whose window's training error is below
     80 % (ResNet v1's sign that training has started). A run that never gets there, or failed, returns its
-    length, a lower bound that is *not reached within N steps* (``did_not_train``): the rule never puts it inside
-    a mean of a side that should have trained (rule.py). Fixed before the cpu-scale runs: training error is bounded, so a huge loss at
+    length, a lower bound that is *not reached within N steps* (``censored``): the rule compares such values by
+    ranks, the same on both sides (rule.CENSORED), never inside a mean. Fixed before the cpu-scale runs: training error is bounded, so a huge loss at
     initialisation does not move it, and only the *first* crossing counts, so a later spike does not either."""
     steps = result["config"]["steps"]
     if result["status"] == "fail":
@@ -124,14 +146,6 @@ def lr_jump_log_rise(result):
     import math
 
     return math.log10(LOG_FLOOR + lr_jump_rise(result))
-
-
-def stuck_before_jump(result) -> bool:
-    """A run still at chance in the window that ends the warm-up: it had not trained when the lr jumped, so its
-    rise says nothing about tolerating the jump ("stuck before the jump", its own outcome; BN after addition's)."""
-    warm = result["config"]["schedule"].get("warmup_steps", 0)
-    at_end = [h["train_loss"] for h in result["history"]["train"] if h["step"] <= warm]
-    return bool(at_end) and at_chance_loss(result, at_end[-1])
 
 
 def mean_k(result):

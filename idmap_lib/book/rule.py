@@ -15,11 +15,18 @@ old "2 se" rule meant (5 % two-sided):
   **needs the full recipe**, always, and its per-seed numbers are still computed and returned as what they are
   (``short_run``: the values after the short run's steps, data, never a verdict); or early optimisation and
   mechanism ("early": ``metrics.steps_to_80``, ``metrics.lr_jump_rise``), the only verdicts a CPU scale gives.
-- A run that did not train (``metrics.did_not_train``: it ended at chance, or the metric's threshold was never
-  reached) is no evidence: it is left out of its side, and a side left with fewer than ``MIN_SEEDS`` runs makes the
-  comparison **not testable here** -- unless the claim itself predicts that side fails (``Compare.may_fail``:
-  Paper B's plain nets at depth, a unit that should break at the lr jump), where its runs count as measured (a
-  threshold never reached counts as the run's length: a lower bound, said so).
+- **Both sides alike.** Every run counts, on both sides, as what it measured: a run that never trained or diverged
+  at chance (metrics.py), wherever the claim expects it to fail or to train. A run is left out only for what it did,
+  never for what the claim predicts, and then on both sides alike (``metrics.left_out``: a run still at chance when
+  the lr jumps cannot show whether the jump hurts it, "stuck before the jump"); a side left with fewer than
+  ``MIN_SEEDS`` runs makes the comparison **not testable here**.
+- **Censored metrics by ranks** (``CENSORED``: ``steps_to_80``, where a run that never gets below 80 % has only a
+  lower bound, its length N): such a run counts as N on either side, tied with every other run that never got
+  there, and the comparison is an exact permutation test on mid-ranks (two-sided, every split of the pooled runs),
+  never a mean or a Welch interval over censored values. Its verdict: reproduced (or contradicted) where p < 5 % in
+  the claim's direction (or against it); its d is the Hodges-Lehmann shift (the median of the pairwise
+  differences), shown with the distribution-free interval of the pairwise differences' order statistics. With 3
+  runs a side no split is rarer than 1 in 20, so 3 seeds never decide: such a comparison takes 5.
 - Power (``resolvable``): the smallest difference the seeds can resolve, q x the pooled se (pooled sd, Student's t
   at n_a + n_b - 2 degrees of freedom); claims.py sets it beside the paper's own gap, and a part whose paper gap is
   below it *cannot resolve at this scale*.
@@ -55,11 +62,13 @@ RULE = ("Each claim's test was fixed before any of its runs was read. For *a is 
         "end **needs the full recipe**, always, at a CPU scale: a run of a few hundred steps is not the paper's "
         "experiment, so its numbers are shown as what they are (*after N steps*), in a neutral colour, never as "
         "reproduced or contradicted. A CPU scale gives verdicts only on early optimisation and mechanism, each by a "
-        "metric fixed before its runs were read. A run that **did not train** (it ended at chance: its final "
-        "training loss within 3 % of ln C, or it diverged; or the metric's threshold was never reached: *not "
-        "reached within N steps*, never N inside a mean) is no evidence: it is left out and counted, and a side "
-        "left with fewer than 3 runs makes the comparison **not testable here**, unless the claim itself predicts "
-        "that side fails. Beside each comparison: the smallest difference its seeds can resolve (q x the pooled "
+        "metric fixed before its runs were read. **Both sides are judged alike**: every run counts as what it "
+        "measured (a run that never trained, at chance), whichever side the claim expects to fail; a run is left out "
+        "only for what it did, on both sides alike (still at chance when the lr jumps: *stuck before the jump*), "
+        "and a side left with fewer than 3 runs makes the comparison **not testable here**. A start metric that a "
+        "run may never reach (*steps until the training error falls below 80 %*) is **censored**: such a run counts "
+        "as the run's length on either side, and the comparison is an exact test on ranks, never a mean. Beside each "
+        "comparison: the smallest difference its seeds can resolve (q x the pooled "
         "se) and the paper's gap; where the gap is smaller, the comparison *cannot resolve at this scale*. A "
         "verdict that removing any one seed would change says so. ")
 SEQUENTIAL = ("**More seeds, and what they do to the error rate.** Seeds 0-2 were trained first. Where they left a "
@@ -79,6 +88,7 @@ NEEDS_FULL = "needs the full recipe"
 NOT_TESTABLE = "not testable here"
 VERDICTS = ("reproduced", "contradicted", "inconclusive", NOT_TESTABLE, NEEDS_FULL, "not run yet")
 TESTED = ("reproduced", "contradicted", "inconclusive")  # the verdicts of a comparison that was tested
+CENSORED = ("steps_to_80",)  # a run may never reach it: a lower bound, compared by ranks
 EARLY = ("steps_to_80", "lr_jump_rise", "lr_jump_log_rise")  # early optimisation and mechanism: the metrics a CPU scale can test
 ABOUT = {"end": "the end of the paper's recipe",
          "converged": "the converged end of training (a short run cannot test it)",
@@ -94,8 +104,6 @@ class Compare:
     margin: float = 0.0
     metric_b: str | None = None  # b's metric, when a and b are two readings of one variant
     about: str = "end"           # what it is about (ABOUT): "end", "converged" or "early"
-    may_fail: str = ""           # "a" or "b": the side the claim itself predicts fails (its runs that did not
-    #                              train are evidence then, not left out)
 
     @property
     def metric_of_b(self) -> str:
@@ -111,13 +119,13 @@ class Compare:
         return f"{m}: |{self.a} - {self.b}| < {self.margin:g}"
 
 
-def better(a, b, metric="test_err", margin=0.0, metric_b=None, about=None, may_fail=""):
+def better(a, b, metric="test_err", margin=0.0, metric_b=None, about=None):
     default = "early" if metric in EARLY else "end"
-    return Compare("better", a, b, metric, margin, metric_b, about or default, may_fail)
+    return Compare("better", a, b, metric, margin, metric_b, about or default)
 
 
-def similar(a, b, metric="test_err", margin=0.02, may_fail=""):
-    return Compare("similar", a, b, metric, margin, may_fail=may_fail)
+def similar(a, b, metric="test_err", margin=0.02):
+    return Compare("similar", a, b, metric, margin)
 
 
 def needs_full(test: Compare, scale: str) -> bool:
@@ -184,38 +192,91 @@ def _p_two_sided(d: float, se: float, df: float) -> float:
     return float(2 * student_t.sf(abs(d) / se, df))
 
 
-def _kept(test, side, xs, why):
-    """The values of one side that count: all of them on the side the claim predicts fails, else those of the
-    runs that trained; and how many were left out."""
+def _kept(xs, why):
+    """The values of one side that count (those of runs not left out: ``metrics.left_out``) and how many were left
+    out. The same function for both sides: no side is treated otherwise for what the claim predicts of it."""
     why = list(why) if why is not None else [None] * len(xs)
-    if test.may_fail == side:
-        return list(xs), 0, sum(w is not None for w in why)
     kept = [x for x, w in zip(xs, why) if w is None]
-    return kept, len(xs) - len(kept), 0
+    return kept, len(xs) - len(kept)
+
+
+def side_of(res) -> int:
+    """Which way a tested comparison came out: 1 where its interval lies above 0 (a better than b, or inside the
+    margin for *similar*), -1 below, 0 across; by ranks, the exact test's direction where p < 5 %."""
+    if "d" not in res:
+        return 0
+    if res.get("test") == "ranks":
+        return {"reproduced": 1, "contradicted": -1}.get(res["verdict"], 0) if res["p"] < ALPHA else 0
+    return 1 if res["lo"] > 0 else -1 if res["hi"] < 0 else 0
+
+
+def rank_test(xa: list[float], xb: list[float]) -> float:
+    """Two-sided p of the exact permutation test on mid-ranks: the share of all splits of the pooled values into
+    groups of len(xa) and len(xb) whose rank sum of the first group lies at least as far from its expectation as
+    xa's. Ties (runs censored at the same length) share their mid-rank, on both sides alike."""
+    import itertools
+
+    pooled, r, na = list(xa) + list(xb), _ranks(xa, xb), len(xa)
+    mid = na * (len(pooled) + 1) / 2
+    seen = abs(sum(r[:na]) - mid)
+    splits = list(itertools.combinations(range(len(pooled)), na))
+    hits = sum(abs(sum(r[i] for i in c) - mid) >= seen - 1e-9 for c in splits)
+    return hits / len(splits)
+
+
+def shift_interval(xa: list[float], xb: list[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """(Hodges-Lehmann shift, lo, hi) of b minus a: the median of the pairwise differences and the distribution-free
+    interval between their k-th smallest and k-th largest, k from the exact null distribution of Mann-Whitney's U
+    (-inf, inf where the seeds are too few for `level`)."""
+    import itertools
+
+    diffs = sorted(b - a for a in xa for b in xb)
+    na, nb = len(xa), len(xb)
+    counts = {}  # the exact null distribution of U (pairs with a < b) over all splits, without ties
+    for c in itertools.combinations(range(na + nb), na):
+        u = sum(1 for i in c for j in range(na + nb) if j not in c and j > i)
+        counts[u] = counts.get(u, 0) + 1
+    total = sum(counts.values())
+    k, below = 0, 0.0
+    for u in sorted(counts):
+        below += counts[u] / total
+        if below > 1 - level:
+            break
+        k = u + 1
+    mid = statistics.median(diffs)
+    if k == 0:
+        return mid, -math.inf, math.inf
+    return mid, diffs[k - 1], diffs[-k]
 
 
 def compare(test: Compare, xa: list[float], xb: list[float], scale: str = "cpu", why=None,
-            min_seeds: int = MIN_SEEDS) -> dict:
-    """The verdict of one comparison from the per-seed values of a and b at `scale` (Welch's t, see RULE).
+            min_seeds: int = MIN_SEEDS, censored=None) -> dict:
+    """The verdict of one comparison from the per-seed values of a and b at `scale` (see RULE).
 
-    why: for each side, for each value, why that run did not train (``metrics.did_not_train``) or None; those runs
-    are left out (``excluded``: per side), except on the side the claim predicts fails (``may_fail``: counted as
-    measured, ``failed_as_predicted``). A comparison this scale cannot test (``needs_full``) gets NEEDS_FULL with its
-    numbers (``short_run``: True)."""
+    why: for each side, for each value, why that run is left out (``metrics.left_out``: what it did) or None; the
+    same rule on both sides (``excluded``: per side). censored: for each side, for each value, whether the run never
+    reached a censored metric's threshold (counted at its length, by ranks: ``censored`` per side). A comparison this
+    scale cannot test (``needs_full``) gets NEEDS_FULL with its numbers (``short_run``: True)."""
     why_a, why_b = why or (None, None)
     short = needs_full(test, scale)
     out = {"n": (len(xa), len(xb)), "short_run": short}
     if len(xa) < min_seeds or len(xb) < min_seeds:
         return {**out, "verdict": NEEDS_FULL if short else "not run yet"}
-    ka, ea, fa = _kept(test, "a", xa, why_a)
-    kb, eb, fb = _kept(test, "b", xb, why_b)
-    out.update(excluded=(ea, eb), failed_as_predicted=(fa, fb))
+    ka, ea = _kept(xa, why_a)
+    kb, eb = _kept(xb, why_b)
+    out.update(excluded=(ea, eb))
+    if censored is not None:
+        out["censored"] = tuple(sum(bool(c) for c, w in zip(cs, ws or [None] * len(cs)) if w is None)
+                                for cs, ws in zip(censored, (why_a, why_b)))
     if len(ka) < min_seeds or len(kb) < min_seeds:
         return {**out, "verdict": NEEDS_FULL if short else NOT_TESTABLE}
+    out.update(n=(len(ka), len(kb)), xa=list(ka), xb=list(kb))
+    if test.metric_of_b in CENSORED and test.kind == "better":
+        return _by_ranks(test, ka, kb, short, out)
     ma, mb = statistics.fmean(ka), statistics.fmean(kb)
     se, df, q = welch_q(ka, kb)
     out.update(mean_a=ma, mean_b=mb, sd_a=statistics.stdev(ka), sd_b=statistics.stdev(kb), se=se, df=df, q=q,
-               n=(len(ka), len(kb)), xa=list(ka), xb=list(kb), resolvable=resolvable(ka, kb))
+               resolvable=resolvable(ka, kb))
     if test.kind == "better":
         d = mb - ma - test.margin
         lo, hi = d - q * se, d + q * se
@@ -230,6 +291,24 @@ def compare(test: Compare, xa: list[float], xb: list[float], scale: str = "cpu",
         raise ValueError(f"unknown test kind {test.kind!r}; valid: better, similar")
     out.update(d=d, lo=lo, hi=hi, verdict=NEEDS_FULL if short else verdict)
     return out
+
+
+def _by_ranks(test, ka, kb, short, out):
+    """A censored metric's comparison: the exact rank test decides, the shift and its interval are shown."""
+    p = rank_test(ka, kb)
+    d, lo, hi = (x - test.margin for x in shift_interval(ka, kb))
+    ahead = statistics.fmean(_ranks(ka, kb)[:len(ka)]) < (len(ka) + len(kb) + 1) / 2  # a's runs rank lower
+    verdict = "inconclusive" if p >= ALPHA else "reproduced" if ahead else "contradicted"
+    out.update(test="ranks", p=p, d=d, lo=lo, hi=hi, mean_a=statistics.median(ka), mean_b=statistics.median(kb),
+               centre="median", verdict=NEEDS_FULL if short else verdict)
+    return out
+
+
+def _ranks(xa, xb):
+    """Mid-ranks of the pooled values, xa's first: tied values share the mean of their ranks."""
+    pooled = list(xa) + list(xb)
+    order = sorted(pooled)
+    return [sum(i + 1 for i, w in enumerate(order) if w == v) / order.count(v) for v in pooled]
 
 
 def holm(parts: list[tuple], alpha: float = ALPHA) -> list[tuple]:

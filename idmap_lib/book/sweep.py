@@ -6,7 +6,7 @@ never train: they read recorded runs).
 from __future__ import annotations
 
 from ..engine import recipes, results
-from .claims import CLAIMS, CLAIMS_BY_KEY, SWAP_CLAIMS, evaluate
+from .claims import CLAIMS, CLAIMS_BY_KEY, ROW_CLAIMS, SWAP_CLAIMS, evaluate
 from .seeds import MORE_SEEDS, SEEDS
 from .cpu_scale import PROBE
 
@@ -14,7 +14,7 @@ from .cpu_scale import PROBE
 # WRN-28-1 runs are the same training at both CPU scales: recorded already). Table 2's ResNet-110 units settle
 # three claims, Fig 6's with the probe's runs; Table 1's identity claim comes last: it has a verdict once any one
 # of its parts is contradicted, which Table 1's other runs settle first; then our lr-jump claim's runs at the lr-jump probe
-SWEEP_ORDER = tuple(c.key for c in SWAP_CLAIMS) + (  # the interventions first: the runs still missing
+SWEEP_ORDER = tuple(c.key for c in SWAP_CLAIMS + ROW_CLAIMS) + (  # the interventions first: the runs still missing
                "b_gated_resnet32_better", "b_resnet32_k_decay_worse", "b_gated_wrn_better", "b_wrn_k_decay_worse",
                "fig6_bn_after_add_slow_start", "t2_full_preact_best", "t2_bn_after_add_worst", "t1_gating_bias",
                "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start", "t3_preact_1layer_skip",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..engine import recipes, results
 from ..engine.data import SIZES as DATASET_SIZES  # (train, test) images: variants.DATASET_SIZES
 from . import paper_numbers
-from .metrics import did_not_train, final_test_err, final_train_loss, steps_to_80
+from .metrics import censored, final_test_err, final_train_loss, steps_to_80
 from .reports import net_name
 from .seeds import ALL_SEEDS, SEEDS
 from .runs import seed_runs, seeds_command, your_results
@@ -66,10 +66,10 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_d
 
 
 def steps_text(runs) -> str:
-    """Steps to a training error below 80 % over seeds: mean ± sd of the runs that trained, then how many did not
-    and why (``metrics.did_not_train``: "not reached within N steps", "at chance"). A run that never got there is
-    counted in words, its length N a lower bound, never a value inside the mean. '–' for no runs."""
-    why = [did_not_train(r, "steps_to_80") for r in runs]
+    """Steps to a training error below 80 % over seeds: mean ± sd of the runs that got there, then how many did not
+    (``metrics.censored``: "not reached within N steps"). A run that never got there is counted in words, its length
+    N a lower bound, never a value inside the mean (the claims compare such values by ranks). '–' for no runs."""
+    why = [censored(r, "steps_to_80") for r in runs]
     parts = [mean_sd([steps_to_80(r) for r, w in zip(runs, why) if w is None], digits=0)]
     parts += [f"{why.count(w)} of {len(runs)} {w}" for w in dict.fromkeys(w for w in why if w)]
     return "; ".join(p for p in parts if p != "–") or "–"

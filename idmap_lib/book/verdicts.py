@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..engine import recipes
 from . import claim_words as cw, claims, figure_style, paper_numbers
 from .metrics import AT_CHANCE, METRIC_WORDS, PERCENT, ended_at_chance, shown_as
-from .rule import ABOUT, NEEDS_FULL, VERDICTS, tests_in_words
+from .rule import ABOUT, NEEDS_FULL, VERDICTS, side_of, tests_in_words
 from .seeds import ALL_SEEDS, SEEDS
 from .runs import seed_runs
 from .tables import VERDICT_COLOURS, drop_if_empty, num
@@ -24,6 +24,12 @@ def _evidence(test, res, same_a=False) -> str:
         return _not_trained(test, res)
     unit, fmt = shown_as(test.metric)
     a, b = (test.metric, test.metric_b) if test.metric_b else (test.a, test.b)
+    if res.get("test") == "ranks":  # a censored metric: medians, the runs that never got there, the exact test
+        n = {k: num(unit * res[k], fmt) for k in ("mean_a", "mean_b", "d", "lo", "hi")}
+        never = res.get("censored", (0, 0))
+        never = f"; never reached: {never[0]} and {never[1]} of {res['n'][0]} and {res['n'][1]}" if any(never) else ""
+        return (f"median {a} {n['mean_a']} vs {b} {n['mean_b']}{never}; shift {n['d']} [{n['lo']}, {n['hi']}], "
+                f"exact rank test p = {res['p']:.3f}")
     n = {k: num(unit * res[k], fmt) for k in ("mean_a", "sd_a", "mean_b", "sd_b", "d", "lo", "hi")}
     head = "" if same_a else f"{a} {n['mean_a']} ± {n['sd_a']} "
     short = f"after {res['steps']} steps: " if res.get("short_run") and res.get("steps") else ""
@@ -32,11 +38,12 @@ def _evidence(test, res, same_a=False) -> str:
 
 
 def _not_trained(test, res) -> str:
-    """A part without numbers because a side did not train: 'not testable here: b did not train in 3 of 3 seeds'."""
+    """A part without numbers because a side's runs were left out: 'b stuck before the jump in 3 of 3 seeds'."""
     ex = res.get("excluded")
     if not ex or not any(ex):
         return ""
-    sides = [f"{getattr(test, s)} did not train in {k} of {n} seeds" for s, k, n in zip("ab", ex, res["n"]) if k]
+    sides = [f"{getattr(test, s)} left out in {k} of {n} seeds (stuck before the jump)"
+             for s, k, n in zip("ab", ex, res["n"]) if k]
     return f"{test.a} vs {test.b}: " + "; ".join(sides)
 
 
@@ -45,7 +52,7 @@ FULL_PARTS = 2  # a claim of more comparisons shows the ones that decide it in f
 
 def _summable(t, r) -> bool:
     """A part that a long claim sums up: reproduced, or a short run's data whose interval lies above 0."""
-    return "d" in r and t.kind == "better" and (r["verdict"] == "reproduced" or (r.get("short_run") and r["lo"] > 0))
+    return "d" in r and t.kind == "better" and (r["verdict"] == "reproduced" or (r.get("short_run") and side_of(r) > 0))
 
 
 def _evidence_of(parts) -> list[str]:
@@ -80,16 +87,17 @@ def _evidence_of(parts) -> list[str]:
 
 
 def _left_out(parts) -> str:
-    """Per part, the seeds of each side that did not train: left out ('a 1 of 5'), or counted as the claim
-    predicts ('b 3 of 3, as predicted'); '' when every run trained."""
+    """Per part, the seeds of each side left out for what they did ('a 1 of 5 left out: stuck before the jump') and
+    those counted at the run's length ('b 3 of 3 never reached, counted at the run's length, by ranks'); '' when
+    every run gave its value."""
     out = []
     for t, r in parts:
-        ex, pred, n = r.get("excluded", (0, 0)), r.get("failed_as_predicted", (0, 0)), r.get("n")
+        ex, cens, n = r.get("excluded", (0, 0)), r.get("censored", (0, 0)), r.get("n")
         total = [k + m for k, m in zip(ex, n)] if "d" in r else list(n)  # n counts the kept runs once tested
-        words = [f"{getattr(t, s)} {k} of {total[i]} left out" for i, (s, k) in enumerate(zip("ab", ex)) if k]
-        words += [f"{getattr(t, s)} {k} of {total[i]}, counted: the claim predicts it fails"
-                  + (" (not reached: at the run's length, a lower bound)" if t.metric == "steps_to_80" else "")
-                  for i, (s, k) in enumerate(zip("ab", pred)) if k]
+        words = [f"{getattr(t, s)} {k} of {total[i]} left out: stuck before the jump"
+                 for i, (s, k) in enumerate(zip("ab", ex)) if k]
+        words += [f"{getattr(t, s)} {k} of {total[i]} never reached, counted at the run's length (by ranks)"
+                  for i, (s, k) in enumerate(zip("ab", cens)) if k]
         if words:
             out.append("; ".join(words))
     return " | ".join(dict.fromkeys(out))
@@ -144,12 +152,12 @@ def claims_table(keys=None, scale=None, out_dir=None):
                      + (f" ({c.scale_note})" if c.scale_note else ""),
                      "verdict": v.verdict, "tested for": tested_for(c, scale or c.scale),
                      "evidence": " | ".join(filter(None, _evidence_of(v.parts))) or "–",
-                     "did not train": _left_out(v.parts),
+                     "left out or censored": _left_out(v.parts),
                      "resolves (the paper's gap)": _power(c, v.parts),
                      "one seed changes it": fragile,
                      "missing runs": sum(len(s) for _, s in v.missing)})
     df = pd.DataFrame(rows).set_index("claim")
-    for col in ("did not train", "resolves (the paper's gap)", "one seed changes it", "missing runs"):
+    for col in ("left out or censored", "resolves (the paper's gap)", "one seed changes it", "missing runs"):
         df = drop_if_empty(df, col)
     return df
 
@@ -161,8 +169,8 @@ def _at(claim, scale, out_dir) -> str:
     short = [r for t, r in v.parts if r.get("short_run") and "d" in r and t.kind == "better"]
     if v.verdict != NEEDS_FULL or not short:
         return v.verdict
-    where = {"above 0": sum(r["lo"] > 0 for r in short), "across 0": sum(r["lo"] <= 0 <= r["hi"] for r in short),
-             "below 0": sum(r["hi"] < 0 for r in short)}
+    where = {"above 0": sum(side_of(r) > 0 for r in short), "across 0": sum(side_of(r) == 0 for r in short),
+             "below 0": sum(side_of(r) < 0 for r in short)}
     return f"{v.verdict} (after {short[0]['steps']} steps, intervals: " + \
         ", ".join(f"{k} {w}" for w, k in where.items() if k) + ")"
 
