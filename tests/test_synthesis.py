@@ -1,72 +1,84 @@
-"""The synthesis chapter's mechanisms (book/synthesis.py): each status follows from its claims' verdicts by the rule
-in the module's docstring, every piece of evidence names a claim (and a comparison) that exists, and the figure
-draws what the runs and measurements recorded."""
+"""The synthesis chapter (book/synthesis.py): the rows' properties are what their recipes build, each row's outcome
+follows from its two comparisons, and each mechanism's status from whether its property predicts the outcomes
+across the rows (necessary, sufficient, neither, not testable), with the rows that decide it."""
 import pytest
 
-from idmap_lib.book import mechanisms, synthesis
+from idmap_lib.book import synthesis
 from idmap_lib.book.claims import CLAIMS_BY_KEY
+from idmap_lib.engine import recipes
 
 
-@pytest.mark.parametrize("m", synthesis.MECHANISMS, ids=lambda m: m.key)
-def test_every_piece_of_evidence_names_a_claim_and_a_comparison_that_exist(m):
-    mech = {c["key"]: c for c in mechanisms.MECHANISM_CLAIMS}
-    for e in m.evidence:
-        assert e.claim in CLAIMS_BY_KEY or e.claim in mech, e.claim
-        assert e.if_reproduced in ("supported", "contradicted") and e.why
-        if e.part:
-            tests = CLAIMS_BY_KEY[e.claim].tests if e.claim in CLAIMS_BY_KEY else mech[e.claim]["tests"]
-            assert e.part in [t.b for t in tests], (e.claim, e.part)
-    assert synthesis.assess(m)["status"] in synthesis.STATUSES
+def test_every_row_is_a_recipe_whose_built_model_has_exactly_the_properties_listed():
+    """The properties were written by hand before the runs: the recipes' own model keywords must agree."""
+    for row, props in synthesis.PROPERTIES.items():
+        kw = recipes.config("a_swaps", row, "cpu_step_warmup")["model"]["kwargs"]
+        final = kw.get("final") or {"full_preact": "bn_relu", "relu_preact": "relu"}.get(kw["unit"], "none")
+        built = {"clean_path": kw["unit"] in ("relu_before_add", "relu_preact", "full_preact"),
+                 "bn_every_conv": kw["unit"] in ("full_preact", "bn_after_add"),
+                 "normalised_classifier": final == "bn_relu" or kw["unit"] == "bn_after_add",
+                 "branch_zero_at_init": bool(kw.get("zero_gamma"))}
+        assert {p for p, on in built.items() if on} == set(props), row
+        test = "jump" if row.endswith("-110") else "start"
+        if row not in synthesis.REFERENCE[test]:
+            assert synthesis.row_claim(row, test) in CLAIMS_BY_KEY, row
 
 
-@pytest.mark.parametrize("verdict, if_reproduced, reads", [
-    ("reproduced", "supported", "supported"), ("contradicted", "supported", "contradicted"),
-    ("reproduced", "contradicted", "contradicted"), ("contradicted", "contradicted", "supported"),
-    ("inconclusive", "supported", "open"), ("needs the full recipe", "supported", "open"),
-    ("not testable here", "contradicted", "open"), ("not run yet", "supported", "open")])
-def test_what_a_verdict_says_of_its_mechanism(verdict, if_reproduced, reads):
-    assert synthesis.reading(synthesis.Evidence("k", if_reproduced=if_reproduced), verdict) == reads
+def _found(**words):
+    return {r: {"outcome": w} for r, w in words.items()}
 
 
-def test_a_mechanism_is_contradicted_by_one_piece_supported_by_all_and_open_otherwise():
-    assert synthesis.combine(["supported", "contradicted"]) == "contradicted"
-    assert synthesis.combine(["supported", "supported"]) == "supported"
-    assert synthesis.combine(["supported", "open"]) == "open"
-    assert synthesis.combine([]) == "open"  # no claim tests it: open, never supported
+def test_a_property_is_necessary_sufficient_both_or_neither_by_its_counterexamples(monkeypatch):
+    monkeypatch.setattr(synthesis, "PROPERTIES", {"a": ("p", "q"), "b": ("q",), "c": (), "d": ("p",)})
+    monkeypatch.setattr(synthesis, "PROPERTY_WORDS", {"p": "", "q": ""})
+    good, bad = synthesis.OUTCOMES["jump"]
+    s = synthesis.status("p", _found(a=good, b=bad, c=bad, d=good))
+    assert s["status"] == "necessary and sufficient" and not s["twins"]
+    s = synthesis.status("q", _found(a=good, b=bad, c=bad, d=good))   # b has q and fails; d tolerates without q
+    assert s["status"] == "neither" and s["against_sufficient"] == ["b"] and s["against_necessary"] == ["d"]
+    s = synthesis.status("p", _found(a=good, b=good, c=bad, d=good))  # b tolerates without p
+    assert s["status"] == "sufficient, not necessary" and s["against_necessary"] == ["b"]
+    s = synthesis.status("p", _found(a=good, b=bad, c=bad, d=bad))
+    assert s["status"] == "necessary, not sufficient" and s["against_sufficient"] == ["d"]
+    s = synthesis.status("p", _found(a=good, b="open", c="stuck before the jump", d="in between"))
+    assert s["status"] == "not testable at this scale" and s["rows"] == ["a"]  # only decided rows count
+    s = synthesis.status("p", _found(a=good, c=bad))                   # a has p and q, c neither: twins
+    assert s["twins"] == ["q"]
 
 
-def test_the_clean_path_alone_is_judged_by_full_preact_against_relu_only_preact(monkeypatch):
-    """ReLU-only pre-activation has the clean path: full pre-activation beating it at the lr jump contradicts the
-    path alone; losing to it would support it; the other units' comparisons do not enter."""
-    said = {}
-    monkeypatch.setattr(synthesis, "claim_verdict", lambda k, part=None, out_dir=None: said[(k, part)])
-    clean = synthesis.MECHANISMS_BY_KEY["clean_path"]
-    for verdict, status in (("reproduced", "contradicted"), ("contradicted", "supported"), ("inconclusive", "open")):
-        said[(synthesis.LR_JUMP, "relu_preact-110")] = verdict
-        assert synthesis.assess(clean)["status"] == status
-    said.update({("m_normalised_weight_inputs", None): "reproduced", (synthesis.LR_JUMP, None): "reproduced"})
-    assert synthesis.assess(synthesis.MECHANISMS_BY_KEY["normalised_inputs"])["status"] == "supported"
-    said[(synthesis.LR_JUMP, None)] = "contradicted"
-    assert synthesis.assess(synthesis.MECHANISMS_BY_KEY["normalised_inputs"])["status"] == "contradicted"
+@pytest.mark.parametrize("below, above, word", [
+    ("reproduced", "inconclusive", "tolerates the jump"), ("inconclusive", "reproduced", "fails at the jump"),
+    ("reproduced", "reproduced", "in between"), ("inconclusive", "inconclusive", "open"),
+    ("not run yet", "reproduced", "not run yet"), ("contradicted", "reproduced", "fails at the jump")])
+def test_a_rows_outcome_follows_from_its_two_comparisons(monkeypatch, below, above, word):
+    monkeypatch.setattr(synthesis, "_comparisons", lambda r, t, o: ((below, {}), (above, {})))
+    assert synthesis.outcome("original+final_bn_relu-110")["outcome"] == word
 
 
-def test_the_verdict_of_one_comparison_is_that_part_of_its_claim():
-    full = synthesis.claim_verdict(synthesis.LR_JUMP)
-    parts = [synthesis.claim_verdict(synthesis.LR_JUMP, u) for u in ("original-110", "relu_preact-110")]
-    assert all(p in ("reproduced", "contradicted", "inconclusive", "not run yet", "not testable here") for p in parts)
-    assert full != "reproduced" or all(p == "reproduced" for p in parts)
-    with pytest.raises(KeyError, match="no comparison against"):
-        synthesis.claim_verdict(synthesis.LR_JUMP, "dropout-0.5")
-    with pytest.raises(KeyError, match="unknown claim"):
-        synthesis.claim_verdict("no_such_claim")
+def test_a_row_stuck_before_the_jump_is_its_own_outcome_never_tolerance(monkeypatch):
+    stuck = ("not testable here", {"excluded": (5, 0)})
+    monkeypatch.setattr(synthesis, "_comparisons", lambda r, t, o: (stuck, ("not testable here", {"excluded": (0, 5)})))
+    assert synthesis.outcome("bn_after_add-110")["outcome"] == "stuck before the jump"
+    other = ("not testable here", {"excluded": (0, 5)})  # the *other* side left out: not this row's outcome
+    monkeypatch.setattr(synthesis, "_comparisons", lambda r, t, o: (other, ("inconclusive", {})))
+    assert synthesis.outcome("bn_after_add-110")["outcome"] == "open"
 
 
-def test_the_summary_in_words_names_every_mechanism_once_with_its_status():
-    assessed = {m.key: {"status": s, "pieces": []} for m, s in
-                zip(synthesis.MECHANISMS, ("contradicted", "supported", "open", "open"))}
+def test_the_references_take_their_outcome_from_the_papers_claims(monkeypatch):
+    monkeypatch.setattr(synthesis, "_part", lambda k, i, o: ("reproduced", {}))
+    assert synthesis.outcome("original-110")["outcome"] == "fails at the jump"
+    assert synthesis.outcome("full_preact-110")["outcome"] == "tolerates the jump"
+    assert synthesis.outcome("original-1001", "start")["outcome"] == "starts slowly"
+
+
+def test_the_summary_and_the_tables_name_every_mechanism_with_a_computed_status():
+    assessed = synthesis.assess_all()
     words = synthesis.in_words(assessed)
-    assert words.count("is supported") == 1 and words.count("is contradicted") == 1 and "stay open" in words
-    assert all((m.title[0].lower() + m.title[1:]) in words for m in synthesis.MECHANISMS)
+    for m in synthesis.MECHANISMS:
+        assert m.title[0].lower() + m.title[1:] in words
+        assert all(assessed[m.key][t]["status"] in synthesis.STATUSES for t in synthesis.OUTCOMES)
+    assert assessed["truncation"]["jump"]["status"] == "not testable at this scale"
+    assert len(synthesis.table(assessed)) == len(synthesis.MECHANISMS)
+    assert list(synthesis.swap_table().index)[0] == "the original unit"
 
 
 def test_the_key_figure_draws_every_recorded_seed():

@@ -125,3 +125,7 @@ def printed(experiment: str, variant: str) -> str:
     '–' where the paper reports none."""
     value = (paper_number(experiment, variant) or {}).get("value", "–")
     return value if isinstance(value, str) else f"{value:.2f}"
+# The interventions (recipes.SWAPS) are the book's: the paper's numbers only for the units it trained (Table 2's
+# ResNet-110 units, Table 3's ResNet-1001), and none for a swapped unit.
+PAPER["a_swaps"] = {**{v: PAPER["a_table2_activations"][v] for v in PAPER["a_table2_activations"] if v.endswith("-110")},
+                    **{f"{u}-1001": PAPER["a_table3_preact"][f"c10-1001-{u}"] for u in ("original", "full_preact")}}

@@ -55,8 +55,9 @@ def claims_at(scale: str, keys=None) -> list:
     bad = [c.key for c in chosen if c.scale == "full"]
     if bad:
         raise ValueError(f"{', '.join(bad)} rest on Paper B's MNIST grid at the full recipe: python -m idmap_lib mnist")
-    # the book's interventions test early training at a CPU scale: the full recipe's queue is the papers' claims
-    return chosen if scale == "cpu" else [dataclasses.replace(c, scale="full") for c in chosen if c.by == "paper"]
+    # the book's interventions (experiment a_swaps) test early training at a CPU scale: not the full recipe's queue
+    return chosen if scale == "cpu" else [dataclasses.replace(c, scale="full") for c in chosen
+                                          if c.experiment != "a_swaps"]
 
 
 def needed(scale="cpu", keys=None, seeds=None, out_dir=None) -> list[tuple]:

@@ -1,43 +1,24 @@
-"""What pre-activation buys, and why (the chapter "Why pre-activation helps", issue 30.1): the candidate mechanisms,
-each tied to the chapter and figure that show it and to the claims that test it, and each marked **supported**,
-**contradicted** or **open** by the verdicts those claims get from the recorded runs (computed here, never typed).
+"""Why pre-activation helps, decided by intervention (the chapter "Why pre-activation helps"): every unit and every
+swap of one part (recipes.SWAPS) is a row with the properties it has by construction (``PROPERTIES``) and the
+outcomes its runs show (``outcome``: through the lr jump, at the start of ResNet-1001); each candidate mechanism is a
+property, and its status is computed from whether that property predicts the outcomes across all rows whose outcome
+the runs decide (``status``): **necessary** (no row without it has the outcome), **sufficient** (every row with it
+has the outcome), both, **neither**, or **not testable at this scale** -- with the rows that decide it. Nothing here
+is typed: a status changes when the recorded runs do.
 
-A mechanism's evidence is a list of claims (or one part of a claim: the comparison against one variant), each with
-what a *reproduced* verdict says of the mechanism: "supported", or "contradicted" where the claim is a test the
-mechanism would fail (ReLU-only pre-activation has the clean path: if full pre-activation still beats it at the lr
-jump, the clean path alone does not explain the tolerance). A contradicted claim says the opposite; any other
-verdict (inconclusive, needs the full recipe, not run yet) leaves that piece open. A mechanism is contradicted if
-any piece contradicts it, supported if every piece supports it, open otherwise (and open without evidence).
+A row's outcome comes from two comparisons fixed before its runs (claims.SWAP_CLAIMS, claims.ROW_CLAIMS, and for the
+two reference units the lr-jump and Fig 1 claims): is its rise at the jump (its steps to 80 % at 1001 layers) below
+the original unit's, and is it above full pre-activation's? Below the original and not above full pre-activation:
+it *tolerates* the jump (it *starts*); above full pre-activation and not below the original: it *fails*; both: *in
+between*; a row whose runs were stuck at chance before the jump: *stuck before the jump* (its own outcome, never
+tolerance); otherwise *open*.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import figure_style, mechanisms
+from . import figure_style
 from .claims import CLAIMS_BY_KEY, evaluate
-
-STATUSES = ("supported", "contradicted", "open")
-OPPOSITE = {"supported": "contradicted", "contradicted": "supported"}
-
-
-@dataclass(frozen=True)
-class Evidence:
-    claim: str                        # a key of claims.CLAIMS_BY_KEY or of mechanisms.MECHANISM_CLAIMS
-    part: str | None = None           # only the comparison against this variant (Compare.b); None: the whole claim
-    if_reproduced: str = "supported"  # what a reproduced verdict says of the mechanism
-    why: str = ""                     # what this piece tests, in one sentence
-
-
-@dataclass(frozen=True)
-class Mechanism:
-    key: str
-    title: str
-    words: str          # the mechanism, as the paper (or we) argue it
-    where: str          # the chapter and figure that show it (Markdown link)
-    evidence: tuple = ()
-    scope: str = ""     # what the evidence cannot reach
-    when: str = ""      # where its status holds, when the evidence covers only part of training
-
 
 # The interventions' design (claims.SWAP_CLAIMS): every unit and swap as a row, each with the properties it has by
 # construction. Each candidate mechanism is a hypothesis "property P is what lets a unit train through the lr jump
@@ -65,134 +46,201 @@ PROPERTIES = {  # row (a_swaps variant) -> the properties it has by construction
     "original+final_bn_relu-1001": ("normalised_classifier",),
     "full_preact+no_final-1001": ("clean_path", "bn_every_conv"),
 }
-LR_JUMP = "lr_jump_preact_tolerates"
+LR_JUMP, FIG1 = "lr_jump_preact_tolerates", "fig1_1001_original_slow_start"
+OUTCOMES = {  # what a row can show, per test: (the good outcome, the bad one)
+    "jump": ("tolerates the jump", "fails at the jump"),
+    "start": ("starts at 1001 layers", "starts slowly"),
+}
+ROWS = {"jump": tuple(r for r in PROPERTIES if r.endswith("-110")),
+        "start": tuple(r for r in PROPERTIES if r.endswith("-1001"))}
+REFERENCE = {"jump": ("original-110", "full_preact-110"), "start": ("original-1001", "full_preact-1001")}
+
+
+def _part(claim_key, index, out_dir):
+    """(verdict, result) of one comparison of a claim, from the recorded runs."""
+    v = evaluate(CLAIMS_BY_KEY[claim_key], out_dir=out_dir)
+    return v.parts[index][1]["verdict"], v.parts[index][1]
+
+
+def _comparisons(row, test, out_dir):
+    """The row's two comparisons: (below the original?, above full pre-activation?), each (verdict, result) or
+    None where the row is that reference itself."""
+    original, full = REFERENCE[test]
+    ref_claim = LR_JUMP if test == "jump" else FIG1
+    ref_index = 0  # both reference claims hold full pre-activation against the original first
+    if row == original:
+        return None, _part(ref_claim, ref_index, out_dir)
+    if row == full:
+        return _part(ref_claim, ref_index, out_dir), None
+    key = row_claim(row, test)
+    return _part(key, 0, out_dir), _part(key, 1, out_dir)
+
+
+def row_claim(row, test) -> str:
+    """The key of the claim that places `row` between the two references."""
+    name = row.rsplit("-", 1)[0].replace("+", "_")
+    key = f"swap_{test}_{name}" + ("_1001" if test == "start" else "")
+    return key if key in CLAIMS_BY_KEY else f"row_{test}_{name}"
+
+
+def outcome(row, test="jump", out_dir=None) -> dict:
+    """{"outcome", "below", "above"} of one row: its outcome in words (OUTCOMES, "in between", "stuck before the
+    jump", "open", "not run yet") and the verdicts of its two comparisons ("–" where the row is that reference)."""
+    below, above = _comparisons(row, test, out_dir)
+    good, bad = OUTCOMES[test]
+    # the row is side a of "below the original" and side b of "above full pre-activation"
+    mine = [(c, i) for c, i in ((below, 0), (above, 1)) if c is not None]
+    verdicts = [c[0] for c, _ in mine]
+    is_below, is_above = (c is not None and c[0] == "reproduced" for c in (below, above))
+    if "not run yet" in verdicts:
+        word = "not run yet"
+    elif any(c[0] == "not testable here" and c[1].get("excluded", (0, 0))[i] for c, i in mine):
+        word = "stuck before the jump"
+    else:
+        word = "in between" if is_below and is_above else good if is_below else bad if is_above else "open"
+    return {"outcome": word, "below": below[0] if below else "–", "above": above[0] if above else "–"}
+
+
+def outcomes(test="jump", out_dir=None) -> dict:
+    return {r: outcome(r, test, out_dir) for r in ROWS[test]}
+
+
+STATUSES = ("necessary and sufficient", "necessary, not sufficient", "sufficient, not necessary", "neither",
+            "not testable at this scale", "open")
+
+
+def status(prop, found: dict, test="jump") -> dict:
+    """The status of property `prop` over the rows whose outcome `found` decides (the good or the bad outcome of
+    `test`), with the rows that decide it: ``against_necessary`` (rows with the good outcome and without `prop`),
+    ``against_sufficient`` (rows with `prop` and the bad outcome), ``twins`` (the properties that every decided row
+    has or lacks together with `prop`: the rows cannot tell them apart)."""
+    good, bad = OUTCOMES[test]
+    decided = {r: o["outcome"] for r, o in found.items() if o["outcome"] in (good, bad)}
+    has = {r for r in decided if prop in PROPERTIES[r]}
+    lacks = set(decided) - has
+    out = {"against_necessary": sorted(r for r in lacks if decided[r] == good),
+           "against_sufficient": sorted(r for r in has if decided[r] == bad),
+           "twins": sorted(p for p in PROPERTY_WORDS if p != prop and
+                           all((p in PROPERTIES[r]) == (r in has) for r in decided)),
+           "rows": sorted(decided)}
+    if not has or not lacks:
+        out["status"] = "not testable at this scale" if decided else "open"
+        return out
+    necessary, sufficient = not out["against_necessary"], not out["against_sufficient"]
+    out["status"] = ("necessary and sufficient" if necessary and sufficient else
+                     "necessary, not sufficient" if necessary else
+                     "sufficient, not necessary" if sufficient else "neither")
+    return out
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    key: str
+    title: str
+    words: str               # the mechanism, as the paper (or the later work) argues it
+    where: str               # the chapter and figure that show it (Markdown link)
+    prop: str | None = None  # the property it names (PROPERTIES); None: no swap at this scale tests it
+    why_not: str = ""        # why no swap here tests it (prop None)
+    by: str = ""             # who offers it
+
+
 MECHANISMS = (
-    Mechanism("clean_path", "The clean additive path alone",
+    Mechanism("clean_path", "The clean additive path",
               "With an identity shortcut and an identity after the addition, x_L = x_l + the sum of the residual "
-              "functions (Eqn 4) and the gradient reaching any unit has a direct term of 1 (Eqn 5): nothing on the "
-              "path multiplies the signal.",
-              "[chapter 2](02_propagation.ipynb): the gradient at every unit, and its direct term, under the depth "
-              "slider",
-              (Evidence(LR_JUMP, "relu_preact-110", "contradicted",
-                        "ReLU-only pre-activation has the clean path too: if full pre-activation trains through the "
-                        "lr jump and it does not, the path alone does not explain the tolerance."),),
-              "The path is necessary in Paper A's Table 1 (every shortcut that is not an identity does worse at "
-              "the end of the recipe): a claim about final errors, which needs the full recipe."),
+              "functions (Eqn 4) and the gradient reaching any unit has a direct term of 1 (Eqn 5).",
+              "[chapter 2](02_propagation.ipynb): the gradient at every unit, and its direct term",
+              "clean_path", by="Paper A (its reason for easier optimisation, Sec 3-4.1)"),
+    Mechanism("normalised_inputs", "Normalised inputs to every convolution",
+              "In full pre-activation every convolution reads a BN-ReLU output; in the original unit and in ReLU-only "
+              "pre-activation the first convolution of each unit reads the un-normalised sum of every branch before it.",
+              "[chapter 8](08_activations.ipynb): the std of every weight layer's input, per unit",
+              "bn_every_conv", by="Paper A, as its reason for *regularisation* (Sec 4.2); this book tests it for "
+                                  "optimisation"),
+    Mechanism("classifier_input", "A normalised signal into the classifier",
+              "Full pre-activation ends in a BN-ReLU before the pool, so the classifier (the one weight layer no BN "
+              "follows, whose step grows with its input's square) reads a normalised input; the original unit's "
+              "classifier reads the un-normalised sum of every unit.",
+              "[chapter 8](08_activations.ipynb): the std of the classifier's input",
+              "normalised_classifier", by="this book (a consequence of Paper A's final BN-ReLU, Sec 4.1)"),
+    Mechanism("identity_bias", "Branches down-weighted at initialisation",
+              "A BN-fed branch on an un-normalised path is down-weighted with depth at initialisation, so a deep net "
+              "starts close to a shallow one (De & Smith 2020; SkipInit, Fixup, zero gamma).",
+              "[chapter 3](03_scaled_shortcuts.ipynb): the branch beside the path, unit by unit",
+              "branch_zero_at_init", by="De & Smith 2020; Goyal et al. 2017 (zero gamma)"),
     Mechanism("truncation", "Less ReLU truncation as depth grows",
               "The original unit's ReLU after the addition truncates y_l = x_l + F(x_l); Paper A (Sec 4.2) argues "
-              "this is more frequent at 1000 layers and hurts there, and removing it (f = identity) helps.",
-              "[chapter 4](04_relu_truncation.ipynb): the fraction of y_l < 0 per unit, ResNet-110 against "
-              "ResNet-1001",
-              (Evidence("m_truncation_grows_with_depth", why="Does the original ResNet-1001 truncate more than "
-                        "ResNet-110, in the first steps of training?"),),
-              "Measured only in the first steps of training; Paper A's remark is about training after the weights "
-              "have moved, which stays open.", when="in the first steps of training"),
-    Mechanism("normalised_inputs", "Normalised inputs to every weight layer",
-              "In full pre-activation every weight layer reads a BN-ReLU output (Paper A Sec 4.2: \"the inputs to "
-              "all weight layers have been normalized\"); in the original unit and in ReLU-only pre-activation the "
-              "first weight layer of each unit reads the un-normalised sum of every branch before it.",
-              "[chapter 8](08_activations.ipynb): the std of every weight layer's input, per unit, and the units "
-              "through the lr jump",
-              (Evidence("m_normalised_weight_inputs", why="Is full pre-activation the only unit whose weight layers "
-                        "all read inputs of one size?"),
-               Evidence(LR_JUMP, why="Does the unit with that property, and only it, train through the lr jump?")),
-              "A property shared with the outcome, not a test of cause: no run gives the other units normalised "
-              "inputs and nothing else."),
-    Mechanism("classifier_input", "A normalised signal into the classifier",
-              "In full pre-activation the signal passes a final BN-ReLU before the pooling and the classifier; in "
-              "the original unit the classifier reads the un-normalised sum of every unit.",
-              "[chapter 8](08_activations.ipynb): the std of the classifier's input (in the measurement of what "
-              "the weight layers see)", (),
-              "Measured, but no claim was fixed before the numbers: open."),
+              "this is more frequent at 1000 layers, once trained.",
+              "[chapter 4](04_relu_truncation.ipynb): the fraction of y_l < 0 per unit",
+              why_not="Paper A's remark is about trained networks; a swap that removes the ReLU after the addition "
+                      "is ReLU-only pre-activation's path, not one part alone", by="Paper A (Sec 4.2)"),
 )
 MECHANISMS_BY_KEY = {m.key: m for m in MECHANISMS}
 
-# what pre-activation buys: the claims about its effect (not its cause), in the order the chapter shows them
-OUTCOMES = (LR_JUMP, "fig1_1001_original_slow_start", "t2_full_preact_best", "t3_preact_1layer_skip")
 
-
-def claim_verdict(key: str, part: str | None = None, out_dir=None) -> str:
-    """The verdict of a claim (or of its comparison against variant `part`) from the recorded runs: the book's
-    claims (claims.evaluate) or the mechanism claims (mechanisms.evaluate)."""
-    mech = {c["key"]: c for c in mechanisms.MECHANISM_CLAIMS}
-    if key in mech:
-        v = mechanisms.evaluate(mech[key])
-    elif key in CLAIMS_BY_KEY:
-        got = evaluate(CLAIMS_BY_KEY[key], out_dir=out_dir)
-        v = {"verdict": got.verdict, "parts": got.parts}
-    else:
-        raise KeyError(f"unknown claim {key!r}: a key of claims.CLAIMS_BY_KEY or mechanisms.MECHANISM_CLAIMS")
-    if part is None:
-        return v["verdict"]
-    found = [r["verdict"] for t, r in v["parts"] if t.b == part]
-    if not found:
-        raise KeyError(f"claim {key!r} has no comparison against {part!r}")
-    return found[0]
-
-
-def reading(evidence: Evidence, verdict: str) -> str:
-    """What one piece of evidence says of its mechanism, given its claim's verdict."""
-    if verdict == "reproduced":
-        return evidence.if_reproduced
-    if verdict == "contradicted":
-        return OPPOSITE[evidence.if_reproduced]
-    return "open"
-
-
-def combine(readings: list[str]) -> str:
-    """A mechanism's status from what each piece of its evidence says (the module's docstring)."""
-    if "contradicted" in readings:
-        return "contradicted"
-    if readings and all(r == "supported" for r in readings):
-        return "supported"
-    return "open"
-
-
-def assess(mechanism: Mechanism, out_dir=None) -> dict:
-    """{"status", "pieces": [(Evidence, verdict, reading)]} of one mechanism."""
-    pieces = []
-    for e in mechanism.evidence:
-        v = claim_verdict(e.claim, e.part, out_dir)
-        pieces.append((e, v, reading(e, v)))
-    return {"status": combine([p[2] for p in pieces]), "pieces": pieces}
+def assess(mechanism: Mechanism, found=None, out_dir=None) -> dict:
+    """{test: status dict} of one mechanism over both tests (``status``); {"status": "not testable at this scale"}
+    for a mechanism no swap tests."""
+    if mechanism.prop is None:
+        return {t: {"status": "not testable at this scale", "against_necessary": [], "against_sufficient": [],
+                    "twins": [], "rows": []} for t in OUTCOMES}
+    found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
+    return {t: status(mechanism.prop, found[t], t) for t in OUTCOMES}
 
 
 def assess_all(out_dir=None) -> dict:
-    return {m.key: assess(m, out_dir) for m in MECHANISMS}
+    found = {t: outcomes(t, out_dir) for t in OUTCOMES}
+    return {m.key: assess(m, found) for m in MECHANISMS}
 
 
-def _claim_words(e: Evidence) -> str:
-    return f"`{e.claim}`" + (f" (against {e.part})" if e.part else "")
+def swap_table(out_dir=None):
+    """The page's table: one row a unit or swap, its properties (a tick each) and its two outcomes."""
+    import pandas as pd
+    from .claim_words import words
+
+    found = {t: outcomes(t, out_dir) for t in OUTCOMES}
+    rows = []
+    for r in PROPERTIES:
+        test = "jump" if r in ROWS["jump"] else "start"
+        row = {"unit": words("a_swaps", r)}
+        row.update({p.replace("_", " "): "✓" if p in PROPERTIES[r] else "" for p in PROPERTY_WORDS})
+        row["outcome"] = found[test][r]["outcome"]
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("unit")
 
 
 def table(assessed=None):
-    """The chapter's table: one row a mechanism, its status, where the book shows it and its evidence."""
+    """One row a mechanism: who offers it, its status at the lr jump and at the start of ResNet-1001, with the rows
+    that decide it, and where the book shows it."""
     import pandas as pd
+    from .claim_words import words
 
     assessed = assessed or assess_all()
     rows = []
     for m in MECHANISMS:
         a = assessed[m.key]
-        ev = "; ".join(f"{e.why} {_claim_words(e)}: {v}, so {r}" for e, v, r in a["pieces"]) or "no claim"
-        status = f"{a['status']} ({m.when})" if m.when and a["pieces"] else a["status"]
-        rows.append({"mechanism": m.title, "status": status, "shown in": m.where, "evidence": ev,
-                     "what it cannot reach": m.scope})
+        row = {"mechanism": m.title, "offered by": m.by}
+        for t, label in (("jump", "at the lr jump"), ("start", "at 1001 layers")):
+            s = a[t]
+            why = [f"{words('a_swaps', r)} has the outcome without it" for r in s["against_necessary"]]
+            why += [f"{words('a_swaps', r)} has it and not the outcome" for r in s["against_sufficient"]]
+            if s["twins"]:
+                why.append("the rows cannot tell it from " + ", ".join(p.replace("_", " ") for p in s["twins"]))
+            row[label] = s["status"] + (f" ({'; '.join(why)})" if why else "")
+        row["shown in"] = m.where
+        if m.why_not:
+            row["at the lr jump"] = row["at 1001 layers"] = f"not testable at this scale: {m.why_not}"
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
 def in_words(assessed=None) -> str:
-    """One clause per status, naming the mechanisms that have it (for the chapter's opening answer)."""
+    """Each mechanism's status at the lr jump, in one sentence (for the chapter's opening answer and chapters 4
+    and 9)."""
     assessed = assessed or assess_all()
-    verbs = {"supported": ("is supported", "are supported"), "contradicted": ("is contradicted", "are contradicted"),
-             "open": ("stays open", "stay open")}
     out = []
-    for s in STATUSES:
-        named = [m.title[0].lower() + m.title[1:] + (f" ({m.when})" if m.when else "") for m in MECHANISMS
-                 if assessed[m.key]["status"] == s]
-        if named:
-            joined = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-            out.append(f"{joined} {verbs[s][len(named) > 1]}")
-    return "; ".join(out) + "."
+    for m in MECHANISMS:
+        out.append(f"{m.title[0].lower() + m.title[1:]}: {assessed[m.key]['jump']['status']}")
+    return "At the lr jump, " + "; ".join(out) + "."
 
 
 UNITS = ("original-110", "relu_before_add-110", "relu_preact-110", "full_preact-110")

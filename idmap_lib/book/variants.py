@@ -24,6 +24,8 @@ SHOWN = {  # every variant an experiment chapter (7-10) shows, in its tables' or
     "a_table3_preact": DEPTH_1001 + SINGLE_110,
     "b_resnet32": ("original", "gated", "gated-k_decay"),
     "b_wrn": ("plain", "gated", "gated-k_decay"),
+    # the chapter "Why pre-activation helps": every unit and swap of the interventions (synthesis.PROPERTIES' rows)
+    "a_swaps": tuple(recipes.EXPERIMENTS["a_swaps"]["variants"]),
 }
 # chapter 7's figures: one curve for each kind of shortcut the text discusses, and the rows queued for the full recipe
 T1_CURVES = ("original", "constant_scaling-0.5-1", "constant_scaling-0.5-0.5", "exclusive_gating-b0",
