@@ -81,9 +81,16 @@ def test_the_summary_and_the_tables_name_every_mechanism_with_a_computed_status(
     assert list(synthesis.swap_table().index)[0] == "the original unit"
 
 
-def test_the_key_figure_draws_every_recorded_seed():
-    fig, rises, spreads = synthesis.key_figure()
-    drawn = {(t.xaxis, t.y[0]): list(t.x) for t in fig.data if len(t.x)}
-    assert sum(len(v) for v in rises.values()) + sum(len(v) for v in spreads.values()) == \
-        sum(len(v) for v in drawn.values())
-    assert len(rises["full_preact-110"]) >= 3 and len(spreads["full_preact-110"]) == 3
+def test_the_key_figure_draws_every_recorded_seed_of_every_row_in_its_units_colour():
+    from idmap_lib.book import palette
+
+    fig, values = synthesis.key_figure()
+    drawn = [t for t in fig.data if len(t.x)]
+    assert sum(len(v) for v in values.values()) == sum(len(t.x) for t in drawn)
+    assert set(values) == set(synthesis.PROPERTIES) and len(values["full_preact-110"]) >= 3
+    by_name = {t.y[0]: t.marker.color for t in drawn}
+    assert by_name["full pre-activation"] == palette.UNIT_COLOURS["full_preact"] == \
+        palette.colour("full_preact+no_final-110")
+    assert len(set(palette.UNIT_COLOURS.values())) == len(palette.UNIT_COLOURS)  # two units never share one
+    alt = synthesis.key_figure_alt(values)
+    assert "full pre-activation" in alt and "ResNet-1001" in alt

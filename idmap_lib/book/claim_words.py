@@ -74,7 +74,7 @@ METRIC_SHORT = {"test_err": "test error", "train_loss": "training loss", "steps_
                 "pruned_random": "error pruning at random"}
 VERDICT_WORDS = {"reproduced": "as claimed (reproduced)", "contradicted": "the other way round (contradicted)",
                  "inconclusive": "too close for these seeds to call (inconclusive)",
-                 NOT_TESTABLE: "not testable here: a side did not train",
+                 NOT_TESTABLE: "not testable here: a side's runs had nothing to show (stuck before the jump)",
                  NEEDS_FULL: "data, not a verdict: the final error needs the full recipe",
                  "not run yet": "not run yet"}
 

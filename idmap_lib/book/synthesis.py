@@ -31,6 +31,8 @@ PROPERTY_WORDS = {
     "normalised_classifier": "a normalised classifier input (a BN-ReLU before the pool)",
     "branch_zero_at_init": "branches switched off at initialisation (zero gamma)",
 }
+PROPERTY_SHORT = {"clean_path": "clean path", "bn_every_conv": "BN before every conv",
+                  "normalised_classifier": "normalised classifier input", "branch_zero_at_init": "branches off at init"}
 PROPERTIES = {  # row (a_swaps variant) -> the properties it has by construction
     "original-110": (),
     "bn_after_add-110": ("bn_every_conv", "normalised_classifier"),
@@ -49,7 +51,7 @@ PROPERTIES = {  # row (a_swaps variant) -> the properties it has by construction
 LR_JUMP, FIG1 = "lr_jump_preact_tolerates", "fig1_1001_original_slow_start"
 OUTCOMES = {  # what a row can show, per test: (the good outcome, the bad one)
     "jump": ("tolerates the jump", "fails at the jump"),
-    "start": ("starts at 1001 layers", "starts slowly"),
+    "start": ("starts quickly", "starts slowly"),
 }
 ROWS = {"jump": tuple(r for r in PROPERTIES if r.endswith("-110")),
         "start": tuple(r for r in PROPERTIES if r.endswith("-1001"))}
@@ -202,7 +204,7 @@ def swap_table(out_dir=None):
     for r in PROPERTIES:
         test = "jump" if r in ROWS["jump"] else "start"
         row = {"unit": words("a_swaps", r)}
-        row.update({p.replace("_", " "): "✓" if p in PROPERTIES[r] else "" for p in PROPERTY_WORDS})
+        row.update({PROPERTY_SHORT[p]: "✓" if p in PROPERTIES[r] else "" for p in PROPERTY_WORDS})
         row["outcome"] = found[test][r]["outcome"]
         rows.append(row)
     return pd.DataFrame(rows).set_index("unit")
@@ -221,10 +223,14 @@ def table(assessed=None):
         row = {"mechanism": m.title, "offered by": m.by}
         for t, label in (("jump", "at the lr jump"), ("start", "at 1001 layers")):
             s = a[t]
-            why = [f"{words('a_swaps', r)} has the outcome without it" for r in s["against_necessary"]]
-            why += [f"{words('a_swaps', r)} has it and not the outcome" for r in s["against_sufficient"]]
-            if s["twins"]:
-                why.append("the rows cannot tell it from " + ", ".join(p.replace("_", " ") for p in s["twins"]))
+            if s["status"] == "not testable at this scale":
+                has = [r for r in s["rows"] if m.prop in PROPERTIES[r]]
+                why = ["no decided row lacks it" if has else "no decided row has it"] if s["rows"] else []
+            else:
+                why = [f"{words('a_swaps', r)} has the outcome without it" for r in s["against_necessary"]]
+                why += [f"{words('a_swaps', r)} has it and not the outcome" for r in s["against_sufficient"]]
+            if s["twins"] and s["status"] != "not testable at this scale":
+                why.append("the rows cannot tell it from " + ", ".join(PROPERTY_SHORT[p] for p in s["twins"]))
             row[label] = s["status"] + (f" ({'; '.join(why)})" if why else "")
         row["shown in"] = m.where
         if m.why_not:
@@ -243,48 +249,82 @@ def in_words(assessed=None) -> str:
     return "At the lr jump, " + "; ".join(out) + "."
 
 
-UNITS = ("original-110", "relu_before_add-110", "relu_preact-110", "full_preact-110")
-UNIT_WORDS = {"original-110": "the original unit", "relu_before_add-110": "ReLU before addition",
-              "relu_preact-110": "ReLU-only pre-activation", "full_preact-110": "full pre-activation"}
+def answer(assessed=None, found=None, out_dir=None) -> str:
+    """The chapter's opening answer, computed: what full pre-activation buys at this scale (the reference rows'
+    outcomes), then what the swaps say of each mechanism, and which rows are still open or missing."""
+    from .claim_words import listed
 
-SHORT = {"original-110": "original", "relu_before_add-110": "ReLU before add.", "relu_preact-110": "ReLU-only preact.",
-         "full_preact-110": "full preact."}
+    found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
+    assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
+    full, orig = (found["jump"][r]["outcome"] for r in ("full_preact-110", "original-110"))
+    start = found["start"]["full_preact-1001"]["outcome"]
+    buys = (f"At this scale full pre-activation {full} where the original unit {orig}, and at 1001 layers "
+            f"pre-activation {start}.")
+    by = {}
+    for m in MECHANISMS:
+        s = assessed[m.key]["jump"]
+        apart = " (the decided rows cannot yet tell these apart)" if s["twins"] else ""
+        by.setdefault((s["status"], apart), []).append(m.title[0].lower() + m.title[1:])
+    why = "; ".join(f"{listed(ms)}: **{st}**{apart}" for (st, apart), ms in by.items())
+    waiting = [r for t in OUTCOMES for r, o in found[t].items() if o["outcome"] in ("not run yet", "open")]
+    rest = (f" Still undecided: {len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)."
+            if waiting else "")
+    return f"**What it buys.** {buys} **Why, one part swapped at a time** (at the lr jump): {why}.{rest}"
 
 
 def key_figure(out_dir=None):
-    """The chapter's figure: for each ResNet-110 unit, how far its training loss rises at the lr jump (the outcome,
-    every recorded seed of the lr-jump probe) beside how unequal the inputs of its weight layers are at
-    initialisation (the mechanism: log10 of the largest over the smallest std, mechanisms' records). One dot a seed."""
+    """The chapter's figure: every row's runs, one marker a seed, in its unit's colour (palette.py; a swap in its
+    parent's colour with its own marker). Top: how far the training loss rises when the lr jumps (ResNet-110, the
+    lr-jump probe; a cross: stuck at chance before the jump). Bottom: steps until the training error first falls below
+    80 % (ResNet-1001; a hollow marker: never within the run, drawn at its length). Returns (figure, values)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from . import mechanism_figures as mf
-    from .claims import T2
-    from .metrics import METRICS
-    from .seeds import ALL_SEEDS
+    from . import palette
+    from .claim_words import words
+    from .metrics import LOG_FLOOR, METRICS, censored, left_out
     from .runs import seed_runs
+    from .seeds import ALL_SEEDS
 
-    scale = CLAIMS_BY_KEY[LR_JUMP].scale
-    rises = {u: [METRICS["lr_jump_rise"](r) for r in seed_runs(T2, u, scale, ALL_SEEDS, out_dir)[0]]
-             for u in UNITS}
-    spread = mf.weight_input_summary()
-    spreads = {u: [rec["steps"][0]["spread"] for rec in spread.get((u.split("-")[0], 110), {}).values()]
-               for u in UNITS}
-    names = [SHORT[u] for u in UNITS]
-    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.2,  # stacked: readable at a phone's width too
-                        subplot_titles=("loss rise at the lr jump", "weight-layer input spread"))
-    for row, values, colour in ((1, rises, "#d62728"), (2, spreads, "#1f77b4")):
-        for u, name in zip(UNITS, names):
-            fig.add_trace(go.Scatter(x=values[u], y=[name] * len(values[u]), mode="markers", showlegend=False,
-                                     marker={"size": 10, "color": colour, "opacity": 0.7},
+    scales = {"jump": CLAIMS_BY_KEY[LR_JUMP].scale, "start": CLAIMS_BY_KEY[FIG1].scale}
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.16, row_heights=[0.64, 0.36],
+                        subplot_titles=("ResNet-110: the loss's rise when the lr jumps to 0.1",
+                                        "ResNet-1001: steps until the training error is below 80 %"))
+    values = {}
+    for row, test in ((1, "jump"), (2, "start")):
+        for r in ROWS[test][::-1]:
+            runs = seed_runs("a_swaps", r, scales[test], ALL_SEEDS, out_dir)[0]
+            if test == "jump":
+                xs = [LOG_FLOOR + METRICS["lr_jump_rise"](x) for x in runs]
+                odd = [left_out(x, "lr_jump_rise") is not None for x in runs]
+            else:
+                xs = [METRICS["steps_to_80"](x) for x in runs]
+                odd = [censored(x, "steps_to_80") is not None for x in runs]
+            values[r] = xs
+            name, c = words("a_swaps", r), palette.colour(r)
+            sym = palette.symbol(r)
+            marks = [("x-thin" if test == "jump" else f"{sym}-open") if o else sym for o in odd]
+            fig.add_trace(go.Scatter(x=xs, y=[name] * len(xs), mode="markers", showlegend=False,
+                                     marker={"size": 10, "color": c, "symbol": marks, "opacity": 0.85,
+                                             "line": {"width": 1.5, "color": c}},
                                      hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>"), row=row, col=1)
-        top = max([x for v in values.values() for x in v] or [1])
-        fig.update_xaxes(range=[-0.04 * top, 1.06 * top], row=row, col=1)
-    fig.update_yaxes(categoryorder="array", categoryarray=names[::-1], tickfont=figure_style.FONT)
-    fig.update_xaxes(tickfont=figure_style.FONT)
-    fig.update_xaxes(title_text="nats", row=1, col=1, title_standoff=4)
-    fig.update_xaxes(title_text="log10 largest / smallest std", row=2, col=1, title_standoff=4)
-    fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 40, "b": 30}, font=figure_style.FONT)
+    fig.update_xaxes(type="log", title_text="0.1 + rise, nats (log scale)", row=1, col=1, title_standoff=4)
+    fig.update_xaxes(title_text="steps (a run that never got there: at its length)", row=2, col=1,
+                     title_standoff=4)
+    fig.update_yaxes(tickfont=figure_style.FONT, automargin=True)
+    fig.update_layout(height=640, margin={"l": 10, "r": 10, "t": 40, "b": 40}, font=figure_style.FONT)
     for a in fig.layout.annotations:
         a.update(font=figure_style.FONT, xref="paper", x=0, xanchor="left")
-    return fig, rises, spreads
+    return fig, values
+
+
+def key_figure_alt(values) -> str:
+    """The figure's text alternative: the median per row, in one sentence a screen reader says."""
+    import statistics
+
+    from .claim_words import words
+
+    parts = {t: "; ".join(f"{words('a_swaps', r)} {statistics.median(values[r]):.2g}" for r in ROWS[t] if values[r])
+             for t in OUTCOMES}
+    return (f"Median over seeds of 0.1 + the rise of the training loss at the lr jump, in nats: {parts['jump']}. "
+            f"Median steps until ResNet-1001's training error is below 80 %: {parts['start']}.")
