@@ -140,3 +140,18 @@ def test_runs_at_chance_count_on_either_side_and_a_run_stuck_before_the_jump_is_
              (2.3,) + (1.5,) * 39, scale="cpu_step_warmup")
     s = claim_words.sentence(c.key, out_dir=stuck)
     assert "BN after addition was stuck at chance before the jump in 5 of 5 seeds" in s
+
+
+def test_a_chapters_title_is_plain_text_and_a_figure_number_is_never_e_notation():
+    """Issue 42.6: a browser tab shows a title's TeX raw (chapter 4's read 'Why \\(f = \\mathrm{ReLU}\\) hurts'); a
+    slider's title read '2.1e+04' where every other step reads x10^n."""
+    import nbformat
+    from idmap_lib.book import slider_figures
+
+    for nb_path in sorted(Path(__file__).resolve().parents[1].glob("book/[0-9]*.ipynb")):
+        first = next(c for c in nbformat.read(nb_path, as_version=4).cells if c.cell_type == "markdown")
+        title = first.source.splitlines()[0]
+        assert title.startswith("# ") and not any(ch in title for ch in "$\\"), (nb_path.name, title)
+    for v in (20959.0, 1.01 ** 1000, 0.5, 693.2, 1e-7, -4.2e6):
+        assert "e+" not in slider_figures.number(v) and "e-" not in slider_figures.number(v)
+    assert slider_figures.number(20959.0) == "21,000" and slider_figures.number(693.2) == "693"

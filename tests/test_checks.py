@@ -1,6 +1,7 @@
 """The exercise graders (idmap_lib.checks) pass the reference solutions and catch typical wrong answers
 with the right hint. (The editions and batch grading: test_editions.py.)"""
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -251,3 +252,96 @@ def test_grade_a_namespace():
     assert res["3a direct term"].startswith("failed") and "direct_term = " in res["3a direct term"]
     assert res["5 truncation rate"] == "not attempted"
     assert res["1 full pre-activation unit"] == "missing"
+
+
+# ---------------------------------------------------------------------------------------------- what the sandbox leaves
+
+def test_links_and_special_files_a_notebook_made_are_removed_unread(tmp_path):
+    """Issue 45.2: a symlink from the runs folder to the book's runs, a seed.txt linked to a file of the
+    instructor's, a hard link and a pipe are removed without being followed; plain files and folders stay."""
+    import os
+    from idmap_lib.checks import batch
+
+    secret = tmp_path / "secret"
+    secret.write_text("instructor only")
+    sub = tmp_path / "sub"
+    runs = sub / "idmap_runs"
+    runs.mkdir(parents=True)
+    (runs / "mine.json").write_text("{}")
+    (runs / "seed.txt").symlink_to(secret)
+    (runs / "book").symlink_to(Path(__file__).resolve().parents[1] / "data" / "classroom")
+    os.link(secret, runs / "hard.json")
+    os.mkfifo(runs / "pipe")
+    gone = batch.strip_links(sub)
+    assert gone == ["idmap_runs/book", "idmap_runs/hard.json", "idmap_runs/pipe", "idmap_runs/seed.txt"]
+    assert sorted(p.name for p in runs.iterdir()) == ["mine.json"] and secret.read_text() == "instructor only"
+
+
+def test_extract_reads_the_values_after_the_last_cell_and_writes_its_status(tmp_path):
+    """Issue 45.5: the extraction cell ran past the notebook's end (IndexError, no status, every sandbox exit 1)."""
+    import json
+    import subprocess
+    import sys
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("answers = {'a': 1.5}"), nbformat.v4.new_code_cell("1 / 0")]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, path)
+    plan = {"calls": [{"question": "q1", "check": "ablations.check", "args": ["'x'", "None", "answers", "None"]}],
+            "seed": 1}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    out = tmp_path / "values.json"
+    done = subprocess.run([sys.executable, "-m", "idmap_lib.checks.extract", str(path), str(tmp_path / "plan.json"),
+                           str(out)], capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "RuntimeWarning" not in done.stderr  # (an un-awaited is_alive warned at every run)
+    assert json.loads(out.read_text())["calls"][0]["answers"] == {"a": 1.5}
+    status = json.loads(Path(str(out) + ".status").read_text())
+    assert status["cells"] == 2  # (a cell's own error is the notebook's output, allowed: the rest still ran)
+
+
+def test_grading_refuses_at_once_where_the_sandbox_cannot_import_the_library(tmp_path, monkeypatch):
+    """Issue 45.5: an environment whose editable install points elsewhere gave every honest student 0/6."""
+    from idmap_lib.checks import batch, sandbox
+
+    (tmp_path / "alice.ipynb").write_text("{}")
+    monkeypatch.setattr(sandbox, "run", lambda *a, **k: sandbox.Outcome(1, 0.1, "ModuleNotFoundError: No module "
+                                                                             "named 'idmap_lib'"))
+    with pytest.raises(RuntimeError, match="cannot import the library.*No module named 'idmap_lib'.*nobody was graded"):
+        batch.grade_folder(tmp_path, chapter="ablations", csv_path=tmp_path / "g.csv", isolate=False, progress=None)
+    assert not (tmp_path / "g.csv").exists()
+    monkeypatch.undo()
+    batch.preflight(isolate=False)  # this environment: it imports
+
+
+def test_feedback_never_echoes_a_long_answer_value():
+    """Issue 45.3: an answer built from the host name and a listing of /etc came back whole in the feedback."""
+    from idmap_lib.checks import ablation_grading as g
+
+    leak = "host-x:" + "ssh_host_rsa_key " * 20
+    assert len(g.shown(leak)) == g.SHOWN_CHARS and g.shown(0.25) == "0.25"
+    what, _ = g._compare("constant_scaling", "k", ("abs", 0.1), leak, 0.5, {}, "x")
+    assert "ssh_host_rsa_key ssh" not in what and len(what) < 80
+
+
+def test_a_book_run_relabelled_with_its_first_steps_retrained_is_caught_by_its_later_history():
+    """Issue 45.1: the spot check retrains only the first steps, so a book run relabelled to a new seed with those
+    steps trained again passed it. Its later windows still equal the book run's; another seed's never do."""
+    import copy
+    from idmap_lib.checks import batch, spotcheck
+
+    book = batch.book_runs()
+    assert len(book) >= 90
+    s0 = next(r for r in book if r["config"]["seed"] == 0 and "constant_scaling" in r["path"])
+    forged = copy.deepcopy(s0)
+    forged["config"]["seed"] = 4242
+    first = forged["history"]["train"][0]
+    first["train_loss"] += 0.05  # the first window, retrained under the new seed
+    forged["first_steps"] = [x + 0.01 for x in forged.get("first_steps", [])]
+    assert spotcheck.copied({"a": forged}, book) == {"a": s0["path"]}
+    others = [r for r in book if r["path"] != s0["path"]]
+    twin = next(r for r in others if r["config"]["variant"] == s0["config"]["variant"] and
+                r["config"].get("scale") == s0["config"].get("scale"))
+    assert spotcheck.copied({"b": twin}, [s0]) == {}  # an honest run of another seed: its own history
+    assert batch._fingerprint({"x": ("q", forged)}) == batch._fingerprint({"x": ("q", s0)})

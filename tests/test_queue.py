@@ -21,7 +21,7 @@ from support import SHARED, tiny_mnist  # noqa: E402
 T2 = "a_table2_activations"
 
 
-def _wait(cond, timeout=240, poll=0.05):
+def _wait(cond, timeout=1200, poll=0.05):
     t = time.time()
     while not cond():
         assert time.time() - t < timeout, "timed out"

@@ -37,8 +37,10 @@ class Step:
 
 def number(v: float) -> str:
     """A number for a figure's title: 0.05, 693, 1 in full; beyond 10^-3 to 10^5 as 1.75×10<sup>-46</sup>."""
-    if v == 0 or 1e-3 <= abs(v) < 1e5:
+    if v == 0 or 1e-3 <= abs(v) < 1e3:
         return f"{v:.3g}"
+    if 1e3 <= abs(v) < 1e5:  # three significant digits, written out: 20959 -> 21,000 (never 2.1e+04)
+        return f"{float(f'{v:.3g}'):,.0f}"
     e = math.floor(math.log10(abs(v)))
     m = round(v / 10 ** e, 2)
     if abs(m) >= 10:

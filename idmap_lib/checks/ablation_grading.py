@@ -11,6 +11,7 @@ from ..engine.results import config_hash
 from ..book.seeds import SEEDS
 from .ablation_exercises import (ABLATIONS, OFFERED, SPREAD_FILE, book_runs, config, default_scale, final,
                                  mean_k, resolve_scale, same_text)
+from .ablation_runs import grading
 from .grading import fail as _fail, grader as _grader
 
 def write_spread(result: dict) -> None:
@@ -61,6 +62,16 @@ def _diagnose_config(name, key, r, scale):
             "train the exercise's configs (ablations.run), unchanged")
 
 
+SHOWN_CHARS = 24  # a student's answer is echoed in feedback at most this long: a number or a short phrase
+
+
+def shown(v) -> str:
+    """An answer value as feedback may echo it: its repr, cut to SHOWN_CHARS (a value built to carry a host name or
+    a file listing out of the sandbox comes back as its first few characters)."""
+    text = repr(v)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 1] + "…"
+
+
 def _compare(name, key, judge, got, truth, runs, sk):
     """None if `got` agrees with `truth` (from the student's runs) under `judge`, up to the seed spread recorded
     under `sk` (``spread_key``), else (what, hint)."""
@@ -70,18 +81,18 @@ def _compare(name, key, judge, got, truth, runs, sk):
         if got is None and truth is None:
             return None
         if not isinstance(got, (int, float)) or isinstance(got, bool) or truth is None:
-            return (f"{key} = {got!r}, your runs give {truth!r}", "a number, read from your runs")
+            return (f"{key} = {shown(got)}, your runs give {truth!r}", "a number, read from your runs")
         tol = judge[1] * (abs(truth) if kind == "rel" else 1)
         if not abs(got - truth) <= tol:
             return (f"{key} = {got:.4g}, your runs give {truth:.4g}",
                     "read it from your own recorded runs (the table the run cell printed)")
         return None
     if kind == "exact":
-        return None if got == truth else (f"{key} = {got!r}, your runs give {truth!r}",
+        return None if got == truth else (f"{key} = {shown(got)}, your runs give {truth!r}",
                                           "read it from the table of your runs")
     if kind in ("sign", "sign_of"):
         if not isinstance(got, bool):
-            return (f"{key} = {got!r}, expected True or False", "a judgement: True or False")
+            return (f"{key} = {shown(got)}, expected True or False", "a judgement: True or False")
         if kind == "sign":  # the difference answer judge[1]
             diff = ABLATIONS[name].truth(runs)[judge[1]]
             sp = _spread_of(sk, judge[1])
@@ -94,7 +105,7 @@ def _compare(name, key, judge, got, truth, runs, sk):
                 for i, j in ((1, 3), (2, -1)))
         if abs(diff) <= sp:  # within the seed spread: the runs cannot tell, either answer stands
             return None
-        return None if got == truth else (f"{key} = {got}, but your runs say {truth} (difference {diff:+.4g}, "
+        return None if got == truth else (f"{key} = {shown(got)}, but your runs say {truth} (difference {diff:+.4g}, "
                                           f"beyond the seed spread {sp:.3g})", "compare your own runs")
     if kind == "argmin":
         vals = {v: final(runs[k]) for v, k in judge[1]}
@@ -102,7 +113,7 @@ def _compare(name, key, judge, got, truth, runs, sk):
         sp = max((spread().get(sk, {}).get("runs", {}).get(k, {}).get("train_loss", 0.0) for _, k in judge[1]),
                  default=0.0)
         ok = {v for v, x in vals.items() if x - best <= sp}
-        return None if got in ok else (f"{key} = {got!r}; your runs' lowest loss is at {truth!r} "
+        return None if got in ok else (f"{key} = {shown(got)}; your runs' lowest loss is at {truth!r} "
                                        f"(within the seed spread {sp:.3g}: {sorted(ok)})", "read your runs' table")
     raise ValueError(kind)
 
@@ -113,8 +124,8 @@ def _not_yours(key, r, prediction):
     """Why run `r` is not the student's own (what, hint), or None. The book's own pages (runs recorded in
     data/classroom) are exempt: they show the book's runs."""
     path = r.get("path")
-    if path and Path(path).resolve().is_relative_to(book_runs().resolve()):
-        return None
+    if path and not grading() and Path(path).resolve().is_relative_to(book_runs().resolve()):
+        return None  # (never while grading: a submission's runs are the student's, wherever a file points)
     ex, seed = r.get("exercise") or {}, r["config"].get("seed")
     if seed in SEEDS:
         return (f"run {key!r} has seed {seed}, one of the book's recorded seeds: a copy of the book's runs "

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -123,6 +124,25 @@ def unpack(sub: Path, scratch: Path) -> tuple[Path | None, str, list[str]]:
     except (ValueError, UnicodeDecodeError, AssertionError, AttributeError):
         return None, "not a notebook (invalid JSON)", left_out
     return nb_path, "", left_out
+
+
+def strip_links(folder: Path) -> list[str]:
+    """Remove, without following any, every entry under `folder` that is not a plain folder or a plain file with
+    one name (symbolic links, hard links, devices, pipes, sockets: what a notebook could make to point the trusted
+    grader at a file of the instructor's or at the book's runs); returns their paths relative to `folder`."""
+    import stat
+
+    gone = []
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            p = Path(top) / name
+            st = os.lstat(p)
+            plain = stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink == 1)
+            if not plain:
+                gone.append(str(p.relative_to(folder)))
+                p.unlink()
+        dirs[:] = [d for d in dirs if (Path(top) / d).is_dir() and not (Path(top) / d).is_symlink()]
+    return sorted(gone)
 
 
 def free_text(nb_path) -> dict:
@@ -259,6 +279,10 @@ def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=Tr
         seed = random.SystemRandom().randrange(1, 2 ** 31)  # the implementation graders' inputs, fresh per submission
         outcome, extracted = _extract_in_sandbox(nb_path, scratch, chapter_plan, seed, limits, isolate, hidden)
         reasons = []
+        links = strip_links(scratch)  # before this process reads one file the notebook may have written
+        if links:
+            reasons.append(f"links or special files made by the notebook, removed unread: {', '.join(links[:5])}"
+                           + (" ..." if len(links) > 5 else ""))
         if outcome.timed_out:
             reasons.append(f"time limit ({limits.wall_s:.0f} s): the notebook did not finish")
         elif not extracted:
@@ -270,6 +294,13 @@ def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=Tr
             row[q], row[f"{q}: feedback"] = points, feedback
             if points:
                 graded_runs.update({f"{q}/{k}": (q, r) for k, r in runs.items()})
+        copies = spotcheck.copied({k: r for k, (_, r) in graded_runs.items()}, book_runs())
+        for key, source in sorted(copies.items()):  # its history after the first steps is a book run's
+            q = graded_runs[key][0]
+            row[q], row[f"{q}: feedback"] = 0.0, f"run {key} repeats a book run's history after its first steps"
+        if copies:
+            reasons.append(f"{len(copies)} run(s) copy the history of the book's runs ({Path(next(iter(copies.values()))).name})")
+            graded_runs = {k: v for k, v in graded_runs.items() if k not in copies}
         failures, row["spot check"] = spotcheck.check(graded_runs, k=spot, data=data, rng=random.Random(sub.stem))
         if failures:  # all of a student's runs share one seed: one run not trained as recorded discredits them all
             key, _, detail = failures[0]
@@ -300,9 +331,21 @@ def _seed_of(folder: Path):
         return None
 
 
+@functools.cache
+def _book_runs() -> tuple:
+    from .ablation_exercises import book_runs as folder
+    return tuple(json.loads(p.read_text()) | {"path": str(p)} for p in sorted(Path(folder()).glob("*.json")))
+
+
+def book_runs() -> list:
+    """The book's recorded classroom runs (data/classroom, seeds 0-2): what a forged submission copies."""
+    return list(_book_runs())
+
+
 def _fingerprint(graded_runs: dict) -> str:
-    """A short hash of the graded runs' training histories (equal for a copied runs folder)."""
-    hist = sorted(json.dumps(r.get("history", {}).get("train", []), sort_keys=True) for _, r in graded_runs.values())
+    """A short hash of the graded runs' histories after their first steps (equal for a copied runs folder, also
+    where the copier trained the first steps again: spotcheck.later_losses)."""
+    hist = sorted(json.dumps(spotcheck.later_losses(r)) for _, r in graded_runs.values())
     return hashlib.sha256("".join(hist).encode()).hexdigest()[:12] if hist else ""
 
 
@@ -325,6 +368,26 @@ def _write(rows, csv_path):
     os.replace(tmp, csv_path)
 
 
+PREFLIGHT = "import idmap_lib, nbclient, ipykernel; from idmap_lib.checks import ablations, extract; print('ok')"
+
+
+def preflight(limits=sandbox.Limits(), isolate=True, hidden=()):
+    """Before any submission: the sandbox imports the library, the notebook runner and the graders exactly as a
+    student's notebook will (an empty folder, the grader's Python); else one error that says what to fix, and no
+    student gets a 0 for the grader's environment."""
+    scratch = Path(tempfile.mkdtemp(prefix="idmap-preflight-"))
+    try:
+        out = sandbox.run([sys.executable, "-I", "-c", PREFLIGHT], scratch, limits=limits, hidden=hidden,
+                          isolate=isolate)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if out.returncode != 0 or "ok" not in out.output:
+        last = " ".join(out.output.split())[-300:] or "no output"
+        raise RuntimeError(f"the sandbox cannot import the library or the notebook runner ({last}): install the "
+                           f"book's environment where `{sys.executable}` finds it (make setup, or pip install -e . "
+                           f"and the packages of requirements-grading.txt), then grade again; nobody was graded")
+
+
 def grade_folder(folder, autograder=None, csv_path="grades.csv", chapter=None, limits=sandbox.Limits(),
                  isolate=True, data=None, spot=2, ext=(".ipynb", ".zip"), progress=print):
     """Grade every submission in `folder` (each file's stem is the student) into `csv_path`; the chapter is read
@@ -339,6 +402,7 @@ def grade_folder(folder, autograder=None, csv_path="grades.csv", chapter=None, l
     folder, csv_path = Path(folder).resolve(), Path(csv_path).resolve()
     hidden = [p for p in {folder, csv_path.parent} if any(p.is_relative_to(b) for b in sandbox.binds())]
     chapter_plan, rows = plan(chapter), []
+    preflight(limits, isolate, hidden)
     for sub in sorted(p for p in folder.iterdir() if p.suffix in ext and p.is_file()):
         try:
             row = grade_one(sub, chapter_plan, limits, isolate, hidden, data, spot)

@@ -67,26 +67,33 @@ def __idmap_extract(plan, out):
 def main(notebook, plan_path, out, cell_timeout=300):
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.util import run_sync
 
     plan = json.loads(Path(plan_path).read_text())
     nb = nbformat.read(notebook, as_version=4)
     client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(Path(notebook).parent)}})
-    errors = []
+    errors, cells = [], sum(c.cell_type == "code" for c in nb.cells)
+
+    def alive():  # (the kernel manager's is_alive is a coroutine: awaited here, or it would always be true)
+        return bool(client.kc) and bool(run_sync(client.km.is_alive)())
+
     with client.setup_kernel():
-        for i, cell in enumerate(nb.cells):
+        for i, cell in enumerate(list(nb.cells)):
             if cell.cell_type != "code":
                 continue
             try:
                 client.execute_cell(cell, i)
             except Exception as e:  # a cell that times out or kills its kernel: noted, the rest still runs
                 errors.append(f"cell {i}: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
-                if not client.kc or not client.km.is_alive():
+                if not alive():
                     break
-        if client.km.is_alive():
-            extract = nbformat.v4.new_code_cell(EXTRACT + f"\n__idmap_extract({plan!r}, {str(out)!r})\n")
-            client.execute_cell(extract, len(nb.cells))
-    status = {"cell_errors": errors, "cells": sum(c.cell_type == "code" for c in nb.cells)}
+        if alive():  # the extraction runs as one more cell of the notebook (nbclient writes its outputs there)
+            nb.cells.append(nbformat.v4.new_code_cell(EXTRACT + f"\n__idmap_extract({plan!r}, {str(out)!r})\n"))
+            client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
+        else:
+            errors.append("the kernel died: no values could be read")
+    status = {"cell_errors": errors, "cells": cells}
     Path(str(out) + ".status").write_text(json.dumps(status))
 
 

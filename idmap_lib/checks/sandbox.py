@@ -28,7 +28,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = "/submission"  # where the submission's scratch folder appears inside the sandbox
-SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# of /etc only what a dynamically linked Python and a local kernel need: never its secrets (/etc/shadow, ssh keys)
+ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
+       "/etc/hosts", "/etc/passwd", "/etc/group", "/etc/alternatives")
+HIDDEN_IN_CHECKOUT = (".git", ".vendor", "_build")  # the checkout's history and build outputs: nothing a notebook needs
 UNPRIVILEGED = 65534  # nobody
 
 
@@ -59,7 +63,7 @@ def _python_dirs() -> list[Path]:
 
 def binds() -> list[Path]:
     """Every folder the sandbox sees (read-only) besides its own submission: the system, Python, the checkout."""
-    return [Path(p) for p in SYSTEM if Path(p).exists()] + _python_dirs() + [ROOT]
+    return [Path(p) for p in SYSTEM + ETC if Path(p).exists()] + _python_dirs() + [ROOT]
 
 
 @functools.cache
@@ -79,6 +83,7 @@ def _bwrap(workdir: Path, hidden: list[Path]) -> list[str]:
     cmd = [shutil.which("bwrap"), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]  # first: binds go on top
     for d in binds():
         cmd += ["--ro-bind", str(d), str(d)]
+    hidden = list(hidden) + [ROOT / h for h in HIDDEN_IN_CHECKOUT if (ROOT / h).is_dir()]
     for h in hidden:  # grader folders that happen to lie inside a bound one (a submissions folder in the checkout)
         cmd += ["--tmpfs", str(h)]
     cmd += ["--bind", str(workdir), WORK, "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",

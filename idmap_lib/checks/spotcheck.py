@@ -118,3 +118,33 @@ def check(graded_runs: dict, k=2, data=None, rng=None):
             failures.append((label, q, f"does not reproduce from its config and seed ({how}): not trained as "
                                        f"recorded (a forged seed, or a run copied and edited)"))
     return failures, "; ".join(said)
+
+
+# ----------------------------------------------------------------------------------------------
+# the rest of the history: a run must be the student's all the way
+
+LATER_WINDOWS = 3  # a copy is judged on at least this many logged windows after the first steps
+
+
+def later_losses(run) -> tuple:
+    """The training loss of every logged window that lies wholly after the first FIRST_STEPS steps (the steps
+    the spot check retrains), rounded to 1e-7: what a forger who retrains only the first steps has copied."""
+    every = run["config"]["log_every"]
+    return tuple(round(h["train_loss"], 7) for h in run["history"]["train"] if h["step"] - every >= FIRST_STEPS)
+
+
+def copied(runs: dict, others: list) -> dict:
+    """{key: what it copies} of the runs in `runs` ({key: run}) whose later windows (``later_losses``, at least
+    LATER_WINDOWS of them) equal those of one of `others` (the book's recorded runs, any seed): a run relabelled to a
+    new seed with its first steps trained again passes the spot check, never this."""
+    seen = {}
+    for o in others:
+        losses = later_losses(o)
+        if len(losses) >= LATER_WINDOWS:
+            seen.setdefault(losses, o.get("path") or f"seed {o['config'].get('seed')}")
+    out = {}
+    for key, r in runs.items():
+        losses = later_losses(r)
+        if len(losses) >= LATER_WINDOWS and losses in seen:
+            out[key] = seen[losses]
+    return out
