@@ -244,3 +244,28 @@ def test_metrics_read_the_right_entry(tmp_path):
     from idmap_lib.book import mechanism_figures as mf
     assert (mf.span([0.5, 0.25]), mf.span([1.0, 1.0])) == ("0.25–0.5", "1")
     assert mf.span([-46.1, -45.2], ".0f", tens=True) == "$10^{-46}$ to $10^{-45}$"
+
+
+def test_the_jump_watch_records_every_unit_at_the_steps_asked_in_the_very_training_of_the_run(cifar):
+    """Issue 40.2: per unit the weight layers' input std, the branch beside its input and the gradient norm, the
+    classifier's input; the measurement's logged windows are those a plain training of the same recipe logs."""
+    from idmap_lib.book import jump_watch
+    from idmap_lib.engine import recipes, trainer
+
+    cfg = recipes.config("a_swaps", "original+final_bn_relu-110", "cpu_step_warmup", 0)
+    cfg["model"]["kwargs"].update(depth=8)  # a small net of the same recipe: the mechanism, not the numbers
+    cfg.update(steps=24, log_every=4, eval_every=12, batch_size=16,
+               subset={"train_per_class": 32, "test_per_class": 10},
+               schedule=recipes.step_schedule(24, 0.1, 10, milestones=[20], warmup_steps=8, warmup_lr=0.01))
+    data = cifar
+    rec = {"values": jump_watch.watch_training(cfg, [0, 7, 8, 9], data)}
+    fw = rec["values"]["forwards"]
+    assert [f["step"] for f in fw] == [0, 7, 8, 9] and [f["lr"] for f in fw] == [0.01, 0.01, 0.1, 0.1]
+    units = len(fw[0]["weight_input_std"])
+    assert units == 3 and all(len(f["branch_ratio"]) == units == len(f["grad_norm"]) for f in fw)
+    assert all(g > 0 for f in fw for g in f["grad_norm"]) and all(b > 0 for f in fw for b in f["branch_ratio"])
+    assert fw[0]["fc_input_std"] > 0 and len(jump_watch.summary(rec)) == 4
+    plain = trainer.train(cfg, data=data, max_steps=12, write_result=False, progress=False)
+    assert jump_watch.same_run(rec, plain)
+    other = trainer.train({**cfg, "seed": 1}, data=data, max_steps=12, write_result=False, progress=False)
+    assert not jump_watch.same_run(rec, other)

@@ -200,9 +200,10 @@ def training_spec(depth, unit, seed) -> dict:
             "recipe": recipe_of(depth, unit, seed), "at": list(AT[depth]), "threads": 1}
 
 
-def measured(spec, out_dir=None, compute=True, data=None):
+def measured(spec, out_dir=None, compute=True, data=None, measure=None):
     """The record of `spec` in `out_dir` (default data/mechanisms/), or, when missing and `compute`, measured now
-    (on one thread, nice'd by the caller), saved and returned; None when missing and not `compute`."""
+    (on one thread, nice'd by the caller), saved and returned; None when missing and not `compute`. `measure`:
+    (spec, data) -> values, for a measurement another module defines (jump_watch.py)."""
     out_dir = out_dir or MECH_DIR
     found = find_result(spec, out_dir, same_training=False)
     if found is not None or not compute:
@@ -211,7 +212,9 @@ def measured(spec, out_dir=None, compute=True, data=None):
     torch.set_num_threads(1)
     try:
         t0 = time.perf_counter()
-        if spec["experiment"] == "mech_forward_signal":
+        if measure is not None:
+            values = measure(spec, data)
+        elif spec["experiment"] == "mech_forward_signal":
             n = spec["network"]
             values = forward_signal(n["lam"], spec["seed"], n["depth"], n["channels"], n["size"], n["batch"])
         elif spec["experiment"] == "mech_training_forwards":

@@ -11,7 +11,6 @@ from ..engine.results import config_hash
 from ..book.seeds import SEEDS
 from .ablation_exercises import (ABLATIONS, OFFERED, SPREAD_FILE, book_runs, config, default_scale, final,
                                  mean_k, resolve_scale, same_text)
-from .ablation_runs import grading
 from .grading import fail as _fail, grader as _grader
 
 def write_spread(result: dict) -> None:
@@ -124,8 +123,8 @@ def _not_yours(key, r, prediction):
     """Why run `r` is not the student's own (what, hint), or None. The book's own pages (runs recorded in
     data/classroom) are exempt: they show the book's runs."""
     path = r.get("path")
-    if path and not grading() and Path(path).resolve().is_relative_to(book_runs().resolve()):
-        return None  # (never while grading: a submission's runs are the student's, wherever a file points)
+    if path and Path(path).resolve().is_relative_to(book_runs().resolve()):
+        return None  # (a submission cannot reach it: batch.strip_links removes every link before a file is read)
     ex, seed = r.get("exercise") or {}, r["config"].get("seed")
     if seed in SEEDS:
         return (f"run {key!r} has seed {seed}, one of the book's recorded seeds: a copy of the book's runs "
