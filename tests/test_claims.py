@@ -56,7 +56,7 @@ def test_no_final_error_claim_gets_a_verdict_at_a_cpu_scale(tmp_path):
             assert v.verdict == rule.NEEDS_FULL and all(r["verdict"] == rule.NEEDS_FULL for _, r in v.parts), c.key
     early = {c.key for c in CLAIMS if c.scale != "full" and c.about == ("early",)}
     assert early == {"fig6_bn_after_add_slow_start", "fig1_1001_original_slow_start", "lr_jump_preact_tolerates"} | \
-        {c.key for c in claims.SWAP_CLAIMS}
+        {c.key for c in claims.SWAP_CLAIMS + claims.ROW_CLAIMS + claims.FP32_CLAIMS}
 
 
 def test_a_claim_on_synthetic_runs_reproduced_contradicted_inconclusive(tmp_path):

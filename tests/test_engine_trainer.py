@@ -143,3 +143,18 @@ def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, m
     import idmap_lib.engine.trainer
     monkeypatch.setattr(idmap_lib.engine.trainer, "train", lambda *a, **k: pytest.fail("trained again"))
     assert run("b_wrn", "plain", "cpu", out_dir=tmp_path)["final"]["test_err"] == 0.5
+
+
+def test_a_recipe_that_names_its_precision_trains_in_it(cifar):
+    """Issue 40.5: the float32 rows of the precision check (recipes.FP32) train in float32 on a CPU whose default
+    is bf16 autocast, whatever the options say; the rest keep the options' choice."""
+    from idmap_lib.engine import recipes
+    from idmap_lib.engine.trainer import Run
+
+    cfg = tiny(steps=3)
+    run = Run({**cfg, "amp": "fp32"}, data=cifar, device="cpu", progress=False, write_result=False, amp="bf16")
+    assert run.dtype is None
+    assert Run(cfg, data=cifar, device="cpu", progress=False, write_result=False, amp="bf16").dtype == torch.bfloat16
+    fp = recipes.config("a_swaps", "original-110@fp32", "cpu_step_warmup")
+    assert fp["amp"] == "fp32" and {k: v for k, v in fp.items() if k not in ("amp", "variant")} == \
+        {k: v for k, v in recipes.config("a_swaps", "original-110", "cpu_step_warmup").items() if k != "variant"}

@@ -45,6 +45,8 @@ TITLES = {  # one readable line per claim (claims.CLAIMS + claims.PROBES): the r
     "swap_start_full_preact_no_final_1001": "Full pre-activation ResNet-1001 without its final BN-ReLU, at the start",
     "row_jump_relu_preact": "ReLU-only pre-activation between the two references, at the lr jump",
     "row_jump_relu_before_add": "ReLU before addition between the two references, at the lr jump",
+    "fp32_lr_jump": "In float32: the lr jump and its classifier swaps",
+    "fp32_fig1_start": "In float32: the start at 1001 layers",
 }
 
 WORDS = {  # variant -> words, where its key does not read as English; (experiment, variant) where it depends on it
@@ -81,6 +83,8 @@ VERDICT_WORDS = {"reproduced": "as claimed (reproduced)", "contradicted": "the o
 
 def words(experiment, variant) -> str:
     """A variant in words: 'the original unit' for original-110; the key itself where it reads (conv1x1)."""
+    if variant.endswith("@fp32"):
+        return words(experiment, variant[:-len("@fp32")]) + " in float32"
     w = WORDS.get((experiment, variant)) or WORDS.get(variant)
     if w:
         return w

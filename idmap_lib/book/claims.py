@@ -222,7 +222,27 @@ ROW_CLAIMS = [
           "the lr-jump probe; these runs were read (for the lr-jump claim) before this claim was written",
           scale="cpu_step_warmup", seeds=ALL_SEEDS, by="ours")
     for r in ("relu_preact-110", "relu_before_add-110")]
-CLAIMS += SWAP_CLAIMS + ROW_CLAIMS
+# The precision check (issue 40.5), fixed before its runs: every CPU run above trains in bf16 autocast (the identity
+# path sums in an 8-bit mantissa at 1001 layers); the same comparisons in float32 say whether a verdict moves.
+FP = "@fp32"
+FP32_CLAIMS = [
+    Claim("fp32_lr_jump",
+          "Ours, the precision check: in float32, as in bf16, full pre-activation rises less at the lr jump than the "
+          "original unit; the original with a final BN-ReLU rises less than the original; full pre-activation rises "
+          "less than itself without its final BN-ReLU.", "ours: the precision check (recipes.FP32)", SW,
+          (better("full_preact-110" + FP, "original-110" + FP, JUMP),
+           better("original+final_bn_relu-110" + FP, "original-110" + FP, JUMP),
+           better("full_preact-110" + FP, "full_preact+no_final-110" + FP, JUMP)),
+          "the lr-jump probe in float32, seeds 0-2 (2-3 times the bf16 runs' time)", scale="cpu_step_warmup",
+          by="ours"),
+    Claim("fp32_fig1_start",
+          "Ours, the precision check: in float32, as in bf16, pre-activation ResNet-1001 starts sooner than the "
+          "original.", "ours: the precision check (recipes.FP32), on Paper A Fig 1", SW,
+          (better("full_preact-1001" + FP, "original-1001" + FP, START),),
+          "ResNet-1001 at a quarter of its width in float32; 5 seeds (a rank test cannot decide with 3)",
+          seeds=ALL_SEEDS, by="ours"),
+]
+CLAIMS += SWAP_CLAIMS + ROW_CLAIMS + FP32_CLAIMS
 CLAIMS_BY_KEY = {c.key: c for c in CLAIMS + PROBES}
 
 

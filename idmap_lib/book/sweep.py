@@ -18,7 +18,8 @@ SWEEP_ORDER = tuple(c.key for c in SWAP_CLAIMS + ROW_CLAIMS) + (  # the interven
                "b_gated_resnet32_better", "b_resnet32_k_decay_worse", "b_gated_wrn_better", "b_wrn_k_decay_worse",
                "fig6_bn_after_add_slow_start", "t2_full_preact_best", "t2_bn_after_add_worst", "t1_gating_bias",
                "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start", "t3_preact_1layer_skip",
-               "t1_fail_rows_far_behind", "s42_preact164_regularises", "t1_identity_best", "lr_jump_preact_tolerates")
+               "t1_fail_rows_far_behind", "s42_preact164_regularises", "t1_identity_best", "lr_jump_preact_tolerates",
+               "fp32_lr_jump", "fp32_fig1_start")  # the precision check last: 2-3 times the bf16 runs' cost
 assert sorted(SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale != "full")
 
 

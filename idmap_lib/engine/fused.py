@@ -86,7 +86,7 @@ class FusedRun(GraphedStep):
         self.device = device = pick_device(o.device)
         self.out_dir, self.write_result, self.progress = o.out_dir, o.write_result, o.progress
         self.deterministic, cuda_graph = bool(o.deterministic), o.cuda_graph
-        self.dtype = amp_dtype(device, o.amp)
+        self.dtype = amp_dtype(device, cfgs[0].get("amp", o.amp))  # (fuse() takes runs of one recipe only)
         if self.dtype == torch.float16:
             raise ValueError("fused runs do not train in fp16: one GradScaler for N models would skip every "
                              "model's step when one overflows; use amp='bf16' or 'fp32'")

@@ -274,15 +274,22 @@ SWAPPED = {  # (unit, swap) -> the depths it is trained at
 }
 
 
+FP32 = ("original-110", "full_preact-110", "original+final_bn_relu-110", "full_preact+no_final-110",
+        "original-1001", "full_preact-1001")  # the precision check: these rows again in float32, ``row@fp32``
+
+
 def _swaps():
-    """The units of Table 2 at 110 layers and of Fig 1 at 1001 (the same trainings: results.training_hash), and each
-    swap of SWAPPED, named ``unit+swap-depth``."""
+    """The units of Table 2 at 110 layers and of Fig 1 at 1001 (the same trainings: results.training_hash), each
+    swap of SWAPPED, named ``unit+swap-depth``, and the rows of FP32 again in float32 (``amp``: the recipe names its
+    precision; every CPU run elsewhere is bf16 autocast, where the identity path sums in an 8-bit mantissa)."""
     v = {f"{u}-110": (lambda scale, u=u: paper_a_cifar(110, u, scale=scale)) for u in UNITS}
     v.update({f"{u}-1001": (lambda scale, u=u: paper_a_cifar(1001, u, scale=scale))
               for u in ("original", "full_preact")})
     for (u, swap), depths in SWAPPED.items():
         for d in depths:
             v[f"{u}+{swap}-{d}"] = lambda scale, u=u, d=d, swap=swap: paper_a_cifar(d, u, scale=scale, swap=swap)
+    for row in FP32:
+        v[f"{row}@fp32"] = lambda scale, f=v[row]: {**f(scale), "amp": "fp32"}
     return v
 
 

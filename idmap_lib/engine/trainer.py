@@ -88,7 +88,7 @@ class Run(GraphedStep):
         if self.cl:
             model = model.to(memory_format=torch.channels_last)
         self.raw = model
-        self.dtype = amp_dtype(device, amp)
+        self.dtype = amp_dtype(device, cfg.get("amp", amp))  # a recipe that names its precision trains in it
         self.scaler = torch.amp.GradScaler("cuda") if self.dtype == torch.float16 and cuda else None
         self.graph_note = self._graph_blocker(cuda_graph, cuda)
         self.graph_on = bool(cuda_graph) and self.graph_note is None
