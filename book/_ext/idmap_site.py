@@ -90,11 +90,25 @@ def _copy_assets(app, exception):
     shutil.copyfile(HERE / CSS, Path(app.outdir) / "_static" / CSS)
 
 
+def footer() -> str:
+    """The site's footer: the library's version (idmap_lib.__version__, its one definition) and how to cite the book
+    (CITATION.cff at the repository's root)."""
+    import idmap_lib
+
+    return (f"<p>idmap {idmap_lib.__version__} · to cite this book and the two papers it reproduces, see "
+            f"<code>CITATION.cff</code> in its repository</p>")
+
+
+def _footer(app, config):
+    config.html_theme_options = {**(config.html_theme_options or {}), "extra_footer": footer()}
+
+
 def setup(app):
     # MathJax on every page: chapter titles with math appear in every page's navigation
     app.set_html_assets_policy("always")
     app.add_css_file(CSS)
     app.connect("config-inited", _check_vendor)
+    app.connect("config-inited", _footer)
     app.connect("html-page-context", _page_scripts)
     app.connect("html-page-context", _student_edition_button, priority=502)
     app.connect("build-finished", _copy_assets)
