@@ -269,3 +269,15 @@ def test_the_jump_watch_records_every_unit_at_the_steps_asked_in_the_very_traini
     assert jump_watch.same_run(rec, plain)
     other = trainer.train({**cfg, "seed": 1}, data=data, max_steps=12, write_result=False, progress=False)
     assert not jump_watch.same_run(rec, other)
+
+
+def test_a_mechanism_claim_is_read_again_without_each_record_as_the_claims_are(monkeypatch):
+    """Issue 40.3: the mechanism claims get the claims' evaluation, leave-one-out included."""
+    claim = {"key": "k", "chapter": 8, "tests": (mech._b("a-110", "b-110", "m"),)}
+    vals = {"a-110": [1.0, 1.1, 1.2, 1.0], "b-110": [2.0, 2.1, 2.2, 9.0]}
+    monkeypatch.setattr(mech, "_records", lambda v, e, s, o: [{"config": {"seed": i}, "x": x}
+                                                               for i, x in enumerate(vals[v])])
+    monkeypatch.setitem(mech.METRICS, "m", lambda r: r["x"])
+    got = mech.evaluate(claim)
+    assert got["verdict"] == "inconclusive" and "resolvable" in got["parts"][0][1]
+    assert ("b-110", 3, "reproduced") in got["fragile"]  # the one far-off record decides it

@@ -99,8 +99,8 @@ def over_seeds(per_seed: dict, key, step=None) -> list[float]:
 
 
 def claims_table(keys=None, seeds=SEEDS, out_dir=None):
-    """One row per mechanism claim (those of `keys`, default all): chapter, the claim's words, its verdict, and each
-    part's d [lo, hi]."""
+    """One row per mechanism claim (those of `keys`, default all): chapter, the claim's words, its verdict, each
+    part's d [lo, hi] and what its seeds resolve, and the single records whose removal changes the verdict."""
     import pandas as pd
 
     rows = []
@@ -108,11 +108,13 @@ def claims_table(keys=None, seeds=SEEDS, out_dir=None):
         if keys is not None and c["key"] not in keys:
             continue
         res = mech.evaluate(c, seeds, out_dir)
-        parts = "; ".join(f"{t.a} vs {t.b} ({t.metric}): " + (f"d = {r['d']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]"
-                                                                if "d" in r else r["verdict"])
-                          for t, r in res["parts"])
+        parts = "; ".join(f"{t.a} vs {t.b} ({t.metric}): " + (
+            f"d = {r['d']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}], resolves {r['resolvable']:.2f}" if "d" in r
+            else r["verdict"]) for t, r in res["parts"])
+        one = "; ".join(f"without {v} seed {s}: {w}" for v, s, w in res["fragile"]) or "none"
         rows.append({"chapter": c["chapter"], "claim": c["words"], "source": c["source"], "verdict": res["verdict"],
-                     "parts (metric in log10 or a fraction; d by Welch's t, 95 %)": parts})
+                     "parts (metric in log10 or a fraction; d by Welch's t, 95 %)": parts,
+                     "one seed changes it": one})
     return pd.DataFrame(rows).set_index("claim")
 
 

@@ -320,14 +320,32 @@ def _records(variant, experiment, seeds, out_dir):
     return [r for r in (measured(spec(s), out_dir, compute=False) for s in seeds) if r is not None]
 
 
+def _verdict(claim, values, min_seeds=None):
+    kw = {} if min_seeds is None else {"min_seeds": min_seeds}
+    parts = holm([(t, compare(t, xa, xb, scale="cpu", **kw)) for t, (xa, xb) in zip(claim["tests"], values)])
+    return combine([r["verdict"] for _, r in parts]), parts
+
+
 def evaluate(claim, seeds=SEEDS, out_dir=None) -> dict:
-    """A mechanism claim's verdict: each comparison by rule.compare on the per-seed values of its metric (the
-    recorded measurements; a missing one leaves the claim 'not run yet'), its parts corrected for their number
-    by Holm's step-down (rule.holm, as claims.evaluate does), combined by rule.combine."""
+    """A mechanism claim's verdict by the claims' own evaluation (claims.evaluate): each comparison by rule.compare
+    on the per-seed values of its metric (the recorded measurements; a missing one leaves it 'not run yet'), the
+    parts corrected for their number by Holm's step-down, combined by rule.combine, the smallest resolvable
+    difference beside each, and the verdict read again without each single record in turn (``fragile``: the
+    (variant, seed) whose removal changes it)."""
     experiment = "mech_forward_signal" if claim["chapter"] == 3 else "mech_training_forwards"
-    parts = []
+    recs, values = {}, []
     for t in claim["tests"]:
-        xa, xb = ([METRICS[t.metric](r) for r in _records(v, experiment, seeds, out_dir)] for v in (t.a, t.b))
-        parts.append((t, compare(t, xa, xb, scale="cpu")))
-    parts = holm(parts)
-    return {"key": claim["key"], "verdict": combine([r["verdict"] for _, r in parts]), "parts": parts}
+        for v in (t.a, t.b):
+            recs.setdefault(v, _records(v, experiment, seeds, out_dir))
+        values.append(tuple([METRICS[t.metric](r) for r in recs[v]] for v in (t.a, t.b)))
+    verdict, parts = _verdict(claim, values)
+    fragile = []
+    if verdict in ("reproduced", "contradicted", "inconclusive"):
+        for v, rs in recs.items():
+            for i, r in enumerate(rs):
+                drop = [tuple([x for j, x in enumerate(side) if not (name == v and j == i)]
+                              for side, name in zip(vals, (t.a, t.b))) for t, vals in zip(claim["tests"], values)]
+                without = _verdict(claim, drop, min_seeds=2)[0]
+                if without != verdict:
+                    fragile.append((v, r["config"]["seed"], without))
+    return {"key": claim["key"], "verdict": verdict, "parts": parts, "fragile": fragile}
