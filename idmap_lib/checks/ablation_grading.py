@@ -207,7 +207,8 @@ def _check(name, runs, answers, prediction, scale):
         _fail(c, f"answers is a {type(answers).__name__}, not a dict", f"answers = {{{', '.join(map(repr, ab.answers))}: ...}}")
     missing = [a for a in ab.answers if a not in answers or answers[a] is Ellipsis]
     if len(missing) == len(ab.answers) or all(answers.get(a) is Ellipsis for a in ab.answers):
-        raise NotImplementedError
+        raise NotImplementedError("every entry of `answers` is still `...`: read them from your runs' table, "
+                                  "then run this cell again")
     if missing:
         _fail(c, f"no answer for {', '.join(missing)}", "fill in every entry of `answers`")
     if prediction is not None and (not isinstance(prediction, str) or not prediction.strip()):
