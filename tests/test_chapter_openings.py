@@ -155,3 +155,17 @@ def test_a_chapters_title_is_plain_text_and_a_figure_number_is_never_e_notation(
     for v in (20959.0, 1.01 ** 1000, 0.5, 693.2, 1e-7, -4.2e6):
         assert "e+" not in slider_figures.number(v) and "e-" not in slider_figures.number(v)
     assert slider_figures.number(20959.0) == "21,000" and slider_figures.number(693.2) == "693"
+
+
+def test_the_lr_jump_is_said_in_nats_with_each_verdict_and_the_units_stuck_before_it(tmp_path):
+    """Chapter 8's opening: the claim compares log rises, the reader reads medians in nats; a unit whose every
+    run was at chance when the lr jumped is said so, never given a rise."""
+    c = claims.CLAIMS_BY_KEY["lr_jump_preact_tolerates"]
+    for v in c.variants:
+        stuck = v == "relu_before_add-110"
+        save(tmp_path, "a_table2_activations", v, [0.5] * 5, scale="cpu_step_warmup",
+             losses=(2.4,) * 40 if stuck else (2.0,) * 10 + ((2.0,) if v == "full_preact-110" else (4.0,)) * 30)
+    s = claim_words.jump_in_words(out_dir=tmp_path)
+    assert s.startswith("full pre-activation's training loss rises by a median of 0.00 nats (5 seeds)")
+    assert "the original unit's by 2.00 (*reproduced*)" in s
+    assert "ReLU before addition was still at chance when the lr jumped in 5 of 5 seeds" in s

@@ -255,3 +255,39 @@ def listed(items, empty="none") -> str:
     if not items:
         return empty
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def jump_in_words(key="lr_jump_preact_tolerates", out_dir=None) -> str:
+    """What the lr-jump claim's runs show, in nats a reader can picture (the claim itself compares them on its log
+    scale): each unit's median rise over its seeds, the verdict of each comparison, and the units whose runs were
+    still at chance when the lr jumped (left out: their rise says nothing of tolerance)."""
+    import statistics
+
+    from .metrics import lr_jump_rise, stuck_before_jump
+    from .runs import seed_runs
+
+    c = claims.CLAIMS_BY_KEY[key]
+    v = claims.evaluate(c, out_dir=out_dir)
+    seeds = tuple(dict.fromkeys(c.seeds + (3, 4)))
+    e = c.experiment
+
+    def rises(variant):
+        runs = seed_runs(e, variant, c.scale, seeds, out_dir)[0]
+        stuck = sum(stuck_before_jump(r) for r in runs)
+        ok = [lr_jump_rise(r) for r in runs if not stuck_before_jump(r)]
+        return ok, stuck, len(runs)
+
+    a = c.tests[0].a
+    ra, _, na = rises(a)
+    if not ra:
+        return "Not run yet: the claims table below lists its missing runs."
+    out = [f"{words(e, a)}'s training loss rises by a median of {statistics.median(ra):.2f} nats ({na} seeds)"]
+    stuck_words = []
+    for t, r in v.parts:
+        rb, stuck, nb = rises(t.b)
+        if stuck == nb and nb:
+            stuck_words.append(f"{words(e, t.b)} was still at chance when the lr jumped in {stuck} of {nb} seeds, so "
+                               f"its rise is not read (*{r['verdict']}*)")
+        elif rb:
+            out.append(f"{words(e, t.b)}'s by {statistics.median(rb):.2f} (*{r['verdict']}*)")
+    return "; ".join(out) + (". " + "; ".join(stuck_words) if stuck_words else "") + "."
