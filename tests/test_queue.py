@@ -187,7 +187,7 @@ def test_the_slurm_path_submits_one_job_array_with_the_asked_parameters(tmp_path
     lines = set(script.read_text().splitlines())
     assert {"#SBATCH --partition=gpu-h100", "#SBATCH --gpus-per-node=1", "#SBATCH --time=240",
             "#SBATCH --array=0-2%3", "#SBATCH --ntasks-per-node=1", "#SBATCH --cpus-per-task=4",
-            "#SBATCH --signal=USR2@120", "#SBATCH --account=idmap"} <= lines
+            "#SBATCH --signal=USR2@120", "#SBATCH --account=idmap", f"#SBATCH --mem={q.MEM_GB}GB"} <= lines
     first3 = q.needed("full", out_dir=out)[:3]
     book = q.ledger(folder, ask_slurm=False)
     assert sorted(e["job_id"] for e in book.values()) == ["12_0", "12_1", "12_2"]
@@ -211,3 +211,42 @@ def test_time_limits_read_as_minutes_and_bad_ones_say_how():
         q.minutes("four hours")
     with pytest.raises(ValueError, match="unknown scale"):
         q.claims_at("cpu_step_warmup")
+
+
+def test_a_refused_submission_records_nothing_and_a_cpu_job_asks_for_one_core(tmp_path, monkeypatch):
+    """Issue 43.5: sbatch refused the README's command on a node without GPU GRES, and every run then read
+    'failed: the job ended without recording its run' though no job existed; a CPU job asked for four cores."""
+    import submitit
+
+    class Refusing:
+        def batch(self):
+            raise RuntimeError("sbatch: error: Invalid generic resource (gres) specification")
+
+    folder, out = tmp_path / "q", tmp_path / "r"
+    first = q.needed("full", out_dir=out)[:2]
+    with pytest.raises(RuntimeError, match="refused the submission.*nothing was queued.*--gpus-per-job 0"):
+        q.submit(Refusing(), [[r] for r in first], out, folder)
+    assert q.ledger(folder, ask_slurm=False) == {}
+    seen = {}
+    monkeypatch.setattr(submitit.AutoExecutor, "__init__", lambda self, folder, cluster=None: None)
+    monkeypatch.setattr(submitit.AutoExecutor, "update_parameters", lambda self, **p: seen.update(p))
+    q.executor("slurm", folder, partition="cpu", gpus_per_job=0)
+    assert seen["cpus_per_task"] == 1 and seen["gpus_per_node"] == 0 and seen["mem_gb"] == q.MEM_GB
+
+
+def test_status_reads_slurm_without_submitit_through_squeue(tmp_path, monkeypatch):
+    """Issue 43.5: without submitit, --status crashed in _alive; a cancelled job (gone from squeue) now reads as
+    ended, one squeue still lists as alive."""
+    import builtins
+    import shutil
+    import subprocess
+
+    real_import = builtins.__import__
+    monkeypatch.setattr(builtins, "__import__", lambda n, *a, **k: (_ for _ in ()).throw(ImportError(n))
+                        if n == "submitit" else real_import(n, *a, **k))
+    monkeypatch.setattr(shutil, "which", lambda c: f"/usr/bin/{c}")
+    listed = {"7": "7\n", "8": ""}
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **k: subprocess.CompletedProcess(cmd, 0, listed[cmd[3]], ""))
+    entry = {"executor": "slurm", "job_id": "7_0"}
+    assert q._alive(entry, tmp_path, ask_slurm=True)
+    assert not q._alive({**entry, "job_id": "8_1"}, tmp_path, ask_slurm=True)

@@ -38,6 +38,8 @@ QUEUE_DIR = DEFAULT_ROOT / "sweep"            # submitit's folder (its pickles a
 CHECKPOINT_DIR = DEFAULT_ROOT / "checkpoints"  # checkpoints of runs under way (a lent GPU's come back here too)
 SCALES = ("cpu", "full")
 UNDER_WAY = ("queued", "running")
+MEM_GB = 16  # host memory a SLURM job asks for per GPU (the dataset on the device, a run's checkpoints): without a
+#              request an array's tasks each take a whole node's memory and run one at a time
 SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE"}
 
 
@@ -186,8 +188,17 @@ def _alive(e, folder, ask_slurm) -> bool:
     if e.get("executor") == "slurm" and ask_slurm and e.get("job_id"):
         import shutil
         if shutil.which("sacct"):
-            import submitit
-            return submitit.SlurmJob(folder, e["job_id"]).state.split()[0] not in SLURM_ENDED
+            try:
+                import submitit
+                return submitit.SlurmJob(folder, e["job_id"]).state.split()[0] not in SLURM_ENDED
+            except ImportError:  # --status needs no submitit: squeue below still answers
+                pass
+        if shutil.which("squeue"):  # (sacct off, or no submitit) a job squeue no longer lists has ended
+            import subprocess
+            got = subprocess.run(["squeue", "-h", "-j", str(e["job_id"]).split("_")[0], "-o", "%i"],
+                                 capture_output=True, text=True, timeout=60)
+            if got.returncode == 0:
+                return bool(got.stdout.strip())
     return True
 
 
@@ -303,8 +314,9 @@ def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit=
         ex = submitit.AutoExecutor(folder, cluster="slurm")
     except RuntimeError as e:
         raise RuntimeError(f"{e} (submit from a login node of the cluster: sbatch and srun on the PATH)") from None
-    params = dict(timeout_min=limit, gpus_per_node=int(gpus_per_job), tasks_per_node=1, nodes=1,
-                  cpus_per_task=int(cpus_per_job or 4 * max(int(gpus_per_job), 1)), name="idmap",
+    g = int(gpus_per_job)  # a CPU job (no GPU) asks for one core and the memory of one run, not a GPU job's four
+    params = dict(timeout_min=limit, gpus_per_node=g, tasks_per_node=1, nodes=1,
+                  cpus_per_task=int(cpus_per_job or (4 * g if g else 1)), mem_gb=MEM_GB * max(g, 1), name="idmap",
                   slurm_partition=partition, slurm_signal_delay_s=120)
     if array_parallelism:
         params["slurm_array_parallelism"] = int(array_parallelism)
@@ -324,8 +336,17 @@ def submit(ex, jobs, out_dir=None, folder=None, checkpoint_dir=None, fuse=1, **j
                          if results.find_result(c, out_dir) is None and claim(folder, c, kind)] for g in jobs) if g]
     if not todo:
         return []
-    with ex.batch():
-        sent = [ex.submit(TrainJob(g, out_dir, checkpoint_dir, folder, fused=fuse > 1, **job_kwargs)) for g in todo]
+    try:
+        with ex.batch():
+            sent = [ex.submit(TrainJob(g, out_dir, checkpoint_dir, folder, fused=fuse > 1, **job_kwargs))
+                    for g in todo]
+    except Exception as e:  # the scheduler refused it (sbatch's error): no job exists, so none is in the ledger
+        for g in todo:
+            for c in g:
+                _entry_path(folder, c).unlink(missing_ok=True)  # (claim took each only if it was not under way)
+        raise RuntimeError(f"the scheduler refused the submission, so nothing was queued or recorded: "
+                           f"{' '.join(str(e).split())[-400:]}. On a node without GPUs pass --gpus-per-job 0; "
+                           f"set --cpus-per-task / --mem to what the node has") from e
     for job, g in zip(sent, todo):
         for c in g:
             mark(folder, c, "queued", executor=kind, job_id=str(job.job_id))
