@@ -89,3 +89,23 @@ def test_a_band_on_a_log_axis_is_computed_in_log_space_and_the_hardware_is_a_cap
     assert min(band.y) > 0.1 * 0.25   # the loss panel's band stays above the lowest seed (in log space)
     caption = curves.trained_on("a_table1_shortcuts", ["original"], out_dir=tmp_path)
     assert caption.startswith("Trained on ") and caption.split("Trained on ")[1].split(",")[0] not in fig.layout.title.text
+
+
+def test_a_unit_has_one_colour_in_every_figure(tmp_path):
+    """Issue 42.1: full pre-activation was blue, orange and red on one page. Its colour is palette.py's wherever a
+    curve of it is drawn (Table 2's, Table 3's or the interventions' runs), and no two units share one."""
+    from fake_runs import save
+    from idmap_lib.book import curves, palette
+
+    units = ("original-110", "relu_preact-110", "full_preact-110")
+    for v in units:
+        save(tmp_path, "a_table2_activations", v, [0.5] * 3)
+    fig = curves.band_curves("a_table2_activations", units, out_dir=tmp_path)
+    seen = {}
+    for t in fig.data:
+        if t.legendgroup in units and t.line and t.line.color:
+            seen.setdefault(t.legendgroup, set()).add(t.line.color)
+    assert seen == {v: {palette.UNIT_COLOURS[v.split("-")[0]]} for v in units}
+    assert palette.of("a_table3_preact", "c10-1001-original") == palette.of("a_swaps", "original+final_bn_relu-1001") \
+        == palette.UNIT_COLOURS["original"]
+    assert palette.of("a_table1_shortcuts", "conv1x1") is None

@@ -11,7 +11,7 @@ import math
 import statistics
 
 from ..engine import recipes
-from . import figure_style, paper_numbers
+from . import figure_style, palette, paper_numbers
 from .cpu_scale import PROBE_MAX_RISE
 from .log_axes import log_ticks
 from .metrics import ended_at_chance, lr_jump_rise, steps_to_80
@@ -84,7 +84,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
             missing.append(v)
             continue
         where.update(hardware(r) for r in runs)
-        c = colours[i % len(colours)]
+        c = palette.of(experiment, v) or colours[i % len(colours)]  # a unit keeps its colour on every page
         label = f"{v} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
         for col, (part, key, scale_y, _) in enumerate((PANELS[p] for p in panels), 1):
             for r in runs:

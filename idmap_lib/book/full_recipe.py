@@ -5,7 +5,7 @@ committed checkpoint, or the command, with the time one run takes) and its curve
 from __future__ import annotations
 
 from ..engine import recipes, results
-from . import figure_style, paper_numbers
+from . import figure_style, palette, paper_numbers
 from .checkpoints import committed_checkpoint
 from .curves import lr_marks
 from .metrics import final_test_err
@@ -101,7 +101,7 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     colours = qualitative.Plotly + qualitative.D3
     total = recipes.config(experiment, variants[0], "full", seed)["steps"]
     for i, v in enumerate(variants):
-        c = colours[i % len(colours)]
+        c = palette.of(experiment, v) or colours[i % len(colours)]  # a unit keeps its colour on every page
         if v in runs:
             h, step, _, state = runs[v]
             for col, key, part, k in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):

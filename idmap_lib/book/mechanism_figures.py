@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import statistics
 
-from . import figure_style
+from . import figure_style, palette
 from . import mechanisms as mech
 from .log_axes import log_range
 from .seeds import SEEDS
 
-COLOURS = {"original": "#d62728", "relu_preact": "#ff7f0e", "full_preact": "#1f77b4",
+COLOURS = {**palette.UNIT_COLOURS,  # a unit keeps its colour on every page; the λ stack's own four below
            0.5: "#9467bd", 0.9: "#ff7f0e", 1.0: "#1f77b4", 1.1: "#2ca02c"}
 UNIT_WORDS = {"original": "original (Fig 4a)", "relu_preact": "ReLU-only pre-activation (Fig 4d)",
               "full_preact": "full pre-activation (Fig 4e)"}

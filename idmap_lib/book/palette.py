@@ -25,3 +25,14 @@ def colour(variant: str) -> str:
 
 def symbol(variant: str) -> str:
     return SWAP_SYMBOLS[unit_of(variant)[1]]
+
+
+def of(experiment: str, variant: str) -> str | None:
+    """The colour of a variant whose series is a unit of Fig 4 (Tables 2 and 3, the interventions), wherever it is
+    drawn; None for the other variants (shortcuts, gates: the figure's own colours)."""
+    from ..engine import recipes
+
+    kw = recipes.config(experiment, variant, "cpu")["model"]["kwargs"]
+    if experiment not in ("a_table2_activations", "a_table3_preact", "a_swaps") or kw.get("unit") not in UNIT_COLOURS:
+        return None
+    return UNIT_COLOURS[kw["unit"]]
