@@ -257,19 +257,23 @@ def answer(assessed=None, found=None, out_dir=None) -> str:
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
     full, orig = (found["jump"][r]["outcome"] for r in ("full_preact-110", "original-110"))
-    start = found["start"]["full_preact-1001"]["outcome"]
-    buys = (f"At this scale full pre-activation {full} where the original unit {orig}, and at 1001 layers "
-            f"pre-activation {start}.")
+    start, slow = (found["start"][r]["outcome"] for r in ("full_preact-1001", "original-1001"))
+    buys = (f"At this scale full pre-activation {full} and the original unit {orig.replace(' the jump', ' it')}; at "
+            f"1001 layers pre-activation {start} and the original {slow}.")
     by = {}
     for m in MECHANISMS:
         s = assessed[m.key]["jump"]
         apart = " (the decided rows cannot yet tell these apart)" if s["twins"] else ""
         by.setdefault((s["status"], apart), []).append(m.title[0].lower() + m.title[1:])
     why = "; ".join(f"{listed(ms)}: **{st}**{apart}" for (st, apart), ms in by.items())
+    decisive = [m for m in MECHANISMS if assessed[m.key]["jump"]["status"] == "necessary and sufficient"
+                and not assessed[m.key]["jump"]["twins"]]
+    plain = (f" **In plain words:** of the parts swapped so far, {decisive[0].title[0].lower() + decisive[0].title[1:]}"
+             f" is the one that decides whether a unit trains through the jump." if len(decisive) == 1 else "")
     waiting = [r for t in OUTCOMES for r, o in found[t].items() if o["outcome"] in ("not run yet", "open")]
     rest = (f" Still undecided: {len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)."
             if waiting else "")
-    return f"**What it buys.** {buys} **Why, one part swapped at a time** (at the lr jump): {why}.{rest}"
+    return f"**What it buys.** {buys} **Why, one part swapped at a time** (at the lr jump): {why}.{plain}{rest}"
 
 
 def key_figure(out_dir=None):
@@ -312,7 +316,7 @@ def key_figure(out_dir=None):
     fig.update_xaxes(title_text="steps (a run that never got there: at its length)", row=2, col=1,
                      title_standoff=4)
     fig.update_yaxes(tickfont=figure_style.FONT, automargin=True)
-    fig.update_layout(height=640, margin={"l": 10, "r": 10, "t": 40, "b": 40}, font=figure_style.FONT)
+    fig.update_layout(height=540, margin={"l": 10, "r": 10, "t": 40, "b": 40}, font=figure_style.FONT)
     for a in fig.layout.annotations:
         a.update(font=figure_style.FONT, xref="paper", x=0, xanchor="left")
     return fig, values
