@@ -63,8 +63,27 @@ def claims_at(scale: str, keys=None) -> list:
 
 
 def needed(scale="cpu", keys=None, seeds=None, out_dir=None) -> list[tuple]:
-    """(experiment, variant, seed, scale) of every run the claims need, in the order that settles them soonest."""
-    return runs_needed(None if scale == "cpu" and keys is None else claims_at(scale, keys), seeds, out_dir)
+    """(experiment, variant, seed, scale) of every run the claims need, in the order that settles them soonest; at
+    the full recipe, after every claim's first seeds, the seeds each final-error claim needs for 80 % power to
+    resolve the paper's own gap (power.claim_seeds), claim by claim, for the variants of its parts with a gap."""
+    first = runs_needed(None if scale == "cpu" and keys is None else claims_at(scale, keys), seeds, out_dir)
+    if scale != "full" or seeds is not None:
+        return first
+    from .claims import paper_gap
+    from .power import claim_seeds
+
+    more, seen = [], {results.training_hash(config_of(r)) for r in first}
+    for c in claims_at(scale, keys):
+        n = claim_seeds(c) or 0
+        sides = [v for t in c.tests if t.metric == "test_err" and paper_gap(c, t) is not None for v in (t.a, t.b)]
+        for s in range(len(c.seeds), n):
+            for v in dict.fromkeys(sides):
+                r = (c.experiment, v, s, scale)
+                h = results.training_hash(config_of(r))
+                if h not in seen:
+                    seen.add(h)
+                    more.append(r)
+    return first + more
 
 
 def config_of(run) -> dict:
