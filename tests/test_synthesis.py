@@ -88,9 +88,11 @@ def test_the_key_figure_draws_every_recorded_seed_of_every_row_in_its_units_colo
     drawn = [t for t in fig.data if len(t.x)]
     assert sum(len(v) for v in values.values()) == sum(len(t.x) for t in drawn)
     assert set(values) == set(synthesis.PROPERTIES) and len(values["full_preact-110"]) >= 3
-    by_name = {t.y[0]: t.marker.color for t in drawn}
+    by_name = {t.hovertemplate.split(":")[0]: t.marker.color for t in drawn}
     assert by_name["full pre-activation"] == palette.UNIT_COLOURS["full_preact"] == \
         palette.colour("full_preact+no_final-110")
     assert len(set(palette.UNIT_COLOURS.values())) == len(palette.UNIT_COLOURS)  # two units never share one
+    labels = {a.text.split(":")[0] for a in fig.layout.annotations}  # each row named in words above its markers
+    assert {"the original unit", "full pre-activation", "the original ResNet-1001"} <= labels
     alt = synthesis.key_figure_alt(values)
     assert "full pre-activation" in alt and "ResNet-1001" in alt

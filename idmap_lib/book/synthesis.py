@@ -276,11 +276,15 @@ def answer(assessed=None, found=None, out_dir=None) -> str:
     return f"**What it buys.** {buys} **Why, one part swapped at a time** (at the lr jump): {why}.{plain}{rest}"
 
 
+ROW_PX, GAP_PX = 30, 70  # a row: its label above its markers; the gap holds an axis and the next panel's title
+
+
 def key_figure(out_dir=None):
     """The chapter's figure: every row's runs, one marker a seed, in its unit's colour (palette.py; a swap in its
-    parent's colour with its own marker). Top: how far the training loss rises when the lr jumps (ResNet-110, the
-    lr-jump probe; a cross: stuck at chance before the jump). Bottom: steps until the training error first falls below
-    80 % (ResNet-1001; a hollow marker: never within the run, drawn at its length). Returns (figure, values)."""
+    parent's colour with its own marker), each row labelled in words above its markers across the plot's width
+    (readable on a phone). Top: how far the training loss rises when the lr jumps (ResNet-110, the lr-jump probe; a
+    cross: stuck at chance before the jump). Bottom: steps until the training error first falls below 80 %
+    (ResNet-1001; a hollow marker: never within the run, drawn at its length). Returns (figure, values)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -291,12 +295,13 @@ def key_figure(out_dir=None):
     from .seeds import ALL_SEEDS
 
     scales = {"jump": CLAIMS_BY_KEY[LR_JUMP].scale, "start": CLAIMS_BY_KEY[FIG1].scale}
-    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.16, row_heights=[0.64, 0.36],
-                        subplot_titles=("ResNet-110: the loss's rise when the lr jumps to 0.1",
-                                        "ResNet-1001: steps until the training error is below 80 %"))
+    heights = [ROW_PX * len(ROWS[t]) for t in OUTCOMES]
+    plot = sum(heights) + GAP_PX
+    fig = make_subplots(rows=2, cols=1, row_heights=heights, vertical_spacing=GAP_PX / plot,
+                        subplot_titles=("ResNet-110: rise at the lr jump", "ResNet-1001: steps to 80 %"))
     values = {}
     for row, test in ((1, "jump"), (2, "start")):
-        for r in ROWS[test][::-1]:
+        for i, r in enumerate(ROWS[test]):
             runs = seed_runs("a_swaps", r, scales[test], ALL_SEEDS, out_dir)[0]
             if test == "jump":
                 xs = [LOG_FLOOR + METRICS["lr_jump_rise"](x) for x in runs]
@@ -305,20 +310,25 @@ def key_figure(out_dir=None):
                 xs = [METRICS["steps_to_80"](x) for x in runs]
                 odd = [censored(x, "steps_to_80") is not None for x in runs]
             values[r] = xs
-            name, c = words("a_swaps", r), palette.colour(r)
-            sym = palette.symbol(r)
+            name, c, sym = words("a_swaps", r), palette.colour(r), palette.symbol(r)
+            y = ROW_PX * (i + 1) - 8
             marks = [("x-thin" if test == "jump" else f"{sym}-open") if o else sym for o in odd]
-            fig.add_trace(go.Scatter(x=xs, y=[name] * len(xs), mode="markers", showlegend=False,
-                                     marker={"size": 10, "color": c, "symbol": marks, "opacity": 0.85,
+            fig.add_trace(go.Scatter(x=xs, y=[y] * len(xs), mode="markers", showlegend=False,
+                                     marker={"size": 9, "color": c, "symbol": marks, "opacity": 0.85,
                                              "line": {"width": 1.5, "color": c}},
                                      hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>"), row=row, col=1)
-    fig.update_xaxes(type="log", title_text="0.1 + rise, nats (log scale)", row=1, col=1, title_standoff=4)
-    fig.update_xaxes(title_text="steps (a run that never got there: at its length)", row=2, col=1,
-                     title_standoff=4)
-    fig.update_yaxes(tickfont=figure_style.FONT, automargin=True)
-    fig.update_layout(height=540, margin={"l": 10, "r": 10, "t": 40, "b": 40}, font=figure_style.FONT)
+            axis = "" if row == 1 else "2"
+            fig.add_annotation(text=name, xref=f"x{axis} domain",
+                               yref=f"y{axis}", x=0, y=y - 7, xanchor="left", yanchor="bottom", showarrow=False,
+                               font=figure_style.FONT)
+        fig.update_yaxes(range=[heights[row - 1], 0], showticklabels=False, showgrid=False, zeroline=False,
+                         fixedrange=True, row=row, col=1)
+    fig.update_xaxes(type="log", dtick=1, title_text="0.1 + rise, nats (log)", row=1, col=1, title_standoff=2)
+    fig.update_xaxes(title_text="steps (never: at the run's length)", row=2, col=1, title_standoff=2)
+    fig.update_layout(height=plot + 110, margin={"l": 10, "r": 10, "t": 40, "b": 50}, font=figure_style.FONT)
     for a in fig.layout.annotations:
-        a.update(font=figure_style.FONT, xref="paper", x=0, xanchor="left")
+        if a.text in ("ResNet-110: rise at the lr jump", "ResNet-1001: steps to 80 %"):
+            a.update(font=figure_style.FONT, xref="paper", x=0, xanchor="left")
     return fig, values
 
 
