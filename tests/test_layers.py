@@ -125,3 +125,12 @@ def test_the_stable_api_and_the_recipes_builders():
     builders = {im.config(e, v)["model"]["builder"] for e, x in im.EXPERIMENTS.items() for v in x["variants"]}
     assert builders == {"cifar_resnet", "wide_resnet", "mlp"}
     assert all(getattr(im, b) is getattr(im.models, b) for b in builders)
+
+
+def test_the_library_says_what_and_why_not_which_issue():
+    """Docstrings and comments say what and why; the issue a line came from belongs in git log."""
+    import re
+
+    found = [f"{p.relative_to(PACKAGE)}:{i}" for p in sorted(PACKAGE.rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"(?i)\bissue [0-9]", line)]
+    assert not found, "issue numbers in the library: " + ", ".join(found)

@@ -225,7 +225,7 @@ ROW_CLAIMS = [
           "the lr-jump probe; these runs were read (for the lr-jump claim) before this claim was written",
           scale="cpu_step_warmup", seeds=ALL_SEEDS, by="ours")
     for r in ("relu_preact-110", "relu_before_add-110")]
-# The precision check (issue 40.5), fixed before its runs: every CPU run above trains in bf16 autocast (the identity
+# The precision check, fixed before its runs: every CPU run above trains in bf16 autocast (the identity
 # path sums in an 8-bit mantissa at 1001 layers); the same comparisons in float32 say whether a verdict moves.
 FP = "@fp32"
 FP32_CLAIMS = [

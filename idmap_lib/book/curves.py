@@ -174,7 +174,7 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=N
 
 def trained_on(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None) -> str:
     """The caption line of a figure of these runs: where and when they trained ('Trained on CPU AMD EPYC (2 cores,
-    1 thread), 2026-11-30 to 2026-12-01.'), never in the figure's title (issue 30.5); '' without runs."""
+    1 thread), 2026-11-30 to 2026-12-01.'), never in the figure's title; '' without runs."""
     where, dates = set(), set()
     for v in variants:
         for r in seed_runs(experiment, v, scale, seeds, out_dir)[0]:

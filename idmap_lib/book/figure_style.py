@@ -1,4 +1,4 @@
-"""How every plotly figure of the book reads (issue 30.5): one definition of its fonts, its legend's place and its
+"""How every plotly figure of the book reads: one definition of its fonts, its legend's place and its
 caption line, which every figure module applies, so that no module types its own sizes.
 
 - :data:`FONT_PX`: the figure's text, 13 px (axis titles, ticks, legend, annotations). plotly draws a title at 1.4

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 
-MAX_TICKS = 12  # labels on one axis, at most: more pile into a smear (issue 30: 1e-46 to 1e41 at 1, 2, 5 a decade)
+MAX_TICKS = 12  # labels on one axis, at most: more pile into a smear (1e-46 to 1e41 at 1, 2, 5 a decade)
 
 
 def tick_label(v: float, powers: bool = False) -> str:

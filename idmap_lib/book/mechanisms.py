@@ -1,4 +1,4 @@
-"""Three cheap mechanism experiments (issue 29.6): *why* pre-activation helps, measured on the papers' networks at
+"""Three cheap mechanism experiments: *why* pre-activation helps, measured on the papers' networks at
 their real depth, each tested by a claim fixed before its numbers were read (MECHANISM_CLAIMS, rule.compare).
 
 - ``forward_signal`` (chapter 3, Paper A Eqns 6-8): chapter 3's stack of 1000 λ-scaled full pre-activation units

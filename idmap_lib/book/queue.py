@@ -1,4 +1,4 @@
-"""The sweep as one queue, submitted through submitit (issue 34): the runs the claims need, at the CPU scale or the
+"""The sweep as one queue, submitted through submitit: the runs the claims need, at the CPU scale or the
 full recipe, in the order that settles them soonest (``sweep.runs_needed``), less those recorded (looked up by what
 they train: ``results.find_result``) and those under way (a job of this queue's ledger still queued or running);
 runs with a checkpoint and no job first (they resume). ``submit`` sends them to an executor of

@@ -1,5 +1,5 @@
 """How long a full recipe takes, before you start it: measured where a lent GPU measured it, derived and
-labelled where not (issue 22).
+labelled where not.
 
 A lent H200 measured ResNet-110 and ResNet-1001 (``tools/gpu_session.sh``; ``data/gpu/<date>-h200/modes.json``:
 images per second of one run with the whole step as one CUDA graph). A T4 (Colab's free GPU) has not been

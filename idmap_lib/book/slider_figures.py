@@ -1,5 +1,5 @@
 """Figures with a slider of precomputed steps, for the theory chapters: they work in the static page with no kernel,
-because every curve a step can show was computed when the page was built (issue 30.6).
+because every curve a step can show was computed when the page was built.
 
 A step of a slider sets which traces show *and* the axes they are drawn on: every y axis's range and ticks (a log
 axis gets at most ``log_axes.MAX_TICKS`` labels at every step, never ticks computed over the traces of the other

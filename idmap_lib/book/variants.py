@@ -113,7 +113,7 @@ PRECISION_WORDS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 def precision_text(experiment, variant, scale="cpu", out_dir=None) -> str:
     """The precision its recorded runs trained in: 'bf16 (all 5 recorded seeds)', 'bf16 in 3, fp32 in 2 of the 5
-    recorded seeds', 'no recorded run yet' (issue 30.8: every CPU-scale run so far trained in bfloat16)."""
+    recorded seeds', 'no recorded run yet' (every CPU-scale run so far trained in bfloat16)."""
     runs, _ = seed_runs(experiment, variant, scale, ALL_SEEDS, out_dir)
     if not runs:
         return "no recorded run yet"
@@ -130,7 +130,7 @@ def _width(cfg) -> float:
 
 def confounds(experiment, variant, scale="cpu", out_dir=None) -> str:
     """What a reader must keep in mind beside every number of a scale: the precision its runs trained in, its width
-    and its length against the paper's recipe (issue 30.8), in one sentence."""
+    and its length against the paper's recipe, in one sentence."""
     c, f = recipes.config(experiment, variant, scale), recipes.config(experiment, variant, "full")
     ratio = _width(c) / _width(f)
     width = "the paper's width" if ratio == 1 else \

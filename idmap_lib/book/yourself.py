@@ -1,4 +1,4 @@
-""""Run these yourself": the one folded block at the end of chapters 7-10 (issue 30.3). It holds, for the page's
+""""Run these yourself": the one folded block at the end of chapters 7-10. It holds, for the page's
 claims, the commands that list and train their missing CPU-scale runs, and the queue of the full recipe (each run
 finished, under way, or its command with the time it takes: full_recipe.full_scale_status). The page's cell adds the
 live-training call (live.train_live), whose static form draws the recorded runs a reader's curve would join.

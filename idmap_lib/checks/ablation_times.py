@@ -88,7 +88,7 @@ def time_exercises(names=None, data=None):
 # PyTorch, where a small net's step is bound by kernel launches and an MLP step by the optimizer's small kernels).
 COLAB_IMG_PER_S = {"cifar_resnet": 4000.0, "mlp": 30000.0}
 COLAB_OVERHEAD_S = 30.0  # data download and decoding, first CUDA kernels (assumed)
-GPU_BUDGET_S = 120.0  # issue 23: an exercise at its gpu scale takes <= 2 min on a T4
+GPU_BUDGET_S = 120.0  # an exercise at its gpu scale takes <= 2 min on a T4
 
 
 def t4_pace(cfg, h200=None) -> tuple[float, str]:

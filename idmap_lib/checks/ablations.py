@@ -20,7 +20,7 @@ tolerance, judgements (which is larger, which is best) up to the seed spread mea
 """
 from __future__ import annotations
 
-# One module a concept (issue 31); this one keeps `import idmap_lib.checks.ablations as A` (the chapter, the student
+# One module a concept; this one keeps `import idmap_lib.checks.ablations as A` (the chapter, the student
 # edition, the graders) whole: the exercises as data, running them, grading them, what they cost.
 from ..book import default_runs_dir  # noqa: F401  (the reader's runs folder: ablations.default_runs_dir)
 from ..book.seeds import SEEDS, TIMING_SEED  # noqa: F401  (the seed policy: book/seeds.py)

@@ -10,7 +10,7 @@ What every grader uses (the implementation and the ablation exercises):
   :func:`say` prints a wrapped line; :func:`wrap` wraps one;
 - :func:`one_thread`: the graders' tensors are tiny, one thread is fastest.
 
-Grading in two halves (issue 32). A student can patch the graders in their own kernel (``I._close = lambda *a,
+Grading in two halves. A student can patch the graders in their own kernel (``I._close = lambda *a,
 **k: True``), so a batch grader must not compute marks there. Each implementation grader is split:
 
 - an **observer** ``observe(student, seed, note, **options)`` runs in the student's process (a sandbox): it

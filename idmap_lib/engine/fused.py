@@ -1,4 +1,4 @@
-"""N runs of one architecture trained as one network: the models side by side (issue 20; HFTA, MLSys 2021): the run.
+"""N runs of one architecture trained as one network: the models side by side (HFTA, MLSys 2021): the run.
 
 The N models as one network (``FusedModels``, which architectures fuse, the optimizer over the stacked leaves):
 fused_models.py. Here the training run that drives them, each run exactly as it would train alone.

@@ -1,4 +1,4 @@
-"""N runs of one architecture trained as one network: the models side by side (issue 20; HFTA, MLSys 2021).
+"""N runs of one architecture trained as one network: the models side by side (HFTA, MLSys 2021).
 
 A CIFAR ResNet step on a big GPU is a thousand small kernels that leave it mostly idle; N seeds (or N scalar
 variants) of one architecture can run as *one* network whose convolutions are grouped convolutions over the

@@ -1,4 +1,4 @@
-"""Ctrl-C while runs train (issue 33.3): acted on between two steps, so that the checkpoint holds a whole step, and
+"""Ctrl-C while runs train: acted on between two steps, so that the checkpoint holds a whole step, and
 said in one line (``TrainingInterrupted``) instead of a traceback ending inside torch. train_many uses both."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One process at a time trains a run (issue 33.5): two notebooks, two tabs or a notebook and a command that train the
+"""One process at a time trains a run: two notebooks, two tabs or a notebook and a command that train the
 same run into the same checkpoint folder would each write its checkpoint over the other's, at half the speed.
 
 ``hold(paths)`` takes an exclusive lock on ``<checkpoint>.lock`` beside each run's checkpoint (``fcntl.flock``: the
