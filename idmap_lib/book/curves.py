@@ -14,7 +14,7 @@ from ..engine import recipes
 from . import figure_style, palette, paper_numbers
 from .cpu_scale import PROBE_MAX_RISE
 from .log_axes import log_ticks
-from .metrics import ended_at_chance, lr_jump_rise, steps_to_80
+from .metrics import ended_at_chance, lr_jump_rise, reached_80, steps_to_80
 from .reports import hardware
 from .seeds import ALL_SEEDS
 from .runs import seed_runs
@@ -140,36 +140,58 @@ def mean_band(per, log=False):
             [math.exp(m - d) for m, d in zip(mu, sd)])
 
 
+def _rises(run, marks) -> list[float]:
+    """How far the training loss rose after each lr change in `marks` (the end of the warm-up, then each drop): the
+    highest window loss up to the next change minus the loss of the window that ends at the change; 0 if it fell."""
+    tr = run["history"]["train"]
+    out = []
+    for m, nxt in zip(marks, list(marks[1:]) + [math.inf]):
+        before = [h["train_loss"] for h in tr if h["step"] <= m]
+        after = [h["train_loss"] for h in tr if m < h["step"] <= nxt]
+        out.append(max([0.0] + [x - before[-1] for x in after if math.isfinite(x)]) if before else 0.0)
+    return out
+
+
 def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None) -> str:
-    """What each variant's recorded seeds did when the lr reached its peak, in words computed from the runs: how
-    many seeds' training loss rose by more than PROBE_MAX_RISE after the warm-up (lr_jump_rise,
-    each rise listed), when each first got below 80 % training error, and how many ended at chance. Markdown."""
+    """What the recorded seeds did at the lr's changes, said once: one sentence (how the lr moves, which variants
+    rose by more than PROBE_MAX_RISE, and which learned -- got below 80 % training error -- then ended at chance)
+    and one small table (per variant: the worst rise after each change over its seeds, the steps to 80 %, how many
+    ended at chance). Markdown; "" where the recipe has no warm-up or no run is recorded."""
+    from .claim_words import listed, words
+
     sched = recipes.config(experiment, variants[0], scale)["schedule"]
     if not sched.get("warmup_steps"):
         return ""
     warm, lo, hi = sched["warmup_steps"], sched["warmup_lr"], sched["base"]
     how = (f"ramps from {lo:g} to {hi:g} over the first {warm} steps" if sched.get("warmup") == "linear" else
            f"is {lo:g} for the first {warm} steps and jumps to {hi:g} in one step")
-    steps = recipes.config(experiment, variants[0], scale)["steps"]
-    lines = []
+    marks = [warm] + list(sched["milestones"])
+    heads = [f"worst rise after step {m}" for m in marks]
+    rows, rose, fell_back = [], [], []
     for v in variants:
         runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         if not runs:
             continue
-        rises = [lr_jump_rise(r) for r in runs]
-        big = sum(x > PROBE_MAX_RISE for x in rises)
-        starts = ", ".join(f"{steps_to_80(r):.0f}" for r in runs)
-        stuck = sum(ended_at_chance(r) for r in runs)
-        lines.append(f"- **{v}**: rose more than {PROBE_MAX_RISE:g} in {big} of {len(runs)} seeds (rises "
-                     + ", ".join(f"{x:.2f}" for x in rises) + f"); first below 80 % training error at step {starts}; "
-                     f"ended at chance in {stuck} of {len(runs)}.")
-    if not lines:
+        rises = [_rises(r, marks) for r in runs]
+        worst = [max(x[i] for x in rises) for i in range(len(marks))]
+        back = sum(reached_80(r) and ended_at_chance(r) for r in runs)
+        name = words(experiment, v).replace("*", "")
+        if worst[0] > PROBE_MAX_RISE:
+            rose.append(name)
+        if back:
+            fell_back.append(f"{name} ({back} of {len(runs)})")
+        rows.append("| " + " | ".join([name, *(f"{x:.2f}" for x in worst),
+                                       ", ".join(f"{steps_to_80(r):.0f}" for r in runs),
+                                       f"{sum(ended_at_chance(r) for r in runs)} of {len(runs)}"]) + " |")
+    if not rows:
         return ""
-    return (f"At the {recipes.SCALE_WORDS[scale]} the lr {how}, then is divided by {sched['divisor']:g} at steps "
-            f"{', '.join(map(str, sched['milestones']))}. What each seed did: how far its training loss rose above "
-            f"its level at the end of the warm-up before the first lr drop (a rise: more than "
-            f"{PROBE_MAX_RISE:g}), the step where it first got below 80 % training error (a run that never "
-            f"did counts as its length, {steps}), and whether it ended at chance:\n\n" + "\n".join(lines))
+    said = (f"At the {recipes.SCALE_WORDS[scale]} the lr {how}, then is divided by {sched['divisor']:g} at steps "
+            f"{', '.join(map(str, sched['milestones']))}. When it reached {hi:g}, the loss rose by more than "
+            f"{PROBE_MAX_RISE:g} in {listed(rose, 'no variant')}"
+            + (f"; {listed(fell_back)} learned (got below 80 % training error) and then fell back to chance"
+               if fell_back else "") + ".")
+    head = "| variant | " + " | ".join(heads) + " | steps to 80 % (each seed) | ended at chance |"
+    return said + "\n\n" + head + "\n|" + "---|" * (len(heads) + 3) + "\n" + "\n".join(rows)
 
 
 def trained_on(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None) -> str:
