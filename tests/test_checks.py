@@ -359,3 +359,18 @@ def test_an_unattempted_ablation_says_what_is_still_a_stub(capsys):
     got = ablations.status(name, runs, {a: ... for a in ablations.ABLATIONS[name].answers}, "p", scale=None)
     out = capsys.readouterr().out
     assert got == "not attempted" and "every entry of `answers` is still `...`" in out and "raises" not in out
+
+
+def test_each_exercise_gives_one_time_a_student_plans_by():
+    """Issue 42.3: 'timed alone: 0.6 min' sat above a table of 156 + 158 s runs. Each exercise now opens with one
+    time for a laptop CPU (the idle timing, doubled, whole minutes up) and one for a Colab GPU."""
+    import math
+    from idmap_lib.checks import ablations, guide
+
+    for name in ablations.ABLATIONS:
+        t = ablations.run_times(name)
+        note = guide.scales_note(name)
+        assert note.startswith("**Time.** Allow about ") and note.count("**Time.**") == 1
+        if t["cpu_s"]:
+            assert f"about {math.ceil(guide.LAPTOP_FACTOR * t['cpu_s'] / 60)} min on a laptop CPU" in note
+        assert f"about {math.ceil(t['gpu']['s'] / 60)} min on a Colab GPU" in note

@@ -164,10 +164,28 @@ def _at_scale(name, scale) -> str:
 def scales_note(name) -> str:
     """The paragraph an exercise's statement shows about its two scales: what each trains, where, for how long, and
     what the book's recorded seeds show of the paper's effect at each (computed; Markdown)."""
-    from ..book.run_times import timed_alone
-
     t = ab.run_times(name)
     words = {sc: scales_in_words(name, sc) for sc in ab.OFFERED}
+    return allow(t) + " " + _scales(name, t, words)
+
+
+LAPTOP_FACTOR = 2  # a laptop CPU, or this 2-core machine on a busy day, takes up to twice the idle timing
+
+
+def allow(t) -> str:
+    """The one time a student plans by: 'Allow about N min on a laptop CPU and M min on a Colab GPU', from the
+    exercise's dedicated idle timing (times LAPTOP_FACTOR, whole minutes up) and the T4's derived time."""
+    import math
+
+    cpu = (f"about {math.ceil(LAPTOP_FACTOR * t['cpu_s'] / 60)} min on a laptop CPU" if t["cpu_s"] else
+           "a CPU time not measured yet")
+    return (f"**Time.** Allow {cpu} and about {math.ceil(t['gpu']['s'] / 60)} min on a Colab GPU (the times under "
+            f"the book's tables are its own runs, several trained at once: not what one student waits).")
+
+
+def _scales(name, t, words) -> str:
+    from ..book.run_times import timed_alone
+
     cpu = f", {timed_alone(t['cpu_measured'])}" if t["cpu_s"] else ""  # not the runs of the table below: says so
     gpu = f", ~{t['gpu']['s'] / 60:.1f} min on a T4 ({t['gpu']['basis']})"
     if _own_scales(name) == ["classroom"]:
