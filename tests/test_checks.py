@@ -374,3 +374,13 @@ def test_each_exercise_gives_one_time_a_student_plans_by():
         if t["cpu_s"]:
             assert f"about {math.ceil(guide.LAPTOP_FACTOR * t['cpu_s'] / 60)} min on a laptop CPU" in note
         assert f"about {math.ceil(t['gpu']['s'] / 60)} min on a Colab GPU" in note
+
+
+def test_the_instructor_guide_has_points_a_rubric_model_answers_and_a_session_plan():
+    """Issue 42.3: goals, expected answers and commands, but no points, no rubric, no model answer, no plan."""
+    from idmap_lib.checks import ablations, guide
+
+    text = guide.instructor_guide()
+    assert "## Marks, rubric and a session plan" in text and "**Points per exercise: 4.**" in text
+    assert all(f"- **{name}**: " in text for name in ablations.ABLATIONS)
+    assert set(guide.MODEL_ANSWERS) == set(ablations.ABLATIONS) and "two hours" in text
