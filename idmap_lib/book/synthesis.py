@@ -269,7 +269,8 @@ def answer(assessed=None, found=None, out_dir=None) -> str:
     decisive = [m for m in MECHANISMS if assessed[m.key]["jump"]["status"] == "necessary and sufficient"
                 and not assessed[m.key]["jump"]["twins"]]
     plain = (f" **In plain words:** of the parts swapped so far, {decisive[0].title[0].lower() + decisive[0].title[1:]}"
-             f" is the one that decides whether a unit trains through the jump." if len(decisive) == 1 else "")
+             f" is the one that decides whether a unit trains through the jump (on the "
+             f"{len(assessed[decisive[0].key]['jump']['rows'])} rows decided so far)." if len(decisive) == 1 else "")
     waiting = [r for t in OUTCOMES for r, o in found[t].items() if o["outcome"] in ("not run yet", "open")]
     rest = (f" Still undecided: {len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)."
             if waiting else "")
