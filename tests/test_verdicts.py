@@ -164,3 +164,14 @@ def test_verdicts_are_counted_in_words():
     import pandas as pd
     df = pd.DataFrame({"verdict": ["reproduced", "reproduced", "inconclusive"]}, index=["a", "b", "c"])
     assert verdicts.counts_in_words(df, "CPU scale") == "**CPU scale**: of 3 claims, 2 reproduced, 1 inconclusive."
+
+
+def test_a_short_run_the_other_way_round_is_said_as_early_training_not_a_contradiction(tmp_path):
+    """Issue 42.6: 'No claim of this page is contradicted' sat beside a training-loss interval wholly opposite to the
+    paper's regularisation direction; at 400 steps that is faster optimisation, and the page now says so."""
+    save(tmp_path, "a_table2_activations", "full_preact-164", [0.40, 0.41, 0.42], losses=(2.3, 1.0, 0.90, 0.80))
+    save(tmp_path, "a_table2_activations", "original-164", [0.50, 0.51, 0.52], losses=(2.3, 1.2, 1.10, 1.00))
+    note = verdicts.opposite_note(["s42_preact164_regularises"], out_dir=tmp_path)
+    assert "final training loss" in note and "faster optimisation early on" in note and "needs the full recipe" in note
+    assert note.count("\n") == 0  # the test-error half lies the paper's way: not listed
+    assert verdicts.contradiction_note(["s42_preact164_regularises"], out_dir=tmp_path) == ""

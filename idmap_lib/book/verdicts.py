@@ -360,3 +360,27 @@ def contradiction_note(keys, out_dir=None, scale=None) -> str:
                          f"*{t.words()}*: it holds the other way round, d = {d} [{lo}, {hi}] over the seeds "
                          f"recorded ({t.a}: {each['a']}{u}; {t.b}: {each['b']}{u}).{paper}")
     return "\n".join(lines)
+
+
+def opposite_note(keys, out_dir=None, scale=None) -> str:
+    """For each short-run part of the claims `keys` (a claim about the end of the paper's recipe, read after a few
+    hundred steps: no verdict) whose interval lies wholly on the other side of the paper's direction: what it shows
+    and what it does not. Such a part cannot contradict the paper (the run is early training); for a training loss it
+    is faster optimisation, not the end the paper describes. Markdown; empty when there is none."""
+    from .claim_words import compared
+
+    lines = []
+    for key in keys:
+        claim = claims.CLAIMS_BY_KEY[key]
+        v = claims.evaluate(claim, scale, out_dir=out_dir)
+        for t, res in v.parts:
+            if not res.get("short_run") or "d" not in res or side_of(res) >= 0:
+                continue
+            unit, fmt = shown_as(t.metric)
+            d, lo, hi = (num(unit * res[k], fmt) for k in ("d", "lo", "hi"))
+            early = ("faster optimisation early on, not the converged end Paper A's regularisation is about"
+                     if t.metric == "train_loss" else "early training, not the end of the paper's recipe")
+            lines.append(f"- After {res['steps']} steps, *{METRIC_WORDS[t.metric]}: {compared(claim, t)}* lies "
+                         f"wholly the other way round (d = {d} [{lo}, {hi}]): {early}. No verdict: "
+                         f"{NEEDS_FULL}.")
+    return "\n".join(lines)
