@@ -169,3 +169,18 @@ def test_the_lr_jump_is_said_in_nats_with_each_verdict_and_the_units_stuck_befor
     assert s.startswith("full pre-activation's training loss rises by a median of 0.00 nats (5 seeds)")
     assert "the original unit's by 2.00 (*reproduced*)" in s
     assert "ReLU before addition was still at chance when the lr jumped in 5 of 5 seeds" in s
+
+
+def test_the_books_own_hypotheses_are_supported_never_reproduced(tmp_path):
+    """Issue 42.6: chapter 10 said 'reproduced' for the book's own Keras hypotheses."""
+    from fake_runs import mnist_run
+    from idmap_lib.engine import results
+    from idmap_lib.book import tables
+
+    for seed in range(3):
+        results.save_result(mnist_run("gresnet_keras-d10", seed, test_err=0.010 + seed / 1000), tmp_path)
+        results.save_result(mnist_run("gresnet-d10", seed, test_err=0.020 + seed / 1000), tmp_path)
+    row = claim_words.in_words(["probe_keras_err_d10"], out_dir=tmp_path).iloc[0]
+    assert row["verdict"] == "supported" and "(supported)" in row["what the runs show"]
+    assert "reproduced" not in row["what the runs show"]
+    assert tables.VERDICT_COLOURS["supported"] == tables.VERDICT_COLOURS["reproduced"]

@@ -12,6 +12,8 @@ from .rule import NEEDS_FULL, NOT_TESTABLE
 # comparison with a side that did not train (NOT_TESTABLE) in neutral colours
 VERDICT_COLOURS = {"reproduced": "#d9f2d9", "contradicted": "#f8d7d7", "inconclusive": "#fff3cd",
                    NOT_TESTABLE: "#e4e4e4", NEEDS_FULL: "#dbe8f6", "not run yet": "#eeeeee"}
+OURS = {"reproduced": "supported", "contradicted": "not supported"}  # the words for the book's own hypotheses
+VERDICT_COLOURS.update({OURS[k]: VERDICT_COLOURS[k] for k in OURS})
 
 
 def styled(df):
