@@ -177,8 +177,9 @@ def allow(t) -> str:
     exercise's dedicated idle timing (times LAPTOP_FACTOR, whole minutes up) and the T4's derived time."""
     import math
 
-    cpu = (f"about {math.ceil(LAPTOP_FACTOR * t['cpu_s'] / 60)} min on a laptop CPU" if t["cpu_s"] else
-           "a CPU time not measured yet")
+    when = str((t.get("cpu_measured") or {}).get("date", ""))[:10]
+    cpu = (f"about {math.ceil(LAPTOP_FACTOR * t['cpu_s'] / 60)} min on a laptop CPU (twice its time alone on an idle "
+           f"2-core machine, {when})" if t["cpu_s"] else "a CPU time not measured yet")
     return (f"**Time.** Allow {cpu} and about {math.ceil(t['gpu']['s'] / 60)} min on a Colab GPU (the times under "
             f"the book's tables are its own runs, several trained at once: not what one student waits).")
 
