@@ -414,6 +414,14 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
               "    try:\n        open(os.path.join(p, 'seen-by-sam'), 'w').write(str(os.listdir(p)))\n"
               "    except OSError:\n        pass\n"
               f"subprocess.Popen(['sh', '-c', 'sleep 3; touch {detached}'], start_new_session=True)\n", "sam")
+    book_runs = Path(__file__).resolve().parents[1] / "data" / "classroom"
+    secret = tmp_path / "instructor-only.txt"  # a file of the instructor's the notebook points the grader at
+    secret.write_text("4242\n")
+    secret.chmod(0o600)
+    with_cell(f"import os\nos.makedirs('idmap_runs', exist_ok=True)\n"
+              f"os.symlink({str(secret)!r}, 'idmap_runs/seed.txt')\n"
+              f"for f in os.listdir({str(book_runs)!r})[:40]:\n"
+              f"    os.symlink(os.path.join({str(book_runs)!r}, f), os.path.join('idmap_runs', f))\n", "linus")
     scratch = tmp_path / "scratch"  # the grader's temporary folders, here only (other tests may grade meanwhile)
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -424,10 +432,13 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
     assert rows["henry"]["total"] == 0 and "time limit (90 s)" in rows["henry"]["reason"]
     assert rows["eve"]["total"] == 0 and not marker.exists()
     assert rows["sam"]["total"] == 0 and not list(tmp_path.rglob("seen-by-sam"))  # the class and CSV folder unseen
+    assert rows["linus"]["total"] == 0 and "links or special files made by the notebook" in rows["linus"]["reason"]
+    assert "4242" not in json.dumps(rows["linus"])  # the linked file was never read
     assert not (Path.home() / "seen-by-sam").exists()
     time.sleep(5)
     assert not detached.exists()  # everything the notebook started was killed with its sandbox
-    assert sorted(p.name for p in subs.iterdir()) == ["eve.zip", "henry.zip", "mallory.zip", "sam.zip"]  # nothing planted
+    assert sorted(p.name for p in subs.iterdir()) == ["eve.zip", "henry.zip", "linus.zip", "mallory.zip",
+                                                      "sam.zip"]  # nothing planted
     with open(tmp_path / "grades.csv") as f:
         assert {r["student"] for r in csv.DictReader(f)} == set(rows)
     assert not list(scratch.iterdir())  # every scratch folder removed
