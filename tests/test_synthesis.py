@@ -27,22 +27,25 @@ def _found(**words):
     return {r: {"outcome": w} for r, w in words.items()}
 
 
-def test_a_property_is_necessary_sufficient_both_or_neither_by_its_counterexamples(monkeypatch):
-    monkeypatch.setattr(synthesis, "PROPERTIES", {"a": ("p", "q"), "b": ("q",), "c": (), "d": ("p",)})
-    monkeypatch.setattr(synthesis, "PROPERTY_WORDS", {"p": "", "q": ""})
+def test_a_property_is_judged_only_by_the_swaps_that_change_it_alone(monkeypatch):
+    """A mechanism is sufficient where adding that one part rescued a failing unit, necessary where removing it broke
+    one that coped; rows that differ in several parts (the units themselves) never decide it."""
+    monkeypatch.setattr(synthesis, "PROPERTIES", {"u-1": (), "u+p-1": ("p",), "v-1": ("p", "q"), "v+nop-1": ("q",),
+                                                  "w-1": ("q",)})
     good, bad = synthesis.OUTCOMES["jump"]
-    s = synthesis.status("p", _found(a=good, b=bad, c=bad, d=good))
-    assert s["status"] == "necessary and sufficient" and not s["twins"]
-    s = synthesis.status("q", _found(a=good, b=bad, c=bad, d=good))   # b has q and fails; d tolerates without q
-    assert s["status"] == "neither" and s["against_sufficient"] == ["b"] and s["against_necessary"] == ["d"]
-    s = synthesis.status("p", _found(a=good, b=good, c=bad, d=good))  # b tolerates without p
-    assert s["status"] == "sufficient, not necessary" and s["against_necessary"] == ["b"]
-    s = synthesis.status("p", _found(a=good, b=bad, c=bad, d=bad))
-    assert s["status"] == "necessary, not sufficient" and s["against_sufficient"] == ["d"]
-    s = synthesis.status("p", _found(a=good, b="open", c="stuck before the jump", d="in between"))
-    assert s["status"] == "not testable at this scale" and s["rows"] == ["a"]  # only decided rows count
-    s = synthesis.status("p", _found(a=good, c=bad))                   # a has p and q, c neither: twins
-    assert s["twins"] == ["q"]
+    found = _found(**{"u-1": bad, "u+p-1": good, "v-1": good, "v+nop-1": bad, "w-1": good})
+    s = synthesis.status("p", found)
+    assert s["status"] == "necessary and sufficient" and s["rescued"] == ["u+p-1"] and s["broke"] == ["v+nop-1"]
+    s = synthesis.status("q", found)  # w tolerates with q, u fails without it: units, not a swap of q
+    assert s["status"] == "not testable at this scale"
+    found["v+nop-1"] = {"outcome": good}
+    assert synthesis.status("p", found)["status"] == "sufficient, not necessary"
+    found["u+p-1"] = {"outcome": bad}
+    assert synthesis.status("p", found)["status"] == "neither"
+    found["v+nop-1"] = {"outcome": "open"}
+    assert synthesis.status("p", found)["status"] == "not sufficient; necessity not tested here"
+    found["u+p-1"] = {"outcome": "not run yet"}
+    assert synthesis.status("p", found)["status"] == "open"
 
 
 @pytest.mark.parametrize("below, above, word", [

@@ -107,31 +107,47 @@ def outcomes(test="jump", out_dir=None) -> dict:
     return {r: outcome(r, test, out_dir) for r in ROWS[test]}
 
 
-STATUSES = ("necessary and sufficient", "necessary, not sufficient", "sufficient, not necessary", "neither",
+STATUSES = ("necessary and sufficient", "sufficient, not necessary", "necessary, not sufficient", "neither",
+            "sufficient; necessity not tested here", "not sufficient; necessity not tested here",
+            "necessary; sufficiency not tested here", "not necessary; sufficiency not tested here",
             "not testable at this scale", "open")
 
 
+def parent_of(row: str) -> str | None:
+    """The unit a swapped row was made from (``unit+swap-depth`` -> ``unit-depth``); None for a unit itself."""
+    name, depth = row.rsplit("-", 1)
+    return f"{name.split('+')[0]}-{depth}" if "+" in name else None
+
+
 def status(prop, found: dict, test="jump") -> dict:
-    """The status of property `prop` over the rows whose outcome `found` decides (the good or the bad outcome of
-    `test`), with the rows that decide it: ``against_necessary`` (rows with the good outcome and without `prop`),
-    ``against_sufficient`` (rows with `prop` and the bad outcome), ``twins`` (the properties that every decided row
-    has or lacks together with `prop`: the rows cannot tell them apart)."""
+    """The status of property `prop`, decided only by the swaps that change that one part (a row and its parent that
+    differ in `prop` alone): *sufficient* where adding it turned a failing unit into one with the good outcome of
+    `test` (``rescued``), *not sufficient* where it did not (``not_rescued``); *necessary* where removing it made a
+    unit with the good outcome fail (``broke``), *not necessary* where the unit kept it (``kept``). Units that differ
+    in several parts never decide it: with no such swap decided it is *not testable at this scale* (no swap of that
+    part exists) or *open* (its runs do not decide it yet)."""
     good, bad = OUTCOMES[test]
-    decided = {r: o["outcome"] for r, o in found.items() if o["outcome"] in (good, bad)}
-    has = {r for r in decided if prop in PROPERTIES[r]}
-    lacks = set(decided) - has
-    out = {"against_necessary": sorted(r for r in lacks if decided[r] == good),
-           "against_sufficient": sorted(r for r in has if decided[r] == bad),
-           "twins": sorted(p for p in PROPERTY_WORDS if p != prop and
-                           all((p in PROPERTIES[r]) == (r in has) for r in decided)),
-           "rows": sorted(decided)}
-    if not has or not lacks:
-        out["status"] = "not testable at this scale" if decided else "open"
-        return out
-    necessary, sufficient = not out["against_necessary"], not out["against_sufficient"]
-    out["status"] = ("necessary and sufficient" if necessary and sufficient else
-                     "necessary, not sufficient" if necessary else
-                     "sufficient, not necessary" if sufficient else "neither")
+    out = {k: [] for k in ("rescued", "not_rescued", "broke", "kept")}
+    swaps = [(parent_of(r), r) for r in found if parent_of(r) in found and
+             set(PROPERTIES[r]) ^ set(PROPERTIES[parent_of(r)]) == {prop}]
+    for parent, row in swaps:
+        o_parent, o_row = found[parent]["outcome"], found[row]["outcome"]
+        if prop in PROPERTIES[row] and o_parent == bad and o_row in (good, bad):  # added to a failing unit
+            out["rescued" if o_row == good else "not_rescued"].append(row)
+        elif prop not in PROPERTIES[row] and o_parent == good and o_row in (good, bad):  # taken from one that copes
+            out["broke" if o_row == bad else "kept"].append(row)
+    add = "sufficient" if out["rescued"] and not out["not_rescued"] else "not sufficient" if out["not_rescued"] else ""
+    rem = "necessary" if out["broke"] and not out["kept"] else "not necessary" if out["kept"] else ""
+    if add and rem:
+        out["status"] = {("sufficient", "necessary"): "necessary and sufficient",
+                         ("sufficient", "not necessary"): "sufficient, not necessary",
+                         ("not sufficient", "necessary"): "necessary, not sufficient"}.get((add, rem), "neither")
+    elif add:
+        out["status"] = f"{add}; necessity not tested here"
+    elif rem:
+        out["status"] = f"{rem}; sufficiency not tested here"
+    else:
+        out["status"] = "open" if swaps else "not testable at this scale"
     return out
 
 
@@ -183,8 +199,8 @@ def assess(mechanism: Mechanism, found=None, out_dir=None) -> dict:
     """{test: status dict} of one mechanism over both tests (``status``); {"status": "not testable at this scale"}
     for a mechanism no swap tests."""
     if mechanism.prop is None:
-        return {t: {"status": "not testable at this scale", "against_necessary": [], "against_sufficient": [],
-                    "twins": [], "rows": []} for t in OUTCOMES}
+        return {t: {"status": "not testable at this scale", "rescued": [], "not_rescued": [], "broke": [], "kept": []}
+                for t in OUTCOMES}
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     return {t: status(mechanism.prop, found[t], t) for t in OUTCOMES}
 
@@ -223,14 +239,11 @@ def table(assessed=None):
         row = {"mechanism": m.title, "offered by": m.by}
         for t, label in (("jump", "at the lr jump"), ("start", "at 1001 layers")):
             s = a[t]
+            said = {"rescued": "adding it rescued", "not_rescued": "adding it did not rescue",
+                    "broke": "removing it broke", "kept": "removing it did not break"}
+            why = [f"{said[k]} {words('a_swaps', parent_of(r))}" for k in said for r in s[k]]
             if s["status"] == "not testable at this scale":
-                has = [r for r in s["rows"] if m.prop in PROPERTIES[r]]
-                why = ["no decided row lacks it" if has else "no decided row has it"] if s["rows"] else []
-            else:
-                why = [f"{words('a_swaps', r)} has the outcome without it" for r in s["against_necessary"]]
-                why += [f"{words('a_swaps', r)} has it and not the outcome" for r in s["against_sufficient"]]
-            if s["twins"] and s["status"] != "not testable at this scale":
-                why.append("the rows cannot tell it from " + ", ".join(PROPERTY_SHORT[p] for p in s["twins"]))
+                why = ["no swap changes this part alone"]
             row[label] = s["status"] + (f" ({'; '.join(why)})" if why else "")
         row["shown in"] = m.where
         if m.why_not:
@@ -262,15 +275,12 @@ def answer(assessed=None, found=None, out_dir=None) -> str:
             f"1001 layers pre-activation {start} and the original {slow}.")
     by = {}
     for m in MECHANISMS:
-        s = assessed[m.key]["jump"]
-        apart = " (the decided rows cannot yet tell these apart)" if s["twins"] else ""
-        by.setdefault((s["status"], apart), []).append(m.title[0].lower() + m.title[1:])
-    why = "; ".join(f"{listed(ms)}: **{st}**{apart}" for (st, apart), ms in by.items())
-    decisive = [m for m in MECHANISMS if assessed[m.key]["jump"]["status"] == "necessary and sufficient"
-                and not assessed[m.key]["jump"]["twins"]]
+        by.setdefault(assessed[m.key]["jump"]["status"], []).append(m.title[0].lower() + m.title[1:])
+    why = "; ".join(f"{listed(ms)}: **{st}**" for st, ms in by.items())
+    decisive = [m for m in MECHANISMS if assessed[m.key]["jump"]["status"] == "necessary and sufficient"]
     plain = (f" **In plain words:** of the parts swapped so far, {decisive[0].title[0].lower() + decisive[0].title[1:]}"
-             f" is the one that decides whether a unit trains through the jump (on the "
-             f"{len(assessed[decisive[0].key]['jump']['rows'])} rows decided so far)." if len(decisive) == 1 else "")
+             f" is the one that decides whether a unit trains through the jump (adding it rescued a failing unit, "
+             f"removing it broke one that coped)." if len(decisive) == 1 else "")
     waiting = [r for t in OUTCOMES for r, o in found[t].items() if o["outcome"] in ("not run yet", "open")]
     rest = (f" Still undecided: {len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)."
             if waiting else "")
