@@ -14,7 +14,7 @@ from ..engine import recipes
 from . import figure_style, palette, paper_numbers
 from .cpu_scale import PROBE_MAX_RISE
 from .log_axes import log_ticks
-from .metrics import ended_at_chance, lr_jump_rise, reached_80, steps_to_80
+from .metrics import ended_at_chance, reached_80, steps_to_80
 from .reports import hardware
 from .seeds import ALL_SEEDS
 from .runs import seed_runs

@@ -15,8 +15,6 @@ from __future__ import annotations
 import math
 from functools import partial
 
-import torch
-
 from ..engine import recipes
 from ..models.introspect import residual_units
 from . import mechanisms
@@ -62,6 +60,9 @@ class JumpWatch(mechanisms.Watch):
             x = args[0].detach().float()
             self.branch[k] = float(out.detach().float().norm() / x.norm().clamp_min(1e-30))
 
+    def snapshot(self) -> dict:
+        return {**super().snapshot(), "branch_ratio": list(self.branch), "grad_norm": self.grad_norms()}
+
     def grad_norms(self) -> list:
         """Per unit, ||dE/dW|| over its weights in the step just made (the optimizer zeroes them at the next)."""
         out = []
@@ -72,26 +73,9 @@ class JumpWatch(mechanisms.Watch):
 
 
 def watch_training(recipe, at, data=None) -> dict:
-    """Train `recipe` (the engine's Run) for max(at) + 1 steps; in the forward of each step whose number of updates
-    so far is in `at`, record what ``JumpWatch`` sees, and after that step's backward the units' gradient norms."""
-    from ..engine import data as data_mod
-    from ..engine.trainer import Run
-
-    if not at or min(at) < 0 or list(at) != sorted(set(at)):
-        raise ValueError(f"at must be increasing step numbers >= 0, got {at!r}")
-    run = Run(recipe, data=data or data_mod.load(recipe["dataset"]), device="cpu", progress=False,
-              write_result=False, max_steps=max(at) + 1)
-    watch, out = JumpWatch(run.raw), []
-    try:
-        while not run.done:
-            step, watch.on = run.step, run.step in at
-            run.advance()
-            if step in at:
-                out.append({"step": step, "lr": recipes.lr_at(recipe["schedule"], step), **watch.snapshot(),
-                            "branch_ratio": list(watch.branch), "grad_norm": watch.grad_norms()})
-    finally:
-        watch.remove()
-    return {"forwards": out, "precision": str(run.dtype).replace("torch.", ""), "history": run.history}
+    """mechanisms.training_forwards with ``JumpWatch``: the weight layers' inputs, each unit's branch and its
+    gradient norm in the steps `at`."""
+    return mechanisms.training_forwards(recipe, at, data, watch=JumpWatch)
 
 
 def same_run(record, result) -> bool:

@@ -153,9 +153,10 @@ def variant_of(depth, unit):
     return ("a_table2_activations", f"{unit}-110") if depth == 110 else ("a_table3_preact", f"c10-{depth}-{unit}")
 
 
-def training_forwards(recipe, at, data=None) -> dict:
+def training_forwards(recipe, at, data=None, watch=None) -> dict:
     """Train `recipe` (the engine's Run: its data, bf16 autocast, schedule and seed) for max(at) + 1 steps and
-    record, in the forward of each step whose number of updates so far is in `at`, what ``Watch`` sees."""
+    record, in the forward of each step whose number of updates so far is in `at`, what `watch` (a Watch class,
+    default ``Watch``; its ``snapshot`` is taken after that step's backward) sees."""
     from ..engine import data as data_mod
     from ..engine.trainer import Run
 
@@ -163,7 +164,7 @@ def training_forwards(recipe, at, data=None) -> dict:
         raise ValueError(f"at must be increasing step numbers >= 0, got {at!r}")
     run = Run(recipe, data=data or data_mod.load(recipe["dataset"]), device="cpu", progress=False,
               write_result=False, max_steps=max(at) + 1)
-    watch, out = Watch(run.raw), []
+    watch, out = (watch or Watch)(run.raw), []
     try:
         while not run.done:
             step, watch.on = run.step, run.step in at
