@@ -10,7 +10,7 @@
     python -m idmap_lib sweep [--scale cpu|full] [--claims KEY,..] [--seeds 0,1,2] [--next|--missing|--queue]
         [--status] [--run] [--executor local|slurm --partition P --gpus-per-job 1 --time 4h [--max-jobs N]]
         (the runs the claims need, in the order that settles them soonest: listed, or submitted through submitit
-        as jobs that resume from their checkpoints -- on SLURM one job array; book/queue.py)
+        as jobs that resume from their checkpoints -- on SLURM one job array; book/plan/queue.py)
     python -m idmap_lib mnist [--depths 100,10,50,20,2] [--kinds plain,resnet,gresnet] [--seeds 0,1,2] [--list]
         (Paper B's MNIST grid, full recipe)
     python -m idmap_lib bench [--steps N] [--data PATH] [--modes | --stacked | --fused N[,N..]]
@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 
-from .book.mnist_grid import DEPTHS
+from .book.plan.mnist_grid import DEPTHS
 from .engine.recipes import KERAS_PROBE, MNIST_KINDS, SCALES
 
 
@@ -225,8 +225,8 @@ def _fused(args, cfgs, opts) -> int:
 def _sweep(args) -> int:
     if args.scale or args.queue or args.status or args.executor:
         return _queue(args)
-    from .book.claims import CLAIMS_BY_KEY
-    from .book.sweep import SWEEP_ORDER, sweep_in_words, sweep_status
+    from .book.evidence.claims import CLAIMS_BY_KEY
+    from .book.plan.sweep import SWEEP_ORDER, sweep_in_words, sweep_status
 
     try:
         claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims else SWEEP_ORDER)]
@@ -258,9 +258,9 @@ def _sweep(args) -> int:
 
 
 def _queue(args) -> int:
-    """sweep --scale/--queue/--status/--executor: the queue of book/queue.py."""
-    from .book import queue as q
-    from .book.queue_status import status, status_text
+    """sweep --scale/--queue/--status/--executor: the queue of book/plan/queue.py."""
+    from .book.plan import queue as q
+    from .book.plan.queue_status import status, status_text
 
     scale, keys = args.scale or "cpu", args.claims.split(",") if args.claims else None
     seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else None
@@ -297,7 +297,7 @@ def _queue(args) -> int:
 
 
 def _mnist(args) -> int:
-    from .book.mnist_grid import configs, missing, train_depth
+    from .book.plan.mnist_grid import configs, missing, train_depth
     from .engine.results import run_name
 
     depths, seeds = [int(d) for d in args.depths.split(",")], [int(s) for s in args.seeds.split(",")]

@@ -3,10 +3,10 @@ paper."""
 import pytest
 
 from fake_runs import history, mnist_run, result, save
-from idmap_lib.book import claims, metrics, rule
-from idmap_lib.book.claims import CLAIMS, Claim
-from idmap_lib.book.rule import compare
-from idmap_lib.book.runs import seed_runs
+from idmap_lib.book.evidence import claims, metrics, rule
+from idmap_lib.book.evidence.claims import CLAIMS, Claim
+from idmap_lib.book.evidence.rule import compare
+from idmap_lib.book.evidence.runs import seed_runs
 from idmap_lib.engine import recipes, results
 
 

@@ -1,6 +1,7 @@
 """The probe that chose the CPU scale (chapter 11)."""
 from fake_runs import history, result
-from idmap_lib.book import cpu_scale, rule
+from idmap_lib.book.plan import cpu_scale
+from idmap_lib.book.evidence import rule
 from idmap_lib.engine import results
 
 

@@ -2,7 +2,8 @@
 import re
 
 from fake_runs import history, result, save
-from idmap_lib.book import curves, log_axes
+from idmap_lib.book.figures import curves
+from idmap_lib.book.page import log_axes
 from idmap_lib.engine import results
 
 
@@ -106,7 +107,8 @@ def test_a_unit_has_one_colour_in_every_figure(tmp_path):
     """Issue 42.1: full pre-activation was blue, orange and red on one page. Its colour is palette.py's wherever a
     curve of it is drawn (Table 2's, Table 3's or the interventions' runs), and no two units share one."""
     from fake_runs import save
-    from idmap_lib.book import curves, palette
+    from idmap_lib.book.figures import curves
+    from idmap_lib.book.page import palette
 
     units = ("original-110", "relu_preact-110", "full_preact-110")
     for v in units:

@@ -165,7 +165,7 @@ def test_stacked_keras_nets_equal_each_alone():
 
 
 def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_path, monkeypatch):
-    from idmap_lib.book import mnist_grid
+    from idmap_lib.book.plan import mnist_grid
 
     monkeypatch.setattr(mnist_grid, "configs", lambda d, seeds, kinds=KINDS: [tiny(k, s, d=6) for k in kinds
                                                                                 for s in seeds])

@@ -1,7 +1,7 @@
 """Paper B on the page (gate_figures): the MNIST table beside Tables 1-2, the k figure, the pruning figure."""
 import pytest
 
-from idmap_lib.book import gate_figures as gf
+from idmap_lib.book.figures import gate_figures as gf
 from idmap_lib.engine import recipes, results
 
 
@@ -93,7 +93,8 @@ def test_k_vs_paper_note_compares_every_recorded_depth(tmp_path):
 
 
 def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
-    from idmap_lib.book import claims, keras_probe
+    from idmap_lib.book.evidence import claims
+    from idmap_lib.book.figures import keras_probe
     for s in range(3):
         results.save_result(mnist_result("gresnet", 10, s, 0.020, ks=[0.5, 0.5, 0.5, 0.5, -0.1]), tmp_path)
         results.save_result(mnist_result("gresnet_keras", 10, s, 0.016 + 0.001 * s, ks=[2.0 + s] * 5), tmp_path)
@@ -153,7 +154,7 @@ def cifar_gated_result(experiment, seed, ks):
 
 @pytest.mark.parametrize("seeds", [(0, 1, 2, 3, 4), (0, 1, 2, 3)])
 def test_k_figure_and_its_note_count_every_recorded_seed(tmp_path, seeds):
-    from idmap_lib.book import rule
+    from idmap_lib.book.evidence import rule
     assert gf.ALL_SEEDS == rule.ALL_SEEDS and len(gf.ALL_SEEDS) > len(gf.SEEDS)
     for s in seeds:  # more seeds than the claim's 3 recorded: the figure and the note read them all
         results.save_result(cifar_gated_result("b_resnet32", s, [1.0 + 0.01 * b for b in range(15)]), tmp_path)
@@ -175,7 +176,8 @@ def test_numbers_that_round_to_zero_print_without_a_sign(tmp_path):
 
 
 def test_cifar_curves_are_titled_by_the_tables_of_the_variants_shown(tmp_path):
-    from idmap_lib.book import curves, paper_numbers
+    from idmap_lib.book.figures import curves
+    from idmap_lib.book.evidence import paper_numbers
     assert paper_numbers.source("b_wrn", ["plain", "gated", "gated-k_decay"]) == "Paper B Table 3"
     assert paper_numbers.source("b_wrn", ["gated", "c100-gated"]) == "Paper B Table 3 / Paper B Table 4"
     fig = curves.band_curves("b_wrn", ["plain", "gated", "gated-k_decay"], out_dir=tmp_path)

@@ -63,7 +63,7 @@ spec_q.loader.exec_module(gq)
 
 
 def test_the_queue_resumes_runs_under_way_first_then_fuses_a_variants_seeds_or_pairs_a_seed_of_every_row(tmp_path):
-    """The library's queue at the full recipe (book/queue.py: SWEEP_ORDER's claims first to last), cut into the
+    """The library's queue at the full recipe (book/plan/queue.py: SWEEP_ORDER's claims first to last), cut into the
     window's processes."""
     import torch
     from fake_runs import result

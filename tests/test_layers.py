@@ -2,6 +2,7 @@
 and the command line and the ``import idmap_lib as im`` API on top. No module imports upward: read
 from every module's source (``ast``), at module level and inside functions alike."""
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,7 @@ def test_no_module_imports_upward():
     ("idmap_lib.engine.trainer", "def f():\n    from ..book.claims import CLAIMS\n"),
     ("idmap_lib.engine.bench", "def f():\n    from idmap_lib import cli\n"),
     ("idmap_lib.engine.stacked", "from .. import book"),
-    ("idmap_lib.book.verdicts", "def f():\n    import importlib\n    importlib.import_module('idmap_lib.cli')\n"),
+    ("idmap_lib.book.evidence.verdicts", "def f():\n    import importlib\n    importlib.import_module('idmap_lib.cli')\n"),
 ])
 def test_a_planted_upward_import_is_caught(module, planted):
     path = MODULES[module]
@@ -108,11 +109,11 @@ def test_no_import_circle():
 
 
 def test_a_planted_import_circle_is_caught():
-    """book/live.py imports book/runs.py; runs importing live back (even inside a function) closes a circle."""
-    runs = MODULES["idmap_lib.book.runs"]
-    assert "idmap_lib.book.runs" in {t for _, t in imported("idmap_lib.book.live", MODULES["idmap_lib.book.live"])}
-    circle = import_circle({"idmap_lib.book.runs": runs.read_text() + "\n\ndef f():\n    from . import live\n"})
-    assert {"idmap_lib.book.live", "idmap_lib.book.runs"} <= set(circle)
+    """book/figures/live.py imports book/evidence/runs.py; runs importing live back (even inside a function) closes a circle."""
+    runs = MODULES["idmap_lib.book.evidence.runs"]
+    assert "idmap_lib.book.evidence.runs" in {t for _, t in imported("idmap_lib.book.figures.live", MODULES["idmap_lib.book.figures.live"])}
+    circle = import_circle({"idmap_lib.book.evidence.runs": runs.read_text() + "\n\ndef f():\n    from ..figures import live\n"})
+    assert {"idmap_lib.book.figures.live", "idmap_lib.book.evidence.runs"} <= set(circle)
 
 
 def test_the_stable_api_and_the_recipes_builders():
@@ -134,3 +135,55 @@ def test_the_library_says_what_and_why_not_which_issue():
     found = [f"{p.relative_to(PACKAGE)}:{i}" for p in sorted(PACKAGE.rglob("*.py"))
              for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"(?i)\bissue [0-9]", line)]
     assert not found, "issue numbers in the library: " + ", ".join(found)
+
+
+BOOK_ROOMS = ["page", "maths", "evidence", "plan", "figures"]  # each imports only the rooms before it
+
+
+def room(module: str):
+    """The index of the book room `module` sits in (None outside the rooms: book/__init__, __main__)."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "book" and parts[2] in BOOK_ROOMS:
+        return BOOK_ROOMS.index(parts[2])
+    return None
+
+
+def room_problems(name: str, path: Path, source: str | None = None) -> list:
+    here = room(name)
+    return [f"{path.relative_to(PACKAGE.parent)}:{line}: {BOOK_ROOMS[here]} imports {t}"
+            for line, t in sorted(set(imported(name, path, source)))
+            if here is not None and t.startswith("idmap_lib.book") and (room(t) is None or room(t) > here)]
+
+
+def test_the_book_rooms_import_only_the_rooms_before_them():
+    problems = [p for name, path in MODULES.items() for p in room_problems(name, path)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("module, planted", [
+    ("idmap_lib.book.evidence.rule", "def f():\n    from ..plan import sweep\n"),
+    ("idmap_lib.book.page.palette", "from ..evidence.claims import CLAIMS\n"),
+    ("idmap_lib.book.maths.theory", "from .. import say\n"),  # the book package itself sits above the rooms
+])
+def test_a_planted_import_from_a_later_room_is_caught(module, planted):
+    path = MODULES[module]
+    assert room_problems(module, path) == []
+    assert len(room_problems(module, path, path.read_text() + "\n\n" + planted)) == 1
+
+
+def test_every_book_module_is_in_a_room_and_the_book_names_it_there():
+    """book/__init__ re-exports each module by its short name from the room it sits in (``book.claims``)."""
+    from idmap_lib import book
+
+    found = {n.split(".")[3]: n.split(".")[2] for n in MODULES if room(n) is not None and n.count(".") == 3}
+    assert found == book.ROOM_OF
+    assert {n for n in MODULES if n.startswith("idmap_lib.book.") and room(n) is None} == {"idmap_lib.book.__main__"}
+    assert book.claims is importlib.import_module("idmap_lib.book.evidence.claims")
+
+
+def test_init_files_only_re_export():
+    """A package's __init__ names what its modules define; it defines nothing itself but the short-name lookup."""
+    defs = [f"{p.relative_to(PACKAGE.parent)}:{n.lineno} {n.name}" for p in PACKAGE.rglob("__init__.py")
+            for n in ast.parse(p.read_text()).body
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name != "__getattr__"]
+    assert not defs, "\n".join(defs)

@@ -1,10 +1,10 @@
-"""Train it yourself (idmap_lib.book.live), as a student would: a few steps, a disconnect, the same cell again, the
+"""Train it yourself (idmap_lib.book.figures.live), as a student would: a few steps, a disconnect, the same cell again, the
 finished run shown as theirs in the chapter's table; and the trainer's part of it (wall-time checkpoints, a
 progress line from the first steps that counts max_steps)."""
 import pytest
 
-from idmap_lib.book import variants
-from idmap_lib.book import live
+from idmap_lib.book.evidence import variants
+from idmap_lib.book.figures import live
 from idmap_lib.engine import recipes
 from idmap_lib.engine import trainer as trainer_mod
 from idmap_lib.engine.trainer import train

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from fake_runs import history, mnist_run, result
-from idmap_lib.book import metrics
+from idmap_lib.book.evidence import metrics
 
 
 def test_steps_to_80_is_moved_by_neither_the_loss_at_initialisation_nor_a_spike_at_the_lr_jump():

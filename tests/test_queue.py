@@ -1,4 +1,4 @@
-"""The sweep as one queue through submitit (book/queue.py, issue 34): jobs on this machine train a tiny recipe end to
+"""The sweep as one queue through submitit (book/plan/queue.py, issue 34): jobs on this machine train a tiny recipe end to
 end and one killed mid-way resumes exactly; a recorded run is never sent again; the SLURM job array's sbatch
 parameters, checked without a cluster (submitit's own mocked sbatch)."""
 import json
@@ -13,8 +13,8 @@ import torch
 pytest.importorskip("submitit")
 
 from fake_runs import result  # noqa: E402
-from idmap_lib.book import queue as q  # noqa: E402
-from idmap_lib.book.queue_status import status, status_text  # noqa: E402
+from idmap_lib.book.plan import queue as q  # noqa: E402
+from idmap_lib.book.plan.queue_status import status, status_text  # noqa: E402
 from idmap_lib.engine import recipes, results  # noqa: E402
 from support import SHARED, tiny_mnist  # noqa: E402
 
@@ -115,7 +115,7 @@ def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_pat
     results.save_result(r, out)
     left = [recipes.config(T2, "full_preact-110", "full", 1), recipes.config(T2, "bn_after_add-110", "full", 2),
             recipes.config("b_resnet32", "gated", "full", 0)]
-    from idmap_lib.book.queue_status import remaining_hours
+    from idmap_lib.book.plan.queue_status import remaining_hours
     assert remaining_hours(left, "full", out, gpu_dir=tmp_path) == \
         "1.0 GPU-hours on NVIDIA H200 at its recorded pace (+ 1 runs of a network it has not trained)"
     again = q.queue("full", out_dir=out, folder=folder, checkpoint_dir=ck)
@@ -255,7 +255,7 @@ def test_status_reads_slurm_without_submitit_through_squeue(tmp_path, monkeypatc
 def test_the_full_queue_asks_for_the_seeds_that_resolve_the_papers_gap_after_every_claims_first_three():
     """Issue 40.6: with Paper A's own spread (Table 4, ± 0.14) Table 2's 0.24-point gap needs 7 seeds a side for
     80 % power (3 find it a third of the time); the queue asks for them once every claim has its first 3."""
-    from idmap_lib.book import claims, power
+    from idmap_lib.book.evidence import claims, power
 
     assert power.seeds_for(0.24, 0.14) == 7 and 0.3 < power.power(3, 0.24, 0.14) < 0.4
     assert power.claim_seeds(claims.CLAIMS_BY_KEY["t2_full_preact_best"]) == 7

@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from idmap_lib.book import rule
-from idmap_lib.book.rule import better, combine, similar
+from idmap_lib.book.evidence import rule
+from idmap_lib.book.evidence.rule import better, combine, similar
 
 
 def compare(test, xa, xb, scale="full", **kw):

@@ -1,5 +1,5 @@
 """How long a full recipe takes: measured on an H200, derived for a T4 and a CPU."""
-from idmap_lib.book import run_times
+from idmap_lib.book.plan import run_times
 from idmap_lib.engine import recipes, results
 
 

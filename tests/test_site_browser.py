@@ -510,7 +510,7 @@ def test_no_frozen_widget_controls(name):
 def test_launch_buttons_follow_the_repository_url_setting():
     """Every chapter page opens its own notebook on Colab from the repository named in _config.yml (an exercise
     page: its student edition, book/student/)."""
-    from idmap_lib.book import repository
+    from idmap_lib.book.page import repository
     from idmap_lib.checks.editions import student_edition_paths
 
     assert (SITE / "index.html").is_file(), f"{SITE} has no built site: run `make book` first"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from idmap_lib import book
-from idmap_lib.book import repository
+from idmap_lib.book.page import repository
 
 pytestmark = pytest.mark.slow  # minutes: `pytest -m 'not slow'` leaves it out of the quick loop
 

@@ -106,7 +106,7 @@ def test_chapter_11_never_mixes_scales_in_one_claims_table():
     has no verdict column)."""
     from bs4 import BeautifulSoup
 
-    from idmap_lib.book import claim_words, claims
+    from idmap_lib.book.evidence import claim_words, claims
     page = SITE / "11_reproductions.html"
     if not page.exists():
         pytest.skip("the book is not built")
@@ -147,7 +147,7 @@ def _sliders():
     """Chapters 2 and 3's slider figures, from made-up measurements of the same shape (the chapters measure them)."""
     import numpy as np
 
-    from idmap_lib.book import slider_figures
+    from idmap_lib.book.figures import slider_figures
     k = np.arange(1001)
     lam = slider_figures.lambda_slider({lam: lam ** k * (1 + k / 500) for lam in (0.9, 0.99, 1.0, 1.05, 1.1)})
     depth = slider_figures.depth_slider({L: 1 + 0.7 * np.arange(L, -1, -1) for L in (10, 100, 1000)},
@@ -195,7 +195,7 @@ def test_the_sliders_set_readable_axes_at_every_step():
 def test_the_slider_figures_say_what_is_wrong_with_their_input():
     import numpy as np
 
-    from idmap_lib.book import slider_figures
+    from idmap_lib.book.figures import slider_figures
     with pytest.raises(ValueError, match="start=0.5 is not one of the measured lambdas"):
         slider_figures.lambda_slider({1.0: np.ones(11)}, start=0.5)
     with pytest.raises(ValueError, match="the same depths"):
@@ -224,7 +224,7 @@ def test_the_theory_layout_is_readable():
     import plotly.graph_objects as go
 
     from idmap_lib import book
-    from idmap_lib.book import slider_figures
+    from idmap_lib.book.figures import slider_figures
     fig = go.Figure([go.Scatter(y=[1, 2], name="a"), go.Scatter(y=[2, 1], name="b")])
     fig.update_layout(slider_figures.THEORY_LAYOUT, title_text="t")
     figs = [fig, *_sliders()]
@@ -238,7 +238,7 @@ def _probed():
     line ``checkpoints.trained_model`` writes: the step and the hardware."""
     import torch
 
-    from idmap_lib.book import trained_probes as tp
+    from idmap_lib.book.figures import trained_probes as tp
     info = "ResNet-110 (basic) after 29,000 of 64,000 steps of the paper's recipe (cuda, bfloat16)"
     return {"info": info, "pre_info": info.replace("basic", "basic, full pre-activation"), "x": torch.zeros(4, 3, 32, 32),
             "rates": {tp.INIT: torch.linspace(0.1, 0.3, 54), tp.TRAINED: torch.linspace(0.2, 0.1, 54)},
@@ -247,8 +247,8 @@ def _probed():
 
 def _book_figures():
     """Every figure the library draws for chapters 3-11, called as the chapters call it, from the recorded runs."""
-    from idmap_lib.book import claims, curves, full_recipe, gate_figures, keras_probe, live, mechanism_figures, \
-        synthesis, trained_probes, variants, verdicts
+    from idmap_lib.book.evidence import claims, synthesis, variants, verdicts
+    from idmap_lib.book.figures import curves, full_recipe, gate_figures, keras_probe, live, mechanism_figures, trained_probes
     t1 = [c.key for c in claims.CLAIMS if c.experiment == "a_table1_shortcuts"]
     return {
         "curves.band_curves": lambda: curves.band_curves("a_table1_shortcuts", variants.T1_CURVES, height=430),
@@ -289,7 +289,8 @@ def test_every_figure_of_the_book_is_readable(name):
 
 def test_a_caption_holds_what_the_title_does_not():
     """The hardware of chapter 8's probes sits in the caption line under the plot, in lines a phone's column holds."""
-    from idmap_lib.book import figure_style, trained_probes
+    from idmap_lib.book.page import figure_style
+    from idmap_lib.book.figures import trained_probes
     fig = trained_probes.gradient_figure(_probed())
     assert "cuda" not in fig.layout.title.text
     caption, = [a for a in fig.layout.annotations if "cuda" in a.text]
@@ -302,7 +303,7 @@ def test_a_caption_s_own_breaks_stay_and_a_legend_under_it_has_its_rows():
     """The breaks a caption adds to fit a line are soft (" <br>", which a phone's layout joins and wraps again at its
     width); the caption's own are kept; a legend at the foot gets its rows under the caption, not on it."""
     import plotly.graph_objects as go
-    from idmap_lib.book import figure_style
+    from idmap_lib.book.page import figure_style
 
     text = " ".join(["word"] * 30) + "<br>a line of its own"
     fig = figure_style.caption(go.Figure(), text, legend_rows=3)
@@ -317,7 +318,7 @@ def test_a_long_title_wraps_and_pushes_the_plot_down_instead_of_growing_into_it(
     """A title of several lines is anchored at the figure's top (plotly's default centres its first line in the top
     margin, so lines added grow down into the subplot titles), its lines fit the column, and the margin holds them."""
     import plotly.graph_objects as go
-    from idmap_lib.book import figure_style as fs
+    from idmap_lib.book.page import figure_style as fs
 
     short, long = go.Figure(), go.Figure()
     fs.title(short, "A title", "a subtitle")
@@ -338,7 +339,7 @@ def test_the_argument_and_the_depth_chapter_end_pointing_to_the_synthesis_with_i
     computed from the verdicts when the page was built."""
     from bs4 import BeautifulSoup
 
-    from idmap_lib.book import synthesis
+    from idmap_lib.book.evidence import synthesis
     if not (SITE / f"{chapter}.html").exists():
         pytest.skip("the book is not built")
     article = BeautifulSoup((SITE / f"{chapter}.html").read_text(), "html.parser").find("article")

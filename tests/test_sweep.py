@@ -2,8 +2,9 @@
 import pytest
 
 from fake_runs import history, result, save
-from idmap_lib.book import claims, cpu_scale, rule, sweep
-from idmap_lib.book.claims import CLAIMS
+from idmap_lib.book.evidence import claims, rule
+from idmap_lib.book.plan import cpu_scale, sweep
+from idmap_lib.book.evidence.claims import CLAIMS
 from idmap_lib.engine import recipes, results
 
 

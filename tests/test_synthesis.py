@@ -1,10 +1,10 @@
-"""The synthesis chapter (book/synthesis.py): the rows' properties are what their recipes build, each row's outcome
+"""The synthesis chapter (book/evidence/synthesis.py): the rows' properties are what their recipes build, each row's outcome
 follows from its two comparisons, and each mechanism's status from whether its property predicts the outcomes
 across the rows (necessary, sufficient, neither, not testable), with the rows that decide it."""
 import pytest
 
-from idmap_lib.book import synthesis
-from idmap_lib.book.claims import CLAIMS_BY_KEY
+from idmap_lib.book.evidence import synthesis
+from idmap_lib.book.evidence.claims import CLAIMS_BY_KEY
 from idmap_lib.engine import recipes
 
 
@@ -85,7 +85,7 @@ def test_the_summary_and_the_tables_name_every_mechanism_with_a_computed_status(
 
 
 def test_the_key_figure_draws_every_recorded_seed_of_every_row_in_its_units_colour():
-    from idmap_lib.book import palette
+    from idmap_lib.book.page import palette
 
     fig, values = synthesis.key_figure()
     drawn = [t for t in fig.data if len(t.x)]

@@ -1,5 +1,5 @@
-"""The book's derivations (idmap_lib.book.theory) reproduce the papers' equations, and the probes
-(idmap_lib.book.probes) measure what the equations say on real idmap_lib networks."""
+"""The book's derivations (idmap_lib.book.maths.theory) reproduce the papers' equations, and the probes
+(idmap_lib.book.maths.probes) measure what the equations say on real idmap_lib networks."""
 import json
 import math
 import re
@@ -9,7 +9,8 @@ import pytest
 import sympy as sp
 import torch
 
-from idmap_lib.book import notation, repository, theory as T
+from idmap_lib.book.maths import notation, theory as T
+from idmap_lib.book.page import repository
 
 # ---- sympy: every derived equation equals the paper's ------------------------------------------------------
 
@@ -112,7 +113,7 @@ def test_long_equations_are_set_on_several_lines():
 
 
 def test_no_chapter_prints_latex_itself():
-    """Chapters display math through idmap_lib.book.theory (sympy's printer), never sp.latex or a regex on LaTeX."""
+    """Chapters display math through idmap_lib.book.maths.theory (sympy's printer), never sp.latex or a regex on LaTeX."""
     for nb in sorted((Path(__file__).parents[1] / "book").glob("0[1-5]_*.ipynb")):
         code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
         assert "sp.latex(" not in code and "re.sub(" not in code, nb.name
@@ -132,7 +133,7 @@ from pathlib import Path
 import torch.nn as nn
 
 import idmap_lib as im
-from idmap_lib.book import probes
+from idmap_lib.book.maths import probes
 
 
 def _stack(n, unit="full_preact", shortcut="identity", channels=4, **opts):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from idmap_lib.book import trained_probes as tp
+from idmap_lib.book.figures import trained_probes as tp
 from idmap_lib.engine import recipes
 
 

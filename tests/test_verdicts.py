@@ -4,7 +4,7 @@ import re
 import pytest
 
 from fake_runs import mnist_run, result, save
-from idmap_lib.book import claims, rule, tables, verdicts
+from idmap_lib.book.evidence import claims, rule, tables, verdicts
 from idmap_lib.engine import results
 
 

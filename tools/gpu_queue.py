@@ -1,4 +1,4 @@
-"""What a lent GPU trains next: the library's queue at the full recipe (idmap_lib/book/queue.py, as
+"""What a lent GPU trains next: the library's queue at the full recipe (idmap_lib/book/plan/queue.py, as
 ``python -m idmap_lib sweep --scale full`` lists it), cut into the window's processes.
 
 Runs with a checkpoint in data/checkpoints/ come first (resumed), then the runs the claims need in the order that
@@ -19,12 +19,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from idmap_lib.book.queue import in_flight  # noqa: E402,F401  (tools/gpu_preflight.py reads it from here)
+from idmap_lib.book.plan.queue import in_flight  # noqa: E402,F401  (tools/gpu_preflight.py reads it from here)
 
 
 def next_runs(n_groups=2, out_dir=None, checkpoint_dir=None, fuse=1) -> list[tuple[str, list[str], list[int]]]:
-    """Up to n_groups (experiment, [variants], [seeds]) groups, one process each (book/queue.py: queue, groups)."""
-    from idmap_lib.book import queue as q
+    """Up to n_groups (experiment, [variants], [seeds]) groups, one process each (book/plan/queue.py: queue, groups)."""
+    from idmap_lib.book.plan import queue as q
 
     todo = q.queue("full", out_dir=out_dir, checkpoint_dir=checkpoint_dir)
     jobs = q.groups(todo, fuse, pairs=fuse <= 1, steps=q.started(checkpoint_dir))

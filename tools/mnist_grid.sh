@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Paper B's MNIST grid at the full recipe (idmap_lib/book/mnist_grid.py), in the background across sessions: one depth
+# Paper B's MNIST grid at the full recipe (idmap_lib/book/plan/mnist_grid.py), in the background across sessions: one depth
 # at a time, its missing runs trained together as one stacked network, resumable (checkpoints), each finished
 # depth's results committed (the d = 100 nets' weights stay in data/weights/, not committed). Trains from a clean worktree of main's latest commit
 # (its own, apart from tools/sweep.sh's) so each result's provenance names the code that made it. One thread:

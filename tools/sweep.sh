@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CPU-scale sweep the claims need (idmap_lib/book/claims.py), run in the background across sessions: a loop
-# around the library's queue (python -m idmap_lib sweep --executor local: idmap_lib/book/queue.py), one job at a
+# The CPU-scale sweep the claims need (idmap_lib/book/evidence/claims.py), run in the background across sessions: a loop
+# around the library's queue (python -m idmap_lib sweep --executor local: idmap_lib/book/plan/queue.py), one job at a
 # time through submitit's local executor -- resumable (a recorded run is skipped; a run cut off mid-way resumes from
 # its checkpoint) and every finished result committed on its own. It trains from a clean checkout of main's latest
 # commit (a worktree of its own, checked out again before every run), so each result's provenance names exactly the

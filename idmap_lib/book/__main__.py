@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from .repository import ROOT, check, repository_url, set_url
+from .page.repository import ROOT, check, repository_url, set_url
 
 
 def main(argv=None) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..book import CLASSROOM_RUNS as BOOK_RUNS  # the book's recorded classroom runs (a repository checkout)
-from ..book import metrics
+from ..book.evidence import metrics
 from ..engine import recipes
 
 HERE = Path(__file__).resolve().parent

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from ..engine.results import config_hash
-from ..book.seeds import SEEDS
+from ..book.evidence.seeds import SEEDS
 from .ablation_exercises import (ABLATIONS, OFFERED, SPREAD_FILE, book_runs, config, default_scale, final,
                                  mean_k, resolve_scale, same_text)
 from .grading import fail as _fail, grader as _grader

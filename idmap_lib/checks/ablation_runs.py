@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 
 from ..book import default_runs_dir
-from ..book.seeds import draw_student_seed
+from ..book.evidence.seeds import draw_student_seed
 from ..engine.results import find_result, save_result
 from .ablation_exercises import ABLATIONS, OFFERED, PRUNE_FRACTION, book_runs, configs, default_scale, same_text
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 # One module a concept; this one keeps `import idmap_lib.checks.ablations as A` (the chapter, the student
 # edition, the graders) whole: the exercises as data, running them, grading them, what they cost.
 from ..book import default_runs_dir  # noqa: F401  (the reader's runs folder: ablations.default_runs_dir)
-from ..book.seeds import SEEDS, TIMING_SEED  # noqa: F401  (the seed policy: book/seeds.py)
+from ..book.evidence.seeds import SEEDS, TIMING_SEED  # noqa: F401  (the seed policy: book/evidence/seeds.py)
 from .ablation_exercises import (ABLATIONS, B_G, BOOK_RUNS, GPU_STEPS, K_DEPTHS, MNIST_SCALES, OFFERED,  # noqa: F401
                                  PLAIN_DEPTHS, PRUNE_FRACTION, QUICK, SPREAD_FILE, STUCK_AT_CHANCE, Ablation,
                                  at_step, book_runs, cifar_scales, config, configs, default_scale, failed, final,

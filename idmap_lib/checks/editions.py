@@ -71,7 +71,7 @@ SUBMIT_CELL = """\
 from idmap_lib.checks.student import submit
 submit(grader, "{name}", runs={runs})
 """
-SETUP_MARK = "# Setup."  # the first line of a chapter's setup cell (idmap_lib.book.repository.setup_cell)
+SETUP_MARK = "# Setup."  # the first line of a chapter's setup cell (idmap_lib.book.page.repository.setup_cell)
 
 
 def _src(cell):
@@ -227,7 +227,7 @@ def otter_master(src, dst, name=None):
         raise ValueError(f"{src.name} has no setup cell (a code cell starting {SETUP_MARK!r}): the grader needs it")
     cells += [_cell("markdown", SUBMIT_TEXT.format(runs_text=RUNS_TEXT if runs else "")),
               _cell("code", SUBMIT_CELL.format(name=name, runs=runs))]
-    from ..book.repository import site_url
+    from ..book.page.repository import site_url
 
     hidden, site = {_src(c) for c in nb["cells"] if _tags(c) & {"remove-input", "hide-input"}}, site_url()
     for c in cells:  # the text a cell shows or prints, in the student's folder or on Colab: links to the site

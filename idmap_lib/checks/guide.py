@@ -185,7 +185,7 @@ def allow(t) -> str:
 
 
 def _scales(name, t, words) -> str:
-    from ..book.run_times import timed_alone
+    from ..book.plan.run_times import timed_alone
 
     cpu = f", {timed_alone(t['cpu_measured'])}" if t["cpu_s"] else ""  # not the runs of the table below: says so
     gpu = f", ~{t['gpu']['s'] / 60:.1f} min on a T4 ({t['gpu']['basis']})"

@@ -349,7 +349,7 @@ def check_truncation_rate(tape, seed):
     y_l = h(x_l) + F(x_l) (Eqn 1) that the original unit's f = ReLU sets to zero (those with y_l < 0),
     for an idmap_lib ``original`` unit (Fig 4a) in train mode.
 
-    Compared with idmap_lib.book.probes.truncation_rates, to 1e-9, on same-shape and downsampling units.
+    Compared with idmap_lib.book.maths.probes.truncation_rates, to 1e-9, on same-shape and downsampling units.
     """
     check, rows = "check_truncation_rate", []
     for n, (cin, cout, stride) in enumerate(TRUNCATION_CASES):

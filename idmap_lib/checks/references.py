@@ -10,7 +10,7 @@ import random
 import torch
 import torch.nn as nn
 
-from ..book.probes import truncation_rates, unit_gradient_norms
+from ..book.maths.probes import truncation_rates, unit_gradient_norms
 from ..models.introspect import zero_residuals
 from ..models.shortcuts import make_shortcut
 from ..models.units import make_unit

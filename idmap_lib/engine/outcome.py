@@ -4,7 +4,7 @@ the record of one log window, the final metrics and the result dict (its schema 
 reads results through it).
 
 - ``chance(C)``: the test error and training loss of a net that guesses among C classes (1 - 1/C, ln C); the
-  book's metrics (book/metrics.py) read a run "at chance" from these;
+  book's metrics (book/evidence/metrics.py) read a run "at chance" from these;
 - ``Divergence``: the recipe's rule. A non-finite training loss fails the run at the step it appeared; recipes that
   set ``grace_fraction`` also fail a run whose training error is still within ``chance_margin`` of chance after
   that fraction of its steps (at least two log windows: the older rule of some recipes);

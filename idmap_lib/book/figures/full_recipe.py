@@ -1,0 +1,127 @@
+"""The paper's full recipe on the page: where each run stands (``full_scale_status``: finished, under way from its
+committed checkpoint, or the command, with the time one run takes) and its curves over the whole recipe
+(``full_recipe_curves``) beside the paper's final error.
+"""
+from __future__ import annotations
+
+from ...engine import recipes, results
+from ..page import figure_style, palette
+from ..evidence import paper_numbers
+from ..evidence.checkpoints import committed_checkpoint
+from .curves import lr_marks
+from ..evidence.metrics import final_test_err
+from ..evidence.reports import command, hardware, net_name
+
+
+def _checkpoints_readme() -> str:
+    """A link to data/checkpoints/README.md (how to resume a run under way) in the book's repository."""
+    from ..page.repository import repository_url
+
+    return f'<a href="{repository_url()}/blob/main/data/checkpoints/README.md">data/checkpoints/README.md</a>'
+
+
+def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
+    """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the command, and
+    the time one run takes (``run_times``: measured on an H200, derived for a T4)."""
+    from ..plan.run_times import derived_note, full_recipe_time
+
+    import pandas as pd
+
+    rows = []
+    for v in variants:
+        cfg = recipes.config(experiment, v, "full", seed)
+        r = results.find_result(cfg, out_dir)
+        row = {"variant": v, "network": net_name(cfg),  # a number, or Paper A's "fail": text either way
+               "paper: error %": paper_numbers.printed(experiment, v)}
+        c = None if r is not None else committed_checkpoint(cfg, checkpoint_dir)[0]
+        if r is not None:
+            row.update({"ours: error %": f"{100 * final_test_err(r):.2f}", "state": f"finished on {hardware(r)}"})
+        elif c is not None:
+            last = c["history"]["test"][-1] if c["history"]["test"] else {}
+            row.update({"ours: error %": "–",
+                        "state": f"under way: step {c['step']:,} of {cfg['steps']:,} (test error "
+                                 f"{100 * last.get('test_err', float('nan')):.1f} % at step {last.get('step', 0):,}; "
+                                 f"resume on a GPU: {_checkpoints_readme()})"})
+        else:
+            row.update({"ours: error %": "–", "state": "not run: " + command(experiment, v, "full")
+                        + " --cuda-graph"})
+        row["one run takes"] = "–" if r is not None else full_recipe_time(cfg, out_dir=out_dir)
+        rows.append(row)
+    df = pd.DataFrame(rows).set_index("variant")
+    df.attrs["caption"] = derived_note()
+    return df
+
+
+def full_scale_table(experiments, seed=0, out_dir=None, checkpoint_dir=None):
+    """``full_scale_status`` of every CIFAR-10 variant of these experiments, one table with an experiment column
+    first (no copy of CIFAR-100 is available offline where the book is built)."""
+    import pandas as pd
+
+    tables = []
+    for e in experiments:
+        df = full_scale_status(e, [v for v in recipes.EXPERIMENTS[e]["variants"] if not v.startswith("c100")], seed,
+                               out_dir, checkpoint_dir)
+        df.insert(0, "experiment", e)
+        tables.append(df)
+    return pd.concat(tables)
+
+
+def state_counts(df) -> dict:
+    """{state: runs} of a ``full_scale_status`` table: finished, under way, not run (most first)."""
+    states = df["state"].map(lambda s: "finished" if s.startswith("finished") else s.split(":")[0])
+    return {s: int(n) for s, n in states.value_counts().items()}
+
+
+def full_recipe_runs(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
+    """{variant: (history, step, total, state)} of the full-recipe runs finished (their result) or under way (their
+    committed checkpoint); variants with neither are left out."""
+    out = {}
+    for v in variants:
+        cfg = recipes.config(experiment, v, "full", seed)
+        r = results.find_result(cfg, out_dir)
+        if r is not None:
+            out[v] = (r["history"], cfg["steps"], cfg["steps"], f"finished on {hardware(r)}")
+            continue
+        c = committed_checkpoint(cfg, checkpoint_dir)[0]
+        if c is not None:
+            out[v] = (c["history"], c["step"], cfg["steps"], f"under way, step {c['step']:,} of {cfg['steps']:,}")
+    return out
+
+
+def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, title=None):
+    """The full-recipe runs as they stand (finished, or under way: their committed checkpoint), over the whole
+    recipe's steps with its lr schedule marked, and the paper's final test error as a dotted line per variant --
+    one scale only: the CPU scale's runs are in ``band_curves``."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
+    runs = full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (log axis)", "test error %"),
+                        horizontal_spacing=0.08)
+    colours = qualitative.Plotly + qualitative.D3
+    total = recipes.config(experiment, variants[0], "full", seed)["steps"]
+    for i, v in enumerate(variants):
+        c = palette.of(experiment, v) or colours[i % len(colours)]  # a unit keeps its colour on every page
+        if v in runs:
+            h, step, _, state = runs[v]
+            for col, key, part, k in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
+                fig.add_trace(go.Scatter(x=[x["step"] for x in h[part]], y=[k * x[key] for x in h[part]],
+                                         mode="lines" if col == 1 else "lines+markers", line={"color": c},
+                                         name=f"{v} ({state})", legendgroup=v, showlegend=col == 1,
+                                         hovertemplate=f"{v}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
+        p = paper_numbers.paper_number(experiment, v)
+        if p:
+            fig.add_trace(go.Scatter(x=[0, total], y=[p["value"]] * 2, mode="lines", legendgroup=v,
+                                     line={"color": c, "dash": "dot"}, name=f"{v}: {p['source']}, {p['value']:g} %",
+                                     hovertemplate=f"{v}: {p['source']} %{{y}} %<extra></extra>"), 1, 2)
+    lr_marks(fig, recipes.config(experiment, variants[0], "full", seed)["schedule"])
+    fig.update_xaxes(title_text="step", range=[0, total])
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_yaxes(rangemode="tozero", row=1, col=2)
+    missing = [v for v in variants if v not in runs]
+    sub = (f"seed {seed}; solid: ours as it stands; dotted: the paper's final test error"
+           + (f"; not run yet: {', '.join(missing)}" if missing else ""))
+    head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + ", the full recipe"
+    fig.update_layout(figure_style.LAYOUT, height=560, legend=figure_style.LEGEND_BELOW)
+    return figure_style.title(fig, head, sub)

@@ -1,0 +1,39 @@
+""""Run these yourself": the one folded block at the end of chapters 7-10. It holds, for the page's
+claims, the commands that list and train their missing CPU-scale runs, and the queue of the full recipe (each run
+finished, under way, or its command with the time it takes: full_recipe.full_scale_status). The page's cell adds the
+live-training call (live.train_live), whose static form draws the recorded runs a reader's curve would join.
+"""
+from __future__ import annotations
+
+INTRO = ("The page never trains: it reads recorded runs (`data/results/`). To fill in what is missing, run the "
+         "commands below in a terminal, or set `RUN = True` in this cell: it trains the page's missing CPU-scale "
+         "seeds one after another, on the GPU when there is one. To watch one run train, set `TRAIN = True` and "
+         "pick `VARIANT` and `SCALE` (`\"cpu\"`, or `\"full\"`: the paper's recipe, a GPU): it is drawn over the "
+         "band of the recorded seeds, checkpoints every few minutes into your runs folder (on Google Drive with "
+         "`DRIVE = True` in the first cell) and resumes when the cell runs again; finished, it is recorded as "
+         "*yours* and the variant table shows it. Without a kernel this cell shows the recorded runs your curve "
+         "would be drawn over.")
+
+
+def commands(claim_keys) -> str:
+    """The two sweep commands for these claims (list what is missing; train it), as a Markdown code block."""
+    keys = ",".join(claim_keys)
+    return ("```bash\n"
+            f"python -m idmap_lib sweep --claims {keys}          # what is recorded, what is missing\n"
+            f"python -m idmap_lib sweep --claims {keys} --run    # train the missing runs, in order\n"
+            "```")
+
+
+def show(claim_keys, full=None, extra="") -> None:
+    """Display the block: what it is (INTRO), the commands for `claim_keys` (and `extra`, Markdown: a page's own
+    commands), then the full-recipe queue, one table per experiment of `full` ({experiment: variants})."""
+    from IPython.display import Markdown, display
+
+    from . import full_recipe
+    from ..evidence.tables import styled
+
+    display(Markdown(INTRO + "\n\n" + commands(claim_keys) + ("\n\n" + extra if extra else "")))
+    if full:
+        display(Markdown("**The full recipe's queue** (the paper's recipe, a GPU; seed 0 of each row):"))
+        for experiment, variants in full.items():
+            display(styled(full_recipe.full_scale_status(experiment, variants)))

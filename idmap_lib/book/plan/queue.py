@@ -1,0 +1,405 @@
+"""The sweep as one queue, submitted through submitit: the runs the claims need, at the CPU scale or the
+full recipe, in the order that settles them soonest (``sweep.runs_needed``), less those recorded (looked up by what
+they train: ``results.find_result``) and those under way (a job of this queue's ledger still queued or running);
+runs with a checkpoint and no job first (they resume). ``submit`` sends them to an executor of
+[submitit](https://github.com/facebookincubator/submitit): ``executor("slurm", ...)`` submits a SLURM job array,
+``executor("local", ...)`` runs the same jobs as processes of this machine (``run_local``: a few at a time, what the
+tests and the CPU background sweep use). Each job is a ``TrainJob``: it trains its runs through the library with a
+checkpoint folder and resumes from it, so a job preempted or cut off by its time limit is requeued by submitit
+(``TrainJob.checkpoint``) and continues from its last checkpoint, bit for bit. Its results land in the results
+folder with their provenance, and the job (scheduler, id, host, the steps it resumed from) beside the hardware.
+
+The ledger: one small JSON file per run under ``<folder>/runs/`` (state queued, running, done or failed, the job
+id), written by ``submit`` (each run taken under a lock: several submitters never send one run twice) and by the job
+itself; ``ledger`` reads it, and asks SLURM, where ``sacct`` is at hand, about jobs that may have ended unseen.
+Where the sweep stands, claim by claim, and what is left in hours: queue_status.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import socket
+import time
+from pathlib import Path
+
+from ...engine import recipes, results
+from ...engine.data import DEFAULT_ROOT
+from ..evidence.claims import CLAIMS_BY_KEY
+from .sweep import SWEEP_ORDER, runs_needed
+
+try:  # an optional dependency (pip install submitit): the book and its chapters never need it
+    from submitit.helpers import Checkpointable, DelayedSubmission
+except ImportError:  # pragma: no cover - exercised where submitit is missing
+    Checkpointable, DelayedSubmission = object, None
+
+QUEUE_DIR = DEFAULT_ROOT / "sweep"            # submitit's folder (its pickles and logs) and the ledger (runs/)
+CHECKPOINT_DIR = DEFAULT_ROOT / "checkpoints"  # checkpoints of runs under way (a lent GPU's come back here too)
+SCALES = ("cpu", "full")
+UNDER_WAY = ("queued", "running")
+MEM_GB = 16  # host memory a SLURM job asks for per GPU (the dataset on the device, a run's checkpoints): without a
+#              request an array's tasks each take a whole node's memory and run one at a time
+SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE"}
+
+
+# -- what the claims need, and what of it is left
+
+def claims_at(scale: str, keys=None) -> list:
+    """The claims the sweep trains (SWEEP_ORDER, or `keys`), their runs at `scale`: "cpu" (each claim's own CPU
+    scale) or "full" (the papers' recipes)."""
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}: the queue trains at {' or '.join(SCALES)}")
+    try:
+        chosen = [CLAIMS_BY_KEY[k] for k in (keys or SWEEP_ORDER)]
+    except KeyError as e:
+        raise ValueError(f"unknown claim {e}; valid: {', '.join(SWEEP_ORDER)}") from None
+    bad = [c.key for c in chosen if c.scale == "full"]
+    if bad:
+        raise ValueError(f"{', '.join(bad)} rest on Paper B's MNIST grid at the full recipe: python -m idmap_lib mnist")
+    # the book's interventions (experiment a_swaps) test early training at a CPU scale: not the full recipe's queue
+    return chosen if scale == "cpu" else [dataclasses.replace(c, scale="full") for c in chosen
+                                          if c.experiment != "a_swaps"]
+
+
+def needed(scale="cpu", keys=None, seeds=None, out_dir=None) -> list[tuple]:
+    """(experiment, variant, seed, scale) of every run the claims need, in the order that settles them soonest; at
+    the full recipe, after every claim's first seeds, the seeds each final-error claim needs for 80 % power to
+    resolve the paper's own gap (power.claim_seeds), claim by claim, for the variants of its parts with a gap."""
+    first = runs_needed(None if scale == "cpu" and keys is None else claims_at(scale, keys), seeds, out_dir)
+    if scale != "full" or seeds is not None:
+        return first
+    from ..evidence.claims import paper_gap
+    from ..evidence.power import claim_seeds
+
+    more, seen = [], {results.training_hash(config_of(r)) for r in first}
+    for c in claims_at(scale, keys):
+        n = claim_seeds(c) or 0
+        sides = [v for t in c.tests if t.metric == "test_err" and paper_gap(c, t) is not None for v in (t.a, t.b)]
+        for s in range(len(c.seeds), n):
+            for v in dict.fromkeys(sides):
+                r = (c.experiment, v, s, scale)
+                h = results.training_hash(config_of(r))
+                if h not in seen:
+                    seen.add(h)
+                    more.append(r)
+    return first + more
+
+
+def config_of(run) -> dict:
+    return recipes.config(run[0], run[1], run[3], run[2])
+
+
+def _checkpoints(checkpoint_dir=None) -> list[dict]:
+    import torch
+
+    paths = sorted(Path(checkpoint_dir or CHECKPOINT_DIR).glob("*.pt"))
+    return [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
+
+
+def in_flight(checkpoint_dir=None) -> list[tuple[str, str, int, int]]:
+    """(experiment, variant, seed, step) of each checkpoint of a run under way."""
+    return [(c["config"]["experiment"], c["config"]["variant"], c["config"]["seed"], c.get("step", 0))
+            for c in _checkpoints(checkpoint_dir)]
+
+
+def started(checkpoint_dir=None) -> dict:
+    """{training hash: step} of every run with a checkpoint (under way, or cut off with no job left)."""
+    return {results.training_hash(c["config"]): c.get("step", 0) for c in _checkpoints(checkpoint_dir)}
+
+
+def queue(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, checkpoint_dir=None) -> list[tuple]:
+    """The runs to submit next, in order: those with a checkpoint and no job first (they resume), then the rest of
+    what the claims need, less the recorded runs and the runs under way (a job of the ledger queued or running)."""
+    busy = {h for h, e in ledger(folder).items() if e["state"] in UNDER_WAY}
+    todo = [r for r in needed(scale, keys, seeds, out_dir) if results.training_hash(config_of(r)) not in busy
+            and results.find_result(config_of(r), out_dir) is None]
+    steps = started(checkpoint_dir)
+    return sorted(todo, key=lambda r: results.training_hash(config_of(r)) not in steps)  # stable: order kept
+
+
+def groups(runs, fuse=1, pairs=False, steps=None) -> list[list[tuple]]:
+    """The runs as jobs: one run each; ``fuse`` > 1: up to that many seeds of one variant as one fused network (where
+    the device's benchmark found fusion faster; a fused group resumes together, so only runs at one step -- `steps`,
+    {training hash: step} of the started ones -- are fused); ``pairs``: two runs of one experiment and seed a job
+    (two CUDA streams)."""
+    out, at = [], lambda r: (steps or {}).get(results.training_hash(config_of(r)))
+    for r in runs:
+        if fuse > 1:
+            mate = next((g for g in out if g[0][:2] == r[:2] and g[0][3] == r[3] and len(g) < fuse
+                         and at(g[0]) == at(r)), None)
+            if mate is not None:
+                mate.append(r)
+                continue
+        elif pairs and out and len(out[-1]) < 2 and out[-1][0][0] == r[0] and out[-1][0][2:] == r[2:]:
+            out[-1].append(r)
+            continue
+        out.append([r])
+    return out
+
+
+# -- the ledger: one file per run, written by the submitter and by the job
+
+def _entry_path(folder, cfg) -> Path:
+    """The run's ledger file, named by what it trains (one file whatever labels the run is asked for under)."""
+    return Path(folder or QUEUE_DIR) / "runs" / f"{results.training_hash(cfg)[:20]}.json"
+
+
+def mark(folder, cfg, state: str, **job) -> None:
+    """Record a run's state (queued, running, done, failed) and its job in the ledger (atomically). A "queued" mark
+    never overwrites what the job itself wrote since (a local job may start before its submitter marks it)."""
+    path = _entry_path(folder, cfg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if state == "queued" and path.is_file():
+        old = json.loads(path.read_text())
+        if old.get("job_id") == job.get("job_id") and old["state"] != "queued":
+            return
+    entry = {"run": [cfg["experiment"], cfg["variant"], cfg["seed"], cfg["scale"]], "state": state,
+             "training_hash": results.training_hash(cfg), "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             **job}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(entry, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def ledger(folder=None, ask_slurm=True) -> dict:
+    """{training hash: the run's latest ledger entry}. A local job whose process is gone, or a SLURM job that sacct
+    says has ended, while its entry still says queued or running, reads as failed (it was killed unseen)."""
+    out = {}
+    for p in sorted((Path(folder or QUEUE_DIR) / "runs").glob("*.json")):
+        e = json.loads(p.read_text())
+        if e["state"] in UNDER_WAY and not _alive(e, Path(folder or QUEUE_DIR), ask_slurm):
+            e.update(state="failed", error=e.get("error") or "the job ended without recording its run")
+        out[e["training_hash"]] = e
+    return out
+
+
+def claim(folder, cfg, executor_kind) -> bool:
+    """Take a run for this submitter, atomically (one submitter at a time holds the run's lock file while it checks
+    the ledger and marks the run queued, with its own pid until the job has an id): False if it is under way."""
+    path = _entry_path(folder, cfg)
+    lock = path.with_suffix(".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    if lock.exists() and time.time() - lock.stat().st_mtime > 60:
+        lock.unlink(missing_ok=True)  # left by a submitter that died holding it
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    try:
+        if ledger(folder).get(results.training_hash(cfg), {}).get("state") in UNDER_WAY:
+            return False
+        mark(folder, cfg, "queued", executor=executor_kind, job_id=None, pid=os.getpid(), hostname=socket.gethostname())
+        return True
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _alive(e, folder, ask_slurm) -> bool:
+    if e.get("pid") and e.get("hostname") == socket.gethostname() and (e.get("executor") == "local"
+                                                                        or not e.get("job_id")):
+        try:
+            os.kill(int(e["pid"]), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # alive (another user's)
+            pass
+    if e.get("executor") == "slurm" and ask_slurm and e.get("job_id"):
+        import shutil
+        if shutil.which("sacct"):
+            try:
+                import submitit
+                return submitit.SlurmJob(folder, e["job_id"]).state.split()[0] not in SLURM_ENDED
+            except ImportError:  # --status needs no submitit: squeue below still answers
+                pass
+        if shutil.which("squeue"):  # (sacct off, or no submitit) a job squeue no longer lists has ended
+            import subprocess
+            got = subprocess.run(["squeue", "-h", "-j", str(e["job_id"]).split("_")[0], "-o", "%i"],
+                                 capture_output=True, text=True, timeout=60)
+            if got.returncode == 0:
+                return bool(got.stdout.strip())
+    return True
+
+
+# -- the job
+
+class TrainJob(Checkpointable):
+    """One job of the queue: train `cfgs` (one run, a pair, or a fused group) through the library into `out_dir`,
+    checkpointing into `checkpoint_dir` and resuming from it. submitit calls ``checkpoint`` when the job is
+    preempted or reaches its time limit: it resubmits this same job, which resumes from the last checkpoint."""
+
+    def __init__(self, cfgs, out_dir=None, checkpoint_dir=None, folder=None, fused=False, data=None,
+                 checkpoint_every=None, checkpoint_minutes=10.0, **train_kwargs):
+        self.cfgs, self.out_dir, self.fused, self.data = list(cfgs), out_dir, fused, data
+        self.checkpoint_dir, self.folder = str(checkpoint_dir or CHECKPOINT_DIR), str(folder or QUEUE_DIR)
+        self.checkpoint_every, self.checkpoint_minutes = checkpoint_every, checkpoint_minutes
+        self.train_kwargs, self.requeues = train_kwargs, 0
+
+    def __call__(self) -> list[str]:
+        from ...engine.checkpoint import load_checkpoint
+        from ...engine.trainer import train_many
+
+        job = _job_environment()
+        job["requeues"] = self.requeues
+        todo = [c for c in self.cfgs if results.find_result(c, self.out_dir) is None]  # recorded meanwhile: skip
+        ck = {(n := results.run_name(c)): Path(self.checkpoint_dir) / f"{n}.pt" for c in todo}
+        resumed = {n: load_checkpoint(p)["step"] for n, p in ck.items() if p.is_file()}  # (the file Run writes)
+        for c in todo:
+            mark(self.folder, c, "running", **job)
+        try:
+            if not todo:
+                done = []
+            elif self.fused and len(todo) > 1:
+                from ...engine.fused import train_fused
+                done = train_fused(todo, data=self.data, out_dir=self.out_dir, checkpoint_dir=self.checkpoint_dir,
+                                   checkpoint_every=self.checkpoint_every, resume=True, **self.train_kwargs)
+            else:
+                done = train_many(todo, data=self.data, out_dir=self.out_dir, checkpoint_dir=self.checkpoint_dir,
+                                  checkpoint_every=self.checkpoint_every, checkpoint_minutes=self.checkpoint_minutes,
+                                  resume=True, **self.train_kwargs)
+        except Exception as e:  # (submitit's requeue is a SystemExit: not a failure)
+            for c in todo:
+                mark(self.folder, c, "failed", error=f"{type(e).__name__}: {e}", **job)
+            raise
+        paths = []
+        for r in done:
+            if r.get("path"):  # finished: the job beside the hardware, in the recorded result
+                stamp(r["path"], {**job, "resumed_from_step": resumed.get(results.run_name(r["config"]))})
+                paths.append(r["path"])
+            mark(self.folder, r["config"], "done" if r.get("path") else "stopped", **job)
+        return paths
+
+    def checkpoint(self, *args, **kwargs):
+        """Preempted or timed out: resubmit this job (submitit requeues it); it resumes from its checkpoint."""
+        self.requeues += 1
+        return DelayedSubmission(self, *args, **kwargs)
+
+
+def _job_environment() -> dict:
+    """The submitit job this runs in: scheduler, job id (array jobs: ARRAY_TASK), host, pid."""
+    job = {"hostname": socket.gethostname(), "pid": os.getpid()}
+    try:
+        import submitit
+        env = submitit.JobEnvironment()
+        job.update(executor=env.cluster, job_id=str(env.job_id))
+    except (ImportError, RuntimeError):
+        job.update(executor=None, job_id=None)  # called outside a submitit job (a test, by hand)
+    return job
+
+
+def stamp(path, job: dict) -> None:
+    """Add the job (scheduler, id, host, requeues, the step it resumed from) to a recorded result, beside its
+    hardware: rewritten atomically under the same name (``results.save_result``)."""
+    r = json.loads(Path(path).read_text())
+    r["job"] = {k: v for k, v in job.items() if k != "pid"}
+    results.save_result(r, Path(path).parent)
+
+
+# -- executors and submission
+
+def minutes(limit: str) -> int:
+    """'4h', '90m', '1h30m', 'H:MM[:SS]' (seconds dropped) or '45' (minutes) -> minutes."""
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?|(\d+):(\d\d)(?::\d\d)?|(\d+)", str(limit).strip().lower())
+    if not m or not any(m.groups()):
+        raise ValueError(f"time limit {limit!r}: write it as 4h, 90m, 1h30m or H:MM:SS")
+    h, mi, hh, mm, bare = (int(g or 0) for g in m.groups())
+    return 60 * (h + hh) + mi + mm + bare
+
+
+def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit="4h", cpus_per_job=None,
+             array_parallelism=None, slurm_params=None):
+    """A submitit executor: "slurm" (a job array, one GPU each by default, requeued on preemption or the time limit)
+    or "local" (processes of this machine). `slurm_params`: further sbatch options (account, qos, constraint, ...)."""
+    try:
+        import submitit
+    except ImportError:
+        raise RuntimeError("the queue submits through submitit: pip install submitit (or pip install "
+                           "'idmap-lib[cluster]')") from None
+    folder, limit = Path(folder or QUEUE_DIR) / "jobs" / "%j", minutes(time_limit)
+    if kind == "local":
+        ex = submitit.AutoExecutor(folder, cluster="local")
+        import torch  # the local executor shows a job only gpus_per_node GPUs (CUDA_VISIBLE_DEVICES): all of them
+        ex.update_parameters(timeout_min=limit, gpus_per_node=torch.cuda.device_count(), name="idmap")
+        return ex
+    if kind != "slurm":
+        raise ValueError(f"unknown executor {kind!r}: local or slurm")
+    if not partition:
+        raise ValueError("--executor slurm needs --partition P (sinfo lists them)")
+    bad = [k for k, v in (slurm_params or {}).items() if v is None or not re.fullmatch(r"[a-z_]+", k)]
+    if bad:
+        raise ValueError(f"sbatch options {bad}: give each as KEY=VALUE, the key in submitit's spelling "
+                         f"(account=..., qos=..., constraint=..., mail_type=...)")
+    try:
+        ex = submitit.AutoExecutor(folder, cluster="slurm")
+    except RuntimeError as e:
+        raise RuntimeError(f"{e} (submit from a login node of the cluster: sbatch and srun on the PATH)") from None
+    g = int(gpus_per_job)  # a CPU job (no GPU) asks for one core and the memory of one run, not a GPU job's four
+    params = dict(timeout_min=limit, gpus_per_node=g, tasks_per_node=1, nodes=1,
+                  cpus_per_task=int(cpus_per_job or (4 * g if g else 1)), mem_gb=MEM_GB * max(g, 1), name="idmap",
+                  slurm_partition=partition, slurm_signal_delay_s=120)
+    if array_parallelism:
+        params["slurm_array_parallelism"] = int(array_parallelism)
+    params.update({f"slurm_{k}": v for k, v in (slurm_params or {}).items()})
+    try:
+        ex.update_parameters(**params)
+    except NameError as e:  # submitit's word for an option it does not know
+        raise ValueError(str(e)) from None
+    return ex
+
+
+def submit(ex, jobs, out_dir=None, folder=None, checkpoint_dir=None, fuse=1, **job_kwargs):
+    """Submit `jobs` (``groups``: each a list of runs -- (experiment, variant, seed, scale) -- or configs) as jobs of
+    `ex`, on SLURM one job array, and mark them queued; returns the submitit jobs. A recorded run is never sent."""
+    kind = "local" if "Local" in type(getattr(ex, "_executor", ex)).__name__ else "slurm"
+    todo = [g for g in ([c for c in (r if isinstance(r, dict) else config_of(r) for r in g)
+                         if results.find_result(c, out_dir) is None and claim(folder, c, kind)] for g in jobs) if g]
+    if not todo:
+        return []
+    try:
+        with ex.batch():
+            sent = [ex.submit(TrainJob(g, out_dir, checkpoint_dir, folder, fused=fuse > 1, **job_kwargs))
+                    for g in todo]
+    except Exception as e:  # the scheduler refused it (sbatch's error): no job exists, so none is in the ledger
+        for g in todo:
+            for c in g:
+                _entry_path(folder, c).unlink(missing_ok=True)  # (claim took each only if it was not under way)
+        raise RuntimeError(f"the scheduler refused the submission, so nothing was queued or recorded: "
+                           f"{' '.join(str(e).split())[-400:]}. On a node without GPUs pass --gpus-per-job 0; "
+                           f"set --cpus-per-task / --mem to what the node has") from e
+    for job, g in zip(sent, todo):
+        for c in g:
+            mark(folder, c, "queued", executor=kind, job_id=str(job.job_id))
+    return sent
+
+
+def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, checkpoint_dir=None, parallel=1,
+              max_jobs=None, time_limit="24h", fuse=1, pairs=False, poll_s=2.0, say=print, **job_kwargs) -> dict:
+    """The CPU background sweep: keep `parallel` jobs of the queue running on this machine through submitit's
+    local executor, reading the queue again after each ends, until it is empty (or `max_jobs` were sent). A run
+    whose job failed is not sent again in this sweep. Returns {"done": [...], "failed": [...]} (run names) and
+    "paths" (the results it recorded)."""
+    ex = executor("local", folder, time_limit=time_limit)
+    running, sent, report, tried = [], 0, {"done": [], "failed": [], "paths": []}, set()
+    while True:
+        for job, names in [(j, n) for j, n in running if j.done()]:
+            running.remove((job, names))
+            try:
+                report["paths"] += job.result()
+                report["done"] += names
+            except Exception as e:  # noqa: BLE001 - the ledger has it; the sweep goes on with the others
+                report["failed"] += names
+                say(f"sweep: job {job.job_id} ({', '.join(names)}) failed: {type(e).__name__}: {str(e)[-300:]}")
+        free = parallel - len(running)
+        if free > 0 and (max_jobs is None or sent < max_jobs):
+            todo = [r for r in queue(scale, keys, seeds, out_dir, folder, checkpoint_dir) if r not in tried]
+            todo = groups(todo, fuse, pairs, started(checkpoint_dir))
+            todo = todo[:free if max_jobs is None else min(free, max_jobs - sent)]
+            tried.update(r for g in todo for r in g)
+            for job in submit(ex, todo, out_dir, folder, checkpoint_dir, fuse, **job_kwargs):
+                names = [results.run_name(c) for c in job.submission().function.cfgs]
+                say(f"sweep: job {job.job_id}: {', '.join(names)}")
+                running.append((job, names))
+                sent += 1
+        if not running:
+            return report
+        time.sleep(poll_s)
