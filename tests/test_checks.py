@@ -384,3 +384,20 @@ def test_the_instructor_guide_has_points_a_rubric_model_answers_and_a_session_pl
     assert "## Marks, rubric and a session plan" in text and "**Points per exercise: 4.**" in text
     assert all(f"- **{name}**: " in text for name in ablations.ABLATIONS)
     assert set(guide.MODEL_ANSWERS) == set(ablations.ABLATIONS) and "two hours" in text
+
+
+def test_a_fork_bomb_stops_at_the_sandboxs_task_limit(tmp_path):
+    """A notebook that forks without end gets no more than Limits.tasks processes, and leaves no cgroup."""
+    import os
+    import sys
+
+    from idmap_lib.checks import sandbox
+    if sandbox.available() or sandbox.task_limit():
+        pytest.skip(sandbox.available() or sandbox.task_limit())
+    bomb = ("import os, time\nn = 0\ntry:\n    for i in range(400):\n        if os.fork() == 0:\n"
+            "            time.sleep(30)\n            os._exit(0)\n        n += 1\n"
+            "except OSError as e:\n    print('stopped:', e)\nprint('forked', n)\n")
+    out = sandbox.run([sys.executable, "-c", bomb], tmp_path, limits=sandbox.Limits(wall_s=60, tasks=40))
+    assert "stopped" in out.output and int(out.output.split("forked")[-1]) < 40, out
+    assert out.seconds < 30  # its children were killed with it, not waited for
+    assert not list(Path("/sys/fs/cgroup/pids").glob(f"idmap-sandbox-{os.getpid()}-*"))

@@ -399,6 +399,8 @@ def grade_folder(folder, autograder=None, csv_path="grades.csv", chapter=None, l
         raise RuntimeError(f"cannot grade safely here: {why}. Install bubblewrap, or grade on "
                            f"Gradescope, or pass --no-sandbox to run the students' code with your rights "
                            f"(time and memory limits only)")
+    if isolate and progress and sandbox.task_limit():
+        progress(f"warning: {sandbox.task_limit()}")
     folder, csv_path = Path(folder).resolve(), Path(csv_path).resolve()
     hidden = [p for p in {folder, csv_path.parent} if any(p.is_relative_to(b) for b in sandbox.binds())]
     chapter_plan, rows = plan(chapter), []

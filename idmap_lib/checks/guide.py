@@ -364,8 +364,10 @@ def instructor_guide(title=True) -> str:
               "Debian's and Ubuntu's package `bubblewrap`; `idmap_lib/checks/sandbox.py`): its notebook is executed "
               "in a fresh process with nothing writable but a scratch copy of that one submission, no network, no "
               "view of the other submissions, of the CSV or of your home, as an unprivileged user, under a time "
-              "limit (`--time-limit`, 600 s) and a memory limit (`--memory`, 6144 MB a process); everything it "
-              "started is killed when it ends. Pickles in a submission (Otter's `.OTTER_LOG`) and checkpoints are "
+              "limit (`--time-limit`, 600 s), a memory limit (`--memory`, 6144 MB a process) and a limit of 512 "
+              "processes and threads at once (a fork bomb stops there: a pids cgroup of its own where one can be "
+              "made, else RLIMIT_NPROC; graded as root with neither, `grade` says so before it starts); "
+              "everything it started is killed when it ends. Pickles in a submission (Otter's `.OTTER_LOG`) and checkpoints are "
               "never unpacked.", "",
               "**The marks are computed by the grader, not in the student's kernel.** The sandbox only hands back "
               "values: each ablation's answers and prediction, and for the implementation exercises the outputs of "

@@ -5,7 +5,7 @@ package ``bubblewrap``): new user, PID, network, IPC and UTS namespaces (no netw
 processes), the root filesystem made of read-only binds of the system directories, the Python installation and the
 grader's checkout (the pristine library and the published tests), a private ``/tmp``, and one writable folder: the
 submission's own scratch copy, mounted at :data:`WORK`. It runs as an unprivileged user, with resource limits (address
-space, file size, CPU time) and a wall-clock limit; when it ends -- by itself, at its time limit, or with the grader --
+space, file size, CPU time, processes and threads at once) and a wall-clock limit; when it ends -- by itself, at its time limit, or with the grader --
 the PID namespace ends with it, and every process it started is killed (a detached process cannot outlive it).
 
 Nothing else of the machine is visible: not the other submissions, not the CSV, not the instructor's home (only the
@@ -42,6 +42,7 @@ class Limits:
     memory_mb: int = 6144      # address space of each process (torch's CPU build needs ~2 GB of it to import)
     file_mb: int = 256         # the largest file it may write
     cpu_s: int = 1200          # CPU seconds of each process
+    tasks: int = 512           # processes and threads alive at once (a fork bomb stops there)
 
 
 @dataclass(frozen=True)
@@ -91,13 +92,71 @@ def _bwrap(workdir: Path, hidden: list[Path]) -> list[str]:
     return cmd
 
 
-def _limit(limits: Limits):
+def _own_tasks() -> int:
+    """Processes and threads of this user now (what RLIMIT_NPROC counts)."""
+    n = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            f = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if int(f.get("Uid", "-1 ").split()[0]) == os.getuid():
+            n += int(f.get("Threads", "1"))
+    return n
+
+
+def _pids_cgroup(tasks: int) -> Path | None:
+    """A pids cgroup of its own for one sandbox (cgroup v1's pids hierarchy, or v2), where this user may make
+    one: root ignores RLIMIT_NPROC, a cgroup's ``pids.max`` holds for everyone. None where none can be made."""
+    for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+        d = base / f"idmap-sandbox-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            d.mkdir()
+        except OSError:
+            continue
+        try:
+            (d / "pids.max").write_text(str(tasks))
+            return d
+        except OSError:
+            d.rmdir()
+    return None
+
+
+@functools.cache
+def task_limit() -> str | None:
+    """None where :attr:`Limits.tasks` holds here, else why not (said once by the batch grader)."""
+    d = _pids_cgroup(1)
+    if d or os.geteuid() != 0:
+        _remove_cgroup(d)
+        return None
+    return ("the sandbox's process count is not limited here: root ignores RLIMIT_NPROC and no pids cgroup can "
+            "be made (grade as an ordinary user, or where /sys/fs/cgroup/pids is writable)")
+
+
+def _remove_cgroup(d: Path | None) -> None:
+    for _ in range(50):  # its processes were killed; the kernel empties it within moments
+        try:
+            d and d.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def _limit(limits: Limits, cgroup: Path | None):
+    """The child's limits, set before it runs bwrap: resources, its process count (a cgroup of its own, else
+    RLIMIT_NPROC over this user's tasks), its own process group."""
+    nproc = None if cgroup else _own_tasks() + limits.tasks
+
     def apply():
         mb = 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb,) * 2)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb * mb,) * 2)
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s,) * 2)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if cgroup:
+            (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+        else:
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc,) * 2)
         os.setsid()  # its own process group: killed as a whole
     return apply
 
@@ -127,8 +186,9 @@ def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limit
     else:
         full, cwd, penv = list(cmd), workdir, env
     t0 = time.monotonic()
+    cgroup = _pids_cgroup(limits.tasks)
     proc = subprocess.Popen(full, cwd=cwd, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, preexec_fn=_limit(limits))
+                            stdin=subprocess.DEVNULL, preexec_fn=_limit(limits, cgroup))
     try:
         out, _ = proc.communicate(timeout=limits.wall_s)
         rc = proc.returncode
@@ -142,5 +202,6 @@ def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limit
             pass
         if proc.poll() is None:
             proc.wait()
+        _remove_cgroup(cgroup)
     tail = "\n".join((out or b"").decode(errors="replace").splitlines()[-30:])
     return Outcome(rc, time.monotonic() - t0, tail)
