@@ -20,6 +20,27 @@ def test_every_recorded_result_carries_its_config_and_training_hashes():
         seen[r["training_hash"]] = f.name
 
 
+def test_every_record_was_evaluated_when_its_config_says():
+    """The test set is evaluated where ``outcome.eval_steps`` says (window ends that are multiples of eval_every,
+    and the last step), up to where a failed run stopped: the config and the record agree."""
+    from idmap_lib.engine.outcome import eval_steps
+
+    for f in sorted(Path(RESULTS_DIR).glob("*.json")):
+        r = json.loads(f.read_text())
+        last = r["history"]["train"][-1]["step"] if r["history"]["train"] else 0
+        got = [e["step"] for e in r["history"]["test"]]
+        assert got == eval_steps(r["config"], until=last), f.name
+
+
+def test_eval_steps_follow_the_window_ends():
+    from idmap_lib.engine.outcome import eval_steps
+
+    assert eval_steps({"steps": 400, "log_every": 10, "eval_every": 100}) == [100, 200, 300, 400]
+    assert eval_steps({"steps": 128, "log_every": 10, "eval_every": 64}) == [128]  # ResNet-1001 at the CPU scale
+    assert eval_steps({"steps": 46800, "log_every": 100, "eval_every": 2340}) == [11700, 23400, 35100, 46800]
+    assert eval_steps({"steps": 400, "log_every": 10, "eval_every": 100}, until=144) == [100]
+
+
 FAMILIES = ("a_table1_shortcuts", "a_table2_activations", "a_table3_preact", "b_resnet32", "b_wrn", "a_swaps")
 
 

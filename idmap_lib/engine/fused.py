@@ -45,7 +45,7 @@ from .fused_models import (FusedModels, check_one_architecture, fuse_optimizer_s
                            unfuse_optimizer_state)
 from .graphs import GraphedStep
 from .options import TrainOptions
-from .outcome import Divergence, result as outcome_result, stopped, together, window
+from .outcome import Divergence, evaluates, result as outcome_result, stopped, together, window
 from .recipes import lr_at
 from .results import FIRST_STEPS, config_hash, run_name, save_result
 
@@ -302,7 +302,7 @@ class FusedRun(GraphedStep):
         self.acc[:, 3] = -1.0
         now = time.perf_counter()
         dt = max(now - self.t_window, 1e-9)
-        evaluate = step % self.eval_every == 0 or step == self.total
+        evaluate = evaluates(step, self.cfgs[0])
         for r in range(self.n):
             if self.status[r] != "running":
                 continue

@@ -8,6 +8,7 @@ reads results through it).
 - ``Divergence``: the recipe's rule. A non-finite training loss fails the run at the step it appeared; recipes that
   set ``grace_fraction`` also fail a run whose training error is still within ``chance_margin`` of chance after
   that fraction of its steps (at least two log windows: the older rule of some recipes);
+- ``evaluates`` / ``eval_steps``: when the test set is evaluated (at the log windows' ends only);
 - ``window``: one log window's training record; ``final``: the final metrics, from the history alone (a test error
   only if one was measured at the last logged step: a test error from before a failure is no final);
 - ``result`` / ``stopped``: the dict of a run that ended (ok or fail) / of one stopped early to be resumed.
@@ -23,6 +24,20 @@ from .results import config_hash, provenance, run_name, training_hash
 def chance(num_classes: int) -> tuple[float, float]:
     """(test error, training loss) of a net that guesses among `num_classes` classes: 1 - 1/C and ln C."""
     return 1.0 - 1.0 / num_classes, math.log(num_classes)
+
+
+def evaluates(step: int, cfg: dict) -> bool:
+    """Whether the log window ending at `step` is followed by an evaluation on the test set: at the multiples of
+    ``eval_every`` that end a window, and at the last step. Evaluation happens only at a window's end, so the
+    effective cadence is the least common multiple of ``log_every`` and ``eval_every`` (ResNet-1001's 128 CPU
+    steps with windows of 10 and ``eval_every`` 64: once, at the end)."""
+    return step % cfg["eval_every"] == 0 or step == cfg["steps"]
+
+
+def eval_steps(cfg: dict, until: int | None = None) -> list[int]:
+    """The steps a run of `cfg` records a test evaluation at, up to `until` (a run that failed stops early)."""
+    ends = sorted(set(range(cfg["log_every"], cfg["steps"] + 1, cfg["log_every"])) | {cfg["steps"]})
+    return [s for s in ends if evaluates(s, cfg) and (until is None or s <= until)]
 
 
 class Divergence:

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from . import data as data_mod
 from .checkpoint import load_checkpoint, save_checkpoint
 from .options import TrainOptions
-from .outcome import Divergence, result as outcome_result, stopped, together, window
+from .outcome import Divergence, evaluates, result as outcome_result, stopped, together, window
 from .recipes import lr_at
 from .results import FIRST_STEPS, config_hash, run_name, save_result
 from .batches import prepare_data
@@ -273,7 +273,7 @@ class _Stack:
             if self.fails[r] is not None:
                 self.status[r] = "fail"
                 self.alive[r] = False
-        if self.step % self.eval_every == 0 or self.step == self.total:
+        if evaluates(self.step, self.cfgs[0]):
             for r, (tl, te) in enumerate(self.evaluate()):
                 if self.status[r] == "running":
                     self.histories[r]["test"].append({"step": self.step, "test_loss": tl, "test_err": te})

@@ -44,7 +44,7 @@ from .device import EngineSettings, amp_dtype, format_duration, pick_device, pre
 from .graphs import GRAPH_WARMUP, GraphedStep
 from .interrupt import DeferredInterrupt, TrainingInterrupted  # noqa: F401  (trainer.TrainingInterrupted)
 from .options import TrainOptions
-from .outcome import Divergence, result as outcome_result, stopped, window
+from .outcome import Divergence, evaluates, result as outcome_result, stopped, window
 from .recipes import lr_at
 from .results import FIRST_STEPS, config_hash, find_result, provenance, run_name, save_result
 
@@ -346,7 +346,7 @@ class Run(GraphedStep):
         self.fail = self.divergence.fail(rec, bad)
         if self.fail is not None:
             self.status = "fail"
-        if self.status == "running" and (step % self.eval_every == 0 or step == self.total):
+        if self.status == "running" and evaluates(step, cfg):
             tl, te = evaluate(self.raw, self.D, self.dtype, self.cl, self.device, ctx)
             self.history["test"].append({"step": step, "test_loss": tl, "test_err": te})
             self.t_window = time.perf_counter()  # evaluation is kept out of img/s and wall_s
