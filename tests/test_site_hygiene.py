@@ -34,6 +34,9 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
 
 
 @pytest.mark.parametrize("check, planted, clean", [
+    ("figures_without_text", '<div id="f" class="plotly-graph-div" style="height:480px"></div>',
+     '<div id="f" class="plotly-graph-div" role="figure" aria-label="Training loss against step, for the original '
+     'unit."></div>'),
     ("raw_markdown_tables", "<p>| exercise | goes with |\n|---|---|\n| 1 | 2 |</p>",
      "<table><tr><td>exercise</td></tr></table><pre>| a | b |\n|---|---|</pre>"),
     ("raw_tex", r"<p>keeping $\lambda = 1$ keeps it</p>",
@@ -163,7 +166,7 @@ def test_the_sliders_set_readable_axes_at_every_step():
     import json
     import math
 
-    from idmap_lib import book
+    from idmap_lib.book.page import setup as book  # the build's renderer
     for fig in _sliders():
         html = book._book_renderer().to_mimebundle(fig.to_dict())["text/html"]
         assert h.figures(html) and not h.crowded_axes(html), h.crowded_axes(html)
@@ -223,7 +226,7 @@ def test_the_theory_layout_is_readable():
     """The layout chapters 2-4 give their figures (slider_figures.THEORY_LAYOUT) passes the same checks."""
     import plotly.graph_objects as go
 
-    from idmap_lib import book
+    from idmap_lib.book.page import setup as book  # the build's renderer
     from idmap_lib.book.figures import slider_figures
     fig = go.Figure([go.Scatter(y=[1, 2], name="a"), go.Scatter(y=[2, 1], name="b")])
     fig.update_layout(slider_figures.THEORY_LAYOUT, title_text="t")
@@ -279,7 +282,7 @@ def test_every_figure_of_the_book_is_readable(name):
     """Issue 30.5, without a built site: each figure the chapters draw, rendered by the book's renderer, has no text
     under 12 px (a <sup> subtitle counted as drawn), no legend beside the plot and no hardware or date in its title
     (figure_style.py holds the fonts, legends and caption line they share)."""
-    from idmap_lib import book
+    from idmap_lib.book.page import setup as book  # the build's renderer
     assert set(_book_figures()) == set(BOOK_FIGURES)
     html = book._book_renderer().to_mimebundle(_book_figures()[name]().to_dict())["text/html"]
     assert h.figures(html), f"{name} drew no figure"
