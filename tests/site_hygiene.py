@@ -356,10 +356,17 @@ def errors_as_fractions(html: str) -> list[str]:
     return out
 
 
+def figures_without_text(html: str) -> list[str]:
+    """A plotly figure with no text alternative (WCAG 2.1 1.1.1): its div names what it shows (aria-label)."""
+    soup = _soup(html)
+    return [f"a figure with no text alternative: {d.get('id')}" for d in soup.select("div.plotly-graph-div")
+            if len((d.get("aria-label") or "").split()) < 3]
+
+
 def findings(page: Path) -> list[str]:
     html = page.read_text(encoding="utf-8")
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html) + machine_paths(html)
             + warnings_in_outputs(html) + cut_short_cells(html) + bad_panels(html) + crowded_axes(html)
             + times_the_table_denies(html) + errors_as_fractions(html) + small_fonts(html) + legends_beside(html)
-            + hardware_in_titles(html))
+            + hardware_in_titles(html) + figures_without_text(html))
 

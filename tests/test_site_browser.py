@@ -205,6 +205,50 @@ def _open_drawn(browser, site_url, name, viewport=(1280, 900)):
     return html, visit
 
 
+AXE = ROOT / ".vendor" / "axe" / "axe.min.js"  # axe-core, pinned in book/_ext/vendor.sha256 (make vendor)
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+AXE_EXCEPTIONS = {}  # {rule id: why it cannot apply to this site}: none
+
+
+def _axe(page) -> list[str]:
+    """axe-core's WCAG 2.1 A and AA violations on the open page, light mode, one line each."""
+    assert AXE.is_file(), f"{AXE} missing: run `make vendor` (`make test` does it)"
+    page.evaluate("() => { document.documentElement.dataset.theme = 'light'; }")
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate("""async (tags) => (await axe.run(document, {runOnly: {type: 'tag', values: tags},
+        resultTypes: ['violations']})).violations.map(v => ({id: v.id, help: v.help,
+        nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))""", WCAG_AA)
+    return [f"{v['id']} ({v['help']}): {v['nodes']}" for v in found if v["id"] not in AXE_EXCEPTIONS]
+
+
+@pytest.mark.parametrize("name", site_pages() or ["index.html"])
+def test_page_meets_wcag_2_1_aa(browser, site_url, name):
+    """axe-core finds no WCAG 2.1 A or AA violation on the drawn page (light mode, 1280 px)."""
+    _, visit = _open_drawn(browser, site_url, name)
+    try:
+        found = _axe(visit.page)
+    finally:
+        visit.close()
+    assert not found, f"{name}:\n" + "\n".join(found)
+
+
+def test_axe_finds_a_planted_violation(browser, site_url):
+    """The check can fail: a link in the theme's blue on an admonition's tint without the site's darker blue, and
+    a figure div that claims a role with no name, are each reported."""
+    _, visit = _open_drawn(browser, site_url, "06_ablations.html")
+    try:
+        visit.page.evaluate("""() => { const a = document.querySelector('.admonition a');
+            a.style.setProperty('color', '#176de8', 'important');
+            a.querySelectorAll('*').forEach(e => e.style.setProperty('color', '#176de8', 'important'));
+            const d = document.createElement('div'); d.setAttribute('role', 'img');
+            document.querySelector('article').appendChild(d); }""")
+        found = _axe(visit.page)
+    finally:
+        visit.close()
+    assert any(f.startswith("color-contrast") for f in found), found
+    assert any(f.startswith("role-img-alt") for f in found), found
+
+
 @pytest.mark.parametrize("name", site_pages() or ["index.html"])
 def test_page_loads_offline_clean(browser, site_url, name):
     html, visit = _open_typeset(browser, site_url, name)

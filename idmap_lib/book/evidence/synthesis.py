@@ -340,6 +340,7 @@ def key_figure(out_dir=None):
     for a in fig.layout.annotations:
         if a.text in ("ResNet-110: rise at the lr jump", "ResNet-1001: steps to 80 %"):
             a.update(font=figure_style.FONT, xref="paper", x=0, xanchor="left")
+    fig.update_layout(meta={"alt": key_figure_alt(values)})  # its text alternative (figure_style.alt_text)
     return fig, values
 
 
@@ -349,7 +350,7 @@ def key_figure_alt(values) -> str:
 
     from .claim_words import words
 
-    parts = {t: "; ".join(f"{words('a_swaps', r)} {statistics.median(values[r]):.2g}" for r in ROWS[t] if values[r])
+    parts = {t: "; ".join(f"{words('a_swaps', r)} {statistics.median(values[r]):.3g}" for r in ROWS[t] if values[r])
              for t in OUTCOMES}
     return (f"Median over seeds of 0.1 + the rise of the training loss at the lr jump, in nats: {parts['jump']}. "
             f"Median steps until ResNet-1001's training error is below 80 %: {parts['start']}.")

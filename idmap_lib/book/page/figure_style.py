@@ -81,3 +81,48 @@ def caption(fig, text: str, below: int = CAPTION_BELOW_PX, legend_rows: int = 0)
         fig.update_layout(legend=LEGEND_BELOW)
     fig.update_layout(margin_b=max(fig.layout.margin.b or 0, below + CAPTION_LINE_PX * n + 12 + LEGEND_ROW_PX * legend_rows))
     return fig
+
+
+def _plain(text) -> str:
+    """A figure's label as plain words: no HTML tags, no TeX dollars or backslashes, one line."""
+    import re
+
+    text = re.sub(r"<br\s*/?>", "; ", str(text or ""))
+    text = re.sub(r"<[^>]+>|\$|\\(mathrm|mathbf|text)\b|[{}\\]", "", text)
+    return " ".join(text.split()).strip(" ;:")
+
+
+def alt_text(fig) -> str:
+    """The figure's text alternative (WCAG 2.1 AA, 1.1.1), one sentence: the one a figure's module computed
+    (``layout.meta.alt``), else what its title, axes and series say: "<title>: <y> against <x>, for <series>"."""
+    d = fig if isinstance(fig, dict) else fig.to_plotly_json()
+    layout = d.get("layout", {})
+    meta = layout.get("meta")
+    if isinstance(meta, dict) and meta.get("alt"):
+        return _plain(meta["alt"])
+    title = layout.get("title")
+    title = _plain(title.get("text") if isinstance(title, dict) else title)
+    def titles(prefix):
+        out = []
+        for k in sorted(k for k in layout if k.startswith(prefix)):
+            t = (layout[k] or {}).get("title")
+            t = _plain(t.get("text") if isinstance(t, dict) else t)
+            if t and t not in out:
+                out.append(t)
+        return out
+
+    ys, xs = titles("yaxis"), titles("xaxis")
+    if not ys:  # panels titled above (make_subplots): what each shows
+        ys = [t for t in (_plain(a.get("text")) for a in layout.get("annotations", [])
+                          if a.get("yanchor") == "bottom" and a.get("yref") == "paper") if t][:4]
+    y, x = " and ".join(ys), " and ".join(xs)
+    names = []
+    for t in d.get("data", []):
+        n = _plain(t.get("name"))
+        if n and t.get("showlegend", True) is not False and n not in names:
+            names.append(n)
+    what = f"{y} against {x}" if y and x else (y or x)
+    series = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    parts = [p for p in (title, what) if p]
+    sentence = ": ".join(parts) if parts else "A figure"
+    return sentence + (f", for {series}" if series else "") + "."
