@@ -187,3 +187,13 @@ def test_init_files_only_re_export():
             for n in ast.parse(p.read_text()).body
             if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name != "__getattr__"]
     assert not defs, "\n".join(defs)
+
+
+def test_no_chapter_sets_torch_threads_itself():
+    """One thread policy: the chapters' setup() sets torch's threads (every physical core); no chapter does."""
+    import json
+
+    book = PACKAGE.parent / "book"
+    found = [p.name for p in sorted(book.rglob("*.ipynb"))
+             if "set_num_threads" in "".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"])]
+    assert not found, found

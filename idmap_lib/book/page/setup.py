@@ -124,19 +124,23 @@ def whereabouts() -> list:
 
 
 def setup(verbose: bool = True, drive: bool = False):
-    """The chapters' setup cell: pick the device, report it, configure plotly for the book build; mount Google
-    Drive for the reader's runs when asked (``drive``, the cell's ``DRIVE``); say where the library, its
+    """The chapters' setup cell: pick the device (on a CPU, torch on every physical core: the book's one thread
+    policy), report it, configure plotly for the book build; mount Google Drive for the reader's runs when asked (``drive``, the cell's ``DRIVE``); say where the library, its
     recorded runs and the reader's runs are (not in the book build: the site shows no machine's paths).
 
     Returns ``torch.device("cuda")`` when a CUDA GPU is available, else ``torch.device("cpu")``.
     """
     import torch
 
+    from ...engine.device import physical_cores
+
     if in_book_build():
         use_book_renderer()
     if drive:
         use_drive()
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    if device.type == "cpu":  # the one thread policy: every physical core, never a hyperthread more (engine.device)
+        torch.set_num_threads(physical_cores())
     if verbose:
         print("Device:", describe_device(device))
         if not in_book_build():
