@@ -23,7 +23,7 @@ import json
 import sys
 
 from .book.plan.mnist_grid import DEPTHS
-from .engine.recipes import KERAS_PROBE, MNIST_KINDS, SCALES
+from .engine.recipes import CLAIM_SCALES, KERAS_PROBE, MNIST_KINDS, SCALES
 
 
 def _parser():
@@ -72,7 +72,7 @@ def _parser():
                                                           "'EXPERIMENT VARIANT SEED SCALE' a line (for parallel workers)")
     w.add_argument("--run", action="store_true", help="train every missing run, in order")
     w.add_argument("--data", default=None)
-    w.add_argument("--scale", default=None, choices=["cpu", "full"], help="the claims' CPU scale (default) or the "
+    w.add_argument("--scale", default=None, choices=list(CLAIM_SCALES), help="the claims' CPU scale (default) or the "
                                                                         "papers' full recipes")
     w.add_argument("--queue", action="store_true", help="print the queue: what a submission sends, in order (runs "
                                                         "recorded or under way left out, started ones first)")

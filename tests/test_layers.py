@@ -197,3 +197,27 @@ def test_no_chapter_sets_torch_threads_itself():
     found = [p.name for p in sorted(book.rglob("*.ipynb"))
              if "set_num_threads" in "".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"])]
     assert not found, found
+
+
+def scale_lists(source: str) -> list[int]:
+    """Lines of `source` that spell out two or more scale names as a literal (a tuple, list, set or dict keys):
+    a second definition of which scales there are."""
+    from idmap_lib.engine import recipes
+
+    names = set(recipes.SCALES)
+    found = []
+    for n in ast.walk(ast.parse(source)):
+        elts = n.keys if isinstance(n, ast.Dict) else n.elts if isinstance(n, (ast.Tuple, ast.List, ast.Set)) else []
+        if len(elts) >= 2 and all(isinstance(e, ast.Constant) and e.value in names for e in elts):
+            found.append(n.lineno)
+    return found
+
+
+def test_which_scales_there_are_is_said_only_in_recipes():
+    """The scales are data in engine/recipes.py (SCALES, CPU_SCALES, CLAIM_SCALES); the models, the engine, the
+    book and the command line name them from there. (The exercises' classroom scales are the graders' own.)"""
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items()
+             if name != "idmap_lib.engine.recipes" and not name.startswith("idmap_lib.checks")
+             for line in scale_lists(path.read_text())]
+    assert not found, found
+    assert scale_lists('SCALES = ("cpu", "full")\n') == [1] and scale_lists('s = "cpu"\n') == []

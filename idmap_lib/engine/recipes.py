@@ -90,6 +90,7 @@ CPU_STEP_WHY = ("CPU scale with the paper's abrupt warm-up (superseded by the ra
                 "class, ~{epochs:.1f} epochs); lr 0.01 for the first {warmup} steps (a quarter of the run, at every depth), "
                 "then 0.1 in one step, /10 at 50 % and 75 %; only a non-finite loss stops a run early.")
 CPU_SCALES = ("cpu", "cpu_step_warmup")
+CLAIM_SCALES = ("cpu", "full")  # where the claims are judged: the CPU scale, the full recipe (the probe is a claim's own)
 SCALES = ("cpu", "cpu_step_warmup", "full")
 SCALE_WORDS = {"cpu": "CPU scale", "cpu_step_warmup": "CPU scale, step warm-up (the lr-jump probe)",
                "full": "full recipe"}

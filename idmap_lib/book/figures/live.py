@@ -33,7 +33,8 @@ from ..evidence.seeds import ALL_SEEDS, READER_SEED
 from ..evidence.runs import runs_dir, seed_runs
 
 YOUR_SEED = READER_SEED  # none of the book's seeds (0-4): your run is your own, never a recorded one under another name
-OFFERED_SCALES = {"cpu": "the recorded runs' scale, minutes on a CPU", "full": "the paper's whole recipe, for a GPU"}
+OFFERED_SCALES = dict(zip(recipes.CLAIM_SCALES, ("the recorded runs' scale, minutes on a CPU",
+                                                  "the paper's whole recipe, for a GPU")))
 GPU_WORTH_S = 3600  # a whole run longer than this on a CPU: the cell asks for a GPU
 REDRAW_S = 2.0  # your curve is redrawn at most this often (and once at the end): each redraw sends the whole figure
 

@@ -15,7 +15,7 @@ from ..evidence.runs import seed_runs
 
 PROBE = ("a_table2_activations", "original-110")
 PROBE_MAX_RISE = 0.5
-SCALES = ("cpu_step_warmup", "cpu")  # the first CPU scale (the paper's step warm-up: now the lr-jump probe) and the ramp
+SCALES = recipes.CPU_SCALES[::-1]  # the first CPU scale (the paper's step warm-up: now the lr-jump probe), then the ramp
 PAIR = (PROBE[1], "full_preact-110")  # the probe beside full pre-activation, in chapter 11's figures
 
 

@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover - exercised where submitit is missing
 
 QUEUE_DIR = DEFAULT_ROOT / "sweep"            # submitit's folder (its pickles and logs) and the ledger (runs/)
 CHECKPOINT_DIR = DEFAULT_ROOT / "checkpoints"  # checkpoints of runs under way (a lent GPU's come back here too)
-SCALES = ("cpu", "full")
+SCALES = recipes.CLAIM_SCALES
 UNDER_WAY = ("queued", "running")
 MEM_GB = 16  # host memory a SLURM job asks for per GPU (the dataset on the device, a run's checkpoints): without a
 #              request an array's tasks each take a whole node's memory and run one at a time
