@@ -401,3 +401,46 @@ def test_a_fork_bomb_stops_at_the_sandboxs_task_limit(tmp_path):
     assert "stopped" in out.output and int(out.output.split("forked")[-1]) < 40, out
     assert out.seconds < 30  # its children were killed with it, not waited for
     assert not list(Path("/sys/fs/cgroup/pids").glob(f"idmap-sandbox-{os.getpid()}-*"))
+
+
+class _Marker:
+    """A pickle that, if anything ever loaded it, would leave a file behind."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_the_gradescope_entry_point_removes_pickles_and_links_before_otter_reads_anything(tmp_path, monkeypatch):
+    """The autograder zip's run_otter.py (what Gradescope runs): Otter's log, pickles, weights and links are gone,
+    unread, before Otter's runner is called; the notebook and the runs stay."""
+    import pickle
+    import runpy
+    import sys
+    import types
+
+    from idmap_lib.checks.batch import NEVER
+    from idmap_lib.checks.editions import RUN_OTTER
+
+    sub = tmp_path / "submission"
+    (sub / "idmap_runs").mkdir(parents=True)
+    (sub / "ablations.ipynb").write_text("{}")
+    (sub / "idmap_runs" / "run.json").write_text("{}")
+    marker, secret = tmp_path / "pickle-ran", tmp_path / "instructor-only.txt"
+    secret.write_text("4242")
+    (sub / ".OTTER_LOG").write_bytes(pickle.dumps(_Marker(str(marker))))
+    (sub / "idmap_runs" / "weights.pt").write_bytes(pickle.dumps(_Marker(str(marker))))
+    (sub / "idmap_runs" / "seed.txt").symlink_to(secret)
+    (sub / "book_runs").symlink_to(tmp_path)
+    seen = {}
+    otter = types.ModuleType("otter.run.run_autograder")
+    otter.main = lambda base: seen.update(base=base, files=sorted(str(p.relative_to(sub)) for p in sub.rglob("*")))
+    monkeypatch.setitem(sys.modules, "otter.run.run_autograder", otter)
+    monkeypatch.setenv("IDMAP_AUTOGRADER_DIR", str(tmp_path))
+    script = tmp_path / "run_otter.py"
+    script.write_text(RUN_OTTER.format(never=NEVER))
+    runpy.run_path(str(script), run_name="__main__")
+    assert seen == {"base": str(tmp_path), "files": ["ablations.ipynb", "idmap_runs", "idmap_runs/run.json"]}
+    assert not marker.exists() and secret.read_text() == "4242"

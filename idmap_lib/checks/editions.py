@@ -362,10 +362,47 @@ def publish(chapters=None, dest=None) -> list[Path]:
 # PyPI's default wheel is the CUDA one, gigabytes an autograder never uses.
 BROWSER_LINE = "playwright install-deps && playwright install chromium"
 
+# Gradescope runs the zip's run_otter.py. Ours first removes from the submission, unread, everything a student
+# could use to run code in the grader before any of it is opened: Otter's own log (a pickle Otter's runner loads),
+# every pickle or weights file (batch.NEVER) and every link or special file; then Otter grades what is left.
+RUN_OTTER = """\"\"\"Gradescope's entry point (idmap_lib.checks.editions.RUN_OTTER): the submission cleaned, then Otter.\"\"\"
+import os
+import stat
+
+NEVER = {never!r}
+
+
+def clean(folder):
+    \"\"\"Remove, without opening or following any, pickles, weights, links and special files under `folder`.\"\"\"
+    gone = []
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            p = os.path.join(top, name)
+            st = os.lstat(p)
+            plain = stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink == 1)
+            if not plain or (stat.S_ISREG(st.st_mode) and name.lower().endswith(NEVER)):
+                os.unlink(p)
+                gone.append(os.path.relpath(p, folder))
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
+    return gone
+
+
+if __name__ == "__main__":
+    base = os.environ.get("IDMAP_AUTOGRADER_DIR", "/autograder")
+    removed = clean(os.path.join(base, "submission"))
+    if removed:
+        print("removed unread from the submission:", ", ".join(sorted(removed)[:10]))
+    from otter.run.run_autograder import main as run_autograder
+    run_autograder(base)
+"""
+
 
 def _lean_autograder(zipped: Path):
-    """Rewrite the autograder zip in place without the browser install of its setup.sh (see BROWSER_LINE)."""
+    """Rewrite the autograder zip in place: its setup.sh without the browser install (BROWSER_LINE), its
+    run_otter.py cleaning the submission before Otter reads it (RUN_OTTER)."""
     import zipfile
+
+    from .batch import NEVER
 
     with zipfile.ZipFile(zipped) as z:
         entries = [(i, z.read(i)) for i in z.infolist()]
@@ -373,6 +410,8 @@ def _lean_autograder(zipped: Path):
         for info, data in entries:
             if info.filename == "setup.sh":
                 data = "\n".join(ln for ln in data.decode().splitlines() if BROWSER_LINE not in ln).encode() + b"\n"
+            elif info.filename == "run_otter.py":
+                data = RUN_OTTER.format(never=NEVER).encode()
             z.writestr(info, data)
 
 
