@@ -421,7 +421,7 @@ def test_the_gradescope_entry_point_removes_pickles_and_links_before_otter_reads
     import sys
     import types
 
-    from idmap_lib.checks.batch import NEVER
+    from idmap_lib.checks.editions import NEVER
     from idmap_lib.checks.editions import RUN_OTTER
 
     sub = tmp_path / "submission"

@@ -36,12 +36,11 @@ import zipfile
 from pathlib import Path
 
 from . import sandbox, spotcheck
-from .editions import BOOK, CHAPTERS, _src, split_chapter
+from .editions import BOOK, CHAPTERS, NEVER, _src, split_chapter
 from .student import RUNS
 
 MAX_UNPACKED_MB = 200       # a submission's files, unpacked (runs are ~10 kB each; checkpoints stay out)
 MAX_EXTRACT_MB = 20         # what the sandbox hands back
-NEVER = (".otter_log", ".pkl", ".pickle", ".dill", ".pt", ".pth", ".npy", ".npz")  # pickles and weights: not read
 PASSED_ON = ("IDMAP_ABLATION_SCALE",)  # the grader's settings the notebook sees too (the tests' quick scale)
 FREE_TEXT = ("prediction", "explanation")  # prefixes of the names whose text the CSV collects
 

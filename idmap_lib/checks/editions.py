@@ -362,9 +362,11 @@ def publish(chapters=None, dest=None) -> list[Path]:
 # PyPI's default wheel is the CUDA one, gigabytes an autograder never uses.
 BROWSER_LINE = "playwright install-deps && playwright install chromium"
 
+NEVER = (".otter_log", ".pkl", ".pickle", ".dill", ".pt", ".pth", ".npy", ".npz")  # pickles and weights: a grader never reads them
+
 # Gradescope runs the zip's run_otter.py. Ours first removes from the submission, unread, everything a student
 # could use to run code in the grader before any of it is opened: Otter's own log (a pickle Otter's runner loads),
-# every pickle or weights file (batch.NEVER) and every link or special file; then Otter grades what is left.
+# every pickle or weights file (NEVER) and every link or special file; then Otter grades what is left.
 RUN_OTTER = """\"\"\"Gradescope's entry point (idmap_lib.checks.editions.RUN_OTTER): the submission cleaned, then Otter.\"\"\"
 import os
 import stat
@@ -401,8 +403,6 @@ def _lean_autograder(zipped: Path):
     """Rewrite the autograder zip in place: its setup.sh without the browser install (BROWSER_LINE), its
     run_otter.py cleaning the submission before Otter reads it (RUN_OTTER)."""
     import zipfile
-
-    from .batch import NEVER
 
     with zipfile.ZipFile(zipped) as z:
         entries = [(i, z.read(i)) for i in z.infolist()]
