@@ -5,8 +5,9 @@ package ``bubblewrap``): new user, PID, network, IPC and UTS namespaces (no netw
 processes), the root filesystem made of read-only binds of the system directories, the Python installation and the
 grader's checkout (the pristine library and the published tests), a private ``/tmp``, and one writable folder: the
 submission's own scratch copy, mounted at :data:`WORK`. It runs as an unprivileged user, with resource limits (address
-space, file size, CPU time, processes and threads at once) and a wall-clock limit; when it ends -- by itself, at its time limit, or with the grader --
-the PID namespace ends with it, and every process it started is killed (a detached process cannot outlive it).
+space, file size, CPU time, processes and threads at once) and a wall-clock limit; when it ends -- by itself, at its
+time limit, or with the grader -- the PID namespace ends with it, and every process it started is killed (a detached
+process cannot outlive it).
 
 Nothing else of the machine is visible: not the other submissions, not the CSV, not the instructor's home (only the
 folders :func:`binds` lists). Where bubblewrap cannot run (macOS; a container without user namespaces),

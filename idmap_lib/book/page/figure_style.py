@@ -92,6 +92,17 @@ def _plain(text) -> str:
     return " ".join(text.split()).strip(" ;:")
 
 
+def _axis_titles(layout: dict, prefix: str) -> list:
+    """The distinct titles of a figure's axes named `prefix` (xaxis, xaxis2, ...), as plain words."""
+    out = []
+    for k in sorted(k for k in layout if k.startswith(prefix)):
+        t = (layout[k] or {}).get("title")
+        t = _plain(t.get("text") if isinstance(t, dict) else t)
+        if t and t not in out:
+            out.append(t)
+    return out
+
+
 def alt_text(fig) -> str:
     """The figure's text alternative (WCAG 2.1 AA, 1.1.1), one sentence: the one a figure's module computed
     (``layout.meta.alt``), else what its title, axes and series say: "<title>: <y> against <x>, for <series>"."""
@@ -102,16 +113,7 @@ def alt_text(fig) -> str:
         return _plain(meta["alt"])
     title = layout.get("title")
     title = _plain(title.get("text") if isinstance(title, dict) else title)
-    def titles(prefix):
-        out = []
-        for k in sorted(k for k in layout if k.startswith(prefix)):
-            t = (layout[k] or {}).get("title")
-            t = _plain(t.get("text") if isinstance(t, dict) else t)
-            if t and t not in out:
-                out.append(t)
-        return out
-
-    ys, xs = titles("yaxis"), titles("xaxis")
+    ys, xs = _axis_titles(layout, "yaxis"), _axis_titles(layout, "xaxis")
     if not ys:  # panels titled above (make_subplots): what each shows
         ys = [t for t in (_plain(a.get("text")) for a in layout.get("annotations", [])
                           if a.get("yanchor") == "bottom" and a.get("yref") == "paper") if t][:4]
@@ -123,6 +125,5 @@ def alt_text(fig) -> str:
             names.append(n)
     what = f"{y} against {x}" if y and x else (y or x)
     series = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-    parts = [p for p in (title, what) if p]
-    sentence = ": ".join(parts) if parts else "A figure"
+    sentence = ": ".join(p for p in (title, what) if p) or "A figure"
     return sentence + (f", for {series}" if series else "") + "."
