@@ -55,8 +55,9 @@ def _book_renderer():
                 validate=False,
             )
             head, sep, rest = html.partition("<script>")
-            alt = escape(alt_text(fig_dict), quote=True)  # its text alternative (WCAG 1.1.1), read by screen readers
-            head = head.replace('class="plotly-graph-div"', f'class="plotly-graph-div" role="figure" aria-label="{alt}"', 1)
+            alt = escape(alt_text(fig_dict), quote=True)  # its text alternative (WCAG 1.1.1), for screen readers
+            head = head.replace('class="plotly-graph-div"',
+                                f'class="plotly-graph-div" role="figure" aria-label="{alt}"', 1)
             body, sep2, tail = rest.rpartition("</script>")
             if not (sep and sep2):
                 raise RuntimeError("unexpected plotly HTML: cannot find the figure's script")
