@@ -16,6 +16,7 @@ def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_pa
     seeds = [d for d in fig.data if one_seed.search(d.name or "")]
     assert sorted(d.name for d in seeds) == sorted(f"original seed {s}" for s in (0, 0, 1, 1, 2, 2))  # both panels
     assert all(d.visible in (None, True) and d.opacity > 0 and d.line.width > 0 for d in seeds)  # and seen
+    assert [d.name for d in means if d.showlegend] == ["the identity shortcut (3 seeds)"]  # words, not the key
     three = curves.band_curves("a_table1_shortcuts", ["original"], out_dir=tmp_path,
                                  panels=("train_loss", "train_err", "test_err"))
     assert [a.text for a in three.layout.annotations[:3]] == ["training loss (10-step windows, log axis)",

@@ -13,6 +13,7 @@ import statistics
 from ...engine import recipes
 from ..page import figure_style, palette
 from ..evidence import paper_numbers
+from ..evidence.claim_words import words
 from ..plan.cpu_scale import PROBE_MAX_RISE
 from ..page.log_axes import log_ticks
 from ..evidence.metrics import ended_at_chance, reached_80, steps_to_80
@@ -86,7 +87,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
             continue
         where.update(hardware(r) for r in runs)
         c = palette.of(experiment, v) or colours[i % len(colours)]  # a unit keeps its colour on every page
-        label = f"{v} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
+        said = words(experiment, v).strip("*")  # the legend in words, never the variant's key
+        label = f"{said} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
         for col, (part, key, scale_y, _) in enumerate((PANELS[p] for p in panels), 1):
             for r in runs:
                 h = r["history"][part]
@@ -95,7 +97,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                 fig.add_trace(go.Scatter(x=[x["step"] for x in h], y=[scale_y * x[key] for x in h], mode="lines",
                                          line={"color": c, "width": 1}, opacity=0.45, legendgroup=v,
                                          showlegend=False, name=f"{v} seed {r['config']['seed']}",
-                                         hovertemplate=f"{v} seed {r['config']['seed']}<br>step %{{x}}: "
+                                         hovertemplate=f"{said} seed {r['config']['seed']}<br>step %{{x}}: "
                                                        f"%{{y:.3f}}<extra></extra>"), 1, col)
             steps = sorted({h["step"] for r in runs for h in r["history"][part]})
             per = [[scale_y * h[key] for r in runs for h in r["history"][part] if h["step"] == s] for s in steps]
@@ -105,7 +107,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                                      showlegend=False), 1, col)
             fig.add_trace(go.Scatter(x=steps, y=mean, name=label, legendgroup=v, showlegend=col == 1,
                                      mode="lines+markers" if part == "test" else "lines", line={"color": c, "width": 3},
-                                     hovertemplate=f"{v} mean<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
+                                     hovertemplate=f"{said} mean<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
     lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"], cols=range(1, len(panels) + 1))
     fig.update_xaxes(title_text="step")
     log_band = " (log axis: geometric mean × / ÷ sd)" if "train_loss" in panels else ""
