@@ -110,6 +110,8 @@ def outcomes(test="jump", out_dir=None) -> dict:
 STATUSES = ("necessary and sufficient", "sufficient, not necessary", "necessary, not sufficient", "neither",
             "sufficient; necessity not tested here", "not sufficient; necessity not tested here",
             "necessary; sufficiency not tested here", "not necessary; sufficiency not tested here",
+            "sufficient; necessity open", "not sufficient; necessity open",
+            "necessary; sufficiency open", "not necessary; sufficiency open",
             "not testable at this scale", "open")
 
 
@@ -125,9 +127,11 @@ def status(prop, found: dict, test="jump") -> dict:
     `test` (``rescued``), *not sufficient* where it did not (``not_rescued``); *necessary* where removing it made a
     unit with the good outcome fail (``broke``), *not necessary* where the unit kept it (``kept``). Units that differ
     in several parts never decide it: with no such swap decided it is *not testable at this scale* (no swap of that
-    part exists) or *open* (its runs do not decide it yet)."""
+    part exists) or *open* (its runs do not decide it yet); a half decided says whether the other half's swap is
+    *open* or *not tested here*."""
     good, bad = OUTCOMES[test]
     out = {k: [] for k in ("rescued", "not_rescued", "broke", "kept")}
+    pending = {"add": False, "remove": False}  # a swap of that direction whose runs do not decide it yet
     swaps = [(parent_of(r), r) for r in found if parent_of(r) in found and
              set(PROPERTIES[r]) ^ set(PROPERTIES[parent_of(r)]) == {prop}]
     for parent, row in swaps:
@@ -136,6 +140,8 @@ def status(prop, found: dict, test="jump") -> dict:
             out["rescued" if o_row == good else "not_rescued"].append(row)
         elif prop not in PROPERTIES[row] and o_parent == good and o_row in (good, bad):  # taken from one that copes
             out["broke" if o_row == bad else "kept"].append(row)
+        else:
+            pending["add" if prop in PROPERTIES[row] else "remove"] = True
     add = "sufficient" if out["rescued"] and not out["not_rescued"] else "not sufficient" if out["not_rescued"] else ""
     rem = "necessary" if out["broke"] and not out["kept"] else "not necessary" if out["kept"] else ""
     if add and rem:
@@ -143,9 +149,9 @@ def status(prop, found: dict, test="jump") -> dict:
                          ("sufficient", "not necessary"): "sufficient, not necessary",
                          ("not sufficient", "necessary"): "necessary, not sufficient"}.get((add, rem), "neither")
     elif add:
-        out["status"] = f"{add}; necessity not tested here"
+        out["status"] = f"{add}; necessity {'open' if pending['remove'] else 'not tested here'}"
     elif rem:
-        out["status"] = f"{rem}; sufficiency not tested here"
+        out["status"] = f"{rem}; sufficiency {'open' if pending['add'] else 'not tested here'}"
     else:
         out["status"] = "open" if swaps else "not testable at this scale"
     return out
