@@ -110,3 +110,19 @@ def test_a_run_stuck_before_the_jump_is_left_out_of_the_lr_jump_metrics_only():
     assert metrics.lr_jump_log_rise(jumped) == pytest.approx(math.log10(0.1 + 2.5))
     assert metrics.lr_jump_log_rise(dict(jumped, history={"train": [dict(h, train_loss=1.0) for h in
                                                                     jumped["history"]["train"]], "test": []})) == -1
+
+
+def test_a_diverged_run_ranks_above_every_finite_rise_on_either_side():
+    """The float32 lr-jump rule: a run whose loss went non-finite is the largest rise, whatever its last
+    finite window said (a 5,389-nat spike and a 36-nat one are both 'blew up'); a run that did not diverge
+    keeps its rise; a stuck run is still left out, diverged or not."""
+    r = result("a_swaps", "full_preact+no_final-110", 0, scale="cpu_step_warmup")
+    r["history"]["train"] = history([2.0] * 10 + [30.0, 5000.0] + [1.8] * 28, [0.7] * 40)
+    rise = metrics.lr_jump_ranked_rise(r)
+    assert rise == pytest.approx(4998.0) == metrics.lr_jump_rise(r)
+    blew = dict(r, status="fail")
+    assert metrics.lr_jump_ranked_rise(blew) == math.inf
+    assert metrics.lr_jump_rise(blew) == rise  # the finite metric: its spike, below a 6e29 one
+    assert metrics.left_out(dict(blew, history={"train": [dict(h, train_loss=2.3) for h in
+                                                          r["history"]["train"]]}),
+                            "lr_jump_ranked_rise") == "stuck before the jump"

@@ -124,6 +124,22 @@ def test_a_censored_metric_is_compared_by_ranks_with_its_censored_runs_on_both_s
     assert d == 10 and 0 < lo <= d <= hi
 
 
+def test_a_diverged_run_is_the_largest_rise_by_ranks_on_both_sides():
+    """The float32 lr-jump rule (fixed before its runs): bf16's full pre-activation without its final BN-ReLU
+    (rises 36, 25, 5.8 and two diverged) against full pre-activation's (0-0.07). Ranked with the diverged runs
+    on top: p = 2/252, reproduced; the same runs swapped: contradicted; two diverged runs tie (their shift
+    is 0, not inf - inf); diverged runs on the better side move it down the ranks alike."""
+    no_final, pre = [36.3, math.inf, math.inf, 25.2, 5.8], [0.0, 0.07, 0.01, 0.0, 0.02]
+    r = compare(better("a", "b", "lr_jump_ranked_rise"), pre, no_final)
+    assert r["test"] == "ranks" and r["p"] == pytest.approx(2 / 252) and r["verdict"] == "reproduced"
+    assert r["hi"] == math.inf and r["lo"] > 0
+    assert compare(better("a", "b", "lr_jump_ranked_rise"), no_final, pre)["verdict"] == "contradicted"
+    d, lo, hi = rule.shift_interval([math.inf] * 5, [math.inf] * 5)
+    assert (d, lo, hi) == (0, 0, 0)
+    both = compare(better("a", "b", "lr_jump_ranked_rise"), [math.inf, 1, 2, 3, 4], [math.inf, 5, 6, 7, 8])
+    assert both["verdict"] == "inconclusive"
+
+
 def test_the_smallest_resolvable_difference_is_q_times_the_pooled_se():
     xa, xb = [0.40, 0.41, 0.42], [0.50, 0.52, 0.54]
     sp = math.sqrt((2 * 0.0001 + 2 * 0.0004) / 4)

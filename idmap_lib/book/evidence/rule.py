@@ -26,7 +26,8 @@ old "2 se" rule meant (5 % two-sided):
   never a mean or a Welch interval over censored values. Its verdict: reproduced (or contradicted) where p < 5 % in
   the claim's direction (or against it); its d is the Hodges-Lehmann shift (the median of the pairwise
   differences), shown with the distribution-free interval of the pairwise differences' order statistics. With 3
-  runs a side no split is rarer than 1 in 20, so 3 seeds never decide: such a comparison takes 5.
+  runs a side no split is rarer than 1 in 20, so 3 seeds never decide: such a comparison takes 5. The same test
+  reads ``lr_jump_ranked_rise`` (``RANKED``), where a run that diverged ranks above every finite rise.
 - Power (``resolvable``): the smallest difference the seeds can resolve, q x the pooled se (pooled sd, Student's t
   at n_a + n_b - 2 degrees of freedom); claims.py sets it beside the paper's own gap, and a part whose paper gap is
   below it *cannot resolve at this scale*.
@@ -67,7 +68,9 @@ RULE = ("Each claim's test was fixed before any of its runs was read. For *a is 
         "only for what it did, on both sides alike (still at chance when the lr jumps: *stuck before the jump*), "
         "and a side left with fewer than 3 runs makes the comparison **not testable here**. A start metric that a "
         "run may never reach (*steps until the training error falls below 80 %*) is **censored**: such a run counts "
-        "as the run's length on either side, and the comparison is an exact test on ranks, never a mean. Beside each "
+        "as the run's length on either side, and the comparison is an exact test on ranks, never a mean. The "
+        "float32 lr-jump check, fixed before its runs, ranks the same way: a run that diverged counts as the "
+        "largest rise on either side. Beside each "
         "comparison: the smallest difference its seeds can resolve (q x the pooled "
         "se) and the paper's gap; where the gap is smaller, the comparison *cannot resolve at this scale*. A "
         "verdict that removing any one seed would change says so. ")
@@ -89,7 +92,8 @@ NOT_TESTABLE = "not testable here"
 VERDICTS = ("reproduced", "contradicted", "inconclusive", NOT_TESTABLE, NEEDS_FULL, "not run yet")
 TESTED = ("reproduced", "contradicted", "inconclusive")  # the verdicts of a comparison that was tested
 CENSORED = ("steps_to_80",)  # a run may never reach it: a lower bound, compared by ranks
-EARLY = ("steps_to_80", "lr_jump_rise", "lr_jump_log_rise")  # early optimisation and mechanism: the metrics a CPU scale can test
+RANKED = CENSORED + ("lr_jump_ranked_rise",)  # compared by ranks (a diverged run: the largest rise)
+EARLY = ("steps_to_80", "lr_jump_rise", "lr_jump_log_rise", "lr_jump_ranked_rise")  # early optimisation and mechanism: the metrics a CPU scale can test
 ABOUT = {"end": "the end of the paper's recipe",
          "converged": "the converged end of training (a short run cannot test it)",
          "early": "early optimisation"}
@@ -230,7 +234,7 @@ def shift_interval(xa: list[float], xb: list[float], level: float = LEVEL) -> tu
     (-inf, inf where the seeds are too few for `level`)."""
     import itertools
 
-    diffs = sorted(b - a for a in xa for b in xb)
+    diffs = sorted(0.0 if a == b else b - a for a in xa for b in xb)  # two diverged runs tie
     na, nb = len(xa), len(xb)
     counts = {}  # the exact null distribution of U (pairs with a < b) over all splits, without ties
     for c in itertools.combinations(range(na + nb), na):
@@ -271,7 +275,7 @@ def compare(test: Compare, xa: list[float], xb: list[float], scale: str = "cpu",
     if len(ka) < min_seeds or len(kb) < min_seeds:
         return {**out, "verdict": NEEDS_FULL if short else NOT_TESTABLE}
     out.update(n=(len(ka), len(kb)), xa=list(ka), xb=list(kb))
-    if test.metric_of_b in CENSORED and test.kind == "better":
+    if test.metric_of_b in RANKED and test.kind == "better":
         return _by_ranks(test, ka, kb, short, out)
     ma, mb = statistics.fmean(ka), statistics.fmean(kb)
     se, df, q = welch_q(ka, kb)
