@@ -1,6 +1,9 @@
 """The exercise graders (idmap_lib.checks) pass the reference solutions and catch typical wrong answers
 with the right hint. (The editions and batch grading: test_editions.py.)"""
+import json
 import math
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -312,7 +315,7 @@ def test_grading_refuses_at_once_where_the_sandbox_cannot_import_the_library(tmp
         batch.grade_folder(tmp_path, chapter="ablations", csv_path=tmp_path / "g.csv", isolate=False, progress=None)
     assert not (tmp_path / "g.csv").exists()
     monkeypatch.undo()
-    batch.preflight(isolate=False)  # this environment: it imports
+    batch.preflight()  # this environment: it imports
 
 
 def test_feedback_never_echoes_a_long_answer_value():
@@ -413,15 +416,16 @@ class _Marker:
         return (open, (self.path, "w"))
 
 
-def test_the_gradescope_entry_point_removes_pickles_and_links_before_otter_reads_anything(tmp_path, monkeypatch):
-    """The autograder zip's run_otter.py (what Gradescope runs): Otter's log, pickles, weights and links are gone,
-    unread, before Otter's runner is called; the notebook and the runs stay."""
+def test_the_gradescope_run_removes_pickles_and_links_unread_and_never_calls_otters_runner(tmp_path, monkeypatch):
+    """The autograder zip's run_otter.py (what Gradescope runs) hands the submission to checks/gradescope.py,
+    which removes Otter's log, pickles, weights and links unread before anything is graded, grades as the batch
+    grades a row (here a stand-in for batch.grade_one, which sees what is left) and writes results.json; Otter's
+    runner (which would score in the student's kernel and load its log) is never imported."""
     import pickle
     import runpy
-    import sys
-    import types
+    import zipfile
 
-    from idmap_lib.checks.editions import NEVER
+    from idmap_lib.checks import batch
     from idmap_lib.checks.editions import RUN_OTTER
 
     sub = tmp_path / "submission"
@@ -435,12 +439,42 @@ def test_the_gradescope_entry_point_removes_pickles_and_links_before_otter_reads
     (sub / "idmap_runs" / "seed.txt").symlink_to(secret)
     (sub / "book_runs").symlink_to(tmp_path)
     seen = {}
-    otter = types.ModuleType("otter.run.run_autograder")
-    otter.main = lambda base: seen.update(base=base, files=sorted(str(p.relative_to(sub)) for p in sub.rglob("*")))
-    monkeypatch.setitem(sys.modules, "otter.run.run_autograder", otter)
+
+    def grade_one(zipped, plan, limits, isolate):
+        seen["files"] = sorted(zipfile.ZipFile(zipped).namelist())
+        q = plan["questions"][0]
+        return {"student": "x", "total": 1.0, "possible": 2.0, "reason": "", q: 1.0, f"{q}: feedback": ""}
+
+    monkeypatch.setattr(batch, "grade_one", grade_one)
+    monkeypatch.setattr(batch, "preflight", lambda *a: None)
+    monkeypatch.setitem(sys.modules, "otter.run.run_autograder", None)  # importing it would raise
     monkeypatch.setenv("IDMAP_AUTOGRADER_DIR", str(tmp_path))
     script = tmp_path / "run_otter.py"
-    script.write_text(RUN_OTTER.format(never=NEVER))
+    script.write_text(RUN_OTTER.format(chapter="ablations"))
     runpy.run_path(str(script), run_name="__main__")
-    assert seen == {"base": str(tmp_path), "files": ["ablations.ipynb", "idmap_runs", "idmap_runs/run.json"]}
+    assert seen["files"] == ["ablations.ipynb", "idmap_runs/run.json"]
     assert not marker.exists() and secret.read_text() == "4242"
+    out = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert out["score"] == 1.0 and [t["score"] for t in out["tests"]][:2] == [1.0, 0.0]
+    assert "removed unread" in out["output"] and ".OTTER_LOG" in out["output"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").exists(),
+                    reason="needs a root grader and a system Python any user can run")
+def test_without_bubblewrap_a_root_grader_runs_the_students_code_as_nobody(tmp_path):
+    """Gradescope's container is root and has no user namespaces: the notebook then runs as the unprivileged
+    user, which cannot write outside its folder; a Python it cannot reach is one clear message, not a crash."""
+    from idmap_lib.checks import sandbox
+
+    code = "import os\nprint(os.getuid(), os.getgroups())\nopen('mine.txt', 'w').write('x')\nopen('/root/x', 'w')"
+    out = sandbox.run(["/usr/bin/python3", "-I", "-c", code], tmp_path, isolate=False)
+    assert f"{sandbox.UNPRIVILEGED} []" in out.output and "Permission denied: '/root/x'" in out.output
+    assert (tmp_path / "mine.txt").read_text() == "x" and not Path("/root/x").exists()
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    (locked / "py").write_bytes(Path("/usr/bin/python3").read_bytes())
+    (locked / "py").chmod(0o700)
+    (tmp_path / "work").mkdir()
+    out = sandbox.run([str(locked / "py"), "-c", "1"], tmp_path / "work", isolate=False)
+    assert out.returncode == 126 and "nobody" in out.output
+

@@ -81,6 +81,9 @@ def test_student_edition_has_no_solutions_and_no_instructor_notes(dist, chapter)
         env, setup = z.read("environment.yml").decode(), z.read("setup.sh").decode()
     assert "python=3.11" in env and "download.pytorch.org/whl/cpu" in env and "+cpu" in env
     assert "playwright" not in setup and "mamba env create" in setup
+    assert setup.index("mamba env create") < setup.index("chmod o+x /root")  # nobody reaches the env's Python
+    assert f"files/book/{editions.CHAPTERS[chapter]}" in names  # what its grading cells are (batch.plan)
+    assert len([n for n in names if n.startswith("files/data/classroom/")]) >= 90  # the runs a copy is compared with
 
 
 def test_book_pages_keep_the_instructor_notes_the_student_edition_drops():
@@ -493,3 +496,46 @@ def test_the_notebooks_written_for_grading_are_valid_nbformat_4_5(chapter, tmp_p
             nbformat.validate(nb)
         ids = [c.id for c in nb.cells]
         assert len(set(ids)) == len(ids), f"{nb_path.name}: repeated cell ids"
+
+
+def _gradescope(autograder_zip, submission: Path, base: Path) -> dict:
+    """Gradescope's run, emulated: the autograder zip unpacked into <base>/source, the upload into
+    <base>/submission, then `python source/run_otter.py` as Gradescope's run_autograder calls it."""
+    import subprocess
+    import sys
+
+    with zipfile.ZipFile(autograder_zip) as z:
+        z.extractall(base / "source")
+    (base / "submission").mkdir(parents=True)
+    shutil.copy(submission, base / "submission" / submission.name)
+    done = subprocess.run([sys.executable, str(base / "source" / "run_otter.py")], capture_output=True, text=True,
+                          env={**os.environ, "IDMAP_AUTOGRADER_DIR": str(base)}, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads((base / "results" / "results.json").read_text())
+
+
+def test_the_gradescope_run_scores_outside_the_students_kernel(dist, tmp_path):
+    """Issue 45.4: under Otter's runner a blank notebook that replaced the graders (and Otter's test runner) in
+    its kernel got every mark. The zip's run_otter.py grades as the batch does: the solved notebook gets every
+    mark, the same cheat gets what a blank one gets (0), and each question says why."""
+    made = dist["exercises"]
+    solved = editions.solved_notebook(BOOK / "06_exercises.ipynb", tmp_path / "exercises.ipynb")
+    solved.write_text(json.dumps(_as_submission(solved, made["student"])))
+    grace = _submission_zip(solved, tmp_path / "grace.zip")
+    nb = json.loads(Path(made["student"]).read_text())
+    at = next(i for i, c in enumerate(nb["cells"]) if "student_grader" in "".join(c["source"]))
+    nb["cells"].insert(at + 1, {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                "source": "import idmap_lib.checks as C, idmap_lib.checks.implementation as I\n"
+                                          "for n in dir(I):\n    if n.startswith('check_'):\n"
+                                          "        setattr(I, n, lambda *a, **k: None); setattr(C, n, getattr(I, n))\n"
+                                          "import otter.test_files.abstract_test as T\n"
+                                          "T.TestFile.run = lambda self, env: setattr(self, 'test_case_results', [])\n"})
+    (tmp_path / "mallory").mkdir()
+    (tmp_path / "mallory" / "exercises.ipynb").write_text(json.dumps(nb))
+    mallory = _submission_zip(tmp_path / "mallory" / "exercises.ipynb", tmp_path / "mallory.zip")
+    honest = _gradescope(made["autograder"], grace, tmp_path / "gs-grace")
+    cheat = _gradescope(made["autograder"], mallory, tmp_path / "gs-mallory")
+    possible = len(batch.plan("exercises")["questions"])
+    assert honest["score"] == possible > 0, honest
+    assert cheat["score"] == 0 and len(cheat["tests"]) == possible, cheat
+    assert all(t["output"] for t in cheat["tests"])  # each question says why it got nothing

@@ -43,6 +43,11 @@ MAX_UNPACKED_MB = 200       # a submission's files, unpacked (runs are ~10 kB ea
 MAX_EXTRACT_MB = 20         # what the sandbox hands back
 PASSED_ON = ("IDMAP_ABLATION_SCALE",)  # the grader's settings the notebook sees too (the tests' quick scale)
 FREE_TEXT = ("prediction", "explanation")  # prefixes of the names whose text the CSV collects
+# The sandbox runs this grader's own library (sandbox.ROOT, pristine, the copy that scores): first on the path of
+# the extraction, which runs under `python -I`, and (PYTHONPATH) of the notebook's kernel
+LIBRARY_FIRST = f"import sys; sys.path.insert(0, {str(sandbox.ROOT)!r}); "
+PREFLIGHT = LIBRARY_FIRST + ("import idmap_lib, nbclient, ipykernel; from idmap_lib.checks import ablations, "
+                             "extract; print('ok')")
 
 
 # ---- what a chapter grades --------------------------------------------------------------------------------------
@@ -251,10 +256,10 @@ def _extract_in_sandbox(nb_path: Path, scratch: Path, chapter_plan: dict, seed: 
     rel = nb_path.relative_to(scratch)
     inside = Path(sandbox.WORK if isolate else scratch)
     out = inside / ".idmap-grader" / "values.json"
-    cmd = [sys.executable, "-I", "-m", "idmap_lib.checks.extract", str(inside / rel), str(inside / ".idmap-grader" /
-                                                                                           "plan.json"), str(out)]
+    cmd = [sys.executable, "-I", "-c", LIBRARY_FIRST + "from idmap_lib.checks.extract import main; "
+           "main(*sys.argv[1:4])", str(inside / rel), str(inside / ".idmap-grader" / "plan.json"), str(out)]
     env = {"IDMAP_GRADING": "1", "IDMAP_RUNS": str(inside / rel.parent / RUNS), "OMP_NUM_THREADS": "1",
-           **{k: os.environ[k] for k in PASSED_ON if k in os.environ}}
+           "PYTHONPATH": str(sandbox.ROOT), **{k: os.environ[k] for k in PASSED_ON if k in os.environ}}
     outcome = sandbox.run(cmd, scratch, env=env, limits=limits, hidden=hidden, isolate=isolate)
     values = meta / "values.json"
     if values.is_file() and not values.is_symlink() and values.stat().st_size <= MAX_EXTRACT_MB * 2 ** 20:
@@ -365,9 +370,6 @@ def _write(rows, csv_path):
         w.writeheader()
         w.writerows(rows)
     os.replace(tmp, csv_path)
-
-
-PREFLIGHT = "import idmap_lib, nbclient, ipykernel; from idmap_lib.checks import ablations, extract; print('ok')"
 
 
 def preflight(limits=sandbox.Limits(), isolate=True, hidden=()):

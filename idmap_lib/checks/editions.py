@@ -320,7 +320,7 @@ def assign(out="dist", chapters=None, run_tests=True):
             args = ["assign", str(master), str(work / "dist")] + ([] if run_tests else ["--no-run-tests"])
             _otter(*args, cwd=master.parent, env=env)
             zipped = next((work / "dist" / "autograder").glob("*.zip"))
-            _lean_autograder(zipped)
+            _lean_autograder(zipped, name)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)  # never a half-made package an instructor could upload
             raise
@@ -364,55 +364,49 @@ BROWSER_LINE = "playwright install-deps && playwright install chromium"
 
 NEVER = (".otter_log", ".pkl", ".pickle", ".dill", ".pt", ".pth", ".npy", ".npz")  # pickles and weights: a grader never reads them
 
-# Gradescope runs the zip's run_otter.py. Ours first removes from the submission, unread, everything a student
-# could use to run code in the grader before any of it is opened: Otter's own log (a pickle Otter's runner loads),
-# every pickle or weights file (NEVER) and every link or special file; then Otter grades what is left.
-RUN_OTTER = """\"\"\"Gradescope's entry point (idmap_lib.checks.editions.RUN_OTTER): the submission cleaned, then Otter.\"\"\"
+# Gradescope runs the zip's run_otter.py. Ours grades the submission as the batch grades one (checks/gradescope.py:
+# the submission cleaned unread, the notebook run in a subprocess, every mark computed outside it by the zip's
+# own graders); Otter's runner, which scores in the student's kernel and loads Otter's log (a pickle), never runs.
+RUN_OTTER = """\"\"\"Gradescope's entry point (idmap_lib.checks.editions.RUN_OTTER): idmap_lib.checks.gradescope.\"\"\"
 import os
-import stat
+import sys
 
-NEVER = {never!r}
+base = os.environ.get("IDMAP_AUTOGRADER_DIR", "/autograder")
+sys.path.insert(0, os.path.join(base, "source", "files"))  # the zip's graders, before any other copy
+from idmap_lib.checks import gradescope  # noqa: E402
 
-
-def clean(folder):
-    \"\"\"Remove, without opening or following any, pickles, weights, links and special files under `folder`.\"\"\"
-    gone = []
-    for top, dirs, files in os.walk(folder, followlinks=False):
-        for name in dirs + files:
-            p = os.path.join(top, name)
-            st = os.lstat(p)
-            plain = stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink == 1)
-            if not plain or (stat.S_ISREG(st.st_mode) and name.lower().endswith(NEVER)):
-                os.unlink(p)
-                gone.append(os.path.relpath(p, folder))
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
-    return gone
-
-
-if __name__ == "__main__":
-    base = os.environ.get("IDMAP_AUTOGRADER_DIR", "/autograder")
-    removed = clean(os.path.join(base, "submission"))
-    if removed:
-        print("removed unread from the submission:", ", ".join(sorted(removed)[:10]))
-    from otter.run.run_autograder import main as run_autograder
-    run_autograder(base)
+gradescope.main(base, {chapter!r})
+"""
+# What setup.sh adds: the environment's Python reachable by the unprivileged user the notebook runs as where
+# bubblewrap cannot (/root is 0700 in Gradescope's image), and bubblewrap where it installs.
+SETUP_LINES = """
+# idmap: the notebook runs in a subprocess (checks/gradescope.py), as nobody where bubblewrap cannot run
+chmod o+x /root
+apt-get install -y bubblewrap || true
 """
 
 
-def _lean_autograder(zipped: Path):
-    """Rewrite the autograder zip in place: its setup.sh without the browser install (BROWSER_LINE), its
-    run_otter.py cleaning the submission before Otter reads it (RUN_OTTER)."""
+def _lean_autograder(zipped: Path, name: str):
+    """Rewrite the autograder zip in place: its setup.sh without the browser install (BROWSER_LINE) and with
+    SETUP_LINES, its run_otter.py grading outside the student's kernel (RUN_OTTER), and beside the library the
+    chapter (what its grading cells are) and the book's classroom runs (what a copied run is compared with)."""
     import zipfile
+
+    from .ablation_exercises import book_runs
 
     with zipfile.ZipFile(zipped) as z:
         entries = [(i, z.read(i)) for i in z.infolist()]
     with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as z:
         for info, data in entries:
             if info.filename == "setup.sh":
-                data = "\n".join(ln for ln in data.decode().splitlines() if BROWSER_LINE not in ln).encode() + b"\n"
+                kept = [ln for ln in data.decode().splitlines() if BROWSER_LINE not in ln]
+                data = ("\n".join(kept) + "\n" + SETUP_LINES).encode()
             elif info.filename == "run_otter.py":
-                data = RUN_OTTER.format(never=NEVER).encode()
+                data = RUN_OTTER.format(chapter=name).encode()
             z.writestr(info, data)
+        z.write(BOOK / CHAPTERS[name], f"files/book/{CHAPTERS[name]}")
+        for run in sorted(Path(book_runs()).glob("*.json")):
+            z.write(run, f"files/data/classroom/{run.name}")
 
 
 def solved_notebook(src, dst):

@@ -385,10 +385,10 @@ def instructor_guide(title=True) -> str:
               "**Where it runs.** Linux with bubblewrap: as above. Where bubblewrap cannot run (macOS, a container "
               "without user namespaces) `grade` refuses, and `--no-sandbox` runs the students' code with your "
               "rights (time and memory limits, marks still computed by the grader): only on a machine you can "
-              "throw away. On Gradescope each submission runs in its own container; the zip's `run_otter.py` first "
-              "removes Otter's log (a pickle), every pickle or weights file and every link from the submission, "
-              "unread; but Otter computes the score inside the student's kernel there, so a notebook that "
-              "monkeypatches its graders can fool it: grade with `grade` when the marks count.", "",
+              "throw away. On Gradescope each submission runs in its own container, and the zip's `run_otter.py` grades it "
+              "as `grade` grades one row: Otter's log (a pickle), every pickle or weights file and every link "
+              "removed unread, the notebook run in a subprocess (as the user `nobody` where bubblewrap cannot "
+              "run), every mark computed outside it with the zip's graders.", "",
               "**What still cannot be stopped.** Code that calls the library's own reference (the implementation "
               "exercises compare with it) passes; a fact only the student's process sees (whether their unit "
               "changed its input in place) can be misreported by a notebook that patches torch; a student who trains runs for a classmate, with the classmate's "
@@ -397,5 +397,5 @@ def instructor_guide(title=True) -> str:
               "reason): read the predictions and explanations when they count.", "",
               "To try the autograder zip before uploading it to Gradescope, `tools/check_autograder.sh <zip> "
               "submissions/ graded/` builds a fresh venv each time from nothing but the zip's `environment.yml` and "
-              "grades the folder with `otter run`.", ""]
+              "runs the zip's `run_otter.py` on each submission, laid out as Gradescope lays it out.", ""]
     return "\n".join(lines)

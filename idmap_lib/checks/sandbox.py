@@ -12,7 +12,8 @@ process cannot outlive it).
 Nothing else of the machine is visible: not the other submissions, not the CSV, not the instructor's home (only the
 folders :func:`binds` lists). Where bubblewrap cannot run (macOS; a container without user namespaces),
 :func:`available` says why and the batch grader refuses to run a student's code unless told ``--no-sandbox``, which
-keeps the limits and the kill but not the isolation (see the instructor guide).
+keeps the limits and the kill but not the isolation (and, where the grader is root, runs it as ``nobody``: see
+the instructor guide).
 """
 from __future__ import annotations
 
@@ -143,9 +144,10 @@ def _remove_cgroup(d: Path | None) -> None:
             time.sleep(0.1)
 
 
-def _limit(limits: Limits, cgroup: Path | None):
+def _limit(limits: Limits, cgroup: Path | None, drop: bool = False):
     """The child's limits, set before it runs bwrap: resources, its process count (a cgroup of its own, else
-    RLIMIT_NPROC over this user's tasks), its own process group."""
+    RLIMIT_NPROC over this user's tasks), its own process group; `drop`: it runs as UNPRIVILEGED (a grader that
+    is root and has no bubblewrap, as on Gradescope, never runs a student's code as root)."""
     nproc = None if cgroup else _own_tasks() + limits.tasks
 
     def apply():
@@ -159,6 +161,10 @@ def _limit(limits: Limits, cgroup: Path | None):
         else:
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc,) * 2)
         os.setsid()  # its own process group: killed as a whole
+        if drop:
+            os.setgroups([])
+            os.setgid(UNPRIVILEGED)
+            os.setuid(UNPRIVILEGED)
     return apply
 
 
@@ -166,7 +172,8 @@ def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limit
         isolate: bool = True) -> Outcome:
     """Run `cmd` with `workdir` (made writable for the sandbox's user) as its only writable folder and working
     directory, the environment `env` only (plus HOME and a PATH), under `limits`. `hidden`: folders inside
-    :func:`binds` the command must not see. `isolate=False` runs it without bubblewrap (limits and kill only)."""
+    :func:`binds` the command must not see. `isolate=False` runs it without bubblewrap (limits and kill only,
+    as UNPRIVILEGED where this process is root)."""
     workdir = Path(workdir).resolve()
     for p in [workdir, *workdir.rglob("*")]:
         if not p.is_symlink():
@@ -188,8 +195,14 @@ def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limit
         full, cwd, penv = list(cmd), workdir, env
     t0 = time.monotonic()
     cgroup = _pids_cgroup(limits.tasks)
-    proc = subprocess.Popen(full, cwd=cwd, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, preexec_fn=_limit(limits, cgroup))
+    drop = not isolate and os.geteuid() == 0
+    try:
+        proc = subprocess.Popen(full, cwd=cwd, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, preexec_fn=_limit(limits, cgroup, drop))
+    except PermissionError as e:  # the unprivileged user cannot reach the grader's Python
+        _remove_cgroup(cgroup)
+        return Outcome(126, time.monotonic() - t0, f"{e}: the user nobody (uid {UNPRIVILEGED}) must be able "
+                                                   f"to run it (chmod o+x on its folders, e.g. /root)")
     try:
         out, _ = proc.communicate(timeout=limits.wall_s)
         rc = proc.returncode
