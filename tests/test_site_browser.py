@@ -381,6 +381,50 @@ def test_slider_changes_plotted_data(browser, site_url):
         visit.close()
 
 
+def test_every_slider_steps_from_the_keyboard(browser, site_url):
+    """WCAG 2.1.1: plotly's SVG sliders take no focus. Under each figure with a slider a line (role "slider",
+    idmap_keys.js) is reached with Tab alone, and its arrow keys step the figure as a click would: the data, the
+    slider's active step and the line's value in words all move; End and Home reach the ends."""
+    visit = PageVisit(browser, site_url + SLIDER_PAGE)
+    try:
+        page = visit.page
+        page.wait_for_function("() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+                               ".every(d => d._fullData)", timeout=30_000)
+        n_sliders = page.evaluate("() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+                                  ".filter(d => d.layout.sliders && d.layout.sliders.length).length")
+        page.wait_for_function(f"() => document.querySelectorAll('.idmap-keys').length === {n_sliders}",
+                               timeout=10_000)
+        assert n_sliders > 0
+        for _ in range(400):  # the keyboard alone: Tab until the first slider line has the focus
+            page.keyboard.press("Tab")
+            if page.evaluate("() => document.activeElement.classList.contains('idmap-keys')"):
+                break
+        else:
+            raise AssertionError(f"{SLIDER_PAGE}: no slider line reached with Tab")
+        index = page.evaluate("() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+                              ".indexOf(document.activeElement.previousElementSibling)")
+        assert index >= 0
+        state = ("(i) => [document.querySelectorAll('.plotly-graph-div')[i]._fullLayout.sliders[0].active, "
+                 "document.activeElement.getAttribute('aria-valuetext')]")
+        (a0, said0), data0 = page.evaluate(state, index), _visible_data(page, index)
+        n = page.evaluate("(i) => document.querySelectorAll('.plotly-graph-div')[i].layout.sliders[0].steps.length",
+                          index)
+        page.keyboard.press("ArrowRight" if a0 < n - 1 else "ArrowLeft")
+        page.wait_for_function(f"(i) => document.activeElement.getAttribute('aria-valuetext') !== {said0!r}",
+                               arg=index, timeout=10_000)
+        (a1, said1), data1 = page.evaluate(state, index), _visible_data(page, index)
+        assert abs(a1 - a0) == 1 and said1 != said0 and data1 != data0
+        for key, end in (("End", n - 1), ("Home", 0)):
+            page.keyboard.press(key)
+            page.wait_for_function(f"(i) => document.querySelectorAll('.plotly-graph-div')[i]"
+                                   f"._fullLayout.sliders[0].active === {end}", arg=index, timeout=10_000)
+        assert page.evaluate("() => document.activeElement.classList.contains('idmap-keys')")  # focus kept
+        errors = [e for e in visit.errors if not any(h in e for h in HARMLESS_ERRORS)]
+        assert not errors, f"JavaScript errors while stepping the slider: {errors}"
+    finally:
+        visit.close()
+
+
 # ---- nothing is cut off at the right edge ---------------------------------------------------------------------
 # Pages whose tables may be wider than the article (they scroll inside their own block): chapter 7's
 # run tables carry many columns. Everywhere else every table fits.
@@ -430,12 +474,13 @@ def test_nothing_is_cut_off(browser, site_url, name):
 # Each page's budget for its height at 1280 px (folds closed, figures drawn), in px: its height in the build of
 # 2 Dec 2026, before issue 30's changes (listed in that commit's message), plus ~15 %, rounded up to 500 px;
 # chapter 11's is the issue's 8000 px (it was 7403); "Why pre-activation helps", rewritten around the interventions
-# (their rows' table, the mechanisms' table), 4734 px in the build of 4 Dec 2026, plus ~15 %.
+# (their rows' table, the mechanisms' table), 4734 px in the build of 4 Dec 2026, plus ~15 %, plus the explorer
+# (figures/explorer.py, 760 px with its heading and caption: ~1000 px).
 HEIGHT_BUDGET = {
     "01_residual_units.html": 13_000, "02_propagation.html": 9_500, "03_scaled_shortcuts.html": 16_000,
     "04_relu_truncation.html": 8_000, "05_learning_identity.html": 10_500, "06_ablations.html": 14_500,
     "06_exercises.html": 8_000, "06_instructor_guide.html": 11_000, "07_shortcuts.html": 8_000,
-    "08_activations.html": 15_000, "09_depth.html": 6_500, "09_why_preactivation.html": 5_500,
+    "08_activations.html": 15_000, "09_depth.html": 6_500, "09_why_preactivation.html": 6_500,
     "10_gates.html": 13_500, "11_reproductions.html": 8_000,
     "genindex.html": 1_500, "index.html": 3_500, "intro.html": 3_500, "search.html": 1_500,
 }

@@ -8,6 +8,8 @@
 - MathJax 3, require.js and the ipywidgets html-manager come from ``.vendor/site`` (``make vendor``),
   copied through ``html_static_path`` (see ``_config.yml``); pages with widgets also get
   ``idmap_widgets_shim.js`` (MathJax 2 API and module path for html-manager, see the file).
+- ``idmap_keys.js`` on pages with plotly figures: each slider stepped from the keyboard (a focusable line under
+  its figure, role "slider").
 - ``idmap_phone.js`` on pages with plotly figures: on a screen under 600 px, each figure laid out again for a
   phone once drawn (panels stacked, title and notes wrapped, fewer ticks); the desktop layout is untouched.
 - ``idmap_site.css`` on every page: room for wide content (a wider article; code and outputs wrap;
@@ -29,6 +31,7 @@ VENDOR = ROOT / ".vendor" / "site" / "vendor"
 NEEDED = ["mathjax/tex-svg.js", "requirejs/require.js", "html-manager/dist/embed-amd.js"]
 SHIM = "idmap_widgets_shim.js"
 PHONE = "idmap_phone.js"  # plotly figures laid out again on a phone (< 600 px), after they are drawn
+KEYS = "idmap_keys.js"  # every plotly slider stepped from the keyboard (WCAG 2.1.1)
 CSS = "idmap_site.css"  # the book's layout rules (room for wide content), on every page
 PLOTLY_JS = "vendor/plotly/plotly.min.js"
 
@@ -58,6 +61,7 @@ def _page_scripts(app, pagename, templatename, context, doctree):
         # before require.js (priority 500) and before the figures' inline scripts in <body>
         app.add_js_file(PLOTLY_JS, priority=200)
         app.add_js_file(f"vendor/{PHONE}", priority=201)
+        app.add_js_file(f"vendor/{KEYS}", priority=202)
     if "application/vnd.jupyter.widget-view+json" in body:
         app.add_js_file(f"vendor/{SHIM}", priority=100)
 
@@ -86,7 +90,8 @@ def _copy_assets(app, exception):
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     shutil.copyfile(HERE / SHIM, Path(app.outdir) / "_static" / "vendor" / SHIM)
-    shutil.copyfile(HERE / PHONE, Path(app.outdir) / "_static" / "vendor" / PHONE)
+    for js in (PHONE, KEYS):
+        shutil.copyfile(HERE / js, Path(app.outdir) / "_static" / "vendor" / js)
     shutil.copyfile(HERE / CSS, Path(app.outdir) / "_static" / CSS)
 
 
