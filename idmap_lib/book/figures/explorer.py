@@ -71,7 +71,7 @@ def explorer(out_dir=None, height=760):
             "line.color": [palette.colour(o) if o == row else FAINT for o in owner],
             "marker.color": [palette.colour(o) if o == row else FAINT for o in owner],
             "line.width": [3 if x else 1 for x in on], "opacity": [1 if x else 0.6 for x in on]},
-            {"title.text": f"{n}. {said[0].upper()}{said[1:]}<br>{rise}"}]))
+            {"title.text": _title(f"{n}. {said[0].upper()}{said[1:]}", rise)}]))
     first = steps[0]["args"][0]
     for i, t in enumerate(fig.data):
         t.line.color, t.marker.color, t.line.width, t.opacity = (first["line.color"][i], first["marker.color"][i],
@@ -79,15 +79,21 @@ def explorer(out_dir=None, height=760):
     for k, (_, _, kind) in enumerate(PANELS, start=1):
         fig.update_yaxes(type=kind, tickfont=figure_style.LEAST_FONT, row=k, col=1)
     fig.update_xaxes(type="category", tickfont=figure_style.LEAST_FONT)
-    fig.update_xaxes(title_text="forward after this many updates (lr 0.01 before step 100, 0.1 from it)",
-                     row=len(PANELS), col=1)
-    fig.update_layout(**figure_style.LAYOUT, height=height, margin=dict(t=70, b=150, l=60, r=20),
-                      sliders=[dict(active=0, steps=steps, x=0, len=1.0, y=0, yanchor="top", pad=dict(t=60),
+    fig.update_xaxes(title_text="updates so far (the lr jumps at 100)", row=len(PANELS), col=1)
+    figure_style.title(fig, "title", "subtitle")  # its place and top margin; the text is the row's
+    fig.update_layout(**figure_style.LAYOUT, height=height, margin=dict(b=150, l=60, r=20),
+                      sliders=[dict(active=0, steps=steps, x=0, len=1.0, y=0, yanchor="top", pad=dict(t=72),
                                     font=figure_style.LEAST_FONT,
                                     currentvalue=dict(prefix="row ", font=figure_style.FONT))],
-                      meta={"alt": alt(found)}, title=dict(text=steps[0]["args"][1]["title.text"], x=0,
-                                                           xanchor="left", font=figure_style.FONT))
+                      meta={"alt": alt(found)}, title_text=steps[0]["args"][1]["title.text"])
     return fig
+
+
+def _title(head: str, sub: str) -> str:
+    """A row's title as figure_style.title sets one (wrapped, its subtitle smaller)."""
+    import plotly.graph_objects as go
+
+    return figure_style.title(go.Figure(), head, sub).layout.title.text
 
 
 def alt(found: dict) -> str:
