@@ -27,16 +27,17 @@ def runs_needed(claims=None, seeds=None, out_dir=None):
     """(experiment, variant, seed, scale) of every run the claims need (default: the scale probe's runs, then the
     CPU sweep's claims in SWEEP_ORDER), claim by claim, each training once: a run of the same training under
     other labels (Table 1's "original" is Table 2's "original-110") is not listed again. Unless `seeds` is given,
-    a comparison that its claim's seeds leave inconclusive then asks for MORE_SEEDS of both its sides."""
+    a comparison that its claim's seeds leave inconclusive asks for MORE_SEEDS of both its sides, right after
+    its claim's runs (a claim is settled before the next one's runs start)."""
     todo = [(*PROBE, s, "cpu") for s in SEEDS] if claims is None else []
     chosen = [CLAIMS_BY_KEY[k] for k in SWEEP_ORDER] if claims is None else claims
-    for c in chosen:
+    for c in chosen:  # claim by claim: its seeds, then the seeds its open comparisons ask for
         todo += [(c.experiment, v, s, c.scale) for s in (seeds or c.seeds) for v in c.variants]
-    for c in chosen if seeds is None else []:
-        open_parts = [t for t, r in evaluate(c, out_dir=out_dir, seeds=c.seeds).parts
-                      if r["verdict"] == "inconclusive"]
-        more = [s for s in MORE_SEEDS if s not in c.seeds]
-        todo += [(c.experiment, v, s, c.scale) for s in more for t in open_parts for v in (t.a, t.b)]
+        if seeds is None:
+            open_parts = [t for t, r in evaluate(c, out_dir=out_dir, seeds=c.seeds).parts
+                          if r["verdict"] == "inconclusive"]
+            more = [s for s in MORE_SEEDS if s not in c.seeds]
+            todo += [(c.experiment, v, s, c.scale) for s in more for t in open_parts for v in (t.a, t.b)]
     out, seen = [], set()
     for r in todo:
         h = results.training_hash(recipes.config(r[0], r[1], r[3], r[2]))
