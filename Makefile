@@ -20,7 +20,7 @@ BWRAP        := /usr/bin/bwrap
 # Every build re-executes every chapter (--all): pages always show what the current code computes.
 BOOK_FLAGS   ?= --all -W --keep-going
 
-.PHONY: setup vendor book test clean mutation mutation-sample mutation-setup mutation-results
+.PHONY: setup vendor book test colab-freeze clean mutation mutation-sample mutation-setup mutation-results
 
 setup: $(STAMP)
 
@@ -56,6 +56,13 @@ $(BWRAP):
 
 test: book $(CHROMIUM) $(BWRAP)
 	$(PY) -m pytest
+	bash tools/colab_freeze.sh
+
+# Colab's runtime frozen (tools/colab_runtime.txt: Python 3.13, its torch, plotly, ipywidgets...), built from the
+# package registries in a Debian 13 chroot, and chapters run in it as a Colab student runs them; `make test` runs
+# it too, and says "colab-freeze skipped: <why>" where it cannot be built (not root, no debootstrap, no registry).
+colab-freeze:
+	bash tools/colab_freeze.sh
 
 # Mutation testing on demand (slow on 2 cores: NOT part of `make test` or CI). mutmut plants one small change
 # at a time in the core modules and runs the fast tests that reach it ([tool.mutmut] in pyproject.toml);

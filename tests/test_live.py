@@ -152,6 +152,8 @@ def test_a_run_stopped_by_max_steps_says_to_raise_it(tiny_recipe, mnist, tmp_pat
     monkeypatch.setattr("idmap_lib.engine.trainer.train", lambda *a, **k: pytest.fail("trained again"))
     again = live.train_live(EXP, VAR, "full", run=True, max_steps=6, folder=tmp_path, data=mnist)
     assert again["stopped"]["step"] == 6 and "raise max_steps" in capsys.readouterr().out
+    shown = live.train_live(EXP, VAR, "full", run=False, folder=tmp_path, data=mnist, show=False)
+    assert shown["stopped"]["step"] == 6 and shown["result"] is None  # only shown: the stopped run is still yours
 
 
 def test_the_whole_runs_time_as_soon_as_there_is_a_pace(tiny_recipe, mnist, tmp_path, capsys):

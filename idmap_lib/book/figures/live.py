@@ -254,6 +254,9 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     if done or ck:
         live.update((done or ck)["history"])  # every step trained so far, in the first drawing
     shown = Output(live.fig) if show else None
+    if ck:  # your stopped run, whether or not this call trains on
+        out["stopped"] = {"status": "stopped", "step": ck["step"], "config": cfg,
+                          "checkpoint": str(folder / "checkpoints" / f"{results.run_name(cfg)}.pt")}
     if done is not None or not run:
         say(f"Your run {results.run_name(cfg)}: " + (
             f"recorded ({done['path']}), test error {100 * done['final'].get('test_err', float('nan')):.2f} %"
@@ -261,8 +264,6 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
             + f"{recorded_time(recorded)}To train it: {out['command']}"))
         return out
     if ck and max_steps is not None and ck["step"] >= max_steps:  # nothing to train: say so, without loading data
-        out["stopped"] = {"status": "stopped", "step": ck["step"], "config": cfg,
-                          "checkpoint": str(folder / "checkpoints" / f"{results.run_name(cfg)}.pt")}
         say(stop_line(out["stopped"], max_steps))
         return out
     device_type = pick_device(device).type
