@@ -425,6 +425,29 @@ def test_every_slider_steps_from_the_keyboard(browser, site_url):
         visit.close()
 
 
+def test_folds_open_from_the_keyboard(browser, site_url):
+    """WCAG 2.1.1 for the folded details ("the measurement in full", the claims in full): Tab alone reaches a
+    fold's summary, Enter opens it and Enter closes it again."""
+    visit = PageVisit(browser, site_url + "09_why_preactivation.html")
+    try:
+        page = visit.page
+        assert page.evaluate("() => document.querySelectorAll('details > summary').length") > 0
+        for _ in range(400):
+            page.keyboard.press("Tab")
+            if page.evaluate("() => document.activeElement.tagName === 'SUMMARY'"):
+                break
+        else:
+            raise AssertionError("no fold's summary reached with Tab")
+        is_open = "() => document.activeElement.parentElement.open"
+        assert not page.evaluate(is_open)
+        page.keyboard.press("Enter")
+        page.wait_for_function(is_open, timeout=5_000)
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => !document.activeElement.parentElement.open", timeout=5_000)
+    finally:
+        visit.close()
+
+
 # ---- nothing is cut off at the right edge ---------------------------------------------------------------------
 # Pages whose tables may be wider than the article (they scroll inside their own block): chapter 7's
 # run tables carry many columns. Everywhere else every table fits.

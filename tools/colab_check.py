@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 SRC, WORK = Path(sys.argv[1]), Path(sys.argv[2])
 
@@ -56,6 +56,20 @@ CHECKS = {  # name: (the notebook, its file (saved beside it, as Jupyter does), 
 }
 
 
+def execute(nb, folder):
+    """The notebook whole, in `folder`; a kernel that hangs or dies (not the book's doing: a cell's own error is
+    CellExecutionError) gets one more try, in a fresh kernel, and says so."""
+    for attempt in (1, 2):
+        try:
+            NotebookClient(nb, timeout=600, kernel_name="python3",
+                           resources={"metadata": {"path": str(folder)}}).execute()
+            return
+        except (CellTimeoutError, DeadKernelError) as e:
+            if attempt == 2:
+                raise CellExecutionError(f"{type(e).__name__}: {e}", "", "") from e
+            print(f"  (the kernel hung or died: {type(e).__name__}; once more in a fresh kernel)", flush=True)
+
+
 def run(name, make, saved, env, tries=2):
     folder = WORK / name.split(",")[0].replace(" ", "_")
     shutil.rmtree(folder, ignore_errors=True)
@@ -68,8 +82,7 @@ def run(name, make, saved, env, tries=2):
         for attempt in range(1, tries + 1):  # the second time: a fresh kernel, the same folder (a restart)
             nb, t0 = make(), time.time()
             try:
-                NotebookClient(nb, timeout=600, kernel_name="python3",
-                               resources={"metadata": {"path": str(folder)}}).execute()
+                execute(nb, folder)
             except CellExecutionError as e:
                 text = re.sub(r"\x1b\[[0-9;]*m", "", str(e))  # the traceback's colours
                 lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
