@@ -126,3 +126,13 @@ def test_a_diverged_run_ranks_above_every_finite_rise_on_either_side():
     assert metrics.left_out(dict(blew, history={"train": [dict(h, train_loss=2.3) for h in
                                                           r["history"]["train"]]}),
                             "lr_jump_ranked_rise") == "stuck before the jump"
+
+
+def test_the_exercises_broke_rule_is_the_metrics_one():
+    """Chapter 6's "this depth breaks", defined once (metrics.broke) and used by the exercise's grader."""
+    from idmap_lib.checks import ablations
+
+    r = result("b_mnist", "plain-d20", 0, test_err=0.6, scale="full")
+    assert metrics.broke(r) and not metrics.broke(dict(r, final={**r["final"], "test_err": 0.4}))
+    assert metrics.broke(dict(r, status="fail", final={}))
+    assert ablations.failed is metrics.broke

@@ -6,7 +6,7 @@ removed), training loss ln C (C classes: ``chance``). A run *ended at chance* (`
 diverged or its final training loss is still within 3 % of ln C, where it began: it never trained. The test error
 does not enter it: a run can learn its training data and still test near chance.
 
-*Did not train* is defined once, here (``did_not_train``): its training loss never fell, whatever it did later. The
+The exercises' *broke* (``broke``) is named here too. *Did not train* is defined once, here (``did_not_train``): its training loss never fell, whatever it did later. The
 rule (rule.py) counts every run as what it measured, on both sides alike; it leaves a run out only for what it did
 (``left_out``: stuck at chance when the lr jumped, for the lr-jump metrics), and takes a threshold never reached
 (``censored``: ``steps_to_80``, "not reached within N steps") as the run's length on either side, by ranks.
@@ -43,6 +43,16 @@ def ended_at_chance(result) -> bool:
     if result["status"] == "fail":
         return True
     return at_chance_loss(result, result["final"]["train_loss"])
+
+
+BROKE_ERR = 0.5  # the exercises' "breaks": a test error above it
+
+
+def broke(result) -> bool:
+    """The ablation exercises' "this depth breaks" (chapter 6): the run failed (diverged, or stuck at chance by its
+    recipe's rule) or ended with a test error above BROKE_ERR. Coarser than ``ended_at_chance``: a classroom run
+    of a few hundred steps that learned a little and still tests above 50 % has broken, for the exercise."""
+    return result["status"] == "fail" or result["final"].get("test_err", 1.0) > BROKE_ERR
 
 
 def reached_80(result) -> bool:
