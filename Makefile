@@ -17,6 +17,7 @@ AXE          := $(VENDOR)/axe
 SITE_JS      := $(VENDOR)/site/vendor
 CHROMIUM     := /usr/bin/chromium
 BWRAP        := /usr/bin/bwrap
+SLURMCTLD    := /usr/sbin/slurmctld
 # Every build re-executes every chapter (--all): pages always show what the current code computes.
 BOOK_FLAGS   ?= --all -W --keep-going
 
@@ -54,7 +55,11 @@ $(CHROMIUM):
 $(BWRAP):
 	apt-get update && apt-get install -y bubblewrap
 
-test: book $(CHROMIUM) $(BWRAP)
+# The cluster path's test starts a real SLURM on this machine (tests/test_slurm_real.py).
+$(SLURMCTLD):
+	apt-get update && apt-get install -y slurm-wlm
+
+test: book $(CHROMIUM) $(BWRAP) $(SLURMCTLD)
 	$(PY) -m pytest
 	bash tools/colab_freeze.sh
 

@@ -82,6 +82,7 @@ def _parser():
     w.add_argument("--partition", default=None, help="SLURM partition")
     w.add_argument("--gpus-per-job", type=int, default=1)
     w.add_argument("--cpus-per-job", type=int, default=None, help="default 4 per GPU")
+    w.add_argument("--mem-gb", type=int, default=None, help="host memory per job (default 16 per GPU)")
     w.add_argument("--time", default=None, help="a job's time limit: 4h, 90m, H:MM:SS (slurm default 4h; a job "
                                                 "cut off is requeued and resumes from its checkpoint)")
     w.add_argument("--max-jobs", type=int, default=None, help="submit at most N jobs")
@@ -284,7 +285,7 @@ def _queue(args) -> int:
             return 1 if report["failed"] else 0
         slurm = dict(kv.split("=", 1) if "=" in kv else (kv, None) for kv in args.slurm)
         ex = q.executor("slurm", args.folder, args.partition, args.gpus_per_job, args.time or "4h",
-                        args.cpus_per_job, args.array_parallelism, slurm)
+                        args.cpus_per_job, args.array_parallelism, slurm, args.mem_gb)
         groups = q.groups(todo, args.fuse, args.pairs, q.started(args.checkpoint_dir))[:args.max_jobs]
         jobs = q.submit(ex, groups, args.out, args.folder, args.checkpoint_dir, args.fuse, data=args.data,
                         cuda_graph=args.cuda_graph, progress=False)

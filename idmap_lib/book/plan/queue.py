@@ -307,9 +307,10 @@ def minutes(limit: str) -> int:
 
 
 def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit="4h", cpus_per_job=None,
-             array_parallelism=None, slurm_params=None):
+             array_parallelism=None, slurm_params=None, mem_gb=None):
     """A submitit executor: "slurm" (a job array, one GPU each by default, requeued on preemption or the time limit)
-    or "local" (processes of this machine). `slurm_params`: further sbatch options (account, qos, constraint, ...)."""
+    or "local" (processes of this machine). `slurm_params`: further sbatch options (account, qos, constraint, ...);
+    `mem_gb`: host memory a job asks for (default MEM_GB a GPU, or for a CPU job)."""
     try:
         import submitit
     except ImportError:
@@ -335,7 +336,8 @@ def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit=
         raise RuntimeError(f"{e} (submit from a login node of the cluster: sbatch and srun on the PATH)") from None
     g = int(gpus_per_job)  # a CPU job (no GPU) asks for one core and the memory of one run, not a GPU job's four
     params = dict(timeout_min=limit, gpus_per_node=g, tasks_per_node=1, nodes=1,
-                  cpus_per_task=int(cpus_per_job or (4 * g if g else 1)), mem_gb=MEM_GB * max(g, 1), name="idmap",
+                  cpus_per_task=int(cpus_per_job or (4 * g if g else 1)), mem_gb=mem_gb or MEM_GB * max(g, 1),
+                  name="idmap",
                   slurm_partition=partition, slurm_signal_delay_s=120)
     if array_parallelism:
         params["slurm_array_parallelism"] = int(array_parallelism)
