@@ -18,6 +18,8 @@
 """
 from __future__ import annotations
 
+import logging
+
 import argparse
 import json
 import sys
@@ -128,6 +130,7 @@ def _parser():
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # the library's log lines (a dataset decoded)
     if args.cmd == "list":
         from .engine.recipes import listing
         print(listing())

@@ -81,6 +81,17 @@ def machine_paths(html: str) -> list[str]:
     return [f"a build machine's path: {t.strip()[:100]!r}" for t in texts if MACHINE_PATHS.search(t)]
 
 
+BUILD_LOG = re.compile(r"once into the cache|^\s*Device: ", re.M)  # the library's log lines, and the device box
+
+
+def build_logs(html: str) -> list[str]:
+    """A library's log line in a page's outputs (a dataset decoded into the cache, a device box): the build's, not
+    the reader's."""
+    soup = _article(_soup(html))
+    return sorted({f"a build log in an output: {t.strip()[:100]!r}" for div in soup.select("div.cell_output")
+                   for t in div.find_all(string=True) if BUILD_LOG.search(t)})
+
+
 def warnings_in_outputs(html: str) -> list[str]:
     soup, out = _article(_soup(html)), []
     for div in soup.select("div.output.stderr, div.stderr"):
@@ -368,5 +379,5 @@ def findings(page: Path) -> list[str]:
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html) + machine_paths(html)
             + warnings_in_outputs(html) + cut_short_cells(html) + bad_panels(html) + crowded_axes(html)
             + times_the_table_denies(html) + errors_as_fractions(html) + small_fonts(html) + legends_beside(html)
-            + hardware_in_titles(html) + figures_without_text(html))
+            + hardware_in_titles(html) + figures_without_text(html) + build_logs(html))
 

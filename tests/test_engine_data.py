@@ -23,10 +23,12 @@ def _fake_tree(root: Path, per_class=3, classes=tuple("0123456789")):
     return root
 
 
-def test_tree_and_tarball_decode_once_to_the_same_uint8_tensors(tmp_path, capsys):
+def test_tree_and_tarball_decode_once_to_the_same_uint8_tensors(tmp_path, capsys, caplog):
     tree = _fake_tree(tmp_path / "mnist-jpeg")
-    d1 = data.load("mnist", tree, root=tmp_path / "r")
-    out = capsys.readouterr().out  # what a reader sees the first time
+    with caplog.at_level("INFO", logger="idmap_lib.engine.data"):
+        d1 = data.load("mnist", tree, root=tmp_path / "r")
+    assert not capsys.readouterr().out  # a chapter's page shows nothing of it (issue 42: no build log on a page)
+    out = caplog.text  # the log line the command line shows
     assert "decoding mnist-jpeg once into the cache (mnist-" in out and "decoded 30+30 images in " in out
     assert str(tmp_path) not in out  # no machine's paths: a page that decodes shows this line
     assert d1.x_train.dtype == torch.uint8 and d1.x_train.shape == (30, 1, 28, 28)

@@ -43,6 +43,8 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
      r'<p>keeping <span class="math notranslate nohighlight">\(\lambda = 1\)</span> costs $5</p>'),
     ("machine_paths", "<p>decoding /work/shared/data/cifar10-jpeg.tar.gz once into the cache</p>",
      "<p>decoding cifar10-jpeg.tar.gz once into the cache (cifar10-d34c.pt)</p>"),
+    ("build_logs", '<div class="cell_output"><pre>decoding cifar10-jpeg.tar.gz once into the cache (c.pt) ...</pre>'
+     '</div>', '<div class="cell_output"><pre>recorded runs: 5</pre></div>'),
     ("warnings_in_outputs", '<div class="cell_output"><pre>RuntimeWarning: divide by zero encountered</pre></div>',
      '<div class="cell_output"><pre>Device: CPU</pre></div>'),
     ("warnings_in_outputs", '<div class="output stderr"><pre>something on stderr</pre></div>',

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import re
 import tarfile
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+
+LOG = logging.getLogger(__name__)
 
 DATASETS = {
     # name: (torchvision class, image shape, classes in canonical label order)
@@ -167,14 +170,14 @@ def load_local(name: str, src: Path, root: Path = DEFAULT_ROOT, verbose: bool = 
         d = torch.load(cache, weights_only=True)
         decode_s = None
     else:
-        if verbose:
-            print(f"decoding {Path(src).name} once into the cache ({cache.name}) ...", flush=True)
+        if verbose:  # (a log line: the command line shows it, a chapter's page does not)
+            LOG.info(f"decoding {Path(src).name} once into the cache ({cache.name}) ...")
         t0 = time.perf_counter()
         d = _decode_local(name, src)
         decode_s = time.perf_counter() - t0
         _atomic_save(d, cache)
         if verbose:
-            print(f"decoded {len(d['y_train'])}+{len(d['y_test'])} images in {decode_s:.1f} s", flush=True)
+            LOG.info(f"decoded {len(d['y_train'])}+{len(d['y_test'])} images in {decode_s:.1f} s")
     source = {"kind": "local", "path": str(Path(src).resolve()), "sha256": sha, "cache": str(cache.resolve())}
     if decode_s is not None:
         source["decode_seconds"] = round(decode_s, 2)
