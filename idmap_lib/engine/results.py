@@ -101,12 +101,13 @@ def provenance(device, world_size: int = 1) -> dict:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
-def save_result(result: dict, out_dir=None) -> Path:
-    """Write atomically as <out_dir>/<experiment>__<variant>__<scale>__s<seed>__<hash12>.json."""
+def save_result(result: dict, out_dir=None, indent: int | None = 1) -> Path:
+    """Write atomically as <out_dir>/<experiment>__<variant>__<scale>__s<seed>__<hash12>.json (`indent` None:
+    one line, for a measurement's long per-layer lists: the tracked tree has a size target, gpu_preflight)."""
     path = result_path(result["config"], out_dir, result["config_hash"])
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
+    tmp.write_text(json.dumps(result, indent=indent, sort_keys=False) + "\n")
     os.replace(tmp, path)
     return path
 

@@ -226,7 +226,7 @@ def measured(spec, out_dir=None, compute=True, data=None, measure=None):
                "wall_s": time.perf_counter() - t0, **provenance("cpu")}
     finally:
         torch.set_num_threads(threads)
-    rec["path"] = str(save_result(rec, out_dir))
+    rec["path"] = str(save_result(rec, out_dir, indent=None))
     return rec
 
 
