@@ -63,14 +63,15 @@ fi
 # fused (aggregate img/s, the same steps each): the N with the most images per second, if fusion beats one run
 BENCH="depth=110, ns=(1, 2, 4, 8), steps=20, scale='full'" BENCH_CAP=45
 (( DRY )) && BENCH="depth=8, ns=(1, 2), steps=3, warmup=1" BENCH_CAP=200
-step bench $BENCH_CAP "$PY" -c "from idmap_lib.engine import bench; import json
+(( ${RUN_BENCH:-1} )) && step bench $BENCH_CAP "$PY" -c "from idmap_lib.engine import bench; import json
 r = {'grouped_conv': bench.grouped_conv(n=4, reps=$(( DRY ? 2 : 20 ))),
      'fused': bench.fused($BENCH, cuda_graph=bool('$GRAPH'))}
 json.dump(r, open('$OUT/bench.json', 'w'), indent=1)"
 FUSE=$("$PY" -c "import json; f = json.load(open('$OUT/bench.json'))['fused']['fused']
 best = max(f, key=lambda n: f[n]['img_per_s_total']); print(min(int(best), $FUSE_MAX) if f[best]['ratio'] > 1 else 1)" \
   2>/dev/null || echo 1)
-QUEUE=$("$PY" tools/gpu_queue.py --groups "$NGROUPS" --fuse "$FUSE")
+SOLO_ARG=(); (( ${SOLO:-0} )) && SOLO_ARG=(--solo)
+QUEUE=$("$PY" tools/gpu_queue.py --groups "$NGROUPS" --fuse "$FUSE" "${SOLO_ARG[@]}")
 say "fuse $FUSE seeds per group; queue: $(echo "$QUEUE" | tr '\n' ';')"
 
 # full recipes until the deadline, group by group (a pair: one process, a CUDA stream each); the group the deadline
