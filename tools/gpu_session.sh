@@ -17,7 +17,8 @@
 # travel and the files that come back, and says stop if the window would be refused or lose its work.
 # Steps that fail are logged and the script goes on; each step has its own timeout inside the budget.
 # Dry run on a CPU: GPU_SESSION_ALLOW_CPU=1 bash tools/gpu_session.sh ../shared/data 300 (tiny steps; the tests
-# run it). FULL_CHECK=1 adds the engine's wider tests and the DataLoader benchmark (minutes: not for a window
+# run it). SOLO=1: one run a process (a window too short for a pair to finish can finish one run); RUN_BENCH=0
+# skips the benchmark (no fusion: its time goes to training). FULL_CHECK=1 adds the engine's wider tests and the DataLoader benchmark (minutes: not for a window
 # that should finish runs).
 set -u
 DATA=$(cd "$1" && pwd); BUDGET=${2:-540}; NGROUPS=${3:-2}
