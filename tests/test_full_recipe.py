@@ -57,3 +57,31 @@ def test_one_table_of_every_cifar10_full_recipe_run_and_its_states_counted(tmp_p
     assert len(df) == 11 + 8
     counts = full_recipe.state_counts(df)   # Table 1's original and Table 3's ResNet-110 are Table 2's original-110
     assert counts == {"not run": 17, "under way": 2} and list(counts) == ["not run", "under way"]
+
+
+def test_the_words_give_each_run_where_it_stands_no_verdict_from_one_seed_and_the_lossy_copy(tmp_path):
+    """Finished: its error beside the paper's, and (trained on the JPEG copy) that the two are not comparable;
+    under way: its step; never a verdict from one seed."""
+    import torch
+    done = recipes.config("a_table2_activations", "original-110", "full")
+    hist = {"train": [], "test": [{"step": 64000, "test_err": 0.1019}]}
+    results.save_result({"config": done, "config_hash": results.config_hash(done), "status": "ok",
+                         "final": {"test_err": 0.1019, "steps": 64000}, "history": hist, "seed": 0,
+                         "dataset_source": {"kind": "local", "path": "/x/cifar10-jpeg.tar.gz"}}, tmp_path)
+    going = recipes.config("a_table2_activations", "full_preact-110", "full")
+    torch.save({"step": 38466, "config": going, "history": hist}, tmp_path / f"{results.run_name(going)}.pt")
+    words = full_recipe.full_recipe_words("a_table2_activations", ["original-110", "full_preact-110"],
+                                          out_dir=tmp_path, checkpoint_dir=tmp_path)
+    assert words.startswith("Seed 0: ResNet-110 (basic) finished with 10.19 % test error (the paper: 6.61 %); "
+                            "ResNet-110 (basic, full pre-activation) is under way (step 38,466 of 64,000).")
+    assert "needs 3 seeds of each unit" in words and "JPEG re-encoding" in words
+    assert "JPEG" in full_recipe.full_scale_status("a_table2_activations", ["original-110"], out_dir=tmp_path,
+                                                   checkpoint_dir=tmp_path).attrs["caption"]
+    # the same run on torchvision's download: no such note
+    (p,) = tmp_path.glob("a_table2*.json")
+    import json
+    r = json.loads(p.read_text()); r["dataset_source"] = {"kind": "torchvision"}; p.write_text(json.dumps(r))
+    assert "JPEG" not in full_recipe.full_recipe_words("a_table2_activations", ["original-110"], out_dir=tmp_path,
+                                                       checkpoint_dir=tmp_path)
+    assert full_recipe.full_recipe_words("a_table2_activations", ["full_preact-164"], out_dir=tmp_path,
+                                         checkpoint_dir=tmp_path) == "No full-recipe run of this page has started yet."

@@ -63,6 +63,18 @@ def commit(result: dict) -> str:
     return c + ("+modified" if g.get("library_modified") else "")
 
 
+def lossy_copy(result: dict) -> bool:
+    """Whether a result trained on a JPEG re-encoding of its dataset (the offline copy the book is built with:
+    ``*-jpeg.tar.gz``), whose pixels are not the original images the papers trained on."""
+    src = result.get("dataset_source") or {}
+    return src.get("kind") == "local" and "jpeg" in str(src.get("path", "")).rsplit("/", 1)[-1]
+
+
+LOSSY_NOTE = ("trained on the offline JPEG re-encoding of CIFAR-10 (lossy: fine detail and colour are lost), not "
+              "the original images the paper used, so its final error is not the paper's to compare with; runs on "
+              "one copy compare with each other")
+
+
 def provenance_note(result: dict) -> str:
     """One line: hardware, torch version, seed, date, dataset source, commit."""
     src = result.get("dataset_source") or {}

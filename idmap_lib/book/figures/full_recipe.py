@@ -10,7 +10,8 @@ from ..evidence import paper_numbers
 from ..evidence.checkpoints import committed_checkpoint
 from .curves import lr_marks
 from ..evidence.metrics import final_test_err
-from ..evidence.reports import command, hardware, net_name
+from ..evidence.reports import LOSSY_NOTE, command, hardware, lossy_copy, net_name
+from ..evidence.rule import MIN_SEEDS
 
 
 def _checkpoints_readme() -> str:
@@ -48,7 +49,9 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
         row["one run takes"] = "–" if r is not None else full_recipe_time(cfg, out_dir=out_dir)
         rows.append(row)
     df = pd.DataFrame(rows).set_index("variant")
-    df.attrs["caption"] = derived_note()
+    lossy = any(r is not None and lossy_copy(r) for r in (results.find_result(
+        recipes.config(experiment, v, "full", seed), out_dir) for v in variants))
+    df.attrs["caption"] = derived_note().rstrip(".") + "." + (f" A finished run here was {LOSSY_NOTE}." if lossy else "")
     return df
 
 
@@ -86,6 +89,29 @@ def full_recipe_runs(experiment, variants, seed=0, out_dir=None, checkpoint_dir=
         if c is not None:
             out[v] = (c["history"], c["step"], cfg["steps"], f"under way, step {c['step']:,} of {cfg['steps']:,}")
     return out
+
+
+def full_recipe_words(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None) -> str:
+    """Where the full-recipe runs stand, in sentences: each finished run's test error beside the paper's, each run
+    under way's step, no verdict below the rule's seeds, and what a finished run's data was."""
+    runs = full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
+    done, going = [], []
+    for v, (h, step, total, _) in runs.items():
+        cfg = recipes.config(experiment, v, "full", seed)
+        if step == total:
+            r = results.find_result(cfg, out_dir)
+            done.append((net_name(cfg), final_test_err(r), paper_numbers.printed(experiment, v), lossy_copy(r)))
+        else:
+            going.append(f"{net_name(cfg)} is under way (step {step:,} of {total:,})")
+    parts = [f"{n} finished with {100 * e:.2f} % test error (the paper: {p} %)" for n, e, p, _ in done] + going
+    if not parts:
+        return "No full-recipe run of this page has started yet."
+    text = f"Seed {seed}: " + "; ".join(parts) + "."
+    text += (f" One seed is no verdict: a claim about the recipe's end needs {MIN_SEEDS} seeds of each unit, "
+             "finished.")
+    if any(lossy for *_, lossy in done):
+        text += f" The finished run{'s were' if len(done) > 1 else ' was'} {LOSSY_NOTE}."
+    return text
 
 
 def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, title=None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...engine import recipes
 from ..page import figure_style
 from ..maths import probes
-from ..evidence.checkpoints import committed_checkpoint, test_images, trained_model
+from ..evidence.checkpoints import test_images, trained_model
 
 EXPERIMENT = "a_table2_activations"
 ORIGINAL, PREACT = "original-110", "full_preact-110"  # Fig 4(a) and 4(e) at depth 110
@@ -18,26 +18,27 @@ INIT, TRAINED = "at initialisation", "trained"
 GRAD_ORIGINAL, GRAD_PREACT = "original (trained)", "full pre-activation (trained)"
 
 
-def measure(n=256, checkpoint_dir=None) -> dict:
-    """The probes on the first `n` test images: {"info": which checkpoint} where the original's is missing; else
+def measure(n=256, checkpoint_dir=None, weights_dir=None) -> dict:
+    """The probes on the first `n` test images: {"info": why} where the original's weights are missing; else
     also "rates" (share of y_l truncated per unit, at initialisation (seed 0) and trained), "x" (the images),
-    "step" and "config" of the checkpoint, and, where full pre-activation's checkpoint exists too, "grads"
-    (||dE/dx_l|| per unit of both trained nets) and "pre_info"."""
+    "step" (of the original's weights) and "config", "pre_info" (full pre-activation's weights), and "grads"
+    (||dE/dx_l|| per unit of both trained nets) where both are at the same step: both sides alike."""
     import torch
 
     from ...engine.build import build_model
 
-    trained, info = trained_model(EXPERIMENT, ORIGINAL, checkpoint_dir=checkpoint_dir)
+    trained, info, step = trained_model(EXPERIMENT, ORIGINAL, checkpoint_dir=checkpoint_dir, weights_dir=weights_dir)
     if trained is None:
         return {"info": info}
     x, _ = test_images(EXPERIMENT, ORIGINAL, n)
     cfg = recipes.config(EXPERIMENT, ORIGINAL, "full")
     torch.manual_seed(0)
     fresh = build_model(cfg["model"])
-    out = {"info": info, "x": x, "config": cfg, "step": committed_checkpoint(cfg, checkpoint_dir)[0]["step"],
+    out = {"info": info, "x": x, "config": cfg, "step": step,
            "rates": {INIT: probes.truncation_rates(fresh, x), TRAINED: probes.truncation_rates(trained, x)}}
-    pre, out["pre_info"] = trained_model(EXPERIMENT, PREACT, checkpoint_dir=checkpoint_dir)
-    if pre is not None:
+    pre, out["pre_info"], pre_step = trained_model(EXPERIMENT, PREACT, checkpoint_dir=checkpoint_dir,
+                                                   weights_dir=weights_dir)
+    if pre is not None and pre_step == step:
         out["grads"] = {GRAD_ORIGINAL: probes.unit_gradient_norms(trained, x),
                         GRAD_PREACT: probes.unit_gradient_norms(pre, x)}
     return out
@@ -62,8 +63,9 @@ def truncation_note(m) -> str:
     """The truncation averaged over the units, before and after training (Markdown)."""
     m0, m1 = _means(m)
     return (f"Averaged over the units, f truncates {m0:.1f} % of the elements at initialisation and "
-            f"{m1:.1f} % after training ({m['info']}). This is one network, partly trained: a measurement "
-            f"of what training did here, not a test of the paper's argument about 1000 layers.")
+            f"{m1:.1f} % after training ({m['info']}). This is one network"
+            f"{'' if m['step'] == m['config']['steps'] else ', partly trained'}: a measurement of what "
+            f"training did here, not a test of the paper's argument about 1000 layers.")
 
 
 def stages(m) -> tuple[int, dict]:
@@ -89,10 +91,18 @@ def stages_note(m) -> str:
             f"{'raised' if b > a else 'lowered'} it in stage {n + 1}"
             for n, (a, b) in enumerate(zip(by_stage[INIT], by_stage[TRAINED])))
         + (f" (on average over the units it {'rose' if up else 'fell'}). ")
-        + f"This is one network and one seed, at step {m['step']:,} of {steps:,}, before the lr drops at {drop:,}: a "
+        + f"This is one network and one seed, {_when(m['step'], steps, drop)}: a "
         f"measurement that {'does not match' if up else 'matches'} the paper's account at this point of training, "
         f"not a test of it (the paper gives no numbers for it). What the truncation costs the gradient is the next "
         f"measurement.")
+
+
+def _when(step, steps, drop) -> str:
+    """Where in the recipe a network's weights are: its end, before the first lr drop, or between."""
+    if step == steps:
+        return f"at the end of the recipe ({steps:,} steps)"
+    return f"at step {step:,} of {steps:,}, " + (f"before the lr drops at {drop:,}" if step < drop else
+                                               f"after the lr dropped at {drop:,}")
 
 
 def gradient_figure(m):
@@ -108,7 +118,11 @@ def gradient_figure(m):
 
 def gradient_note(m) -> str:
     """What the gradient figure measured (the first unit's ratio, full pre-activation's lowest) and, apart, a
-    reading of it that is not measured (Markdown)."""
+    reading of it that is not measured (Markdown); where full pre-activation's net is not at the original's step,
+    that the comparison waits for it."""
+    if "grads" not in m:
+        return (f"**Not measured yet:** the two trained networks are compared at one step of the recipe, and they "
+                f"are not there yet (the original: {m['info']}; {m['pre_info']}).")
     ratio = {k: float(g[0] / g[-1]) for k, g in m["grads"].items()}
     rel = m["grads"][GRAD_PREACT] / m["grads"][GRAD_PREACT][-1]
     at = int(rel.argmin())
