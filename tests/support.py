@@ -1,4 +1,5 @@
-"""What several test files share: where the offline data is, and Paper B's MNIST recipe made tiny."""
+"""What several test files share: where the offline data is, Paper B's MNIST recipe made tiny, a run's history
+without its timings, and the step a checkpoint on disk has reached."""
 import os
 from pathlib import Path
 
@@ -15,3 +16,20 @@ def tiny_mnist(kind="gresnet", seed=0, *, d=4, steps=12, lr=0.002, log=3, eval_e
     cfg.update(steps=steps, log_every=log, eval_every=eval_every, schedule=step_schedule(steps, lr, 10, [0.5]),
                subset={"train_per_class": 60, "test_per_class": 20})
     return cfg
+
+
+def untimed(history: dict) -> dict:
+    """A run's history without its timings (img/s, wall time): what two runs of one training must share bit for
+    bit."""
+    return {k: [{a: b for a, b in h.items() if a not in ("img_per_s", "wall_s")} for h in v]
+            for k, v in history.items()}
+
+
+def checkpoint_step(path) -> int:
+    """The step of the checkpoint at `path`, or -1 while there is none (or it is being written)."""
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)["step"]
+    except (FileNotFoundError, RuntimeError, EOFError):
+        return -1

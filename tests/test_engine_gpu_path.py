@@ -12,6 +12,7 @@ from idmap_lib.engine.recipes import config, step_schedule
 from idmap_lib.engine.build import build_optimizer
 from idmap_lib.engine.device import amp_dtype
 from idmap_lib.engine.trainer import train, train_many
+from support import untimed
 
 CUDA = torch.cuda.is_available()
 
@@ -25,11 +26,6 @@ def tiny(steps=12, lr=0.1, dropout=0.3, batch=32):
                subset={"train_per_class": 20, "test_per_class": 10},
                schedule=step_schedule(steps, lr, 5, fractions=[0.5]), divergence={"grace_fraction": None})
     return cfg
-
-
-def _strip(history):
-    return {k: [{a: b for a, b in h.items() if a not in ("img_per_s", "wall_s")} for h in v]
-            for k, v in history.items()}
 
 
 # ---------------------------------------------------------------- precision and optimizer per device
@@ -121,9 +117,9 @@ def test_train_many_equals_each_run_alone(cifar):
     alone = [train(a, **kw), train(b, **kw)]
     for t, s in zip(together, alone):
         assert t["status"] == s["status"] == "ok"
-        assert _strip(t["history"]) == _strip(s["history"])
+        assert untimed(t["history"]) == untimed(s["history"])
         assert t["final"]["gates_k"] == s["final"]["gates_k"]
-    assert _strip(together[0]["history"]) != _strip(together[1]["history"])
+    assert untimed(together[0]["history"]) != untimed(together[1]["history"])
 
 
 def test_run_reports_device_and_projected_time(cifar, capsys):
@@ -164,7 +160,7 @@ def test_cuda_graph_step_trains_as_the_eager_step(cifar, tmp_path, amp):
     a = train(cfg, checkpoint_dir=tmp_path / "a", cuda_graph=True, checkpoint_every=3, **kw)
     train(cfg, checkpoint_dir=tmp_path / "b", cuda_graph=True, checkpoint_every=3, max_steps=14, **kw)
     b = train(cfg, checkpoint_dir=tmp_path / "b", cuda_graph=True, checkpoint_every=3, resume=True, **kw)
-    assert _strip(a["history"]) == _strip(b["history"])
+    assert untimed(a["history"]) == untimed(b["history"])
 
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")

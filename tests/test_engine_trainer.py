@@ -10,7 +10,7 @@ from idmap_lib.engine.checkpoint import CheckpointError
 from idmap_lib.engine.recipes import config, step_schedule
 from idmap_lib.engine.results import config_hash, load_results
 from idmap_lib.engine.trainer import pick_device, run, train
-
+from support import untimed
 
 
 def tiny(steps=12, lr=0.1, model=None, per_class=(20, 10), batch=32, log=3, eval_every=6):
@@ -47,11 +47,6 @@ def _state(ckdir):
     return ck["model"], ck["history"]
 
 
-def _strip(history):
-    return {k: [{a: b for a, b in h.items() if a not in ("img_per_s", "wall_s")} for h in v]
-            for k, v in history.items()}
-
-
 def test_resume_equals_uninterrupted_bit_for_bit(cifar, tmp_path):
     cfg = tiny(steps=12)
     kw = dict(data=cifar, progress=False, deterministic=True, write_result=False, checkpoint_every=3)
@@ -64,11 +59,11 @@ def test_resume_equals_uninterrupted_bit_for_bit(cifar, tmp_path):
     assert ma.keys() == mb.keys()
     for k in ma:
         assert torch.equal(ma[k], mb[k]), k
-    assert _strip(ha) == _strip(hb) and _strip(a["history"]) == _strip(b["history"])
+    assert untimed(ha) == untimed(hb) and untimed(a["history"]) == untimed(b["history"])
     assert a["final"]["gates_k"] == b["final"]["gates_k"]
     # and a different seed really does train differently
     c = train({**cfg, "seed": 1}, checkpoint_dir=tmp_path / "c", **kw)
-    assert _strip(c["history"]) != _strip(a["history"])
+    assert untimed(c["history"]) != untimed(a["history"])
 
 
 def test_divergence_is_a_result(cifar, tmp_path):

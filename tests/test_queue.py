@@ -16,7 +16,7 @@ from fake_runs import result  # noqa: E402
 from idmap_lib.book.plan import queue as q  # noqa: E402
 from idmap_lib.book.plan.queue_status import status, status_text  # noqa: E402
 from idmap_lib.engine import recipes, results  # noqa: E402
-from support import SHARED, tiny_mnist  # noqa: E402
+from support import SHARED, checkpoint_step, tiny_mnist, untimed  # noqa: E402
 
 T2 = "a_table2_activations"
 
@@ -26,18 +26,6 @@ def _wait(cond, timeout=1200, poll=0.05):
     while not cond():
         assert time.time() - t < timeout, "timed out"
         time.sleep(poll)
-
-
-def _step(ck):
-    try:
-        return torch.load(ck, map_location="cpu", weights_only=True)["step"]
-    except (FileNotFoundError, RuntimeError, EOFError):
-        return -1
-
-
-def _strip(history):
-    return {k: [{a: b for a, b in h.items() if a not in ("img_per_s", "wall_s")} for h in v]
-            for k, v in history.items()}
 
 
 def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(tmp_path):
@@ -53,8 +41,8 @@ def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(
         jobs[name], = q.submit(ex, [[cfg]], tmp_path / f"r{name}", tmp_path / f"q{name}", tmp_path / f"ck{name}",
                                **kw)
     ck_b = tmp_path / "ckb" / f"{results.run_name(cfg)}.pt"
-    _wait(lambda: _step(ck_b) >= 10)
-    killed_at = _step(ck_b)
+    _wait(lambda: checkpoint_step(ck_b) >= 10)
+    killed_at = checkpoint_step(ck_b)
     entry, = q.ledger(tmp_path / "qb").values()  # the job wrote its pid when it started
     os.kill(entry["pid"], signal.SIGUSR2)  # what SLURM sends a job before preempting it (--signal=USR2@120)
     paths = {n: j.result() for n, j in jobs.items()}
@@ -67,7 +55,7 @@ def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(
     assert f"resumed {ck_b} at step {b['job']['resumed_from_step']}/{cfg['steps']}" in jobs["b"].stdout()
     assert "resumed" not in jobs["a"].stdout()
     assert a["status"] == b["status"] == "ok" and a["config_hash"] == b["config_hash"]
-    assert _strip(a["history"]) == _strip(b["history"]) and a["first_steps"] == b["first_steps"]
+    assert untimed(a["history"]) == untimed(b["history"]) and a["first_steps"] == b["first_steps"]
     assert {k: v for k, v in a["final"].items() if k not in ("wall_s", "img_per_s")} == \
         {k: v for k, v in b["final"].items() if k not in ("wall_s", "img_per_s")}
     wa, wb = (torch.load(tmp_path / f"ck{n}" / ck_b.name, weights_only=True)["model"] for n in ("a", "b"))
