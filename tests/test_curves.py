@@ -122,4 +122,28 @@ def test_a_unit_has_one_colour_in_every_figure(tmp_path):
     assert seen == {v: {palette.UNIT_COLOURS[v.split("-")[0]]} for v in units}
     assert palette.of("a_table3_preact", "c10-1001-original") == palette.of("a_swaps", "original+final_bn_relu-1001") \
         == palette.UNIT_COLOURS["original"]
-    assert palette.of("a_table1_shortcuts", "conv1x1") is None
+    assert palette.of("a_table1_shortcuts", "original") == palette.UNIT_COLOURS["original"]  # the same network
+
+
+def test_table1_shortcuts_a_colour_per_kind_a_dash_per_setting_and_none_a_units():
+    """Issue 42: Table 1's identity was blue on chapter 7 and vermillion (Table 2's original) on chapter 8, and two
+    of its shortcuts were teal and cyan. The identity is the original unit's colour; each modified shortcut's
+    kind has its own, used by no unit, with 3:1 contrast on white; settings of one kind differ by dash."""
+    from idmap_lib.book.page import palette
+    from idmap_lib.engine import recipes
+
+    t1 = [v for v in recipes.EXPERIMENTS["a_table1_shortcuts"]["variants"] if v != "original"]
+    colours = {v: palette.of("a_table1_shortcuts", v) for v in t1}
+    assert set(colours.values()) == set(palette.SHORTCUT_COLOURS.values())
+    assert not set(colours.values()) & set(palette.UNIT_COLOURS.values())
+
+    def luminance(hex_):
+        c = [int(hex_[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    assert all(1.05 / (luminance(c) + 0.05) >= 3 for c in palette.SHORTCUT_COLOURS.values())
+    styles = [(colours[v], palette.dash("a_table1_shortcuts", v)) for v in t1]
+    assert len(set(styles)) == len(styles)                     # no two shortcuts drawn alike
+    assert palette.dash("a_table1_shortcuts", "constant_scaling-0.5-0.5") != \
+        palette.dash("a_table1_shortcuts", "constant_scaling-0.5-1")
+    assert palette.of("b_resnet32", "gated") is None and palette.dash("a_table2_activations", "original-110") == "solid"

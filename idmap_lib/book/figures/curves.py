@@ -106,7 +106,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                                      fillcolor=c, opacity=0.15, line={"width": 0}, hoverinfo="skip", legendgroup=v,
                                      showlegend=False), 1, col)
             fig.add_trace(go.Scatter(x=steps, y=mean, name=label, legendgroup=v, showlegend=col == 1,
-                                     mode="lines+markers" if part == "test" else "lines", line={"color": c, "width": 3},
+                                     mode="lines+markers" if part == "test" else "lines",
+                                     line={"color": c, "width": 3, "dash": palette.dash(experiment, v)},
                                      hovertemplate=f"{said} mean<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
     lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"], cols=range(1, len(panels) + 1))
     fig.update_xaxes(title_text="step")

@@ -133,7 +133,8 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
             h, step, _, state = runs[v]
             for col, key, part, k in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
                 fig.add_trace(go.Scatter(x=[x["step"] for x in h[part]], y=[k * x[key] for x in h[part]],
-                                         mode="lines" if col == 1 else "lines+markers", line={"color": c},
+                                         mode="lines" if col == 1 else "lines+markers",
+                                         line={"color": c, "dash": palette.dash(experiment, v)},
                                          name=f"{v} ({state})", legendgroup=v, showlegend=col == 1,
                                          hovertemplate=f"{v}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
         p = paper_numbers.paper_number(experiment, v)

@@ -1,6 +1,8 @@
 """One colour per unit, for every figure of the book: Okabe and Ito's palette (2008), chosen so that the common
-colour-vision deficiencies still tell each pair apart. A unit keeps its colour on every page; a swapped unit
-(recipes.SWAPS) is drawn in its parent's colour with its own marker."""
+colour-vision deficiencies still tell each pair apart. A unit keeps its colour on every page (Table 1's original, the
+identity shortcut, is Table 2's original unit); a swapped unit (recipes.SWAPS) is drawn in its parent's colour with
+its own marker. Table 1's modified shortcuts take a colour per kind that no unit has, dark enough for 3:1 on white
+(WCAG 2.1, 1.4.11), and a dash per setting of that kind (``dash``)."""
 from __future__ import annotations
 
 OKABE_ITO = {"orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73", "yellow": "#F0E442",
@@ -8,6 +10,9 @@ OKABE_ITO = {"orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E7
 UNIT_COLOURS = {"original": OKABE_ITO["vermillion"], "bn_after_add": OKABE_ITO["reddish purple"],
                 "relu_before_add": OKABE_ITO["orange"], "relu_preact": OKABE_ITO["sky blue"],
                 "full_preact": OKABE_ITO["blue"]}
+SHORTCUT_COLOURS = {"constant_scaling": OKABE_ITO["bluish green"], "exclusive_gating": OKABE_ITO["black"],
+                    "shortcut_only_gating": "#882255", "conv1x1": "#6E6E6E", "dropout": "#8C510A"}
+DASHES = ("solid", "dash", "dot")
 SWAP_SYMBOLS = {None: "circle", "final_bn_relu": "diamond", "no_final": "square", "zero_gamma": "triangle-up"}
 
 
@@ -27,12 +32,32 @@ def symbol(variant: str) -> str:
     return SWAP_SYMBOLS[unit_of(variant)[1]]
 
 
-def of(experiment: str, variant: str) -> str | None:
-    """The colour of a variant whose series is a unit of Fig 4 (Tables 2 and 3, the interventions), wherever it is
-    drawn; None for the other variants (shortcuts, gates: the figure's own colours)."""
+def _kwargs(experiment: str, variant: str) -> dict:
     from ...engine import recipes
 
-    kw = recipes.config(experiment, variant, "cpu")["model"]["kwargs"]
-    if experiment not in ("a_table2_activations", "a_table3_preact", "a_swaps") or kw.get("unit") not in UNIT_COLOURS:
+    return recipes.config(experiment, variant, "cpu")["model"]["kwargs"]
+
+
+def of(experiment: str, variant: str) -> str | None:
+    """The colour of a variant wherever it is drawn: its unit's (Fig 4's units with the identity shortcut: Tables
+    1-3, the interventions), its shortcut kind's (Table 1's modified shortcuts); None for the others (gates, Paper
+    B: the figure's own colours)."""
+    kw = _kwargs(experiment, variant)
+    if not experiment.startswith("a_") or kw.get("unit") not in UNIT_COLOURS:  # Paper B's nets: their own
         return None
-    return UNIT_COLOURS[kw["unit"]]
+    shortcut = kw.get("shortcut", "identity")
+    if shortcut == "identity":
+        return UNIT_COLOURS[kw["unit"]]
+    return SHORTCUT_COLOURS.get(shortcut) if experiment == "a_table1_shortcuts" else None
+
+
+def dash(experiment: str, variant: str) -> str:
+    """A Table 1 shortcut's dash: its place among the settings of its kind (constant scaling 0.5-1 solid, 0.5-0.5
+    dashed ...), so that one colour's settings stay apart; solid for every other variant."""
+    from ...engine import recipes
+
+    if experiment != "a_table1_shortcuts":
+        return "solid"
+    kind = _kwargs(experiment, variant).get("shortcut")
+    same = [v for v in list(recipes.EXPERIMENTS[experiment]["variants"]) if _kwargs(experiment, v).get("shortcut") == kind]
+    return DASHES[same.index(variant) % len(DASHES)]
