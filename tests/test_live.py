@@ -95,9 +95,12 @@ class Handle:
         self.updates.append((obj, kw))
 
 
-def test_the_output_is_the_figures_data_updated_in_place(monkeypatch):
+@pytest.mark.parametrize("redrawn", [True, False])
+def test_the_output_is_the_figures_data_updated_in_place(monkeypatch, redrawn):
     """A plotly Figure displays itself past any display handle (``_ipython_display_``): each update would add a
-    copy. The output holds the figure's data, a mimebundle dict, shown once and updated through its handle."""
+    copy. The output holds the figure's data, a mimebundle dict, shown once and updated through its handle; where
+    the frontend does not redraw an update (JupyterLab, plotly < 7.2), each redraw first swaps in an empty text
+    output, so that the figure is drawn anew."""
     import IPython
     import IPython.display
     import plotly.graph_objects as go
@@ -105,17 +108,46 @@ def test_the_output_is_the_figures_data_updated_in_place(monkeypatch):
     shown = []
     monkeypatch.setattr(IPython, "get_ipython", lambda: object())
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)) or Handle())
+    monkeypatch.setattr(live, "_redrawn_by_update", lambda: redrawn)
     fig = go.Figure(go.Scatter(x=[1], y=[2]))
     out = live.Output(fig)
     fig.data[0].x = [1, 2]
     out.redraw(fig, now=True)
     (obj, kw), = shown
     assert isinstance(obj, dict) and kw == {"raw": True, "display_id": True}
-    (new, kw), = out.handle.updates
+    *first, (new, kw) = out.handle.updates
+    assert first == ([] if redrawn else [({"text/plain": ""}, {"raw": True})])
     assert kw == {"raw": True} and "application/vnd.plotly.v1+json" in new
     assert list(new["application/vnd.plotly.v1+json"]["data"][0]["x"]) == [1, 2]
     out.redraw(fig)  # within REDRAW_S of the last: not sent again
-    assert len(out.handle.updates) == 1
+    assert len(out.handle.updates) == 1 + len(first)
+
+
+def test_which_frontends_redraw_an_update(monkeypatch):
+    """Colab's does, with any plotly; elsewhere (JupyterLab's renderer) only from plotly 7.2 (plotly.py #5865)."""
+    import sys
+
+    import plotly
+
+    for version, colab, redrawn in (("7.1.0", False, False), ("5.24.1", True, True), ("7.2.0", False, True),
+                                    ("10.0.1", False, True)):
+        monkeypatch.setattr(plotly, "__version__", version)
+        monkeypatch.setitem(sys.modules, "google.colab", object()) if colab else \
+            monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+        assert live._redrawn_by_update() is redrawn, (version, colab)
+
+
+def test_a_plain_jupyter_kernel_also_gets_each_figures_html(monkeypatch):
+    """plotly's bare mimetype needs its extension, which the classic notebook lacks for plotly >= 6: outside the
+    build the setup adds the HTML renderer there, and leaves Colab's, VS Code's and the others' alone."""
+    import plotly.io as pio
+
+    from idmap_lib.book.page import setup
+
+    for before, after in (("plotly_mimetype", setup.JUPYTER_RENDERER), ("colab", "colab"), ("vscode", "vscode")):
+        monkeypatch.setattr(pio.renderers, "default", before)
+        setup.use_jupyter_renderer()
+        assert pio.renderers.default == after
 
 
 def test_an_interrupt_leaves_the_figure_as_far_as_it_got_and_the_trainers_line(tiny_recipe, mnist, tmp_path,

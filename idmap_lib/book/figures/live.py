@@ -160,8 +160,22 @@ def mimebundle(fig) -> dict:
     return fig._repr_mimebundle_() or {"application/vnd.plotly.v1+json": fig.to_plotly_json()}
 
 
+def _redrawn_by_update() -> bool:
+    """Whether the frontend redraws a plotly figure that a display update replaces. Colab's does; JupyterLab's
+    plotly renderer before plotly 7.2 draws a figure once and ignores updates (plotly.py #5865)."""
+    import sys
+
+    import plotly
+
+    return "google.colab" in sys.modules or tuple(int(p) for p in plotly.__version__.split(".")[:2]) >= (7, 2)
+
+
 class Output:
-    """One cell output that is redrawn in place (an IPython display handle); nothing outside IPython."""
+    """One cell output that is redrawn in place (an IPython display handle); nothing outside IPython.
+
+    Where an update alone is not redrawn (``_redrawn_by_update``), each redraw first replaces the figure with an
+    empty text output: JupyterLab then makes a new renderer for the figure, as it does whenever the output's
+    kind changes (OutputArea._setOutput), and the classic notebook redraws either way."""
 
     def __init__(self, fig):
         try:
@@ -171,11 +185,14 @@ class Output:
             get_ipython = None
         shell = get_ipython() if get_ipython is not None else None
         self.handle = display(mimebundle(fig), raw=True, display_id=True) if shell is not None else None
+        self.renew = shell is not None and not _redrawn_by_update()
         self.drawn = time.monotonic()
 
     def redraw(self, fig, now=False):
         """Redraw (at most every REDRAW_S seconds, unless ``now``)."""
         if self.handle is not None and (now or time.monotonic() - self.drawn >= REDRAW_S):
+            if self.renew:
+                self.handle.update({"text/plain": ""}, raw=True)
             self.handle.update(mimebundle(fig), raw=True)
             self.drawn = time.monotonic()
 

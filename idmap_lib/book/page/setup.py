@@ -2,8 +2,9 @@
 (``IDMAP_BOOK_BUILD=1``, set by ``make book``) it also switches plotly to the ``idmap_book`` renderer, so that
 ``fig.show()`` emits a plain HTML ``<div>`` and a short script that calls the page's single copy of plotly.js
 (served by the site, see ``_config.yml``): no plotly.js or MathJax inlined, nothing from a CDN. Outside the
-build plotly is left alone, so Colab and Jupyter keep their own renderers. Also where the reader's runs are
-recorded (``default_runs_dir``, Google Drive on Colab).
+build Colab, VS Code and the others keep plotly's own renderer; only in a plain Jupyter kernel, whose default
+needs a plotly extension that the classic notebook (6.5) lacks, is the figure's HTML added (``use_jupyter_renderer``).
+Also where the reader's runs are recorded (``default_runs_dir``, Google Drive on Colab).
 """
 
 from __future__ import annotations
@@ -73,6 +74,19 @@ def use_book_renderer() -> None:
     pio.renderers[RENDERER] = _book_renderer()
     pio.renderers.default = RENDERER
 
+JUPYTER_RENDERER = "plotly_mimetype+notebook"
+
+
+def use_jupyter_renderer() -> None:
+    """Where plotly chose its bare mimetype (a Jupyter kernel that is not Colab's, VS Code's, ...), also emit each
+    figure's HTML: JupyterLab draws the mimetype with plotly's extension, the classic notebook (6.5), which has
+    none for plotly >= 6, draws the HTML, with plotly.js put in the page once (offline). Plotly 5 did so itself."""
+    import plotly.io as pio
+
+    if pio.renderers.default == "plotly_mimetype":
+        pio.renderers.default = JUPYTER_RENDERER
+
+
 def describe_device(device) -> str:
     """One line naming the device: the CUDA GPU's name, or the CPU and its core count."""
     import torch
@@ -126,7 +140,7 @@ def whereabouts() -> list:
 
 def setup(verbose: bool = True, drive: bool = False):
     """The chapters' setup cell: pick the device (on a CPU, torch on every physical core: the book's one thread
-    policy), report it, configure plotly for the book build; mount Google Drive for the reader's runs when asked (``drive``, the cell's ``DRIVE``); say where the library, its
+    policy), report it, configure plotly (the book build's renderer, or ``use_jupyter_renderer``); mount Google Drive for the reader's runs when asked (``drive``, the cell's ``DRIVE``); say where the library, its
     recorded runs and the reader's runs are (not in the book build: the site shows no machine's paths).
 
     Returns ``torch.device("cuda")`` when a CUDA GPU is available, else ``torch.device("cpu")``.
@@ -137,6 +151,8 @@ def setup(verbose: bool = True, drive: bool = False):
 
     if in_book_build():
         use_book_renderer()
+    else:
+        use_jupyter_renderer()
     if drive:
         use_drive()
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
