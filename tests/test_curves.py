@@ -123,6 +123,16 @@ def test_a_unit_has_one_colour_in_every_figure(tmp_path):
     assert palette.of("a_table3_preact", "c10-1001-original") == palette.of("a_swaps", "original+final_bn_relu-1001") \
         == palette.UNIT_COLOURS["original"]
     assert palette.of("a_table1_shortcuts", "original") == palette.UNIT_COLOURS["original"]  # the same network
+    # chapter 8's probes of the trained nets: each unit in its colour there too
+    import torch
+
+    from idmap_lib.book.figures import trained_probes as tp
+    m = {"info": "", "pre_info": "", "x": torch.zeros(2, 3, 32, 32),
+         "rates": {tp.INIT: torch.rand(54), tp.TRAINED: torch.rand(54)},
+         "grads": {tp.GRAD_ORIGINAL: torch.rand(55) + 1, tp.GRAD_PREACT: torch.rand(55) + 1}}
+    assert {t.name: t.line.color for t in tp.gradient_figure(m).data} == {
+        tp.GRAD_ORIGINAL: palette.UNIT_COLOURS["original"], tp.GRAD_PREACT: palette.UNIT_COLOURS["full_preact"]}
+    assert {t.line.color for t in tp.truncation_figure(m).data} == {palette.UNIT_COLOURS["original"]}
 
 
 def test_table1_shortcuts_a_colour_per_kind_a_dash_per_setting_and_none_a_units():

@@ -8,7 +8,7 @@ which, and the rest says nothing.
 from __future__ import annotations
 
 from ...engine import recipes
-from ..page import figure_style
+from ..page import figure_style, palette
 from ..maths import probes
 from ..evidence.checkpoints import test_images, trained_model
 
@@ -48,7 +48,10 @@ def truncation_figure(m):
     """The share of y_l that f = ReLU sets to zero, unit by unit, at initialisation and trained."""
     import plotly.graph_objects as go
 
-    fig = go.Figure([go.Scatter(y=(100 * r).tolist(), name=k, mode="lines") for k, r in m["rates"].items()])
+    c = palette.UNIT_COLOURS["original"]  # the original unit, fresh (dotted) and trained
+    fig = go.Figure([go.Scatter(y=(100 * r).tolist(), name=k, mode="lines",
+                                line={"color": c, "dash": "dot" if k == INIT else "solid"})
+                     for k, r in m["rates"].items()])
     fig.update_layout(figure_style.LAYOUT_LEGEND_ABOVE,
                       title_text="Share of y_l set to zero by f = ReLU,<br>unit by unit",
                       xaxis_title="unit l", yaxis_title="% of elements truncated", height=460)
@@ -109,7 +112,9 @@ def gradient_figure(m):
     """The gradient reaching each unit of both trained nets, relative to the last unit's output (log axis)."""
     import plotly.graph_objects as go
 
-    fig = go.Figure([go.Scatter(y=(g / g[-1]).tolist(), name=k, mode="lines") for k, g in m["grads"].items()])
+    unit = {GRAD_ORIGINAL: "original", GRAD_PREACT: "full_preact"}
+    fig = go.Figure([go.Scatter(y=(g / g[-1]).tolist(), name=k, mode="lines",
+                                line={"color": palette.UNIT_COLOURS[unit[k]]}) for k, g in m["grads"].items()])
     fig.update_layout(figure_style.LAYOUT_LEGEND_ABOVE,
                       title_text="Gradient reaching unit l,<br>relative to the last unit's output",
                       xaxis_title="unit l", yaxis_title="||dE/dx_l|| / ||dE/dx_L||", yaxis_type="log", height=480)
