@@ -1,0 +1,44 @@
+"""Chapter 8's sentences on the weight layers' inputs: each number read from the summary it is given."""
+from idmap_lib.book.evidence import mechanisms
+from idmap_lib.book.figures import mechanism_words as mw
+
+UNITS = ("original", "relu_preact", "full_preact")
+
+
+def summary(scale):
+    """A weight_input_summary of two seeds whose values are known: unit u, depth d, step t, key k, seed s."""
+    keys = ("spread", "first_0", "first_L", "max", "fc_input_std", "lr")
+    out = {}
+    for u, unit in enumerate(UNITS):
+        for d in mechanisms.DEPTHS:
+            out[(unit, d)] = {s: {"steps": {t: {k: scale(unit, d, t, k, s) for k in keys} for t in mechanisms.AT[d]}}
+                              for s in (0, 1)}
+    return out
+
+
+def test_the_headline_is_the_original_1001s_largest_input_against_full_preactivations():
+    last = mechanisms.AT[1001][-1]
+
+    def scale(unit, d, t, k, s):
+        if k == "max":
+            return {"original": 2000.0 + s, "full_preact": 1.5, "relu_preact": 50.0}[unit] if t == last else 0.9
+        return 0.1 if k == "lr" else 1.0
+    text = mw.headline(summary(scale))
+    assert f"{last} steps at lr 0.1 into" in text
+    assert "has a std of\n2000–2001, against 1.5\nin full pre-activation" in text
+    assert "(each started below\n0.9)" in text
+
+
+def test_the_measurement_in_full_reads_each_unit_and_says_the_verdict_and_the_swaps():
+    def scale(unit, d, t, k, s):
+        if k == "spread":
+            return {"full_preact": 0.5, "original": 2.0, "relu_preact": 1.0}[unit]  # x3.2, x100, x10
+        if k == "fc_input_std":
+            return {"full_preact": 0.28, "original": 1.7, "relu_preact": 1.4}[unit]
+        return 1.0
+    text = mw.in_full(summary(scale), "reproduced", "SWAPS SAY THIS.")
+    assert text.startswith("**The measurement in full** (2 seeds each;")
+    assert "differ by a factor of\n3.16 at initialisation" in text
+    assert "a factor of 1e+02\nand 10 over all weight layers" in text
+    assert "the std of its input is 0.28 in full\npre-activation ResNet-110 against 1.7 (original) and\n1.4" in text
+    assert "is **reproduced**." in text and "when this page was built: SWAPS SAY THIS." in text
