@@ -42,3 +42,21 @@ def test_the_measurement_in_full_reads_each_unit_and_says_the_verdict_and_the_sw
     assert "a factor of 1e+02\nand 10 over all weight layers" in text
     assert "the std of its input is 0.28 in full\npre-activation ResNet-110 against 1.7 (original) and\n1.4" in text
     assert "is **reproduced**." in text and "when this page was built: SWAPS SAY THIS." in text
+
+
+def test_the_scaled_shortcuts_words_read_each_lambda_and_the_fit():
+    """Chapter 3: the direct term's share, the signal's rms, the branch ratio and the gradient's growth per λ, the
+    settled rms argued (1/sqrt(1 - λ²)), the fitted c² and per-unit gain, and the three claims' verdicts."""
+    keys = ("log10_share_x0", "rms_L", "rms_0", "branch_last", "log10_grad_ratio")
+    lams = mechanisms.LAMS
+    fs = {lam: {s: {"units": 1000, **{k: (lam * 10 + i) + s for i, k in enumerate(keys)}} for s in (0, 1)}
+          for lam in lams}
+    fit = {lam: {s: {"c2": 0.5 + s / 10, "per_unit_gain": 1.001 + lam / 1000} for s in (0, 1)} for lam in lams}
+    verdict = {"m_direct_term_vanishes": "A", "m_branches_keep_size": "B", "m_gradient_through_branches": "C"}
+    text = mw.scaled_shortcuts(fs, fit, verdict)
+    mid, lo = 0.9, 0.5
+    assert text.startswith("**Measured** (2 seeds per λ;") and f"At λ = {mid} the direct term" in text
+    assert "carries $10^{9}$ to $10^{10}$ of" in text  # λ = 0.9: log10 share 9 + seed
+    assert f"an rms\nof {1 / (1 - mid ** 2) ** 0.5:.2f} at λ = {mid} and {1 / (1 - lo ** 2) ** 0.5:.2f}" in text
+    assert "is\n0.5–0.6 (every seed)" in text and "1.002" in text
+    assert "**A**" in text and "**B**" in text and "**C**" in text
