@@ -60,3 +60,19 @@ def test_the_scaled_shortcuts_words_read_each_lambda_and_the_fit():
     assert f"an rms\nof {1 / (1 - mid ** 2) ** 0.5:.2f} at λ = {mid} and {1 / (1 - lo ** 2) ** 0.5:.2f}" in text
     assert "is\n0.5–0.6 (every seed)" in text and "1.002" in text
     assert "**A**" in text and "**B**" in text and "**C**" in text
+
+
+def test_the_truncation_words_compare_the_depths_at_the_recorded_step_and_say_the_verdict():
+    T, last = mechanisms.TRUNCATION_STEP, mechanisms.AT[110][-1]
+    keys = ("mean", "first_third", "last_third", "first_unit")
+    steps = {0, T, last}
+
+    def rec(depth, s):
+        return {t: {k: (0.2 if depth == 110 else 0.1) + i / 100 + t / 1000 + s / 10000 for i, k in enumerate(keys)}
+                for t in steps}
+    tr = {d: {s: rec(d, s) for s in (0, 1)} for d in (110, 1001)}
+    text = mw.truncation(tr, {"m_truncation_grows_with_depth": "contradicted"})
+    assert text.startswith(f"**Measured** (2 seeds a depth, CIFAR-10 batches of the runs themselves). {T} steps in")
+    assert f"a fraction\n{0.1 + T / 1000:.2g}" in text and "**contradicted** in the first steps" in text
+    lr = mechanisms.recipe_of(110, "original", 0)["schedule"]["warmup_lr"]
+    assert f"a few steps at lr {lr:g} cannot test that" in text

@@ -1,7 +1,8 @@
 """What the chapters say about the mechanisms they measured, each number read from the records, beside the arguments
 that are not measured (said as such): chapter 8 on the weight layers' inputs (``mechanism_figures.
 weight_input_summary``: the strongest fact in one sentence, ``headline``, and the measurement in full, ``in_full``),
-chapter 3 on the forward signal and the gradient under scaled shortcuts (``scaled_shortcuts``)."""
+chapter 3 on the forward signal and the gradient under scaled shortcuts (``scaled_shortcuts``), chapter 4 on ReLU
+truncation in the first steps (``truncation``)."""
 from __future__ import annotations
 
 import math
@@ -110,3 +111,29 @@ is what makes Table 1's 0.5 row fail is not measured here.
 The three claims, fixed before these numbers were measured: the direct term vanishes,
 **{verdict["m_direct_term_vanishes"]}**; the branches keep their size, **{verdict["m_branches_keep_size"]}**; the gradient
 grows through them, **{verdict["m_gradient_through_branches"]}** (the table above)."""
+
+
+def truncation(tr, verdict: dict) -> str:
+    """Chapter 4's measurement of ReLU truncation in the first steps at depths 110 and 1001
+    (``mechanism_figures.truncation_summary`` `tr`), the claim's verdict, and Paper A's remark, which these steps
+    cannot test (Markdown)."""
+    T, last110 = mechanisms.TRUNCATION_STEP, mechanisms.AT[110][-1]
+    lr = mechanisms.recipe_of(110, "original", 0)["schedule"]["warmup_lr"]
+    at = lambda depth, step, key: [tr[depth][s][step][key] for s in sorted(tr[depth])]  # noqa: E731
+    return f"""**Measured** ({len(tr[110])} seeds a depth, CIFAR-10 batches of the runs themselves). {T} steps in, the original
+ResNet-1001's units truncate *less* of $\\mathbf{{y}}_l$ than ResNet-110's: on average over the units a fraction
+{span(at(1001, T, "mean"))} against {span(at(110, T, "mean"))} (at initialisation {span(at(1001, 0, "mean"))}
+against {span(at(110, 0, "mean"))}; ResNet-110 after {last110} steps: {span(at(110, last110, "mean"))}). Less in
+the first third of the units ({span(at(1001, T, "first_third"))} against {span(at(110, T, "first_third"))}) and in
+the last ({span(at(1001, T, "last_third"))} against {span(at(110, T, "last_third"))}); only the very first unit,
+whose $\\mathbf{{x}}_l$ is a fresh BN-ReLU output, truncates more at depth 1001 ({span(at(1001, T, "first_unit"))}
+against {span(at(110, T, "first_unit"))}), and the first unit of each later stage peaks higher too (the figure). The claim fixed before these runs,
+that ResNet-1001 truncates more, is **{verdict["m_truncation_grows_with_depth"]}** in the first steps.
+
+**What it means.** At the start of training depth *lowers* truncation: every unit adds to $\\mathbf{{x}}_l \\ge 0$, which
+grows with depth (chapter 8 measures it: the input of each unit's first weight layer), while $\\mathcal{{F}}$ ends in a BN
+of unit scale, so deeper units rarely have an $\\mathcal{{F}}$ negative enough. Paper A's remark (Sec 4.2) is about
+training after the weights have moved ("after some training ... more frequently above zero"; "the truncation, however,
+is more frequent when there are 1000 layers"): a few steps at lr {lr:g} cannot test that, and this page does not claim to.
+The ReLU's cost at depth 1001 in these first steps is elsewhere: the direct path must pass every one of many more
+ReLUs (the survival figure below)."""
