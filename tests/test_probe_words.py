@@ -42,3 +42,23 @@ def test_truncation_at_init_compares_the_first_unit_with_the_rest():
     rates = {110: np.array([0.4, 0.2, 0.1]), 1001: np.array([0.45, 0.05, 0.05])}
     text = pw.truncation_at_init(rates)
     assert "a fraction 0.400 to 0.450 of\nits" in text and "average\n0.050 to 0.150" in text
+
+
+def test_the_gate_gain_is_one_minus_sigma_per_unit_over_resnet110s_54_units():
+    text = pw.gate_gain()
+    assert "that is $0.5$ per unit, and over the 54 units of a ResNet-110 it is\n$5.6 \\cdot 10^{-17}$" in text
+    assert f"With $b_g = -6$ it is ${1 - 1 / (1 + np.exp(6)):.4f}$ per unit" in text
+
+
+def test_shortcut_gains_name_the_range_dropouts_zero_and_the_nearest_to_1():
+    import pandas as pd
+    rows = [("identity", "", 1.0), ("constant_scaling", "scale=0.5", 1e-16), ("exclusive_gating", "gate_bias=0",
+            1e-17), ("exclusive_gating", "gate_bias=-6", 0.8), ("shortcut_only_gating", "gate_bias=-6", 0.8),
+            ("conv1x1", "", 3.0), ("dropout", "p=0.5", 0.0)]
+    gains = pd.DataFrame([{"shortcut (Fig 2)": n, "options": o, "measured ∏h' gain over 54 units (F = 0)": v}
+                          for n, o, v in rows])
+    text = pw.shortcut_gains(gains)
+    assert "between $10^{-17}$ and $10^{-16}$" in text and "(gain 0)" in text
+    assert "keep $\\prod h'$ at 0.8" in text
+    assert ("the nearest to 1 of all non-identity shortcuts: `exclusive_gating` (gate_bias=-6) and "
+            "`shortcut_only_gating` (gate_bias=-6), tied at two digits") in text

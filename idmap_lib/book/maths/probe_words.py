@@ -2,6 +2,7 @@
 is given, each argument said as one."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -97,3 +98,45 @@ the bottleneck nets: a 1×1 projection) and the new channels start without that 
 untrained. Whether trained original-unit networks truncate more, unit by unit, is a question for the
 same probe on trained weights; there is no trained original ResNet-1001 on this page, so that curve is
 missing here, not filled in."""
+
+
+def gate_gain() -> str:
+    """Chapter 3's gated shortcut near x = 0: h'(0) = 1 - sigma(b_g) per unit and over ResNet-110's 54 units, at
+    b_g = 0 and -6, and what a closed gate means (Markdown)."""
+    units = (110 - 2) // 2  # the residual units of ResNet-110
+    per_unit = {b: 1 / (1 + np.exp(b)) for b in (0.0, -6.0)}        # h'(0) = 1 / (1 + e^{b_g})
+    return f"""So near $x = 0$ each gated shortcut multiplies the gradient by $h'(0) = 1 - \\sigma(b_g)$. With
+$b_g = 0$ that is ${per_unit[0.0]:.2g}$ per unit, and over the {units} units of a ResNet-110 it is
+${sci(per_unit[0.0] ** units)}$. With $b_g = -6$ it is ${per_unit[-6.0]:.4f}$ per unit and
+${per_unit[-6.0] ** units:.3f}$ over {units} units, at $\\mathbf{{x}} = 0$ (the measurement below,
+with real inputs, gives less: $W_g \\mathbf{{x}}$ moves each gate away from $\\sigma(b_g)$). A gate with $b_g = -6$ starts **closed**
+($g = \\sigma(-6) = {1 - per_unit[-6.0]:.4f}$): its shortcut passes $\\mathbf{{x}}$ almost unchanged
+and, in exclusive gating, $\\mathcal{{F}}$ is almost shut off too (chapter 1 defines the word). $b_g = -6$ is
+the bias of the paper's two best gated rows in Table 1: exclusive gating, whose gate scales both paths, and
+shortcut-only gating, whose gate scales the shortcut alone and leaves $\\mathcal{{F}}$ untouched."""
+
+
+def shortcut_gains(gains) -> str:
+    """Chapter 3's measured direct-path gain of each Fig 2 shortcut over 54 units (`gains`: the chapter's table),
+    the nearest to 1, and what the paper's Table 1 numbers say beside it (Markdown)."""
+    g = gains.set_index(["shortcut (Fig 2)", "options"])["measured ∏h' gain over 54 units (F = 0)"]
+    tiny = g[[n == "constant_scaling" or o == "gate_bias=0" for n, o in g.index]]
+    gated6 = g[[n.endswith("gating") and o == "gate_bias=-6" for n, o in g.index]]
+    non_identity = g.drop(("identity", ""))
+    dist = np.log10(non_identity[non_identity > 0]).abs()  # dropout's gain is 0: no log
+    ties = [f"`{n}` ({o})" for (n, o), v in dist.items() if f"{10 ** -v:.2g}" == f"{10 ** -dist.min():.2g}"]
+    nearest = " and ".join(ties) + (", tied at two digits" if len(ties) > 1 else "")
+    return f"""**Measured.** Every multiplicative shortcut moves the direct path away from 1. Scaling by 0.5 and
+gates with $b_g = 0$ shrink it to between ${sci(tiny.min())}$ and ${sci(tiny.max())}$. The 1×1
+convolutions change it in both norm and direction, as a product of 54 random matrices. Dropout
+($p = 0.5$) keeps an element's path open only if all 54 masks keep it, with probability
+${sci(0.5 ** 54)}$, so in this batch no path survives (gain {g[("dropout", "p=0.5")]:.3g}). The gates with
+$b_g = -6$ keep $\\prod h'$ at {" to ".join(sorted({f"{v:.2g}" for v in gated6}))} ($W_g x$ spreads each gate around
+$\\sigma(b_g)$); the nearest to 1 of all non-identity shortcuts: {nearest}.
+
+**The paper's numbers, and what they mean.** The two $b_g = -6$ gates are the paper's two best
+non-identity rows of Table 1. The column is not the whole story, though: the 0.5/0.5 row has the same
+tiny direct factor as the 0.5/1 row, yet it trains (12.35% in the paper), because scaling
+$\\mathcal{{F}}$ by 0.5 as well changes the path through the weights; the paper calls that case a
+"frozen gating". Paper A's own conclusion is that these shortcuts have at least the representational
+power of the identity, so their higher errors come from optimisation, not from representation."""
