@@ -28,10 +28,11 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
 
     import pandas as pd
 
-    rows = []
+    rows, lossy = [], False
     for v in variants:
         cfg = recipes.config(experiment, v, "full", seed)
         r = results.find_result(cfg, out_dir)
+        lossy = lossy or (r is not None and lossy_copy(r))
         row = {"variant": v, "network": net_name(cfg),  # a number, or Paper A's "fail": text either way
                "paper: error %": paper_numbers.printed(experiment, v)}
         c = None if r is not None else committed_checkpoint(cfg, checkpoint_dir)[0]
@@ -49,9 +50,8 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
         row["one run takes"] = "–" if r is not None else full_recipe_time(cfg, out_dir=out_dir)
         rows.append(row)
     df = pd.DataFrame(rows).set_index("variant")
-    lossy = any(r is not None and lossy_copy(r) for r in (results.find_result(
-        recipes.config(experiment, v, "full", seed), out_dir) for v in variants))
-    df.attrs["caption"] = derived_note().rstrip(".") + "." + (f" A finished run here was {LOSSY_NOTE}." if lossy else "")
+    lossy_words = f" A finished run here was {LOSSY_NOTE}." if lossy else ""
+    df.attrs["caption"] = derived_note().rstrip(".") + "." + lossy_words
     return df
 
 

@@ -52,12 +52,13 @@ def of(experiment: str, variant: str) -> str | None:
 
 
 def dash(experiment: str, variant: str) -> str:
-    """A Table 1 shortcut's dash: its place among the settings of its kind (constant scaling 0.5-1 solid, 0.5-0.5
-    dashed ...), so that one colour's settings stay apart; solid for every other variant."""
+    """A Table 1 shortcut's dash: its place among its kind's settings (constant scaling 0-1 solid, 0.5-1 dashed,
+    0.5-0.5 dotted), so that one colour's settings stay apart; solid for every other variant."""
     from ...engine import recipes
 
     if experiment != "a_table1_shortcuts":
         return "solid"
     kind = _kwargs(experiment, variant).get("shortcut")
-    same = [v for v in list(recipes.EXPERIMENTS[experiment]["variants"]) if _kwargs(experiment, v).get("shortcut") == kind]
+    same = [v for v in list(recipes.EXPERIMENTS[experiment]["variants"])
+            if _kwargs(experiment, v).get("shortcut") == kind]
     return DASHES[same.index(variant) % len(DASHES)]
