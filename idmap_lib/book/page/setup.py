@@ -74,6 +74,7 @@ def use_book_renderer() -> None:
     pio.renderers[RENDERER] = _book_renderer()
     pio.renderers.default = RENDERER
 
+
 JUPYTER_RENDERER = "plotly_mimetype+notebook"
 
 
