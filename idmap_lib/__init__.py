@@ -6,18 +6,14 @@ Where things live: four layers, each a folder, none importing a layer above it (
 - models/: registry.py (variant names), units.py (Fig 4 units, Paper B gates), shortcuts.py (Fig 2
   shortcuts), networks.py (CIFAR, Wide and ImageNet ResNets), mlp.py (Paper B MNIST nets), init.py
   (He init), introspect.py (units, gates, identity point, layouts), pruning.py (removing blocks);
-- engine/ (on models): recipes.py (every experiment as data), data.py, augment.py, trainer.py,
-  checkpoint.py, results.py, distributed.py, stacked.py (Paper B's MNIST nets trained as one), fused.py (N runs of
-  one architecture as one network), bench.py;
-- book/ (on both; what the chapters call): the setup and prose helpers (``from idmap_lib.book import
-  setup, say``), repository.py (the URL setting, ``python -m idmap_lib.book``), theory.py (sympy
-  derivations), probes.py (measurements), diagrams.py; claims.py (the claims as data), rule.py (their test),
-  metrics.py (every number read from a run), runs.py (the runs a page reads); what chapters 7-11 show: variants.py,
-  verdicts.py, curves.py, full_recipe.py, checkpoints.py, trained_probes.py, cpu_scale.py; sweep.py (what to train
-  next), paper_numbers.py, reports.py, mnist_grid.py, gate_figures.py, live.py (the reader's runs folder is
-  ``book.default_runs_dir``);
+- engine/ (on models): recipes.py (every experiment as data), data.py, augment.py, loop.py (the one training
+  loop) with its steppers solo.py, fused.py (N runs of one architecture as one network) and stacked.py (Paper
+  B's MNIST nets as one), trainer.py (``train``, ``run``), checkpoint.py, results.py, distributed.py, bench.py;
+- book/ (on both; what the chapters call), in five rooms: page/ (setup, prose, figure style), maths/ (sympy
+  derivations, probes), evidence/ (claims, the rule, metrics, runs, verdicts, synthesis), plan/ (what to train
+  next), figures/; ``from idmap_lib.book import say, claims`` reaches any of them by its short name;
 - checks/ (on the book): the exercise graders, the student editions and batch grading (``python -m
-  idmap_lib.checks``). Import those as submodules (``from idmap_lib.book import theory``).
+  idmap_lib.checks``).
 On top: this file (the ``im.`` API below) and cli.py (``python -m idmap_lib``).
 """
 from .models import (BLOCKS, FINALS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, gates, imagenet_resnet, make_unit, mlp,

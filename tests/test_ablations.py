@@ -182,8 +182,8 @@ def test_an_interrupted_exercise_resumes_where_it_stopped_after_its_first_predic
     recorded at the time of the first start after the prediction; a prediction rewritten meanwhile starts over."""
     import signal
 
-    from idmap_lib.engine import trainer
-    advance, pressed = trainer.Run.advance, []
+    from idmap_lib.engine import loop, trainer
+    advance, pressed = loop.Loop.advance, []
 
     def press_at_step_2(self):
         advance(self)
@@ -191,7 +191,7 @@ def test_an_interrupted_exercise_resumes_where_it_stopped_after_its_first_predic
             pressed.append(self.step)
             os.kill(os.getpid(), signal.SIGINT)
 
-    monkeypatch.setattr(trainer.Run, "advance", press_at_step_2)
+    monkeypatch.setattr(loop.Loop, "advance", press_at_step_2)
     said = "The deeper gates shrink."
     with pytest.raises(trainer.TrainingInterrupted, match="interrupted at step 2 of 4: checkpoints kept"):
         ablations.run("gate_depth", said, seed=7, scale="quick", out_dir=tmp_path / "a", progress=False)
@@ -203,10 +203,10 @@ def test_an_interrupted_exercise_resumes_where_it_stopped_after_its_first_predic
         steps.append(self.step)
         advance(self)
 
-    monkeypatch.setattr(trainer.Run, "advance", counted)
+    monkeypatch.setattr(loop.Loop, "advance", counted)
     got = ablations.run("gate_depth", said, seed=7, scale="quick", out_dir=tmp_path / "a", progress=False)
     assert sorted(set(steps)) == [2, 3]  # resumed at step 2 (of 0..3), not trained again from 0
-    monkeypatch.setattr(trainer.Run, "advance", advance)
+    monkeypatch.setattr(loop.Loop, "advance", advance)
     whole = ablations.run("gate_depth", said, seed=7, scale="quick", out_dir=tmp_path / "b", progress=False)
     assert all(r["status"] == "ok" for r in got.values())
     assert {k: r["first_steps"] for k, r in got.items()} == {k: r["first_steps"] for k, r in whole.items()}
@@ -215,10 +215,10 @@ def test_an_interrupted_exercise_resumes_where_it_stopped_after_its_first_predic
     assert not list((tmp_path / "a" / "checkpoints").iterdir())  # recorded: no weights, no start note left
 
     pressed.clear()
-    monkeypatch.setattr(trainer.Run, "advance", press_at_step_2)
+    monkeypatch.setattr(loop.Loop, "advance", press_at_step_2)
     with pytest.raises(trainer.TrainingInterrupted):
         ablations.run("gate_depth", said, seed=7, scale="quick", out_dir=tmp_path / "c", progress=False)
-    monkeypatch.setattr(trainer.Run, "advance", advance)
+    monkeypatch.setattr(loop.Loop, "advance", advance)
     ablations.run("gate_depth", "Rewritten after seeing the curves.", seed=7, scale="quick", out_dir=tmp_path / "c",
                   progress=False)
     assert "changed since its runs were interrupted: they start again from step 0" in capsys.readouterr().out

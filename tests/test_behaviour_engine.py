@@ -95,7 +95,7 @@ def test_training_and_test_batches_are_normalised_with_the_training_statistics(e
 
     run = Run(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32")
     seen = []
-    run.raw.register_forward_pre_hook(lambda m, i: seen.append((m.training, i[0].detach().clone())))
+    run.stepper.raw.register_forward_pre_hook(lambda m, i: seen.append((m.training, i[0].detach().clone())))
     run.advance()  # one training step, then (eval_every=1) an evaluation of the whole test set
     (mode_tr, x_tr), (mode_te, x_te) = seen
     assert mode_tr and not mode_te
@@ -117,7 +117,7 @@ def test_augmented_training_batches_are_crops_of_the_zero_padded_normalised_imag
     windows = F.pad(want, [4] * 4).unfold(2, 8, 1).unfold(3, 8, 1)  # (N, C, 9, 9, 8, 8)
     run = Run(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32", channels_last=True)
     seen = []
-    run.raw.register_forward_pre_hook(lambda m, i: seen.append(i[0].detach().clone()) if m.training else None)
+    run.stepper.raw.register_forward_pre_hook(lambda m, i: seen.append(i[0].detach().clone()) if m.training else None)
     run.advance()
     (x,) = seen
     assert x.shape == (16, 3, 8, 8) and x.is_contiguous(memory_format=torch.channels_last)
@@ -245,7 +245,7 @@ def test_the_engines_optimizer_decays_per_the_recipe(experiment, variant, model_
         "mnist", torch.randint(0, 255, (20, 1, 28, 28), dtype=torch.uint8), torch.arange(20) % 10,
         torch.randint(0, 255, (10, 1, 28, 28), dtype=torch.uint8), torch.arange(10) % 10)
     run = Run(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32")
-    gate_ids = {id(k) for k in im.gates(run.raw)}
+    gate_ids = {id(k) for k in im.gates(run.stepper.raw)}
     assert gate_ids
     decay_k = cfg["optimizer"]["decay_gates"]
     for g in run.opt.param_groups:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from idmap_lib.engine import data, trainer
+from idmap_lib.engine import data, loop, solo, trainer
 from idmap_lib.engine.recipes import lr_at, step_schedule
 from idmap_lib.engine.results import config_hash, provenance, training_hash
 from support import SHARED, tiny_mnist as tiny, untimed
@@ -111,13 +111,13 @@ def test_a_stopped_run_says_where_it_stopped_and_its_checkpoint_holds_the_whole_
     assert (ck["status"], ck["fail"], ck["history"]) == ("running", None, r["history"])
     assert set(ck["rng"]) == {"torch", "cuda", "order", "augment"} and ck["rng"]["cuda"] is None
     assert ck["acc"].tolist() == [0.0, 0.0, 0.0, -1.0]  # stopped on a log: the window's sums were just reported
-    assert ck["model"].keys() == trainer.build_model(cfg["model"]).state_dict().keys()
+    assert ck["model"].keys() == solo.build_model(cfg["model"]).state_dict().keys()
     assert quiet(cfg, mnist, max_steps=6)["checkpoint"] is None  # no checkpoint_dir: nothing saved
 
 
 def test_checkpoints_fall_on_multiples_of_checkpoint_every_and_at_the_stop(mnist, tmp_path, monkeypatch):
     steps = []
-    monkeypatch.setattr(trainer, "save_checkpoint", lambda path, state: steps.append(state["step"]))
+    monkeypatch.setattr(loop, "save_checkpoint", lambda path, state: steps.append(state["step"]))
     quiet(tiny(steps=12, log=2), mnist, checkpoint_dir=tmp_path, checkpoint_every=4, max_steps=10)
     assert steps == [4, 8, 10]
     steps.clear()  # rounded up to a multiple of log_every (checkpoints hold no half-reported window)
@@ -150,14 +150,14 @@ def test_a_non_finite_loss_is_a_recorded_fail_at_its_step(mnist, tmp_path, monke
     assert r["status"] == "fail" and r["fail"] == {"step": 6, "reason": "non-finite training loss"}
     assert r["final"]["steps"] == r["history"]["train"][-1]["step"] == 9  # stopped at the log after it
     assert "test_err" not in r["final"] and json.loads(Path(r["path"]).read_text())["fail"] == r["fail"]
-    real = trainer.build_model
+    real = solo.build_model
 
     def poisoned(spec):  # a classifier of infinities: the very first loss is not finite
         net = real(spec)
         torch.nn.init.constant_(net[-1].weight, float("inf"))
         return net
 
-    monkeypatch.setattr(trainer, "build_model", poisoned)
+    monkeypatch.setattr(solo, "build_model", poisoned)
     assert quiet(tiny(), mnist)["fail"] == {"step": 0, "reason": "non-finite training loss"}
 
 
@@ -180,11 +180,11 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
     r = quiet(tiny(steps=6), mnist, amp="bf16", channels_last=True, cuda_graph=True)
     assert (r["precision"], r["channels_last"], r["cuda_graph"]) == ("bfloat16", True, False)  # no graph on a CPU
     run = trainer.Run(tiny(steps=6), data=mnist, progress=False, amp="fp16", write_result=False)
-    assert run.scaler is None  # a GradScaler only for fp16 on CUDA
-    assert run.graph_note is None and not run.graph_on
+    assert run.stepper.scaler is None  # a GradScaler only for fp16 on CUDA
+    assert run.stepper.graph_note is None and not run.graph_on
     settings = []  # the process-wide switches hear of the run's device and determinism
-    real_settings = trainer.EngineSettings
-    monkeypatch.setattr(trainer, "EngineSettings", lambda det, dev, threads, cfgs: settings.append((det, dev, threads))
+    real_settings = loop.EngineSettings
+    monkeypatch.setattr(loop, "EngineSettings", lambda det, dev, threads, cfgs: settings.append((det, dev, threads))
                         or real_settings(det, dev, threads, cfgs))
     quiet(tiny(steps=3), mnist, deterministic=True, device="cpu", threads=1)
     assert settings == [(True, "cpu", 1)]
@@ -197,13 +197,13 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
     trainer.train_many([tiny(steps=3)], progress=False, write_result=False)
     assert loads == [("mnist", SHARED), ("mnist", None)]
     compiled = []  # compile=True reaches the run: it compiles the model (here a stand-in for torch.compile)
-    monkeypatch.setattr(trainer.torch, "compile", lambda m: compiled.append(m) or m)
+    monkeypatch.setattr(torch, "compile", lambda m: compiled.append(m) or m)
     assert quiet(tiny(steps=3), mnist, compile=True)["compiled"] and len(compiled) == 1
 
 
 def test_the_projected_time_is_the_measured_time_a_step_times_the_steps_left(mnist, monkeypatch):
     run = trainer.Run(tiny(steps=20, log=5, eval_every=10), data=mnist, progress=False, write_result=False)
-    monkeypatch.setattr(trainer.time, "perf_counter", lambda: run.step * 0.5)  # a clock of 0.5 s a step
+    monkeypatch.setattr(loop.time, "perf_counter", lambda: run.step * 0.5)  # a clock of 0.5 s a step
     while not run.done:
         run.advance()
     # timed over steps 5..15 (after the first steps), projected for the 5 steps left then

@@ -164,7 +164,7 @@ def test_one_diverging_run_fails_alone(cifar, float64):
     cfgs = [tiny(s) for s in (0, 1, 2)]
     run = FusedRun(cfgs, data=cifar, progress=False, write_result=False, amp="fp32")
     with torch.no_grad():
-        run.fused.params["fc.weight"][1].fill_(float("nan"))
+        run.stepper.fused.params["fc.weight"][1].fill_(float("nan"))
     while not run.done:
         run.advance()
     out = run.finish()
@@ -189,7 +189,7 @@ def test_fused_checkpoints_resume_solo_and_solo_ones_resume_fused(cifar, float64
     for f, w in zip(train_fused(cfgs, checkpoint_dir=tmp_path / "b", resume=True, **kw), whole):
         _assert_same_run(f, w, 1e-9)
     (tmp_path / "b" / next(p.name for p in (tmp_path / "b").iterdir())).unlink()
-    with pytest.raises(CheckpointError, match="all its runs or none"):
+    with pytest.raises(CheckpointError, match="resume all or none"):
         train_fused(cfgs, checkpoint_dir=tmp_path / "b", resume=True, **kw)
 
 

@@ -191,12 +191,12 @@ def test_fp16_steps_are_graphed_with_fused_sgd_only():
     device; GradScaler with another optimizer reads found_inf on the host, which a graph cannot hold."""
     from types import SimpleNamespace
 
-    from idmap_lib.engine.trainer import Run
+    from idmap_lib.engine.solo import Solo
 
     def blocker(optimizer, scaler=True):
         run = SimpleNamespace(scaler=object() if scaler else None, cfg={"optimizer": {"name": optimizer}},
                               ctx=SimpleNamespace(world=1), compile=False)
-        return Run._graph_blocker(run, True, True)
+        return Solo._graph_blocker(run, True, True)
 
     assert blocker("sgd") is None and blocker("nadam", scaler=False) is None
     assert "host sync" in blocker("nadam")

@@ -10,9 +10,9 @@ import torch
 from idmap_lib import gates, mlp
 from idmap_lib.engine.recipes import config
 from idmap_lib.engine.results import config_hash, run_name
-from idmap_lib.engine.stacked import StackedMLP, check_stackable, group_hash, train_stacked
+from idmap_lib.engine.stacked import StackedMLP, check_stackable, train_stacked
 from idmap_lib.engine.trainer import train
-from support import SHARED, tiny_mnist
+from support import SHARED, tiny_mnist, untimed
 
 KINDS = ("plain", "resnet", "gresnet")
 
@@ -78,7 +78,7 @@ def test_stacked_weights_equal_the_weights_of_a_run_alone(mnist, tmp_path):
         run = Run(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
         while not run.done:
             run.advance()
-        assert _close(run.raw.state_dict(), net.state_dict())
+        assert _close(run.stepper.raw.state_dict(), net.state_dict())
 
 
 def test_stacked_resume_equals_uninterrupted(mnist, tmp_path):
@@ -198,7 +198,7 @@ def test_a_stacked_result_is_the_trainers_result_plus_what_trained_together(mnis
     t0 = time.perf_counter()
     res, _ = train_stacked(cfgs, data=mnist, out_dir=tmp_path, progress=True)
     wall = time.perf_counter() - t0
-    assert f"stacked: 3 runs of {run_name(cfgs[0])} ... on cpu, float32; 14 steps to go" in capsys.readouterr().out
+    assert f"{run_name(cfgs[0])} and 2 more: 3 runs stacked on cpu, float32; 14 steps to go" in capsys.readouterr().out
     alone = train(cfgs[2], data=mnist, progress=False, amp="fp32", write_result=False)
     for r in res:
         assert set(r) == set(alone) | {"stacked", "path"} and set(r["final"]) <= set(alone["final"])
@@ -215,30 +215,46 @@ def test_a_stacked_result_is_the_trainers_result_plus_what_trained_together(mnis
     assert len(tr) == 2 and two[0]["final"]["img_per_s"] == tr[1]["img_per_s"]
 
 
-def test_a_stopped_stack_names_its_checkpoint_and_resumes_where_it_stopped(mnist, tmp_path, capsys):
+def test_a_stopped_stack_keeps_each_runs_checkpoint_and_resumes_where_it_stopped(mnist, tmp_path, capsys):
+    """One checkpoint format (loop.py): a stack writes each run's own file, which a run alone resumes too."""
     cfgs = [tiny(k, 0) for k in KINDS]
     part, _ = train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, max_steps=8)
-    ck = tmp_path / f"stack__{run_name(cfgs[0])}__{group_hash(cfgs)[:12]}.pt"
+    cks = [tmp_path / f"{run_name(c)}.pt" for c in cfgs]
     assert [{k: p[k] for k in ("status", "step", "config", "config_hash", "checkpoint")} for p in part] == \
-        [{"status": "stopped", "step": 8, "config": c, "config_hash": config_hash(c), "checkpoint": str(ck)} for c in cfgs]
+        [{"status": "stopped", "step": 8, "config": c, "config_hash": config_hash(c), "checkpoint": str(ck)}
+         for c, ck in zip(cfgs, cks)]
     assert all(len(p["first_steps"]) == 8 and len(p["history"]["train"]) == 8 // c["log_every"]
                for p, c in zip(part, cfgs))  # a stopped run says what trainer.train's stopped run says
-    state = torch.load(ck, weights_only=True)
-    assert set(state) == {"format", "config_hash", "configs", "step", "model", "optimizer", "rng", "data", "acc",
-                          "first_bad", "alive", "first", "history", "status", "fail", "elapsed"}
-    assert (state["format"], state["config_hash"], state["configs"], state["step"]) == (1, group_hash(cfgs), cfgs, 8)
-    train_stacked(cfgs, data=mnist, progress=True, checkpoint_dir=tmp_path, resume=True, write_result=False)
+    for c, ck in zip(cfgs, cks):  # each file is the solo run's checkpoint, model and optimizer alike
+        state = torch.load(ck, weights_only=True)
+        assert (state["format"], state["config_hash"], state["config"], state["step"]) == \
+            (1, config_hash(c), c, 8)
+        net = mlp(c["model"]["kwargs"]["kind"], 4)
+        net.load_state_dict(state["model"])
+        assert len(state["optimizer"]["state"]) == len(list(net.parameters()))
+    (tmp_path / "solo").mkdir()
+    for ck in cks:  # a copy for the runs alone
+        (tmp_path / "solo" / ck.name).write_bytes(ck.read_bytes())
+    whole, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
+    done, _ = train_stacked(cfgs, data=mnist, progress=True, checkpoint_dir=tmp_path, resume=True,
+                            write_result=False)
     out = capsys.readouterr().out
-    assert f"resumed {ck} at step 8/14" in out and "6 steps to go" in out
+    assert f"resumed 3 checkpoints from {tmp_path} at step 8/14" in out and "6 steps to go" in out
+    for c, w, d in zip(cfgs, whole, done):  # stacked to step 8, then alone (or stacked) to the end
+        alone = train(c, data=mnist, progress=False, amp="fp32", write_result=False,
+                      checkpoint_dir=tmp_path / "solo", resume=True)
+        assert untimed(d["history"]) == untimed(w["history"])
+        for a, b in zip(alone["history"]["train"], w["history"]["train"], strict=True):
+            assert a["step"] == b["step"] and abs(a["train_loss"] - b["train_loss"]) < 1e-5
 
 
 def test_stacked_checkpoints_fall_on_multiples_of_checkpoint_every_and_at_the_stop(mnist, tmp_path, monkeypatch):
-    from idmap_lib.engine import stacked
+    from idmap_lib.engine import loop
     steps = []
-    monkeypatch.setattr(stacked, "save_checkpoint", lambda path, state: steps.append(state["step"]))
+    monkeypatch.setattr(loop, "save_checkpoint", lambda path, state: steps.append(state["step"]))
     cfgs = [tiny(k, 0, log=2) for k in KINDS]
     train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, checkpoint_every=4, max_steps=10)
-    assert steps == [4, 8, 10]
+    assert steps == [4] * 3 + [8] * 3 + [10] * 3  # each run's file
 
 
 def test_a_stack_applies_the_recipes_whole_divergence_rule_as_train_does(mnist):
@@ -255,7 +271,7 @@ def test_a_stack_applies_the_recipes_whole_divergence_rule_as_train_does(mnist):
         alone = Run(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
         while not alone.done:
             alone.advance()
-        assert s["status"] == alone.finish()["status"] == "fail" and s["fail"] == alone.fail
+        assert s["status"] == alone.finish()[0]["status"] == "fail" and s["fail"] == alone.fails[0]
         assert "still at chance" in s["fail"]["reason"] and s["final"]["steps"] == s["fail"]["step"] == 12
 
 

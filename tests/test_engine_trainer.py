@@ -9,7 +9,8 @@ import torch
 from idmap_lib.engine.checkpoint import CheckpointError
 from idmap_lib.engine.recipes import config, step_schedule
 from idmap_lib.engine.results import config_hash, load_results
-from idmap_lib.engine.trainer import pick_device, run, train
+from idmap_lib.engine.device import pick_device
+from idmap_lib.engine.trainer import run, train
 from support import untimed
 
 
@@ -148,8 +149,8 @@ def test_a_recipe_that_names_its_precision_trains_in_it(cifar):
 
     cfg = tiny(steps=3)
     run = Run({**cfg, "amp": "fp32"}, data=cifar, device="cpu", progress=False, write_result=False, amp="bf16")
-    assert run.dtype is None
-    assert Run(cfg, data=cifar, device="cpu", progress=False, write_result=False, amp="bf16").dtype == torch.bfloat16
+    assert run.stepper.dtype is None
+    assert Run(cfg, data=cifar, device="cpu", progress=False, write_result=False, amp="bf16").stepper.dtype == torch.bfloat16
     fp = recipes.config("a_swaps", "original-110@fp32", "cpu_step_warmup")
     assert fp["amp"] == "fp32" and {k: v for k, v in fp.items() if k not in ("amp", "variant")} == \
         {k: v for k, v in recipes.config("a_swaps", "original-110", "cpu_step_warmup").items() if k != "variant"}

@@ -6,7 +6,7 @@ import pytest
 from idmap_lib.book.evidence import variants
 from idmap_lib.book.figures import live
 from idmap_lib.engine import recipes
-from idmap_lib.engine import trainer as trainer_mod
+from idmap_lib.engine import loop as loop_mod
 from idmap_lib.engine.trainer import train
 from support import tiny_mnist
 
@@ -233,7 +233,7 @@ def test_a_scale_or_variant_the_page_does_not_offer_says_what_to_write():
 
 def test_wall_time_checkpoints_between_the_recipe_checkpoints(monkeypatch, mnist, tmp_path):
     saved = []
-    monkeypatch.setattr(trainer_mod, "save_checkpoint", lambda path, state: saved.append(state["step"]))
+    monkeypatch.setattr(loop_mod, "save_checkpoint", lambda path, state: saved.append(state["step"]))
     cfg = tiny_mnist(steps=12, log=3, eval_every=12)
     train(cfg, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path, checkpoint_every=12)
     assert saved == [12]

@@ -46,26 +46,38 @@ def to_device(t, device):
 
 
 @torch.no_grad()
-def evaluate(model, D, dtype, channels_last, device, ctx, batch=1000):
-    """Test loss and error on D's test set (sharded over DDP ranks, summed). BN in eval mode: the running
-    statistics, not the batch's."""
-    was = model.training
-    model.eval()
-    n_all = len(D["y_test"])
-    idx_all = torch.arange(n_all, device=device)[ctx.rank::ctx.world]
-    acc = torch.zeros(3, device=device, dtype=torch.float64)
+def evaluate_sums(sums, n, D, device, ctx, batch=1000) -> list[tuple[float, float]]:
+    """Each of `n` models' test loss and error on D's test set: ``sums(x, y)`` gives one batch's loss sums (n,)
+    and wrong answers (n,). Sharded over DDP ranks, summed; the models in eval mode (the caller's)."""
+    idx_all = torch.arange(len(D["y_test"]), device=device)[ctx.rank::ctx.world]
+    acc = torch.zeros(n, 3, device=device, dtype=torch.float64)  # loss sum, errors, count
     for s in range(0, len(idx_all), batch):
         idx = idx_all[s:s + batch]
-        x = normalise(D, D["x_test"][idx])
+        x, y = normalise(D, D["x_test"][idx]), D["y_test"][idx]
+        loss, wrong = sums(x, y)
+        acc[:, 0] += loss
+        acc[:, 1] += wrong
+        acc[:, 2] += len(y)
+    ctx.all_reduce(acc)
+    return [(loss / k, err / k) for loss, err, k in acc.tolist()]
+
+
+def model_sums(model, dtype, channels_last, device):
+    """``evaluate_sums``'s `sums` for one model: its loss sum (1,) and wrong answers (1,) on a batch."""
+    def sums(x, y):
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        y = D["y_test"][idx]
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             out = model(x)
-        acc[0] += F.cross_entropy(out.to(torch.get_default_dtype()), y, reduction="sum")
-        acc[1] += (out.argmax(1) != y).sum()
-        acc[2] += len(y)
-    ctx.all_reduce(acc)
+        loss = F.cross_entropy(out.to(torch.get_default_dtype()), y, reduction="sum")
+        return loss.reshape(1), (out.argmax(1) != y).sum().reshape(1)
+    return sums
+
+
+def evaluate(model, D, dtype, channels_last, device, ctx, batch=1000):
+    """One model's test loss and error (BN in eval mode: the running statistics, not the batch's)."""
+    was = model.training
+    model.eval()
+    (loss, err), = evaluate_sums(model_sums(model, dtype, channels_last, device), 1, D, device, ctx, batch)
     model.train(was)
-    loss, err, n = acc.tolist()
-    return loss / n, err / n
+    return loss, err

@@ -254,10 +254,10 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
 
     from .data import load
     from .recipes import MNIST_KINDS, mnist_configs
-    from .stacked import _Stack
-    from .batches import prepare_data
     from .device import pick_device
+    from .loop import Loop
     from .results import provenance
+    from .stacked import Stacked
 
     cfgs = mnist_configs(depth, seeds)
     data = load("mnist", data)
@@ -266,14 +266,8 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
              for k, c in zip(MNIST_KINDS, cfgs[::len(seeds)])}
     s_alone = sum(len(seeds) * steps * c["batch_size"] / alone[c["model"]["kwargs"]["kind"]] for c in cfgs[::len(seeds)])
     device = pick_device()
-    st = _Stack(cfgs, prepare_data(cfgs[0], data, device), device, None, None, False, False)
-    for _ in range(3):
-        st.train_step()
-    t = time.perf_counter()
-    for _ in range(steps):
-        st.train_step()
-    float(st.acc.sum())  # wait for the device
-    s_stacked = time.perf_counter() - t
+    loop = Loop(cfgs, data, stepper=Stacked, device=device, progress=False, write_result=False)
+    s_stacked = _steps_only(loop, 3, steps)
     n = len(cfgs) * steps * cfgs[0]["batch_size"]
     report = {"depth": depth, "runs": len(cfgs), "steps": steps, "threads": torch.get_num_threads(),
               "alone_img_per_s": {k: round(v) for k, v in alone.items()},
@@ -282,6 +276,20 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     print(f"MNIST d={depth}: {len(cfgs)} runs one after another {report['alone_img_per_s_total']} img/s, "
           f"stacked {report['stacked_img_per_s_total']} img/s -> {report['speedup']}x", flush=True)
     return report
+
+
+def _steps_only(loop, warmup, steps) -> float:
+    """Seconds `loop` takes for `steps` training steps after `warmup` ones: no log window, evaluation or
+    checkpoint inside the timing."""
+    loop.log_every = loop.checkpoint_every = 10 ** 9
+    for _ in range(warmup):
+        loop.advance()
+    float(loop.acc.sum())  # wait for the device
+    t = time.perf_counter()
+    for _ in range(steps):
+        loop.advance()
+    float(loop.acc.sum())
+    return time.perf_counter() - t
 
 
 def grouped_conv(n=4, batch=128, reps=20, device=None):
@@ -351,15 +359,8 @@ def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activation
     for n in ns:
         run = FusedRun([cfg_for(s) for s in range(n)], data=data, device=device, progress=False, write_result=False,
                        cuda_graph=cuda_graph)
-        run.log_every = run.eval_every = 10 ** 9  # nothing but training steps inside the timing
-        for _ in range(warmup + (GRAPH_WARMUP if cuda_graph else 0)):  # (and the graph's capture)
-            run._train_step()
-        float(run.acc.sum())  # wait for the device
-        t = time.perf_counter()
-        for _ in range(steps):
-            run._train_step()
-        float(run.acc.sum())
-        rate = n * steps * run.B / (time.perf_counter() - t)
+        # (and the graph's capture)
+        rate = n * steps * run.B / _steps_only(run, warmup + (GRAPH_WARMUP if cuda_graph else 0), steps)
         report["fused"][n] = {"img_per_s_total": round(rate, 1), "ratio": round(rate / solo, 2)}
         print(f"ResNet-{depth}, N = {n}: one after another {solo:.0f} img/s, fused {rate:.0f} img/s in all -> "
               f"{rate / solo:.2f}x", flush=True)

@@ -45,3 +45,34 @@ def load_checkpoint(path, config_hash: str | None = None, world_size: int | None
         raise CheckpointError(f"checkpoint {path} was written by {ck.get('world_size')} processes; resume it "
                               f"with the same number (now {world_size}), or delete it.")
     return ck
+
+
+def load_together(paths, hashes, world, now, move=False) -> list[dict] | None:
+    """The checkpoints of runs trained together (one file a run), or None where there is none: all or none
+    of them, each written on the kind of device and in the precision `now` = (device type, precision) unless
+    `move`, and those of runs still running at one step."""
+    there = [p.exists() for p in paths]
+    if not any(there):
+        return None
+    if not all(there):
+        missing = ", ".join(p.name for p, t in zip(paths, there) if not t)
+        raise CheckpointError(f"runs trained together resume all or none; no checkpoint for {missing} in "
+                              f"{paths[0].parent}: delete the others to start afresh, or train the runs apart")
+    cks = [load_checkpoint(p, h, world) for p, h in zip(paths, hashes)]
+    for p, ck in zip(paths, cks):
+        kind = (ck.get("device_type"), ck.get("precision"))
+        if kind[0] is not None and kind != now and not move:
+            raise CheckpointError(
+                f"checkpoint {p} was written on {kind[0]} in {kind[1]}; this run is on {now[0]} in {now[1]}. A "
+                f"resumed run continues on the same kind of device in the same precision (e.g. a T4's fp16 run "
+                f"on a T4), bit for bit: resume it there, pass --device/--amp to match, pass --move to continue "
+                f"it here (no longer bit-exact; the result records the move), or delete the checkpoint to start "
+                f"afresh.")
+        if len(cks) > 1 and ck.get("moves"):
+            raise CheckpointError(f"checkpoint {p} has moved between devices or precisions; resume it alone "
+                                  f"(trainer.train)")
+    steps = {ck["step"] for ck in cks if ck.get("status", "running") == "running"}
+    if len(steps) > 1:
+        raise CheckpointError(f"the checkpoints of runs trained together must be at one step; they are at "
+                              f"{sorted(steps)}: resume them apart (trainer.train)")
+    return cks

@@ -1,4 +1,4 @@
-"""The training step, eager or replayed as one CUDA graph: shared by ``trainer.Run`` and ``fused.FusedRun``.
+"""The training step, eager or replayed as one CUDA graph: the loop's (loop.py), whichever stepper it drives.
 
 A ResNet-110 step is ~1,200 small kernels, so eager PyTorch on a big GPU is bound by their launches; the whole
 step (forward, backward, optimizer, the device-side sums) captured once in a CUDA graph and replayed runs them
@@ -13,7 +13,7 @@ GRAPH_WARMUP = 3  # eager steps before the first capture (lazy init of cuDNN/cuB
 
 
 class GraphedStep:
-    """The training step, eager or replayed as one CUDA graph, for a run (``Run``, ``fused.FusedRun``) that has
+    """The training step, eager or replayed as one CUDA graph, for a loop (``loop.Loop``) that has
     ``graph_on``, ``eager_since``, ``step``, ``opt``, ``stream``, ``graph``, ``graph_lr``, ``static`` and
     ``_forward_backward(x, y)`` (forward, backward, optimizer step and the device-side sums)."""
 

@@ -1,5 +1,5 @@
-"""How to train, apart from what: the options of ``trainer.train`` (and ``train_many``, ``fused.train_fused``,
-``stacked.train_stacked``), as one object instead of the same keyword list repeated by every entry point.
+"""How to train, apart from what: the options of the loop (loop.py) and so of every entry point (``trainer.train``,
+``train_many``, ``fused.train_fused``, ``stacked.train_stacked``), as one object.
 
 The recipe config says *what* a run trains (model, data, schedule, seed: its hash names the run); these say
 *how and where*: the device, the folders, checkpoints, precision, progress. None of them changes a run's

@@ -1,5 +1,4 @@
-"""What a training run comes to, written once for the three loops that train (``trainer.Run`` one network,
-``fused.FusedRun`` N networks as one, ``stacked`` N MLPs as one): the divergence rule that ends a run as "fail",
+"""What a training run comes to, for the loop (loop.py) whatever its stepper: the divergence rule that ends a run as "fail",
 the record of one log window, the final metrics and the result dict (its schema is the book's data: every page
 reads results through it).
 

@@ -14,30 +14,23 @@ s = 1, g = 1 (ResNet: h + F(h)) or s = 1, g = ReLU(k) (GResNet, Eqn (5) of Paper
 """
 from __future__ import annotations
 
-import math
-import time
-from pathlib import Path
+import copy
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import data as data_mod
-from .checkpoint import load_checkpoint, save_checkpoint
+from .build import build_model, build_optimizer
+from .fused_models import PER_ELEMENT_STATE
+from .loop import share_recipe, train_loops
 from .options import TrainOptions
-from .outcome import Divergence, evaluates, result as outcome_result, stopped, together, window
-from .recipes import lr_at
-from .results import FIRST_STEPS, config_hash, run_name, save_result
-from .batches import prepare_data
-from .build import build_model
-from .device import format_duration, pick_device
+from .outcome import together
+from .results import run_name
 
 KINDS = ("plain", "resnet", "gresnet")
-# training options a stack does not take (trainer.train does): it trains in float32 on one device, eagerly
+# training options a stack does not take (train does): it trains in float32 on one device, eagerly
 NOT_STACKED = ("compile", "channels_last", "move", "checkpoint_minutes", "on_log", "cuda_graph", "deterministic",
                "threads")
-SAME = ("dataset", "steps", "batch_size", "schedule", "optimizer", "preprocess", "augment", "subset", "log_every",
-        "eval_every", "divergence")
 
 
 def _layers(net, kind):
@@ -108,28 +101,41 @@ class StackedMLP(nn.Module):
     @torch.no_grad()
     def unstack(self, nets):
         """Write each network's weights, gates and batch statistics back into `nets` (as given to __init__)."""
-        C = self.C
         for r, (net, kind) in enumerate(zip(nets, self.kinds)):
-            pairs, ks = _layers(net, kind)
-            sl = slice(r * C, (r + 1) * C)
-            for i, (lin, bn) in enumerate([(net[1][0], net[1][1])] + pairs):
-                lin.weight.copy_((self.w_in[r] if i == 0 else self.w[i - 1, r]).t())
-                bn.weight.copy_(self.bn_w[i, sl])
-                bn.bias.copy_(self.bn_b[i, sl])
-                bn.running_mean.copy_(self.bn_mean[i, sl])
-                bn.running_var.copy_(self.bn_var[i, sl])
-                bn.num_batches_tracked.fill_(int(self.bn_count))
-            for j, k in enumerate(ks):
-                k.copy_(self.k[r, j])
-            net[-1].weight.copy_(self.w_out[r].t())
-            net[-1].bias.copy_(self.b_out[r, 0])
+            for t, name, view in _views(net, kind, r, self.C):
+                t.copy_(view(getattr(self, name)))
+            for m in net.modules():
+                if isinstance(m, nn.BatchNorm1d):
+                    m.num_batches_tracked.fill_(int(self.bn_count))
         return nets
+
+    @torch.no_grad()
+    def restack(self, nets):
+        """The inverse of ``unstack``: every network's state into the stacked tensors."""
+        for r, (net, kind) in enumerate(zip(nets, self.kinds)):
+            for t, name, view in _views(net, kind, r, self.C):
+                view(getattr(self, name)).copy_(t)
+        self.bn_count.fill_(int(nets[0][1][1].num_batches_tracked))
+
+
+def _views(net, kind, r, C):
+    """(tensor of `net`, name of the stacked tensor, its view for network r) for every parameter and batch
+    statistic of a ``mlp()`` net: how the stack lays each one out."""
+    pairs, ks = _layers(net, kind)
+    sl, out = slice(r * C, (r + 1) * C), []
+    for i, (lin, bn) in enumerate([(net[1][0], net[1][1])] + pairs):
+        out.append((lin.weight, "w_in", lambda t: t[r].t()) if i == 0 else
+                   (lin.weight, "w", lambda t, i=i: t[i - 1, r].t()))
+        for a, name in (("weight", "bn_w"), ("bias", "bn_b"), ("running_mean", "bn_mean"),
+                        ("running_var", "bn_var")):
+            out.append((getattr(bn, a), name, lambda t, i=i: t[i, sl]))
+    out += [(k, "k", lambda t, j=j: t[r, j]) for j, k in enumerate(ks)]
+    return out + [(net[-1].weight, "w_out", lambda t: t[r].t()), (net[-1].bias, "b_out", lambda t: t[r, 0])]
 
 
 def check_stackable(cfgs):
     """The configs can train as one stack: MNIST MLPs of kinds in KINDS, one depth and width, one recipe."""
-    if not cfgs:
-        raise ValueError("nothing to train: no configs")
+    share_recipe(cfgs, "stacked")
     for c in cfgs:
         m = c["model"]
         if m["builder"] != "mlp" or m["kwargs"]["kind"] not in KINDS:
@@ -138,190 +144,124 @@ def check_stackable(cfgs):
         if c["optimizer"]["name"] != "nadam" or c["optimizer"].get("weight_decay", 0.0):
             raise ValueError(f"{run_name(c)}: stacked training implements NAdam without weight decay (Paper B's "
                              f"MNIST recipe); train it with trainer.train")
-    for key in SAME:
-        if len({repr(c.get(key)) for c in cfgs}) > 1:
-            raise ValueError(f"stacked runs must share their recipe; they differ in {key!r}: group them by it")
     for key in ("d", "width", "num_classes", "defaults"):
         if len({c["model"]["kwargs"].get(key) for c in cfgs}) > 1:
             raise ValueError(f"stacked runs must share the network's {key}; group them by it")
-    if len({config_hash(c) for c in cfgs}) < len(cfgs):
-        raise ValueError("the same run (config and seed) appears twice in one stack")
 
 
-def group_hash(cfgs) -> str:
-    return config_hash({"stack": sorted(config_hash(c) for c in cfgs)})
+class Stacked:
+    """R MLPs as one ``StackedMLP`` and one optimizer over its tensors; float32 (tiny matrices gain nothing
+    from bf16), eager."""
 
+    ddp, cl, dtype, graph_on = False, False, None, False
 
-class _Stack:
-    """The state of a stacked training: model, optimizer, each run's data order, sums and history."""
+    @staticmethod
+    def check(cfgs, opts):
+        opts.refuse("a stacked run", NOT_STACKED)
+        check_stackable(cfgs)
 
-    def __init__(self, cfgs, D, device, checkpoint_dir, checkpoint_every, resume, progress):
-        self.cfgs, self.D, self.device, self.progress = cfgs, D, device, progress
-        c = cfgs[0]
-        self.R, self.total, self.B = len(cfgs), c["steps"], c["batch_size"]
-        self.log_every, self.eval_every = c["log_every"], c["eval_every"]
-        self.nets = []
-        for cfg in cfgs:  # each network initialised exactly as trainer.train initialises it
+    def __init__(self, cfgs, D, device, o, ctx):
+        self.cfgs, self.R, self.device = cfgs, len(cfgs), device
+        self.nets, self.torch_rng = [], []
+        for cfg in cfgs:  # each network initialised exactly as a run alone initialises it
             torch.manual_seed(int(cfg["seed"]))
             self.nets.append(build_model(cfg["model"]))
-        self.model = StackedMLP(self.nets, [cfg["model"]["kwargs"]["kind"] for cfg in cfgs]).to(device)
-        o = c["optimizer"]
-        self.opt = torch.optim.NAdam(self.model.parameters(), lr=o["lr"], betas=tuple(o["betas"]),
-                                     momentum_decay=4e-3)
-        self.gens = [torch.Generator().manual_seed(int(cfg["seed"])) for cfg in cfgs]
-        self.N = len(D["y_train"])
-        self.perm, self.pos = self._new_order(), 0
-        self.acc = torch.zeros(self.R, 3, dtype=torch.float64, device=device)   # loss sum, error sum, count
-        self.first_bad = torch.full((self.R,), -1, dtype=torch.long, device=device)
-        self.alive = torch.ones(self.R, dtype=torch.bool, device=device)
-        self.first = torch.full((self.R, FIRST_STEPS), math.nan, dtype=torch.float64, device=device)  # first losses
-        self.histories = [{"train": [], "test": []} for _ in cfgs]
-        self.status, self.fails = ["running"] * self.R, [None] * self.R
-        self.divergence = Divergence(c, D["num_classes"])  # the rule trainer.train applies, to each run
-        self.step, self.elapsed = 0, 0.0
-        self.hash = group_hash(cfgs)
-        self.ckpt = Path(checkpoint_dir) / f"stack__{run_name(c)}__{self.hash[:12]}.pt" if checkpoint_dir else None
-        ce = checkpoint_every or self.eval_every
-        self.checkpoint_every = max(self.log_every, math.ceil(ce / self.log_every) * self.log_every)
-        if resume and self.ckpt is not None and self.ckpt.exists():
-            self._resume()
+            self.torch_rng.append(torch.get_rng_state())
+        self.kinds = [cfg["model"]["kwargs"]["kind"] for cfg in cfgs]
+        self.model = StackedMLP(self.nets, self.kinds).to(device)
+        self.opt = build_optimizer(self.model, cfgs[0]["optimizer"], device)
 
-    def _new_order(self):
-        return torch.stack([torch.randperm(self.N, generator=g) for g in self.gens]).to(self.device)
+    def describe(self) -> str:
+        return f"{self.R} runs stacked on {self.device}, float32"
 
-    def _say(self, msg):
-        if self.progress:
-            print(msg, flush=True)
+    def train(self):
+        self.model.train()
 
-    def _resume(self):
-        ck = load_checkpoint(self.ckpt, self.hash)
-        self.model.load_state_dict(ck["model"])
-        self.opt.load_state_dict(ck["optimizer"])
-        for g, s in zip(self.gens, ck["rng"]["order"]):
-            g.set_state(s)
-        self.perm, self.pos = ck["data"]["perm"].to(self.device), ck["data"]["pos"]
-        self.acc, self.first_bad = ck["acc"].to(self.device), ck["first_bad"].to(self.device)
-        self.alive, self.first = ck["alive"].to(self.device), ck["first"].to(self.device)
-        self.histories, self.status, self.fails = ck["history"], ck["status"], ck["fail"]
-        self.step, self.elapsed = ck["step"], ck["elapsed"]
-        self._say(f"resumed {self.ckpt} at step {self.step}/{self.total}")
+    def batch(self, xs, ys):
+        return torch.stack(xs), torch.stack(ys)
 
-    def checkpoint(self):
-        if self.ckpt is None:
-            return
-        save_checkpoint(self.ckpt, {
-            "format": 1, "config_hash": self.hash, "configs": self.cfgs, "step": self.step,
-            "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
-            "rng": {"order": [g.get_state() for g in self.gens]},
-            "data": {"perm": self.perm.cpu(), "pos": self.pos}, "acc": self.acc.cpu(),
-            "first_bad": self.first_bad.cpu(), "alive": self.alive.cpu(), "first": self.first.cpu(),
-            "history": self.histories,
-            "status": self.status, "fail": self.fails, "elapsed": self.elapsed})
-
-    def train_step(self):
-        lr = lr_at(self.cfgs[0]["schedule"], self.step)
-        for g in self.opt.param_groups:
-            g["lr"] = lr
-        if self.pos + self.B > self.N:  # a new epoch for every run (the last partial batch is dropped)
-            self.perm, self.pos = self._new_order(), 0
-        idx = self.perm[:, self.pos:self.pos + self.B]                         # (R, B): each run's own batch
-        self.pos += self.B
-        D = self.D
-        x = D["x_train"][idx].float().div_(255).sub_(D["mean"]).div_(D["std"]).flatten(2)
-        y = D["y_train"][idx]
+    def step(self, x, y, alive):
+        """Every network's forward, backward and update; each one's loss (R,) and wrong answers (R,)."""
         out = self.model(x)
-        loss = F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view(self.R, self.B).mean(1)
-        self.opt.zero_grad(set_to_none=True)
-        torch.where(self.alive, loss, torch.zeros_like(loss)).sum().backward()  # a diverged run gets no gradient
+        loss = F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view(y.shape).mean(1)
+        torch.where(alive, loss, torch.zeros_like(loss)).sum().backward()  # a diverged run gets no gradient
         self.opt.step()
-        with torch.no_grad():
-            l = loss.detach().double()
-            err = (out.detach().argmax(-1) != y).sum(1).double()
-            self.acc += torch.stack((l * self.B, err, torch.full_like(l, self.B)), 1)
-            bad = ~torch.isfinite(l) & (self.first_bad < 0)
-            self.first_bad = torch.where(bad, torch.full_like(self.first_bad, self.step), self.first_bad)
-            if self.step < FIRST_STEPS:
-                self.first[:, self.step] = l
-        self.step += 1
+        return loss.detach(), (out.detach().argmax(-1) != y).sum(1)
+
+    def eval(self):
+        self.model.eval()
+
+    def test_sums(self, x, y):
+        """One test batch's loss sums (R,) and wrong answers (R,): every network on the same images."""
+        x = x.flatten(1)
+        out = self.model(x.expand(self.R, *x.shape).contiguous())
+        ce = F.cross_entropy(out.flatten(0, 1), y.repeat(self.R), reduction="none")
+        return ce.view(self.R, -1).sum(1), (out.argmax(-1) != y).sum(1)
+
+    def _solo_optimizers(self, nets):
+        """Each network's own optimizer (unstepped): the layout of its checkpoint's optimizer state."""
+        return [build_optimizer(net, cfg["optimizer"]) for net, cfg in zip(nets, self.cfgs)]
+
+    def states(self):
+        """Each network's model and optimizer state, as a run alone would checkpoint them."""
+        nets = self.model.unstack([copy.deepcopy(n) for n in self.nets])
+        lr, out = self.opt.param_groups[0]["lr"], []
+        for r, (net, solo) in enumerate(zip(nets, self._solo_optimizers(nets))):
+            views = {id(t): (getattr(self.model, name), view) for t, name, view in
+                     _views(net, self.kinds[r], r, self.model.C)}
+            sd = solo.state_dict()
+            params = [p for g in solo.param_groups for p in g["params"]]
+            for i, p in enumerate(params):
+                big, view = views[id(p)]
+                st = self.opt.state.get(big, {})
+                sd["state"][i] = {k: (view(v) if k in PER_ELEMENT_STATE else v).clone() if torch.is_tensor(v) else v
+                                  for k, v in st.items()}
+            for g in sd["param_groups"]:
+                g["lr"] = lr
+            out.append((net.state_dict(), sd, None))
+        return out
 
     @torch.no_grad()
-    def evaluate(self, batch=1000):
-        """Per run: test loss and error, BN on its running statistics."""
-        self.model.eval()
-        D, acc = self.D, torch.zeros(self.R, 2, dtype=torch.float64, device=self.device)
-        n = len(D["y_test"])
-        for s in range(0, n, batch):
-            x = D["x_test"][s:s + batch].float().div_(255).sub_(D["mean"]).div_(D["std"]).flatten(1)
-            y = D["y_test"][s:s + batch]
-            out = self.model(x.expand(self.R, *x.shape).contiguous())
-            acc[:, 0] += F.cross_entropy(out.flatten(0, 1), y.repeat(self.R), reduction="none").view(self.R, -1).sum(1)
-            acc[:, 1] += (out.argmax(-1) != y).sum(1)
-        self.model.train()
-        return (acc / n).tolist()
+    def load(self, cks, live):
+        nets = [copy.deepcopy(n) for n in self.nets]
+        for net, ck in zip(nets, cks):
+            net.load_state_dict(ck["model"])
+        self.model.restack(nets)
+        if not live:
+            return
+        state = {}  # stacked tensor -> its optimizer state, filled a network's slice at a time
+        for r, (net, solo) in enumerate(zip(nets, self._solo_optimizers(nets))):
+            views = {id(t): (getattr(self.model, name), view) for t, name, view in
+                     _views(net, self.kinds[r], r, self.model.C)}
+            saved = cks[r]["optimizer"]["state"]
+            params = [p for g in solo.param_groups for p in g["params"]]
+            for i, p in enumerate(params):
+                big, view = views[id(p)]
+                st = state.setdefault(big, {})
+                for k, v in saved.get(i, saved.get(str(i), {})).items():
+                    if k in PER_ELEMENT_STATE:
+                        view(st.setdefault(k, torch.zeros_like(big))).copy_(v)
+                    elif k not in st or r in live:
+                        st[k] = v.clone() if torch.is_tensor(v) else v
+        order = [p for g in self.opt.param_groups for p in g["params"]]
+        sd = self.opt.state_dict()
+        sd["state"] = {i: state[p] for i, p in enumerate(order) if p in state}
+        self.opt.load_state_dict(sd)
 
-    def log(self, dt):
-        a, bad = self.acc.tolist(), self.first_bad.tolist()
-        self.acc.zero_()
-        lr = lr_at(self.cfgs[0]["schedule"], self.step - 1)
-        for r in range(self.R):
-            if self.status[r] != "running":
-                continue
-            ls, es, n = a[r]
-            rec = window(self.step, ls, es, n, lr, n / dt, self.elapsed)
-            self.histories[r]["train"].append(rec)
-            self.fails[r] = self.divergence.fail(rec, bad[r])
-            if self.fails[r] is not None:
-                self.status[r] = "fail"
-                self.alive[r] = False
-        if evaluates(self.step, self.cfgs[0]):
-            for r, (tl, te) in enumerate(self.evaluate()):
-                if self.status[r] == "running":
-                    self.histories[r]["test"].append({"step": self.step, "test_loss": tl, "test_err": te})
-        if self.step == self.total:
-            self.status = ["ok" if s == "running" else s for s in self.status]
+    def trained(self):
+        return self.model.unstack(self.nets)
+
+    def extra(self, cfgs) -> dict:
+        return {"stacked": together("stacked", cfgs, "stacked")}
 
 
 def train_stacked(cfgs: list[dict], data=None, options: TrainOptions | None = None, **changes):
     """Train Paper B MNIST configs (``recipes.paper_b_mnist``) of one depth together; returns (results, nets).
 
-    Each result has the schema of ``trainer.train``'s (outcome.py) plus ``stacked`` (how many ran together, and
-    their names); each net is the trained ``mlp()`` network. Runs in float32 (tiny matrices gain nothing from bf16).
-    The options are ``trainer.train``'s, but for ``NOT_STACKED``. The recipe's divergence rule ends a run as
-    "fail" (it then stops learning); the others go on. max_steps: stop early with a checkpoint (nothing recorded)."""
-    o = TrainOptions.of(options, **changes)
-    o.refuse("a stacked run", NOT_STACKED)
-    check_stackable(cfgs)
-    device = pick_device(o.device)
-    d = data if isinstance(data, data_mod.Data) else data_mod.load(cfgs[0]["dataset"], data)
-    st = _Stack(cfgs, prepare_data(cfgs[0], d, device), device, o.checkpoint_dir, o.checkpoint_every, o.resume,
-                o.progress)
-    stop = st.total if o.max_steps is None else min(st.total, o.max_steps)
-    st._say(f"stacked: {st.R} runs of {run_name(cfgs[0])} ... on {device}, float32; "
-            f"{st.total - st.step} steps to go")
-    t0, s0 = time.perf_counter(), st.step
-    while st.step < stop and "running" in st.status:
-        st.train_step()
-        if st.step == s0 + 20:
-            per = (time.perf_counter() - t0) / 20
-            st._say(f"stacked: {st.R * st.B / per:.0f} img/s in all -> the remaining {st.total - st.step} steps "
-                    f"take about {format_duration(per * (st.total - st.step))}")
-        if st.step % st.log_every == 0 or st.step == st.total:
-            now = time.perf_counter()
-            st.elapsed += now - t0
-            st.log(now - t0)
-            t0 = time.perf_counter()  # evaluation is kept out of img/s and wall_s
-        if st.step % st.checkpoint_every == 0 or st.step == stop:
-            st.checkpoint()
-    st.model.unstack(st.nets)
-    first = [st.first[r, :min(st.step, FIRST_STEPS)].tolist() for r in range(st.R)]
-    if "running" in st.status and st.step < st.total:
-        return [stopped(c, st.step, h, st.ckpt, first_steps=f) for c, h, f in zip(cfgs, st.histories, first)], st.nets
-    results = []
-    for r, cfg in enumerate(cfgs):
-        result = outcome_result(cfg, status=st.status[r], fail=st.fails[r], history=st.histories[r], net=st.nets[r],
-                                first_steps=first[r], dataset_source=d.source, precision="float32", device=device,
-                                stacked=together("stacked", cfgs, "stacked"))
-        if o.write_result:
-            result["path"] = str(save_result(result, o.out_dir))
-        results.append(result)
-    return results, st.nets
+    Each result is ``trainer.train``'s plus ``stacked`` (how many ran together, and their names); each net
+    is the trained ``mlp()`` network. The options are ``train``'s, but for ``NOT_STACKED``. The recipe's
+    divergence rule ends a run "fail" (it then stops learning); the others go on. Checkpoints are the
+    runs' own (loop.py): max_steps stops early with one per run, nothing recorded."""
+    Stacked.check(cfgs, TrainOptions.of(options, **changes))
+    loop, = train_loops([(cfgs, Stacked)], data, options, **changes)
+    return loop.results, loop.stepper.nets

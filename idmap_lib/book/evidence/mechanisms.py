@@ -164,7 +164,7 @@ def training_forwards(recipe, at, data=None, watch=None) -> dict:
         raise ValueError(f"at must be increasing step numbers >= 0, got {at!r}")
     run = Run(recipe, data=data or data_mod.load(recipe["dataset"]), device="cpu", progress=False,
               write_result=False, max_steps=max(at) + 1)
-    watch, out = (watch or Watch)(run.raw), []
+    watch, out = (watch or Watch)(run.stepper.raw), []
     try:
         while not run.done:
             step, watch.on = run.step, run.step in at
@@ -173,7 +173,8 @@ def training_forwards(recipe, at, data=None, watch=None) -> dict:
                 out.append({"step": step, "lr": recipes.lr_at(recipe["schedule"], step), **watch.snapshot()})
     finally:
         watch.remove()
-    return {"forwards": out, "precision": str(run.dtype).replace("torch.", ""), "history": run.history}
+    return {"forwards": out, "precision": str(run.stepper.dtype).replace("torch.", ""),
+            "history": run.histories[0]}
 
 
 # ----------------------------------------------------------------------------------------------

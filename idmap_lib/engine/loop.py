@@ -1,0 +1,443 @@
+"""The training loop: the lifecycle of N >= 1 runs trained together, whatever trains them.
+
+A *stepper* holds the network(s) and the optimizer and takes one step on a batch; everything else about a
+run is here, once: its data order and augmentation stream, the learning rate, the log windows and the
+divergence rule, evaluation and checkpoint cadence, resume, Ctrl-C, progress and the result. The steppers:
+
+- ``solo.Solo``: one network (DDP, CUDA graph, GradScaler, channels_last, torch.compile);
+- ``fused.Fused``: N runs of one architecture as one network through vmap (HFTA);
+- ``stacked.Stacked``: Paper B's MNIST MLPs of one depth as one stacked network.
+
+Every run keeps its own generators and state, so it trains as it would alone. A checkpoint is one file per
+run in one format (checkpoint_dir/<run name>.pt), whichever stepper wrote it. ``train_groups`` is the one
+entry: the per-run lock, several groups interleaved a step at a time, Ctrl-C keeping a checkpoint.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from . import data as data_mod
+from . import distributed as dist_mod
+from . import runlock
+from .batches import evaluate_sums, prepare_data, to_device, train_batch
+from .checkpoint import CheckpointError, load_together, save_checkpoint
+from .device import EngineSettings, format_duration, pick_device, precision_name
+from .graphs import GRAPH_WARMUP, GraphedStep
+from .interrupt import DeferredInterrupt, TrainingInterrupted
+from .options import TrainOptions
+from .outcome import Divergence, evaluates, result as outcome_result, stopped, window
+from .recipes import lr_at
+from .results import FIRST_STEPS, config_hash, provenance, run_name, save_result
+
+
+# recipe keys that runs trained together share (the seed is free; the model as the stepper allows)
+SAME = ("dataset", "steps", "batch_size", "schedule", "optimizer", "preprocess", "augment", "subset",
+        "log_every", "eval_every", "divergence")
+
+
+def share_recipe(cfgs, what):
+    """The configs share their recipe (SAME) and are each one run: else a ValueError saying which."""
+    if not cfgs:
+        raise ValueError("nothing to train: no configs")
+    for key in SAME:
+        if len({repr(c.get(key)) for c in cfgs}) > 1:
+            raise ValueError(f"{what} runs must share their recipe; they differ in {key!r}: group them by it")
+    if len({config_hash(c) for c in cfgs}) < len(cfgs):
+        raise ValueError(f"the same run (config and seed) appears twice in one {what} group")
+
+
+class Loop(GraphedStep):
+    """N runs of one recipe, trained by one `stepper` (a class: ``solo.Solo`` and the like) a step at a
+    time: ``advance`` until ``done``, then ``finish`` -> one result per run."""
+
+    def __init__(self, cfgs, data=None, options=None, stepper=None, **changes):
+        from .solo import Solo
+
+        o = self.opts = TrainOptions.of(options, **changes)
+        kind = stepper or Solo
+        kind.check(cfgs, o)
+        self.cfgs, self.n = list(cfgs), len(cfgs)
+        self.ctx = ctx = dist_mod.context(o.device) if kind.ddp else dist_mod.Single()
+        self.device = ctx.device if ctx.world > 1 else pick_device(o.device)
+        c = self.cfgs[0]  # (N > 1: the stepper checked that they share the recipe)
+        self.total, self.B, self.sched = c["steps"], c["batch_size"], c["schedule"]
+        self.log_every, self.eval_every = c["log_every"], c["eval_every"]
+        if self.B % ctx.world:
+            raise ValueError(f"batch size {self.B} is not divisible by the number of processes "
+                             f"{ctx.world}")
+        self.show = o.progress and ctx.rank == 0
+        self.hashes = [config_hash(cfg) for cfg in self.cfgs]
+        self.seeds = [int(cfg["seed"]) for cfg in self.cfgs]
+        cuda = self.device.type == "cuda"
+        self.stream = torch.cuda.Stream(self.device) if cuda else None
+        with self._on_stream():
+            self.D = prepare_data(c, data, self.device)
+            self.stepper = kind(self.cfgs, self.D, self.device, o, ctx)  # each net seeded
+            self._fresh_state()
+            if o.resume and self.paths is not None:
+                self._resume()
+        self._start()
+
+    # ------------------------------------------------------------------ state
+    def _fresh_state(self):
+        """Each run's generators and data order, the device-side sums, histories."""
+        o, s, dev, n = self.opts, self.stepper, self.device, self.n
+        self.opt, self.graph_on = s.opt, s.graph_on
+        rank = self.ctx.rank
+        self.gen_order = [torch.Generator().manual_seed(x) for x in self.seeds]
+        self.gen_aug = [torch.Generator(device=dev).manual_seed(x * 1000 + 1 + rank)
+                        for x in self.seeds]
+        self.N = len(self.D["y_train"])
+        self.perm, self.pos = [self._order(g) for g in self.gen_order], 0
+        # per run: loss sum, error sum, count, first non-finite step (-1: none)
+        self.acc = torch.tensor([[0.0, 0.0, 0.0, -1.0]] * n, device=dev,
+                                dtype=torch.float64)
+        # per run: the loss of each of the first FIRST_STEPS steps (checks/spotcheck.py)
+        self.first = torch.full((n, FIRST_STEPS), math.nan, device=dev,
+                                dtype=torch.float64)
+        self._first_index = torch.arange(FIRST_STEPS, device=dev, dtype=torch.float64)
+        self.step_t = torch.zeros((), device=dev, dtype=torch.float64)
+        self.alive = torch.ones(n, dtype=torch.bool, device=dev)
+        self.histories = [{"train": [], "test": []} for _ in range(n)]
+        self.status, self.fails = ["running"] * n, [None] * n
+        self.step, self.elapsed, self.moves = 0, [0.0] * n, []
+        d = o.checkpoint_dir
+        self.paths = [Path(d) / f"{run_name(c)}.pt" for c in self.cfgs] if d else None
+        ce = self.eval_every if o.checkpoint_every is None else o.checkpoint_every
+        self.checkpoint_every = max(self.log_every,
+                                    math.ceil(ce / self.log_every) * self.log_every)
+
+    def _order(self, gen):
+        return to_device(torch.randperm(self.N, generator=gen), self.device)
+
+    def _start(self):
+        """The stop, the fail rule, the bar and the first line."""
+        o, c = self.opts, self.cfgs[0]
+        self.step_t.fill_(self.step)
+        self.stop = self.total if o.max_steps is None else min(self.total, o.max_steps)
+        self.divergence = Divergence(c, self.D["num_classes"])
+        self.eager_since = self.step  # a CUDA graph waits GRAPH_WARMUP eager steps
+        self.graph, self.graph_lr, self.static = None, None, None
+        self.stepper.train()
+        self.t_window = self.t_checkpoint = time.perf_counter()
+        self.steps_window = 0
+        at = min(self.step + GRAPH_WARMUP + 2, self.stop)  # timed after the first steps
+        self._probe = {"at": at, "until": min(at + 10, self.stop)}
+        self.rng = self._rng_state()  # this group's global RNG (dropout): swapped in by train_groups
+        name = run_name(c) + (f" and {self.n - 1} more" if self.n > 1 else "")
+        self.bar = tqdm(total=self.total, initial=self.step, disable=not self.show,
+                        dynamic_ncols=True, desc=f"{c['experiment']}/{c['variant']}/{c['scale']}")
+        self._say(f"{name}: {self.stepper.describe()}; {self.total - self.step} steps to go")
+
+    # ------------------------------------------------------------------ small helpers
+    def _on_stream(self):
+        return torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext()
+
+    def _say(self, msg):
+        if self.show:
+            tqdm.write(msg)
+
+    def _rng_state(self):
+        cuda = self.device.type == "cuda"
+        return torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None
+
+    def _set_rng_state(self, state):
+        torch.set_rng_state(state[0])
+        if state[1] is not None:
+            torch.cuda.set_rng_state(state[1], self.device)
+
+    @property
+    def done(self):
+        return "running" not in self.status or self.step >= self.stop
+
+    # ------------------------------------------------------------------ checkpoints
+    def _resume(self):
+        """Every run's checkpoint, or none: the whole state, so that the run goes on bit for bit."""
+        now = (self.device.type, precision_name(self.stepper.dtype))
+        cks = load_together(self.paths, self.hashes, self.ctx.world, now, self.opts.move)
+        if cks is None:
+            return
+        live = [i for i, ck in enumerate(cks) if ck.get("status", "running") == "running"]
+        self.step = cks[live[0]]["step"] if live else max(ck["step"] for ck in cks)
+        kind = (cks[0].get("device_type"), cks[0].get("precision"))
+        moved = kind[0] is not None and kind != now
+        same_device = kind[0] in (None, self.device.type)
+        rank = self.ctx.rank
+        try:
+            self.stepper.load(cks, live)
+            for r, ck in enumerate(cks):
+                rng = ck["rng"]
+                self.stepper.torch_rng[r] = rng["torch"][rank]
+                self.gen_order[r].set_state(rng["order"])
+                if same_device:
+                    self.gen_aug[r].set_state(rng["augment"][rank])
+                else:  # a CUDA generator's state means nothing to a CPU one: a new stream
+                    self.gen_aug[r].manual_seed(self.seeds[r] * 1000 + 1 + rank + 7919 * ck["step"])
+            if self.n == 1:  # one run owns the global streams (dropout)
+                torch.set_rng_state(cks[0]["rng"]["torch"][rank])
+                cuda = cks[0]["rng"].get("cuda")
+                if self.device.type == "cuda" and cuda is not None and same_device:
+                    torch.cuda.set_rng_state(cuda[rank], self.device)
+        except (RuntimeError, ValueError, KeyError, IndexError) as e:
+            raise CheckpointError(
+                f"the checkpoint(s) in {self.paths[0].parent} do not fit this model/optimizer/device ({e}); "
+                f"written by a different recipe, library version or kind of device: delete them or run "
+                f"without --resume") from e
+        pos = {cks[i]["data"]["pos"] for i in live}
+        self.pos = pos.pop() if pos else cks[0]["data"]["pos"]
+        self.perm = [ck["data"]["perm"].to(self.device, torch.int64) for ck in cks]
+        self.acc = torch.stack([ck["acc"] for ck in cks]).to(self.device)
+        if all("first" in ck for ck in cks):
+            self.first = torch.stack([ck["first"] for ck in cks]).to(self.device)
+        self.histories = [ck["history"] for ck in cks]
+        self.elapsed = [ck["elapsed"] for ck in cks]
+        self.status = [ck.get("status", "running") for ck in cks]
+        self.fails = [ck.get("fail") for ck in cks]
+        self.alive = torch.tensor([s == "running" for s in self.status], device=self.device)
+        self.moves = list(cks[0].get("moves", []))
+        if moved:
+            self.moves.append({"step": self.step, "from": f"{kind[0]} {kind[1]}",
+                               "to": f"{now[0]} {now[1]}"})
+        where = self.paths[0] if self.n == 1 else f"{self.n} checkpoints from {self.paths[0].parent}"
+        self._say(f"resumed {where} at step {self.step}/{self.total}" + (
+            f", moved from {kind[0]} {kind[1]} to {now[0]} {now[1]}: no longer bit-exact"
+            if moved else ""))
+
+    def _checkpoint_due(self):
+        """``checkpoint_minutes``: a checkpoint every so many minutes of wall time too (a Colab disconnect
+        loses at most that much). Not under DDP: the ranks' clocks would disagree about a collective."""
+        m = self.opts.checkpoint_minutes
+        return bool(m) and self.ctx.world == 1 and time.perf_counter() - self.t_checkpoint >= 60 * m
+
+    def checkpoint(self, runs=None):
+        """Runs `runs`' checkpoints (default: all), one file each, in one format."""
+        self.t_checkpoint = time.perf_counter()
+        if self.paths is None:
+            return
+        ctx, one = self.ctx, self.n == 1
+        aug = [ctx.gather_object(g.get_state()) for g in self.gen_aug]
+        torch_now = ctx.gather_object(torch.get_rng_state()) if one else None
+        cuda = ctx.gather_object(torch.cuda.get_rng_state(self.device)) \
+            if one and self.device.type == "cuda" else None
+        if ctx.rank != 0:
+            return
+        states = self.stepper.states()
+        for r in range(self.n) if runs is None else runs:
+            model, optimizer, scaler = states[r]
+            save_checkpoint(self.paths[r], {
+                "format": 1, "config": self.cfgs[r], "config_hash": self.hashes[r],
+                "world_size": ctx.world, "device_type": self.device.type,
+                "precision": precision_name(self.stepper.dtype), "step": self.step,
+                "model": model, "optimizer": optimizer,
+                "scheduler": {"kind": "pure function of the step (recipes.lr_at)", "step": self.step},
+                "scaler": scaler,
+                "rng": {"torch": torch_now if one else [self.stepper.torch_rng[r]], "cuda": cuda,
+                        "order": self.gen_order[r].get_state(), "augment": aug[r]},
+                "data": {"perm": self.perm[r].to(torch.int32).cpu(), "pos": self.pos},  # int32: half
+                "acc": self.acc[r].cpu().clone(), "first": self.first[r].cpu().clone(),
+                "history": self.histories[r], "elapsed": self.elapsed[r],
+                "status": self.status[r], "fail": self.fails[r], "moves": self.moves})
+
+    # ------------------------------------------------------------------ the step
+    def _forward_backward(self, x, y):
+        """The stepper's step, then each run's device-side sums: what a CUDA graph captures."""
+        loss, wrong = self.stepper.step(x, y, self.alive)
+        with torch.no_grad():
+            l = loss.detach().double()
+            n = torch.full_like(l, y.shape[-1])
+            self.acc[:, :3] += torch.stack((l * n, wrong.double(), n), 1)
+            bad = torch.isfinite(l).logical_not() & (self.acc[:, 3] < 0)
+            self.acc[:, 3] = torch.where(bad, self.step_t.expand_as(l), self.acc[:, 3])
+            at = self._first_index == self.step_t
+            self.first.copy_(torch.where(at, l[:, None], self.first))
+            self.step_t += 1
+
+    def advance(self):
+        """One step of every run, then the log, evaluation and checkpoints that fall on it."""
+        with self._on_stream():
+            was = [s == "running" for s in self.status]
+            # the learning rate of this step
+            lr = lr_at(self.sched, self.step)
+            for g in self.opt.param_groups:
+                g["lr"] = lr
+            # each run's batch, from its own order and augmentation stream
+            if self.pos + self.B > self.N:  # a new epoch (the last partial batch is dropped)
+                self.perm, self.pos = [self._order(g) for g in self.gen_order], 0
+            ctx, aug = self.ctx, self.cfgs[0].get("augment") or None
+            idx = [p[self.pos:self.pos + self.B][ctx.rank::ctx.world] for p in self.perm]
+            self.pos += self.B
+            xs = [train_batch(self.D, i, aug, g, self.stepper.cl) for i, g in zip(idx, self.gen_aug)]
+            x, y = self.stepper.batch(xs, [self.D["y_train"][i] for i in idx])
+            # forward, backward, update: eager or replayed as one CUDA graph
+            self._step_on(x, y, lr)
+            self.step += 1
+            self.steps_window += 1
+            # the pace, once, after the first steps
+            if self.step in (self._probe["at"], self._probe["until"]):
+                self._project()
+            # a log window's end: its records, the fail rule, an evaluation
+            if self.step % self.log_every == 0 or self.step == self.total:
+                self._log()
+            # checkpoints: on the cadence and at the stop; a run that just ended, at once
+            ended = [r for r in range(self.n) if was[r] and self.status[r] != "running"]
+            if self.step % self.checkpoint_every == 0 or self.step == self.stop or \
+                    self._checkpoint_due():
+                self.checkpoint([r for r in range(self.n) if was[r]])
+            elif ended:
+                self.checkpoint(ended)
+
+    def _project(self):
+        """The measured pace and the projected time to the stop, on the bar and in one line."""
+        if self.stream is not None:
+            self.stream.synchronize()
+        now = time.perf_counter()
+        if self.step == self._probe["at"]:
+            self._probe["t"] = now
+            return
+        if "t" not in self._probe:
+            return
+        dt = (now - self._probe["t"]) / max(self._probe["until"] - self._probe["at"], 1)
+        left = self.stop - self.step
+        self.projected_s = dt * left
+        loss_sum, _, n, _ = self.acc[0].tolist()  # the window so far
+        loss = f", training loss {loss_sum / n:.3f}" if n else ""
+        stop = "" if self.stop == self.total else f" (stopping at step {self.stop} of {self.total})"
+        rate = self.n * self.B / dt
+        self.bar.update(self.step - self.bar.n)
+        self.bar.set_postfix(loss=f"{loss_sum / n:.3f}" if n else "-", img_s=f"{rate:.0f}")
+        self._say(f"{run_name(self.cfgs[0])}: step {self.step}{loss}, {rate:.0f} img/s"
+                  + (" in all" if self.n > 1 else "") + f" -> the remaining {left} steps{stop} take "
+                  f"about {format_duration(self.projected_s)} on this {self.device.type} "
+                  f"(plus evaluations)")
+
+    def _log(self):
+        ctx, step = self.ctx, self.step
+        a = self.acc.clone()
+        ctx.all_reduce(a[:, :3])
+        ctx.all_reduce_max(a[:, 3:])
+        a = a.tolist()
+        self.acc[:, :3] = 0.0
+        self.acc[:, 3] = -1.0
+        now = time.perf_counter()
+        dt = max(now - self.t_window, 1e-9)
+        lr, rate = lr_at(self.sched, step - 1), self.steps_window * self.B / dt
+        for r in range(self.n):
+            if self.status[r] != "running":
+                continue
+            self.elapsed[r] += dt
+            loss_sum, err_sum, n, bad = a[r]
+            rec = window(step, loss_sum, err_sum, n, lr, rate, self.elapsed[r])
+            self.histories[r]["train"].append(rec)
+            self.fails[r] = self.divergence.fail(rec, bad)
+            if self.fails[r] is not None:
+                self.status[r], self.alive[r] = "fail", False
+        if evaluates(step, self.cfgs[0]) and "running" in self.status:
+            for r, (tl, te) in enumerate(self.evaluate()):
+                if self.status[r] == "running":
+                    self.histories[r]["test"].append({"step": step, "test_loss": tl,
+                                                      "test_err": te})
+        self.t_window, self.steps_window = time.perf_counter(), 0  # evaluation kept out of img/s
+        last = self.histories[0]["train"][-1] if self.histories[0]["train"] else None
+        self.bar.update(step - self.bar.n)
+        if last is not None:
+            self.bar.set_postfix(loss=f"{last['train_loss']:.3f}", err=f"{last['train_err']:.3f}",
+                                 img_s=f"{last['img_per_s']:.0f}")
+        if self.opts.on_log is not None and ctx.rank == 0:
+            self.opts.on_log(self.histories[0])
+        if step == self.total:
+            self.status = ["ok" if s == "running" else s for s in self.status]
+
+    @torch.no_grad()
+    def evaluate(self, batch=1000) -> list[tuple[float, float]]:
+        """Every run's test loss and error, BN on its running statistics (sharded over DDP ranks)."""
+        self.stepper.eval()
+        out = evaluate_sums(self.stepper.test_sums, self.n, self.D, self.device, self.ctx, batch)
+        self.stepper.train()
+        return out
+
+    # ------------------------------------------------------------------ the end
+    def finish(self) -> list[dict]:
+        """One result per run: a finished run's (written under out_dir), or a stopped one's."""
+        self.bar.close()
+        o, prec = self.opts, precision_name(self.stepper.dtype)
+        nets, out = self.stepper.trained(), []
+        for r, cfg in enumerate(self.cfgs):
+            first = self.first[r, :min(self.step, FIRST_STEPS)].tolist()
+            if self.status[r] == "running":
+                out.append(stopped(cfg, self.step, self.histories[r],
+                                   self.paths[r] if self.paths else None, first_steps=first,
+                                   precision=prec, **provenance(self.device, self.ctx.world)))
+                continue
+            extra = self.stepper.extra(self.cfgs)
+            if self.moves:  # resumed on another kind of device or precision: not one bit-exact run
+                extra["moves"] = self.moves
+            result = outcome_result(
+                cfg, status=self.status[r], fail=self.fails[r], history=self.histories[r],
+                net=nets[r], first_steps=first, dataset_source=self.D["source"], precision=prec,
+                device=self.device, world=self.ctx.world, channels_last=self.stepper.cl,
+                compiled=bool(o.compile), cuda_graph=self.graph_on,
+                deterministic=bool(o.deterministic), **extra)
+            if o.write_result and self.ctx.rank == 0:
+                result["path"] = str(save_result(result, o.out_dir))
+            out.append(result)
+        self.results = out
+        return out
+
+
+def train_groups(groups, data=None, options: TrainOptions | None = None, **changes) -> list[dict]:
+    """Every run's result, in order, of ``train_loops``."""
+    return [res for lp in train_loops(groups, data, options, **changes) for res in lp.results]
+
+
+def train_loops(groups, data=None, options: TrainOptions | None = None, **changes) -> list[Loop]:
+    """Train groups of runs, each group ``(cfgs, stepper)`` one ``Loop``, interleaved a step at a time;
+    returns the finished loops (their ``results``, their ``stepper``'s trained networks).
+
+    On CUDA each group issues its work on its own stream, so several small networks share one GPU. Each
+    group draws from its own global RNG streams (dropout), as if it ran alone. One process at a time
+    trains a run into a checkpoint folder (``runlock``). Ctrl-C (a notebook's stop button) stops at the end
+    of the step under way, writes every unfinished run's checkpoint and raises ``TrainingInterrupted``."""
+    opts = TrainOptions.of(options, **changes)
+    cfgs = [c for g, _ in groups for c in g]
+    d = opts.checkpoint_dir
+    held = [Path(d) / f"{run_name(c)}.pt" for c in cfgs] if d and dist_mod.int_env("RANK", 0) == 0 else []
+    with runlock.hold(held):
+        if not isinstance(data, data_mod.Data):  # each dataset loaded once for all groups
+            data = {k: data_mod.load(k, data) for k in sorted({c["dataset"] for c in cfgs})}
+        with EngineSettings(opts.deterministic, opts.device, opts.threads, cfgs):
+            loops = [Loop(g, data if isinstance(data, data_mod.Data) else data[g[0]["dataset"]], opts,
+                          stepper=kind) for g, kind in groups]
+            several = len(loops) > 1
+            with DeferredInterrupt(all(lp.ctx.world == 1 for lp in loops)) as interrupt:
+                while not all(lp.done for lp in loops) and not interrupt.hit:
+                    for lp in loops:  # one step of every unfinished group
+                        if lp.done:
+                            continue
+                        if several:
+                            lp._set_rng_state(lp.rng)
+                        lp.advance()
+                        if several:
+                            lp.rng = lp._rng_state()
+            if interrupt.hit:
+                _interrupted([lp for lp in loops if not lp.done])
+            for lp in loops:
+                lp.finish()
+            return loops
+
+
+def _interrupted(left):
+    """A checkpoint of every unfinished run at the step it reached, and one line."""
+    for lp in left:
+        lp.checkpoint()
+        lp.bar.close()
+    lp = left[0]
+    kept = (f"checkpoint{'s' if len(left) > 1 or lp.n > 1 else ''} kept ({lp.paths[0].parent}); run "
+            f"the cell (or the command, with --resume) again to go on from there" if lp.paths else
+            "no checkpoint folder, so nothing was kept")
+    raise TrainingInterrupted(f"interrupted at step {lp.step} of {lp.total}: {kept}")
