@@ -25,6 +25,7 @@ import json
 import sys
 
 from .book.plan.mnist_grid import DEPTHS
+from .engine import paths
 from .engine.recipes import CLAIM_SCALES, KERAS_PROBE, MNIST_KINDS, SCALES
 
 
@@ -46,7 +47,7 @@ def _parser():
     t.add_argument("--move", action="store_true", help="with --resume: continue a checkpoint written on another "
                                                        "kind of device or precision (no longer bit-exact; the "
                                                        "result records the move)")
-    t.add_argument("--checkpoint-dir", default=None, help="where checkpoints go (default checkpoints/ "
+    t.add_argument("--checkpoint-dir", default=None, help="where checkpoints go (default data/checkpoints "
                                                           "when --resume or --max-steps is given)")
     t.add_argument("--checkpoint-every", type=int, default=None)
     t.add_argument("--checkpoint-minutes", type=float, default=None, help="also a checkpoint every so many minutes "
@@ -106,7 +107,8 @@ def _parser():
     m.add_argument("--seeds", default="0,1,2")
     m.add_argument("--out", default=None, help="results directory (default data/results)")
     m.add_argument("--weights-dir", default=None, help="where the d = 100 nets' weights go (default data/weights)")
-    m.add_argument("--checkpoint-dir", default="checkpoints", help="checkpoints of a depth in training (resumed)")
+    m.add_argument("--checkpoint-dir", default=None, help="checkpoints of a depth in training, resumed (default "
+                                                          "data/checkpoints)")
     m.add_argument("--list", action="store_true", help="only list the runs, recorded or missing")
     m.add_argument("--data", default=None)
     b = sub.add_parser("bench", help="this engine vs a naive DataLoader loop, same model and data")
@@ -184,7 +186,7 @@ def main(argv=None) -> int:
 
     opts = TrainOptions(
         device=args.device, out_dir=args.out, resume=args.resume, max_steps=args.max_steps,
-        checkpoint_dir=args.checkpoint_dir or ("checkpoints" if (args.resume or args.max_steps) else None),
+        checkpoint_dir=args.checkpoint_dir or (paths.CHECKPOINTS if (args.resume or args.max_steps) else None),
         checkpoint_every=args.checkpoint_every, checkpoint_minutes=args.checkpoint_minutes, compile=args.compile,
         progress=not args.no_progress, deterministic=args.deterministic, amp=args.amp, cuda_graph=args.cuda_graph,
         move=args.move)
@@ -322,7 +324,7 @@ def _mnist(args) -> int:
         return 0
     for d in depths:
         for r in train_depth(d, seeds, data=args.data, out_dir=args.out, weights_dir=args.weights_dir,
-                             checkpoint_dir=args.checkpoint_dir, kinds=kinds):
+                             checkpoint_dir=args.checkpoint_dir or paths.CHECKPOINTS, kinds=kinds):
             print(f"{run_name(r['config'])}: {r['status']}, test error {r['final'].get('test_err')}")
     return 0
 

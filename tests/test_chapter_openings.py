@@ -91,11 +91,11 @@ def test_claims_in_words_first_the_rule_linked_and_one_run_yourself_block(chapte
     cells = load(chapter)["cells"]
     assert not any("rule.RULE" in src(c) for c in cells), "the rule is said once, in chapter 11: link it"
     assert any("<statistics-rule>" in src(c) for c in cells if c["cell_type"] == "markdown")
-    full = [c for c in cells if "verdicts.claims_table(" in src(c)]
-    assert full and all("hide-output" in tags(c) for c in full), "the full claims table is folded"
-    assert any("cw.in_words(" in src(c) and "hide-output" not in tags(c) for c in cells)
-    live = [c for c in cells if "live.train_live(" in src(c)]
-    assert len(live) == 1 and "hide-cell" in tags(live[0]) and "yourself.show(" in src(live[0])
+    # the claims: one block call (in words first, the full table folded: tests/test_blocks.py), no piece alone
+    assert any("blocks.claims(" in src(c) for c in cells)
+    assert not any(p in src(c) for c in cells for p in ("verdicts.claims_table(", "cw.in_words(", "verdicts.forest("))
+    live = [c for c in cells if "yourself.cell(" in src(c)]
+    assert len(live) == 1 and "hide-cell" in tags(live[0])
     assert not any(h in src(c) for c in cells for h in ("## Training these runs yourself", "## Train it yourself, live"))
 
 

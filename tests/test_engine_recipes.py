@@ -138,3 +138,23 @@ def test_mnist_configs_are_one_depths_full_recipe_kind_by_kind_and_seed_by_seed(
     got = mnist_configs(20, ["1", 2])
     assert got == [config("b_mnist", f"{k}-d20", "full", s) for k in MNIST_KINDS for s in (1, 2)]
     assert [c["variant"] for c in mnist_configs(10, [0], kinds=("gresnet_keras",))] == ["gresnet_keras-d10"]
+
+
+def test_overrides_change_a_config_in_one_place_and_the_exercise_scales_are_recipe_data():
+    """recipes.config is the one constructor: an exercise's scale and change are overrides given to it (the
+    exercises' scales are data there), never edits made to its config afterwards."""
+    from idmap_lib.checks import ablation_exercises as ax
+    from idmap_lib.engine import recipes
+
+    base = recipes.config("a_table2_activations", "original-110", recipes.JUMP_PROBE, 3)
+    cfg = recipes.config("a_table2_activations", "original-110", recipes.JUMP_PROBE, 3,
+                         overrides={"steps": 150, "depth": 20, "warmup_steps": 10, "model": {"unit": "full_preact"},
+                                    "variant": "mine", "scale": "ablation-classroom", "why": {"ablation": "x"}})
+    assert cfg["model"]["kwargs"]["depth"] == 20 and cfg["model"]["kwargs"]["unit"] == "full_preact"
+    assert (cfg["steps"], cfg["log_every"], cfg["eval_every"], cfg["variant"], cfg["scale"]) == \
+        (150, 10, 150, "mine", "ablation-classroom")
+    s, b = cfg["schedule"], base["schedule"]
+    assert s["total"] == 150 and s["milestones"] == [round(m * 150 / b["total"]) for m in b["milestones"]]
+    assert s["warmup_steps"] == 10 and cfg["why"]["ablation"] == "x" and cfg["seed"] == 3
+    assert base["model"]["kwargs"]["depth"] == 110  # the recipe itself untouched
+    assert ax.MNIST_SCALES is recipes.EXERCISE_MNIST_SCALES and ax.cifar_scales is recipes.exercise_cifar_scales

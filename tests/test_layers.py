@@ -221,3 +221,80 @@ def test_which_scales_there_are_is_said_only_in_recipes():
              for line in scale_lists(path.read_text())]
     assert not found, found
     assert scale_lists('SCALES = ("cpu", "full")\n') == [1] and scale_lists('s = "cpu"\n') == []
+
+
+def test_the_lr_jump_probe_is_named_only_in_recipes():
+    """The probe's scale name is said once (recipes.JUMP_PROBE): no module but recipes and no chapter spells it."""
+    import json
+
+    from idmap_lib.engine.recipes import JUMP_PROBE
+
+    def spelled(source):
+        return [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and n.value == JUMP_PROBE]
+
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items()
+             if name != "idmap_lib.engine.recipes" for line in spelled(path.read_text())]
+    for p in sorted((PACKAGE.parent / "book").glob("*.ipynb")):
+        cells = json.loads(p.read_text())["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
+        found += [f"{p.name}:{line}" for line in spelled(code)]
+    assert not found, found
+    assert spelled(f'x = f(scale="{JUMP_PROBE}")\n') == [1]
+
+
+HANDFUL = 10  # the most book modules a chapter may import
+
+
+def chapter_modules(source: str) -> set[str]:
+    """The book modules a chapter's code imports (``from idmap_lib.book import claims``, ``... import
+    idmap_lib.book.evidence.claims``), each once, by its short name; the page helpers the book re-exports by
+    name (``say``, ``styled``, ``setup``, ...) are the page's vocabulary, not modules."""
+    from idmap_lib import book
+
+    found = set()
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("idmap_lib.book"):
+            if n.module == "idmap_lib.book":
+                found |= {a.name for a in n.names if a.name in book.ROOM_OF}
+            else:
+                found.add(n.module.rpartition(".")[2])
+        elif isinstance(n, ast.Import):
+            found |= {a.name.rpartition(".")[2] for a in n.names if a.name.startswith("idmap_lib.book.")}
+    return found
+
+
+def test_a_chapter_imports_a_handful_of_book_modules():
+    """Chapters are thin: prose, a few library calls. The blocks that chapters 7-10 repeat are one function
+    each (book/figures/blocks.py, yourself.cell), so no chapter needs more than a handful of modules."""
+    import json
+
+    over = {}
+    for p in sorted((PACKAGE.parent / "book").glob("*.ipynb")):
+        cells = json.loads(p.read_text())["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
+        mods = chapter_modules(code)
+        if len(mods) > HANDFUL:
+            over[p.name] = sorted(mods)
+    assert not over, over
+    planted = "from idmap_lib.book import claims, curves, say\nimport idmap_lib.book.evidence.rule\n" \
+              "from idmap_lib.book.evidence.tables import styled\n"
+    assert chapter_modules(planted) == {"claims", "curves", "rule", "tables"}
+
+
+def folder_joins(source: str) -> list[int]:
+    """Lines of `source` that join a path with "results" or "checkpoints" (``x / "checkpoints"``): a second
+    definition of where those folders are."""
+    return [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
+            and isinstance(n.right, ast.Constant) and n.right.value in ("results", "checkpoints")]
+
+
+def test_where_results_and_checkpoints_go_is_said_only_in_paths():
+    """engine/paths.py says where results and checkpoints are kept, the library's and a reader's runs folder's
+    (runs_folder); nobody else joins those names onto a path. (Gradescope's results/ is Gradescope's layout.)"""
+    own = {"idmap_lib.engine.paths", "idmap_lib.checks.gradescope"}
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items() if name not in own
+             for line in folder_joins(path.read_text())]
+    assert not found, found
+    assert folder_joins('p = root / "checkpoints"\n') == [1] and folder_joins('p = root / "weights"\n') == []

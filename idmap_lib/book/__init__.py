@@ -12,7 +12,7 @@ importing only the rooms before it:
 - figures/: curves, the full recipe's runs, the mechanisms', gates' and sliders' figures, drawings of the
   units, "train it yourself".
 
-This file only re-exports: the page's setup and prose helpers by name, and every module by its short name
+This file only re-exports: the page's setup, prose and table helpers by name (``say``, ``styled``, ...), and every module by its short name
 (``from idmap_lib.book import claims`` is ``idmap_lib.book.evidence.claims``), imported when first asked for.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 
+from .evidence.tables import styled
 from .page.prose import LIVE_ONLY_NOTE, live_widget, say, sci
 from .page.setup import (BUILD_ENV, CLASSROOM_RUNS, DRIVE_RUNS, RENDERER, default_runs_dir, describe_device,
                          in_book_build, setup, use_book_renderer, use_drive, whereabouts)
@@ -30,7 +31,7 @@ ROOMS = {
     "evidence": "checkpoints claim_words claims mechanisms metrics paper_numbers power reports rule runs seeds "
                 "synthesis tables variants verdicts",
     "plan": "cpu_scale jump_watch mnist_grid queue queue_status run_times sweep",
-    "figures": "curves diagrams explorer full_recipe gate_figures keras_probe live mechanism_figures mechanism_words "
+    "figures": "blocks curves diagrams explorer full_recipe gate_figures keras_probe live mechanism_figures mechanism_words "
                "slider_figures trained_probes yourself",
 }
 ROOM_OF = {m: room for room, names in ROOMS.items() for m in names.split()}

@@ -4,7 +4,6 @@ judged (:class:`Ablation`, :data:`ABLATIONS`), the readings of a run the answers
 exercises work; ablation_runs.py trains them, ablation_grading.py grades them, ablation_times.py measures them."""
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,30 +75,9 @@ def mean_k(r):
 failed = metrics.broke  # "this depth breaks": the one definition, in the book's metrics
 
 
-# classroom: a scale a class can run in minutes on a laptop CPU, fixed here (not the experiment chapters'
-# CPU scale, which keeps the papers' depth and takes ~5 min a run): depth-20 CIFAR nets for 150 steps with a
-# 10-step warm-up, the paper's MNIST nets for 400 steps, and the rule that also fails a run stuck at chance
-# after a quarter of its steps. quick: the tests' end-to-end runs (a few steps of small batches: it checks that
-# everything runs, not what it shows).
-# gpu: the papers' networks for a GPU (Colab's T4), <= 2 min an exercise there (see gpu_time): the CIFAR
-# exercises at the recipe's depth (ResNet-110), on the chapters' CPU-scale data and schedule shape (the lr ramps
-# 0.01 -> 0.1 over the first quarter: a 0.01 -> 0.1 jump would be a shock the paper's 64k steps do not have,
-# chapter 11), for as many steps as the T4's derived pace allows the exercise's runs (GPU_STEPS); the MNIST
-# exercises are the paper's networks already, so their gpu scale *is* the classroom scale (same runs, same hash).
-STUCK_AT_CHANCE = {"grace_fraction": 0.25, "chance_margin": 0.01}
-QUICK = {"steps": 4, "batch_size": 16, "subset": {"train_per_class": 8, "test_per_class": 4}}
-GPU_STEPS = {2: 250, 4: 125}  # runs in the exercise -> steps of each (2 x 250 x 128 images on a T4: gpu_time)
-
-
-def cifar_scales(runs: int) -> dict:
-    steps = GPU_STEPS[runs]
-    return {"classroom": {"steps": 150, "depth": 20, "warmup_steps": 10, "divergence": STUCK_AT_CHANCE},
-            "gpu": {"steps": steps, "recipe_scale": "cpu", "warmup_steps": steps // 4},
-            "quick": {**QUICK, "depth": 20}}
-
-
-MNIST_SCALES = {"classroom": {"steps": 400, "divergence": STUCK_AT_CHANCE}, "gpu": {"same_as": "classroom"},
-                "quick": QUICK}
+# the exercises' scales: data in the recipes (recipes.exercise_cifar_scales, EXERCISE_MNIST_SCALES)
+STUCK_AT_CHANCE, QUICK, GPU_STEPS = recipes.STUCK_AT_CHANCE, recipes.EXERCISE_QUICK, recipes.EXERCISE_GPU_STEPS
+cifar_scales, MNIST_SCALES = recipes.exercise_cifar_scales, recipes.EXERCISE_MNIST_SCALES
 OFFERED = ("classroom", "gpu")  # the scales a student runs (quick is the tests')
 
 B_G = (0, -2, -4, -6)
@@ -231,17 +209,6 @@ ABLATIONS = {a.name: a for a in [
 
 # ---- configs ----------------------------------------------------------------------------------------------
 
-def _rescale_schedule(s, steps):
-    s = copy.deepcopy(s)
-    old = s["total"]
-    s["total"] = steps
-    if s["kind"] == "step":
-        s["milestones"] = [max(1, round(m * steps / old)) for m in s["milestones"]]
-        if s.get("warmup_steps"):
-            s["warmup_steps"] = min(s["warmup_steps"], max(1, steps // 10))
-    return s
-
-
 def resolve_scale(name: str, scale: str | None = None) -> str:
     """The scale whose configs ablation `name` trains at `scale` (default ``default_scale``): itself, or the
     scale it is the same as (the MNIST exercises' gpu scale is their classroom scale)."""
@@ -262,24 +229,10 @@ def config(name: str, key: str, seed: int = 0, scale: str | None = None) -> dict
     scale = resolve_scale(name, scale)
     experiment, variant, kwargs = ab.runs[key]
     s = ab.scales[scale]
-    cfg = recipes.config(experiment, variant, s.get("recipe_scale", "cpu_step_warmup"), seed)
-    cfg["model"]["kwargs"].update(kwargs)
-    if "depth" in s:
-        cfg["model"]["kwargs"]["depth"] = s["depth"]
-    steps = s["steps"]
-    cfg.update(steps=steps, schedule=_rescale_schedule(cfg["schedule"], steps),
-               log_every=max(1, steps // 15), eval_every=steps, variant=key, scale=f"ablation-{scale}")
-    if "subset" in s:
-        cfg["subset"] = dict(s["subset"])
-    if "batch_size" in s:
-        cfg["batch_size"] = s["batch_size"]
-    if "warmup_steps" in s and cfg["schedule"].get("warmup_steps"):
-        cfg["schedule"]["warmup_steps"] = s["warmup_steps"]
-    if "divergence" in s:
-        cfg["divergence"] = dict(s["divergence"])
-    cfg["why"] = {**cfg.get("why", {}), "ablation": f"{name}: {ab.changes}; the {scale} scale of the exercises "
-                  f"({steps} steps; see cifar_scales / MNIST_SCALES)"}
-    return cfg
+    why = f"{name}: {ab.changes}; the {scale} scale of the exercises ({s['steps']} steps: recipes' exercise scales)"
+    return recipes.config(experiment, variant, s.get("recipe_scale", recipes.JUMP_PROBE), seed, overrides={
+        **{k: v for k, v in s.items() if k not in ("recipe_scale", "same_as")}, "model": kwargs, "variant": key,
+        "scale": f"ablation-{scale}", "why": {"ablation": why}})
 
 
 def configs(name, seed=0, scale=None):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from ..book import default_runs_dir
 from ..book.evidence.seeds import draw_student_seed
+from ..engine import paths
+from ..engine.checkpoint import path_of
 from ..engine.results import find_result, save_result
 from .ablation_exercises import ABLATIONS, OFFERED, PRUNE_FRACTION, book_runs, configs, default_scale, same_text
 
@@ -24,11 +26,10 @@ def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
     from ..engine.batches import evaluate, prepare_data
     from ..engine.build import build_model
     from ..engine.distributed import context
-    from ..engine.results import run_name
     from ..models import pruning
     from ..models.introspect import gates, residual_units
     model = build_model(cfg["model"])
-    ck = torch.load(Path(ckpt_dir) / f"{run_name(cfg)}.pt", map_location="cpu", weights_only=False)
+    ck = torch.load(path_of(ckpt_dir, cfg), map_location="cpu", weights_only=False)
     model.load_state_dict(ck["model"])
     n = int(len(residual_units(model)) * fraction)
     device = torch.device("cpu")
@@ -165,14 +166,12 @@ def _started(name, prediction, cfgs, ckpt: Path) -> str:
     """When the runs of `name` now training were first started after `prediction` (an interrupted exercise resumes
     with its first start's time); a prediction rewritten since an interruption restarts its runs from step 0 (their
     checkpoints were trained after the old one)."""
-    from ..engine.results import run_name
-
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     f = _started_file(name, ckpt)
     before = json.loads(f.read_text()) if f.exists() else None
     if before and before.get("prediction") != prediction:
         for cfg in cfgs:
-            (ckpt / f"{run_name(cfg)}.pt").unlink(missing_ok=True)
+            path_of(ckpt, cfg).unlink(missing_ok=True)
         print(f"your prediction for {name} changed since its runs were interrupted: they start again from step 0")
         before = None
     ckpt.mkdir(parents=True, exist_ok=True)
@@ -193,7 +192,7 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
     grades it "runs missing"."""
     import time
 
-    from ..engine import results, trainer
+    from ..engine import trainer
     ab = ABLATIONS[name]
     out = Path(out_dir or default_runs_dir())
     cfgs, found = lookup(name, student_seed(out) if seed is None else seed, scale, out)
@@ -214,7 +213,7 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
             found[k] = _share(twin, cfgs[k], name, prediction, out)
         todo = [k for k in todo if k not in shared]
     if todo:
-        ckpt = out / "checkpoints"  # an interrupted exercise resumes from them (a submission leaves them out)
+        ckpt = paths.runs_folder(out)[1]  # an interrupted exercise resumes from them (a submission leaves them out)
         now = _started(name, prediction, [cfgs[k] for k in todo], ckpt)
         t0 = time.perf_counter()
         new = trainer.train_many([cfgs[k] for k in todo], data=data, out_dir=out, checkpoint_dir=ckpt, resume=True,
@@ -231,5 +230,5 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
             r["path"] = str(save_result(r, out))
             found[k] = r
             if not ab.checkpoint:  # recorded: its weights are no longer needed
-                (ckpt / f"{results.run_name(cfgs[k])}.pt").unlink(missing_ok=True)
+                path_of(ckpt, cfgs[k]).unlink(missing_ok=True)
     return found

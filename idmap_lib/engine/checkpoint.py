@@ -12,6 +12,13 @@ from pathlib import Path
 import torch
 
 
+def path_of(checkpoint_dir, cfg) -> Path:
+    """Where a run's checkpoint is kept in `checkpoint_dir`: one file a run, named by the run."""
+    from .results import run_name
+
+    return Path(checkpoint_dir) / f"{run_name(cfg)}.pt"
+
+
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be used to resume this run."""
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
@@ -26,13 +25,14 @@ from . import data as data_mod
 from . import distributed as dist_mod
 from . import runlock
 from .batches import evaluate_sums, prepare_data, to_device, train_batch
-from .checkpoint import CheckpointError, load_together, save_checkpoint
+from .checkpoint import CheckpointError, load_together, path_of, save_checkpoint
 from .device import EngineSettings, format_duration, pick_device, precision_name
 from .graphs import GRAPH_WARMUP, GraphedStep
 from .interrupt import DeferredInterrupt, TrainingInterrupted
 from .options import TrainOptions
 from .outcome import Divergence, evaluates, result as outcome_result, stopped, window
 from .recipes import lr_at
+from .solo import Solo
 from .results import FIRST_STEPS, config_hash, provenance, run_name, save_result
 
 
@@ -57,8 +57,6 @@ class Loop(GraphedStep):
     time: ``advance`` until ``done``, then ``finish`` -> one result per run."""
 
     def __init__(self, cfgs, data=None, options=None, stepper=None, **changes):
-        from .solo import Solo
-
         o = self.opts = TrainOptions.of(options, **changes)
         kind = stepper or Solo
         kind.check(cfgs, o)
@@ -108,7 +106,7 @@ class Loop(GraphedStep):
         self.status, self.fails = ["running"] * n, [None] * n
         self.step, self.elapsed, self.moves = 0, [0.0] * n, []
         d = o.checkpoint_dir
-        self.paths = [Path(d) / f"{run_name(c)}.pt" for c in self.cfgs] if d else None
+        self.paths = [path_of(d, c) for c in self.cfgs] if d else None
         ce = self.eval_every if o.checkpoint_every is None else o.checkpoint_every
         self.checkpoint_every = max(self.log_every,
                                     math.ceil(ce / self.log_every) * self.log_every)
@@ -406,7 +404,7 @@ def train_loops(groups, data=None, options: TrainOptions | None = None, **change
     opts = TrainOptions.of(options, **changes)
     cfgs = [c for g, _ in groups for c in g]
     d = opts.checkpoint_dir
-    held = [Path(d) / f"{run_name(c)}.pt" for c in cfgs] if d and dist_mod.int_env("RANK", 0) == 0 else []
+    held = [path_of(d, c) for c in cfgs] if d and dist_mod.int_env("RANK", 0) == 0 else []
     with runlock.hold(held):
         if not isinstance(data, data_mod.Data):  # each dataset loaded once for all groups
             data = {k: data_mod.load(k, data) for k in sorted({c["dataset"] for c in cfgs})}

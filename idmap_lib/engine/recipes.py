@@ -89,10 +89,11 @@ CPU_STEP_WHY = ("CPU scale with the paper's abrupt warm-up (superseded by the ra
                 "depth{width}; {steps} steps of batch 128 on a stratified subset (2000 train + 200 test images per "
                 "class, ~{epochs:.1f} epochs); lr 0.01 for the first {warmup} steps (a quarter of the run, at every depth), "
                 "then 0.1 in one step, /10 at 50 % and 75 %; only a non-finite loss stops a run early.")
-CPU_SCALES = ("cpu", "cpu_step_warmup")
+JUMP_PROBE = "cpu_step_warmup"  # the lr-jump probe: the CPU scale with the paper's abrupt step warm-up
+CPU_SCALES = ("cpu", JUMP_PROBE)
 CLAIM_SCALES = ("cpu", "full")  # where the claims are judged: the CPU scale, the full recipe (the probe is a claim's own)
-SCALES = ("cpu", "cpu_step_warmup", "full")
-SCALE_WORDS = {"cpu": "CPU scale", "cpu_step_warmup": "CPU scale, step warm-up (the lr-jump probe)",
+SCALES = ("cpu", JUMP_PROBE, "full")
+SCALE_WORDS = {"cpu": "CPU scale", JUMP_PROBE: "CPU scale, step warm-up (the lr-jump probe)",
                "full": "full recipe"}
 
 
@@ -346,8 +347,33 @@ EXPERIMENTS = {
 }
 
 
-def config(experiment: str, variant: str, scale: str = "cpu", seed: int = 0) -> dict:
-    """The complete, JSON-able configuration of one run."""
+# The ablation exercises' scales (checks/ablation_exercises.py), as overrides of a recipe scale (``recipe_scale``,
+# default the lr-jump probe's). classroom: what a class runs in minutes on a laptop CPU (not the chapters' CPU
+# scale, which keeps the papers' depth): depth-20 CIFAR nets for 150 steps with a 10-step warm-up, the paper's
+# MNIST nets for 400 steps, and the rule that also fails a run stuck at chance after a quarter of its steps.
+# gpu: the papers' networks on Colab's T4, <= 2 min an exercise: the CIFAR exercises at the recipe's depth on the
+# CPU scale's data and ramped schedule (a 0.01 -> 0.1 jump would be a shock the paper's 64k steps do not have,
+# chapter 11), for as many steps as the T4's pace allows the exercise's runs (EXERCISE_GPU_STEPS); the MNIST
+# exercises are the paper's networks already, so their gpu scale *is* their classroom scale (same runs, same
+# hash). quick: the tests' end-to-end runs (a few steps of small batches: that everything runs).
+STUCK_AT_CHANCE = {"grace_fraction": 0.25, "chance_margin": 0.01}
+EXERCISE_QUICK = {"steps": 4, "batch_size": 16, "subset": {"train_per_class": 8, "test_per_class": 4}}
+EXERCISE_GPU_STEPS = {2: 250, 4: 125}  # runs in an exercise -> steps of each (2 x 250 x 128 images on a T4)
+EXERCISE_MNIST_SCALES = {"classroom": {"steps": 400, "divergence": STUCK_AT_CHANCE}, "gpu": {"same_as": "classroom"},
+                         "quick": EXERCISE_QUICK}
+
+
+def exercise_cifar_scales(runs: int) -> dict:
+    """The CIFAR exercises' scales for an exercise of `runs` runs (its gpu scale's steps depend on them)."""
+    steps = EXERCISE_GPU_STEPS[runs]
+    return {"classroom": {"steps": 150, "depth": 20, "warmup_steps": 10, "divergence": STUCK_AT_CHANCE},
+            "gpu": {"steps": steps, "recipe_scale": "cpu", "warmup_steps": steps // 4},
+            "quick": {**EXERCISE_QUICK, "depth": 20}}
+
+
+def config(experiment: str, variant: str, scale: str = "cpu", seed: int = 0, overrides: dict | None = None) -> dict:
+    """The complete, JSON-able configuration of one run; `overrides` (an exercise's scale and change: ``_override``)
+    change it in one place, here."""
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r}; valid: {', '.join(EXPERIMENTS)}")
     variants = EXPERIMENTS[experiment]["variants"]
@@ -361,7 +387,42 @@ def config(experiment: str, variant: str, scale: str = "cpu", seed: int = 0) -> 
     # (Fig 1 is about the original ResNet-1001 starting slowly), judged at the end against Paper A's meaning of
     # "fail" (test error > 20 % after the full recipe) or, at the CPU scale, by the claims' tests (claims.py).
     cfg.setdefault("divergence", {"grace_fraction": None})
+    return _override(cfg, overrides) if overrides else cfg
+
+
+def _override(cfg: dict, o: dict) -> dict:
+    """`cfg` changed by `o`: ``model`` (network keyword arguments), ``depth``, ``steps`` (the schedule's milestones
+    and warm-up rescaled, a log window a fifteenth of the run, one evaluation at its end), ``subset``,
+    ``batch_size``, ``warmup_steps``, ``divergence``, and the labels ``variant``, ``scale``, ``why``."""
+    cfg["model"]["kwargs"].update(o.get("model", {}))
+    if "depth" in o:
+        cfg["model"]["kwargs"]["depth"] = o["depth"]
+    if "steps" in o:
+        steps = o["steps"]
+        cfg.update(steps=steps, schedule=_rescaled(cfg["schedule"], steps), log_every=max(1, steps // 15),
+                   eval_every=steps)
+    for key in ("variant", "scale", "batch_size"):
+        if key in o:
+            cfg[key] = o[key]
+    for key in ("subset", "divergence"):
+        if key in o:
+            cfg[key] = dict(o[key])
+    if "warmup_steps" in o and cfg["schedule"].get("warmup_steps"):
+        cfg["schedule"]["warmup_steps"] = o["warmup_steps"]
+    if "why" in o:
+        cfg["why"] = {**cfg.get("why", {}), **o["why"]}
     return cfg
+
+
+def _rescaled(s: dict, steps: int) -> dict:
+    """Schedule `s` over `steps` steps: its milestones at the same fractions, its warm-up at most a tenth."""
+    s = copy.deepcopy(s)
+    old, s["total"] = s["total"], steps
+    if s["kind"] == "step":
+        s["milestones"] = [max(1, round(m * steps / old)) for m in s["milestones"]]
+        if s.get("warmup_steps"):
+            s["warmup_steps"] = min(s["warmup_steps"], max(1, steps // 10))
+    return s
 
 
 def recorded_scale(cfg: dict) -> str | None:

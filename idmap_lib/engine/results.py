@@ -18,9 +18,8 @@ import platform
 import subprocess
 from pathlib import Path
 
-from .data import DEFAULT_ROOT
+from .paths import RESULTS as RESULTS_DIR
 
-RESULTS_DIR = DEFAULT_ROOT / "results"
 PACKAGE = Path(__file__).resolve().parents[1]  # idmap_lib/: the whole library, every layer
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ...engine import recipes, results
+from ...engine import paths, recipes, results
+from ...engine.checkpoint import path_of
 from .reports import hardware, net_name
 
 
@@ -17,10 +18,9 @@ def committed_checkpoint(cfg, checkpoint_dir=None):
     original is Table 2's original-110); (None, path) if there is none."""
     import torch
 
-    from ...engine.data import DEFAULT_ROOT
 
-    folder = Path(checkpoint_dir or DEFAULT_ROOT / "checkpoints")
-    path = folder / f"{results.run_name(cfg)}.pt"
+    folder = Path(checkpoint_dir or paths.CHECKPOINTS)
+    path = path_of(folder, cfg)
     if not path.exists():
         path = _checkpoints_by_training(folder).get(results.training_hash(cfg), path)
     if not path.exists():
@@ -33,9 +33,8 @@ def finished_weights(cfg, weights_dir=None):
     under `weights_dir` (default data/gpu/), loaded on the CPU, by name or by what it trains; None if none."""
     import torch
 
-    from ...engine.data import DEFAULT_ROOT
 
-    folder = Path(weights_dir or DEFAULT_ROOT / "gpu")
+    folder = Path(weights_dir or paths.GPU)
     path = next(iter(sorted(folder.glob(f"*/weights-{results.run_name(cfg)}.pt"))), None)
     path = path or _checkpoints_by_training(folder, "*/weights-*.pt").get(results.training_hash(cfg))
     return None if path is None else torch.load(path, map_location="cpu", weights_only=True)

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...engine.recipes import JUMP_PROBE
+
 from . import paper_numbers
 from .metrics import METRICS, censored, left_out
 from .rule import TESTED, better, combine, compare, holm, similar
 from .seeds import ALL_SEEDS, MORE_SEEDS, SEEDS
 from .runs import seed_runs
+from .variants import LR_JUMP_OTHERS  # (full pre-activation against each)
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,6 @@ T1_MODIFIED = ("constant_scaling-0-1", "constant_scaling-0.5-1", "constant_scali
                "shortcut_only_gating-b-6", "conv1x1", "dropout-0.5")
 T1_FAIL = ("constant_scaling-0-1", "constant_scaling-0.5-1", "exclusive_gating-b0", "dropout-0.5")
 UNITS_110 = ("original-110", "bn_after_add-110", "relu_before_add-110", "relu_preact-110")
-LR_JUMP_OTHERS = ("original-110", "relu_preact-110", "relu_before_add-110")  # full pre-activation against each
 
 CLAIMS = [
     Claim("t1_identity_best",
@@ -115,7 +117,7 @@ CLAIMS = [
           "fixed: seeds 0-2 of all four units (the raw rises, in nats, were then compared by Welch's t); the log "
           "scale (log10 of 0.1 nats + the rise) was fixed after reading them, before any swap run "
           "(claims.SWAP_CLAIMS), and the raw Welch test is shown beside it",
-          scale="cpu_step_warmup", seeds=(0, 1, 2, 3, 4), by="ours"),
+          scale=JUMP_PROBE, seeds=(0, 1, 2, 3, 4), by="ours"),
 ]
 MNIST, R32, WRN = "b_mnist", "b_resnet32", "b_wrn"
 CLAIMS += [
@@ -205,7 +207,7 @@ SWAP_CLAIMS = [
           f"Ours, an intervention: {SWAP_WORDS[r]} rises less at the lr jump than the original unit, and more than "
           f"full pre-activation.", "ours: an intervention (recipes.SWAPS), at the lr-jump probe", SW,
           (better(r, "original-110", JUMP), better("full_preact-110", r, JUMP)),
-          "the lr-jump probe: ResNet-110, the CPU scale with the paper's step warm-up", scale="cpu_step_warmup",
+          "the lr-jump probe: ResNet-110, the CPU scale with the paper's step warm-up", scale=JUMP_PROBE,
           seeds=ALL_SEEDS if r == "bn_after_add-110" else SEEDS, by="ours")  # (BN after addition: the issue's 3-4)
     for r in SWAP_ROWS_110] + [
     Claim(f"swap_start_{r.rsplit('-', 1)[0].replace('+', '_')}_1001",
@@ -223,7 +225,7 @@ ROW_CLAIMS = [
           f"pre-activation.", "ours: a row of the synthesis, at the lr-jump probe", SW,
           (better(r, "original-110", JUMP), better("full_preact-110", r, JUMP)),
           "the lr-jump probe; these runs were read (for the lr-jump claim) before this claim was written",
-          scale="cpu_step_warmup", seeds=ALL_SEEDS, by="ours")
+          scale=JUMP_PROBE, seeds=ALL_SEEDS, by="ours")
     for r in ("relu_preact-110", "relu_before_add-110")]
 # The precision check, fixed before its runs: every CPU run above trains in bf16 autocast (the identity
 # path sums in an 8-bit mantissa at 1001 layers); the same comparisons in float32 say whether a verdict moves.
@@ -242,7 +244,7 @@ FP32_CLAIMS = [
            better("original+final_bn_relu-110" + FP, "original-110" + FP, RANKED_JUMP),
            better("full_preact-110" + FP, "full_preact+no_final-110" + FP, RANKED_JUMP)),
           "the lr-jump probe in float32 (2-3 times the bf16 runs' time), by ranks, a diverged run the largest "
-          "rise; 5 seeds (a rank test cannot decide with 3)", scale="cpu_step_warmup", seeds=ALL_SEEDS,
+          "rise; 5 seeds (a rank test cannot decide with 3)", scale=JUMP_PROBE, seeds=ALL_SEEDS,
           by="ours"),
     Claim("fp32_fig1_start",
           "Ours, the precision check: in float32, as in bf16, pre-activation ResNet-1001 starts sooner than the "

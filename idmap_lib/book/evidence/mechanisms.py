@@ -24,8 +24,7 @@ from functools import partial
 
 import torch
 
-from ...engine import recipes
-from ...engine.data import DEFAULT_ROOT
+from ...engine import paths, recipes
 from ...engine.results import config_hash, find_result, provenance, save_result
 from ...models.introspect import post_relu, residual_units, weight_layers
 from ...models.shortcuts import ConstantScaling, Shortcut
@@ -33,7 +32,7 @@ from ..maths import probes
 from .rule import better, combine, compare, holm
 from .seeds import SEEDS
 
-MECH_DIR = DEFAULT_ROOT / "mechanisms"
+MECH_DIR = paths.MECHANISMS
 LAMS = (0.5, 0.9, 1.0, 1.1)
 STACK = {"depth": 1000, "channels": 4, "size": 8, "batch": 4}  # chapter 3's stack (probes.gradient_decay)
 UNITS = ("original", "relu_preact", "full_preact")
@@ -41,7 +40,7 @@ DEPTHS = (110, 1001)
 # the forwards recorded: the number of updates made before each (0 = initialisation); ResNet-1001 x 1/4 costs
 # ~6 s a step on the 2 shared cores here, so it gets fewer (the whole set: ~15 CPU minutes)
 AT = {110: (0, 1, 2, 5, 10, 19), 1001: (0, 1, 2, 5)}
-SCALE = "cpu_step_warmup"  # the lr-jump probe's recipe: lr 0.01 up to the jump (step 100; 32 for ResNet-1001)
+SCALE = recipes.JUMP_PROBE  # the lr-jump probe's recipe: lr 0.01 up to the jump (step 100; 32 for ResNet-1001)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...engine import recipes, results
+from ...engine import paths, recipes, results
 from .seeds import SEEDS
 
 
@@ -41,7 +41,7 @@ def runs_dir(folder=None) -> Path:
 
 def your_results(experiment, variant, scale="cpu", folder=None) -> list[dict]:
     """The reader's finished runs of this variant at this scale, any seed, whose config is today's recipe."""
-    found = results.load_results(runs_dir(folder) / "results", experiment, variant, scale)
+    found = results.load_results(paths.runs_folder(runs_dir(folder))[0], experiment, variant, scale)
     return [r for r in found
             if r.get("config_hash") == results.config_hash(recipes.config(experiment, variant, scale,
                                                                            r["config"]["seed"]))]

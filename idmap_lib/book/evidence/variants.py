@@ -15,6 +15,8 @@ from .runs import seed_runs, seeds_command, your_results
 from .tables import drop_if_empty, mean_sd
 
 UNITS_110 = ("original-110", "bn_after_add-110", "relu_before_add-110", "relu_preact-110", "full_preact-110")  # Fig 4
+LR_JUMP_OTHERS = ("original-110", "relu_preact-110", "relu_before_add-110")  # against full pre-activation
+LR_JUMP = ("full_preact-110",) + LR_JUMP_OTHERS  # the units of the lr-jump claim (chapter 8's first figure)
 PAIR_164 = ("original-164", "full_preact-164")                             # Sec 4.2's pair, ResNet-164 (chapter 8)
 DEPTH_1001 = ("c10-1001-original", "c10-1001-full_preact")                # Fig 1: ResNet-1001 (chapter 9)
 SINGLE_110 = ("c10-110-single-original", "c10-110-single-full_preact")    # Table 3: 1-layer residual units

@@ -176,7 +176,7 @@ def _at(claim, scale, out_dir) -> str:
         ", ".join(f"{k} {w}" for w, k in where.items() if k) + ")"
 
 
-def verdict_changes(keys, before="cpu_step_warmup", after="cpu", out_dir=None):
+def verdict_changes(keys, before=recipes.JUMP_PROBE, after="cpu", out_dir=None):
     """The claims' verdicts read at two scales by today's rule, side by side (for a claim neither can test, where
     the short run's intervals lie: data, not a verdict), with what drove a change where it can be measured: the
     compared runs whose number of seeds at chance differs between the two scales."""
@@ -385,3 +385,26 @@ def opposite_note(keys, out_dir=None, scale=None) -> str:
                          f"wholly the other way round (d = {d} [{lo}, {hi}]): {early}. No verdict: "
                          f"{NEEDS_FULL}.")
     return "\n".join(lines)
+
+
+def open_claims_words(keys_by_scale: dict, out_dir=None) -> str:
+    """What a page's claims leave open, by scale ({scale in words: claim keys}): the claims with no verdict at
+    that scale, those tested and not reproduced (with their verdicts), and how to read both."""
+    words = []
+    for scale, keys in keys_by_scale.items():
+        table = claims_table(keys, out_dir=out_dir)
+        tested = table[table["verdict"] != NEEDS_FULL]
+        not_yet = tested[tested["verdict"] != "reproduced"]
+        data = table[table["verdict"] == NEEDS_FULL]
+        if not data.empty:
+            words.append(f"No verdict at the {scale} (*{NEEDS_FULL}*): "
+                         + "; ".join(f"**{cw.TITLES[k]}**" for k in data.index) + ".")
+        if not tested.empty:
+            words.append(f"At the {scale}, every claim it can test was reproduced." if not_yet.empty else
+                         f"Not reproduced (yet) at the {scale}: "
+                         + "; ".join(f"**{cw.TITLES[k]}** ({v})" for k, v in not_yet["verdict"].items()) + ".")
+    return " ".join(words + [
+        "At the CPU scale a claim about the final error *needs the full recipe*: its numbers are a short run's "
+        "data. An *inconclusive* verdict means our seeds could not separate the two sides (the folded claims "
+        "table sets the smallest difference they can resolve beside the paper's gap); *not run yet* lists its "
+        "missing runs there."])

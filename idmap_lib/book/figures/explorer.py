@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 
+from ...engine import recipes
 from ..evidence import claim_words, claims
 from ..evidence.seeds import ALL_SEEDS
 from ..evidence.synthesis import PROPERTIES
@@ -61,7 +62,7 @@ def explorer(out_dir=None, height=760):
                                          hovertemplate=f"{claim_words.words('a_swaps', row)}<br>step %{{x}}: "
                                                        "%{y:.3g}<extra></extra>"), row=k, col=1)
                 owner.append(row)
-    rises = {r: claims.values("a_swaps", r, "cpu_step_warmup", "lr_jump_rise", out_dir, ALL_SEEDS)[0] for r in found}
+    rises = {r: claims.values("a_swaps", r, recipes.JUMP_PROBE, "lr_jump_rise", out_dir, ALL_SEEDS)[0] for r in found}
     steps = []
     for n, row in enumerate(found, start=1):
         on, said = [o == row for o in owner], claim_words.words("a_swaps", row)

@@ -14,6 +14,9 @@ from ..evidence.reports import LOSSY_NOTE, command, hardware, lossy_copy, net_na
 from ..evidence.rule import MIN_SEEDS
 
 
+PAPER_A = ("a_table1_shortcuts", "a_table2_activations", "a_table3_preact")  # Paper A's experiments
+
+
 def _checkpoints_readme() -> str:
     """A link to data/checkpoints/README.md (how to resume a run under way) in the book's repository."""
     from ..page.repository import repository_url
@@ -76,30 +79,31 @@ def state_counts(df) -> dict:
 
 
 def full_recipe_runs(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
-    """{variant: (history, step, total, state)} of the full-recipe runs finished (their result) or under way (their
-    committed checkpoint); variants with neither are left out."""
+    """{variant: (history, step, total, state, result)} of the full-recipe runs finished (their result) or under way
+    (their committed checkpoint; result None); variants with neither are left out."""
     out = {}
     for v in variants:
         cfg = recipes.config(experiment, v, "full", seed)
         r = results.find_result(cfg, out_dir)
         if r is not None:
-            out[v] = (r["history"], cfg["steps"], cfg["steps"], f"finished on {hardware(r)}")
+            out[v] = (r["history"], cfg["steps"], cfg["steps"], f"finished on {hardware(r)}", r)
             continue
         c = committed_checkpoint(cfg, checkpoint_dir)[0]
         if c is not None:
-            out[v] = (c["history"], c["step"], cfg["steps"], f"under way, step {c['step']:,} of {cfg['steps']:,}")
+            out[v] = (c["history"], c["step"], cfg["steps"], f"under way, step {c['step']:,} of {cfg['steps']:,}",
+                      None)
     return out
 
 
-def full_recipe_words(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None) -> str:
+def full_recipe_words(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, runs=None) -> str:
     """Where the full-recipe runs stand, in sentences: each finished run's test error beside the paper's, each run
-    under way's step, no verdict below the rule's seeds, and what a finished run's data was."""
-    runs = full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
+    under way's step, no verdict below the rule's seeds, and what a finished run's data was. `runs`: what
+    ``full_recipe_runs`` read, when the caller has it."""
+    runs = runs if runs is not None else full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
     done, going = [], []
-    for v, (h, step, total, _) in runs.items():
+    for v, (h, step, total, _, r) in runs.items():
         cfg = recipes.config(experiment, v, "full", seed)
-        if step == total:
-            r = results.find_result(cfg, out_dir)
+        if r is not None:
             done.append((net_name(cfg), final_test_err(r), paper_numbers.printed(experiment, v), lossy_copy(r)))
         else:
             going.append(f"{net_name(cfg)} is under way (step {step:,} of {total:,})")
@@ -114,15 +118,15 @@ def full_recipe_words(experiment, variants, seed=0, out_dir=None, checkpoint_dir
     return text
 
 
-def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, title=None):
+def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, title=None, runs=None):
     """The full-recipe runs as they stand (finished, or under way: their committed checkpoint), over the whole
     recipe's steps with its lr schedule marked, and the paper's final test error as a dotted line per variant --
-    one scale only: the CPU scale's runs are in ``band_curves``."""
+    one scale only: the CPU scale's runs are in ``band_curves``. `runs`: as ``full_recipe_words``."""
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    runs = full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
+    runs = runs if runs is not None else full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (log axis)", "test error %"),
                         horizontal_spacing=0.08)
     colours = qualitative.Plotly + qualitative.D3
@@ -130,7 +134,7 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     for i, v in enumerate(variants):
         c = palette.of(experiment, v) or colours[i % len(colours)]  # a unit keeps its colour on every page
         if v in runs:
-            h, step, _, state = runs[v]
+            h, _, _, state, _ = runs[v]
             for col, key, part, k in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
                 fig.add_trace(go.Scatter(x=[x["step"] for x in h[part]], y=[k * x[key] for x in h[part]],
                                          mode="lines" if col == 1 else "lines+markers",
@@ -152,3 +156,19 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + ", the full recipe"
     fig.update_layout(figure_style.LAYOUT, height=560, legend=figure_style.LEGEND_BELOW)
     return figure_style.title(fig, head, sub)
+
+
+def paper_a_words(table=None, out_dir=None) -> str:
+    """Paper A's claims at the full recipe, in words: their verdicts there, where their runs stand (`table`: the
+    ``full_scale_table`` of PAPER_A, seed 0 of each) and how many seeds a verdict needs (``power.in_words``)."""
+    from ..evidence import claims, power, verdicts
+    from ..evidence.seeds import SEEDS
+
+    gpu = full_scale_table(PAPER_A, out_dir=out_dir) if table is None else table
+    keys = [k.key for k in claims.CLAIMS if k.experiment.startswith("a_") and k.scale == "cpu" and k.by == "paper"]
+    return (verdicts.counts_in_words(verdicts.claims_table(keys, scale="full", out_dir=out_dir),
+                                     "Full recipe on a GPU (Paper A's claims)")
+            + f" These are the {len(keys)} claims of Paper A in the CPU-scale table; their {len(gpu)} full-recipe "
+            f"runs (seed 0 of each): " + ", ".join(f"{n} {s}" for s, n in state_counts(gpu).items())
+            + f"; a verdict needs {power.in_words(keys)}, and the queue asks for them after every claim's first "
+            f"{len(SEEDS)}.")

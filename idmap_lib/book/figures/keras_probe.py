@@ -8,12 +8,12 @@ from __future__ import annotations
 import statistics
 
 from ..page import figure_style
-from ..evidence import metrics, paper_numbers
+from ..evidence import claims, metrics, paper_numbers
 from .gate_figures import _band, ok_runs, panel_note
-from ..plan.mnist_grid import EXPERIMENT
+from ..plan.mnist_grid import EXPERIMENT, PROBE_DEPTHS as DEPTHS
 from ..evidence.seeds import SEEDS
 
-DEPTHS = (10, 100)
+KEYS = [p.key for p in claims.PROBES]  # the probe's claims, fixed before its runs were read
 SETTINGS = {"gresnet": "PyTorch's defaults (ours)", "gresnet_keras": "Keras's defaults"}
 COMMAND = "python -m idmap_lib mnist --kinds gresnet_keras --depths {d}"
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
-from ...engine import recipes, results
+from ...engine import paths, recipes, results
+from ...engine.checkpoint import path_of
 from ...engine.device import format_duration
 from ..evidence import paper_numbers
 from ..evidence.seeds import ALL_SEEDS, READER_SEED
@@ -91,7 +91,7 @@ def checkpointed(cfg, folder) -> dict | None:
     is left to the trainer, which says what to do with it."""
     from ...engine.checkpoint import CheckpointError, load_checkpoint
 
-    path = Path(folder) / "checkpoints" / f"{results.run_name(cfg)}.pt"
+    path = path_of(paths.runs_folder(folder)[1], cfg)
     try:
         return load_checkpoint(path, results.config_hash(cfg)) if path.exists() else None
     except CheckpointError:
@@ -257,7 +257,8 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     check_choice(experiment, variant, scale)
     cfg = recipes.config(experiment, variant, scale, seed)
     folder = runs_dir(folder)
-    done = results.find_result(cfg, folder / "results", same_training=False)
+    mine, ckpts = paths.runs_folder(folder)
+    done = results.find_result(cfg, mine, same_training=False)
     ck = None if done is not None else checkpointed(cfg, folder)
     recorded = recorded_runs(experiment, variant, scale)
     out = {"figure": None, "result": done, "stopped": None,  # (the command names the folder as set, never a path)
@@ -273,7 +274,7 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     shown = Output(live.fig) if show else None
     if ck:  # your stopped run, whether or not this call trains on
         out["stopped"] = {"status": "stopped", "step": ck["step"], "config": cfg,
-                          "checkpoint": str(folder / "checkpoints" / f"{results.run_name(cfg)}.pt")}
+                          "checkpoint": str(path_of(ckpts, cfg))}
     if done is not None or not run:
         say(f"Your run {results.run_name(cfg)}: " + (
             f"recorded ({done['path']}), test error {100 * done['final'].get('test_err', float('nan')):.2f} %"
@@ -299,7 +300,7 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
             say(pace_line(cfg, new[0]["step"], new[0]["img_per_s"], stop, device_type))
 
     try:
-        r = train(cfg, data=data, device=device, out_dir=folder / "results", checkpoint_dir=folder / "checkpoints",
+        r = train(cfg, data=data, device=device, out_dir=mine, checkpoint_dir=ckpts,
                   resume=True, max_steps=max_steps, on_log=on_log, checkpoint_minutes=checkpoint_minutes,
                   progress=show, **train_kwargs)
     except KeyboardInterrupt:  # the stop button: the trainer kept a checkpoint and says, in one line, how to go on

@@ -137,3 +137,14 @@ training after the weights have moved ("after some training ... more frequently 
 is more frequent when there are 1000 layers"): a few steps at lr {lr:g} cannot test that, and this page does not claim to.
 The ReLU's cost at depth 1001 in these first steps is elsewhere: the direct path must pass every one of many more
 ReLUs (the survival figure below)."""
+
+
+def weight_inputs(out_dir=None) -> tuple[str, str]:
+    """Chapter 8's two texts on what the weight layers see, from the records as they stand: the ``headline``
+    and the measurement ``in_full`` (with the pre-registered claim's verdict and what the swaps say)."""
+    from ..evidence import synthesis
+    from .mechanism_figures import verdicts, weight_input_summary
+
+    w = weight_input_summary(out_dir=out_dir)
+    verdict = verdicts(out_dir=out_dir)["m_normalised_weight_inputs"]
+    return headline(w), in_full(w, verdict, synthesis.in_words())

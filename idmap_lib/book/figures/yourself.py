@@ -24,6 +24,23 @@ def commands(claim_keys) -> str:
             "```")
 
 
+def cell(claim_keys, experiment, variant, scale="cpu", run=False, train=False, full=None, extra="",
+         missing=None):
+    """The whole cell: the block (``show``); with `run`, the page's missing CPU-scale runs trained
+    (``sweep.train_missing`` of each of `missing`, {experiment: variants, None: those its page shows};
+    default `experiment`'s); then your run of `variant` of `experiment` at `scale`, trained live with
+    `train`, else drawn over the recorded runs: ``live.train_live``'s answer."""
+    from . import live
+    from ..evidence.variants import SHOWN
+    from ..plan import sweep
+
+    show(claim_keys, full, extra)
+    if run:
+        for e, vs in (missing or {experiment: None}).items():
+            sweep.train_missing(e, vs if vs is not None else SHOWN.get(e))
+    return live.train_live(experiment, variant, scale=scale, run=train, max_steps=None)
+
+
 def show(claim_keys, full=None, extra="") -> None:
     """Display the block: what it is (INTRO), the commands for `claim_keys` (and `extra`, Markdown: a page's own
     commands), then the full-recipe queue, one table per experiment of `full` ({experiment: variants})."""

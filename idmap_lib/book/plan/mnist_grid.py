@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from ...engine.data import DEFAULT_ROOT
+from ...engine import paths
 from ...engine.recipes import MNIST_KINDS as KINDS, mnist_configs as configs
 from ...engine.results import config_hash, find_result, run_name, save_result
 from ...engine.stacked import train_stacked
@@ -22,8 +22,25 @@ from ...models.introspect import residual_units
 EXPERIMENT = "b_mnist"
 DEPTHS = (100, 10, 50, 20, 2)  # the order they train in: d = 100 (and then 10) settle the most claims
 PRUNE_DEPTH = 100
+PROBE_DEPTHS = (10, 100)  # chapter 10's probe: the GResNet with Keras's defaults (recipes.KERAS_PROBE)
 RANDOM_ORDERS = 5  # random removal orders per net (seeds 0..4 of pruning.at_random)
-WEIGHTS_DIR = DEFAULT_ROOT / "weights"
+WEIGHTS_DIR = paths.WEIGHTS
+
+
+def grid_variants() -> list[str]:
+    """Every variant of the grid and of the probe, as recipe variant names (``gresnet-d100``)."""
+    from ...engine.recipes import KERAS_PROBE
+
+    return [f"{k}-d{d}" for d in DEPTHS for k in KINDS] + [f"{k}-d{d}" for d in PROBE_DEPTHS for k in KERAS_PROBE]
+
+
+def train_variants(variants, seeds, out_dir=None):
+    """Train the missing runs of `variants` (``gresnet-d100``, ...), each depth's together; the new results."""
+    by_depth = {}
+    for v in variants:
+        kind, d = v.rsplit("-d", 1)
+        by_depth.setdefault(int(d), []).append(kind)
+    return [r for d, kinds in by_depth.items() for r in train_depth(d, seeds, out_dir=out_dir, kinds=kinds)]
 
 
 def missing(d, seeds, out_dir=None, kinds=KINDS):

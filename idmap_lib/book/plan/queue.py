@@ -24,8 +24,7 @@ import socket
 import time
 from pathlib import Path
 
-from ...engine import recipes, results
-from ...engine.data import DEFAULT_ROOT
+from ...engine import paths, recipes, results
 from ..evidence.claims import CLAIMS_BY_KEY
 from .sweep import SWEEP_ORDER, runs_needed
 
@@ -34,8 +33,7 @@ try:  # an optional dependency (pip install submitit): the book and its chapters
 except ImportError:  # pragma: no cover - exercised where submitit is missing
     Checkpointable, DelayedSubmission = object, None
 
-QUEUE_DIR = DEFAULT_ROOT / "sweep"            # submitit's folder (its pickles and logs) and the ledger (runs/)
-CHECKPOINT_DIR = DEFAULT_ROOT / "checkpoints"  # checkpoints of runs under way (a lent GPU's come back here too)
+QUEUE_DIR, CHECKPOINT_DIR = paths.QUEUE, paths.CHECKPOINTS
 SCALES = recipes.CLAIM_SCALES
 UNDER_WAY = ("queued", "running")
 MEM_GB = 16  # host memory a SLURM job asks for per GPU (the dataset on the device, a run's checkpoints): without a

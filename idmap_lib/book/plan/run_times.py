@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...engine.data import DEFAULT_ROOT
+from ...engine import paths
 
-GPU_DIR = DEFAULT_ROOT / "gpu"
+GPU_DIR = paths.GPU
 H200_TB_S, T4_TB_S = 4.8, 0.32  # HBM3e of an H200; GDDR6 of a T4 (the vendors' data sheets)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ...engine import recipes, results
 from ..evidence.claims import CLAIMS, CLAIMS_BY_KEY, ROW_CLAIMS, SWAP_CLAIMS, evaluate
 from ..evidence.seeds import MORE_SEEDS, SEEDS
+from . import mnist_grid
 from .cpu_scale import PROBE
 
 # the order the sweep trains them in: the claims each CPU hour settles soonest first (Paper B's ResNet-32 and
@@ -78,11 +79,14 @@ def sweep_in_words(status: dict) -> str:
     return words
 
 
-def train_missing(experiment, variants, scale="cpu", seeds=SEEDS, out_dir=None, **train_kwargs):
+def train_missing(experiment, variants=None, scale="cpu", seeds=SEEDS, out_dir=None, **train_kwargs):
     """Train the missing seeds of `variants` into `out_dir` (what a reader asks for with RUN = True; a page
-    never trains on its own). Runs one after another with a progress bar; returns their results."""
+    never trains on its own). Runs one after another with a progress bar; returns their results. Paper B's
+    MNIST nets (default: the whole grid and the probe) train at their full recipe, each depth's together."""
     from ...engine.trainer import train
 
+    if experiment == mnist_grid.EXPERIMENT:
+        return mnist_grid.train_variants(variants or mnist_grid.grid_variants(), seeds, out_dir)
     done = []
     for v in variants:
         for s in seeds:
