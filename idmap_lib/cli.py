@@ -1,4 +1,4 @@
-"""Command line: train a recipe, list the experiments, run the benchmark.
+"""Command line: train a recipe, list the experiments, run the benchmark; the book's and the checks' commands.
 
     python -m idmap_lib train --experiment NAME --variant NAME[,NAME..] --scale cpu|cpu_step_warmup|full [--seed N[,N..]]
         [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile] [--cuda-graph]
@@ -15,12 +15,16 @@
         (Paper B's MNIST grid, full recipe)
     python -m idmap_lib bench [--steps N] [--data PATH] [--modes | --stacked | --fused N[,N..]]
     torchrun --nproc_per_node=N -m idmap_lib train ...      (DDP: gloo on CPU, nccl on CUDA)
+    python -m idmap_lib book set-url URL | check [--expect URL]        (the repository URL setting)
+    python -m idmap_lib checks assign|publish|grade|guide ...          (the exercises: editions, grading)
+        (the same as python -m idmap_lib.book ... and python -m idmap_lib.checks ...)
 """
 from __future__ import annotations
 
 import logging
 
 import argparse
+import importlib
 import json
 import sys
 
@@ -130,7 +134,13 @@ def _parser():
     return p
 
 
+ROOMS = {"book": "idmap_lib.book.__main__", "checks": "idmap_lib.checks.__main__"}  # (their old forms work too)
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ROOMS:  # python -m idmap_lib book|checks ...: that room's own command line
+        return importlib.import_module(ROOMS[argv[0]]).main(argv[1:]) or 0
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")  # the library's log lines (a dataset decoded)
     if args.cmd == "list":

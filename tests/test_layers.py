@@ -298,3 +298,18 @@ def test_where_results_and_checkpoints_go_is_said_only_in_paths():
              for line in folder_joins(path.read_text())]
     assert not found, found
     assert folder_joins('p = root / "checkpoints"\n') == [1] and folder_joins('p = root / "weights"\n') == []
+
+
+def test_one_command_line_reaches_the_book_and_the_checks(capsys, monkeypatch):
+    """``python -m idmap_lib book ...`` and ``... checks ...`` are the rooms' own command lines (whose old forms,
+    ``python -m idmap_lib.book`` and ``python -m idmap_lib.checks``, work too)."""
+    from idmap_lib import cli
+    from idmap_lib.book import __main__ as book_main
+    from idmap_lib.checks import __main__ as checks_main
+
+    got = []
+    monkeypatch.setattr(book_main, "main", lambda argv: got.append(("book", argv)) or 3)
+    monkeypatch.setattr(checks_main, "main", lambda argv: got.append(("checks", argv)))
+    assert cli.main(["book", "check", "--expect", "u"]) == 3 and cli.main(["checks", "guide"]) == 0
+    assert got == [("book", ["check", "--expect", "u"]), ("checks", ["guide"])]
+    assert "python -m idmap_lib checks" in cli.__doc__ and "python -m idmap_lib book" in cli.__doc__
