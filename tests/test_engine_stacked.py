@@ -258,7 +258,7 @@ def test_stacked_checkpoints_fall_on_multiples_of_checkpoint_every_and_at_the_st
 
 
 def test_a_stack_applies_the_recipes_whole_divergence_rule_as_train_does(mnist):
-    """outcome.Divergence is the rule of the three loops: a recipe that fails a run still at chance after a grace
+    """outcome.Divergence is the loop's rule, whatever its stepper: a recipe that fails a run still at chance after a grace
     period fails it stacked exactly as trainer.train does (the stack once applied only the non-finite rule). A
     margin of 0.9 around chance (0.9) puts every run "at chance" at its first log after the grace period."""
     from idmap_lib.engine.trainer import Run

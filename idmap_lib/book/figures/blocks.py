@@ -22,9 +22,10 @@ NO_STUCK = "No recorded run of this page ended at chance."
 
 def fold(html: str, label: str = FOLD) -> str:
     """`html` folded under `label`: a details element (the book's fold style; a native fold in Jupyter
-    and Colab, where a cell's hide tags do nothing), opened by a click or Enter."""
+    and Colab, where a cell's hide tags do nothing), opened by a click or Enter; a wide table in it scrolls
+    inside the fold (the fold itself clips)."""
     return (f'<details class="admonition hide above-output idmap-fold"><summary><p class="admonition-title">'
-            f"{label}</p></summary>{html}</details>")
+            f'{label}</p></summary><div style="max-width: 100%; overflow-x: auto">{html}</div></details>')
 
 
 def claims(keys, experiments=(), forest=None, contradictions=False) -> None:
