@@ -313,3 +313,20 @@ def test_one_command_line_reaches_the_book_and_the_checks(capsys, monkeypatch):
     assert cli.main(["book", "check", "--expect", "u"]) == 3 and cli.main(["checks", "guide"]) == 0
     assert got == [("book", ["check", "--expect", "u"]), ("checks", ["guide"])]
     assert "python -m idmap_lib checks" in cli.__doc__ and "python -m idmap_lib book" in cli.__doc__
+
+
+def test_the_setup_cell_imports_before_it_installs_what_is_missing():
+    """A chapter's setup cell imports ``idmap_lib.book.page.repository`` (so ``import idmap_lib``) and only then
+    installs the requirements that are missing: nothing on that path may need a requirement besides torch
+    (a third-party import at a module's top there breaks Colab's first run). Planted: tqdm at loop.py's top."""
+    import subprocess
+    import sys
+
+    from idmap_lib.book.page.repository import requirements
+
+    blocked = sorted({r for r in requirements() if r not in ("torch", "torchvision", "numpy")})
+    code = ("import sys\nfor m in %r: sys.modules[m] = None\n" % blocked
+            + "import idmap_lib, idmap_lib.book.page.repository\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert run.returncode == 0, run.stderr[-800:]
+    assert "tqdm" in blocked and "plotly" in blocked

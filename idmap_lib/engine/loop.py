@@ -19,7 +19,6 @@ import math
 import time
 
 import torch
-from tqdm.auto import tqdm
 
 from . import data as data_mod
 from . import distributed as dist_mod
@@ -128,6 +127,8 @@ class Loop(GraphedStep):
         at = min(self.step + GRAPH_WARMUP + 2, self.stop)  # timed after the first steps
         self._probe = {"at": at, "until": min(at + 10, self.stop)}
         self.rng = self._rng_state()  # this group's global RNG (dropout): swapped in by train_groups
+        from tqdm.auto import tqdm  # (here: `import idmap_lib` works before a chapter's setup installs it)
+
         name = run_name(c) + (f" and {self.n - 1} more" if self.n > 1 else "")
         self.bar = tqdm(total=self.total, initial=self.step, disable=not self.show,
                         dynamic_ncols=True, desc=f"{c['experiment']}/{c['variant']}/{c['scale']}")
@@ -139,6 +140,8 @@ class Loop(GraphedStep):
 
     def _say(self, msg):
         if self.show:
+            from tqdm.auto import tqdm
+
             tqdm.write(msg)
 
     def _rng_state(self):
