@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from idmap_lib.engine import data, loop, solo, trainer
+from idmap_lib.engine import build, data, loop, trainer
 from idmap_lib.engine.recipes import lr_at, step_schedule
 from idmap_lib.engine.results import config_hash, provenance, training_hash
 from support import SHARED, tiny_mnist as tiny, untimed
@@ -111,7 +111,7 @@ def test_a_stopped_run_says_where_it_stopped_and_its_checkpoint_holds_the_whole_
     assert (ck["status"], ck["fail"], ck["history"]) == ("running", None, r["history"])
     assert set(ck["rng"]) == {"torch", "cuda", "order", "augment"} and ck["rng"]["cuda"] is None
     assert ck["acc"].tolist() == [0.0, 0.0, 0.0, -1.0]  # stopped on a log: the window's sums were just reported
-    assert ck["model"].keys() == solo.build_model(cfg["model"]).state_dict().keys()
+    assert ck["model"].keys() == build.build_model(cfg["model"]).state_dict().keys()
     assert quiet(cfg, mnist, max_steps=6)["checkpoint"] is None  # no checkpoint_dir: nothing saved
 
 
@@ -150,14 +150,14 @@ def test_a_non_finite_loss_is_a_recorded_fail_at_its_step(mnist, tmp_path, monke
     assert r["status"] == "fail" and r["fail"] == {"step": 6, "reason": "non-finite training loss"}
     assert r["final"]["steps"] == r["history"]["train"][-1]["step"] == 9  # stopped at the log after it
     assert "test_err" not in r["final"] and json.loads(Path(r["path"]).read_text())["fail"] == r["fail"]
-    real = solo.build_model
+    real = build.build_model
 
     def poisoned(spec):  # a classifier of infinities: the very first loss is not finite
         net = real(spec)
         torch.nn.init.constant_(net[-1].weight, float("inf"))
         return net
 
-    monkeypatch.setattr(solo, "build_model", poisoned)
+    monkeypatch.setattr(build, "build_model", poisoned)
     assert quiet(tiny(), mnist)["fail"] == {"step": 0, "reason": "non-finite training loss"}
 
 

@@ -14,6 +14,17 @@ def build_model(spec: dict) -> nn.Module:
     return getattr(models, spec["builder"])(**spec["kwargs"])
 
 
+def seeded_models(cfgs) -> tuple[list[nn.Module], list[torch.Tensor]]:
+    """Each config's model, built after ``torch.manual_seed(its seed)`` (so every run of a group starts as it
+    would alone), and the global RNG state right after each build (what its checkpoint keeps)."""
+    models, states = [], []
+    for cfg in cfgs:
+        torch.manual_seed(int(cfg["seed"]))
+        models.append(build_model(cfg["model"]))
+        states.append(torch.get_rng_state())
+    return models, states
+
+
 def build_optimizer(model: nn.Module, opt: dict, device=None, capturable=False):
     """SGD / NAdam per the recipe. Gates k get no weight decay unless the recipe says ``decay_gates``
     (Paper B Table 3, 'gated with weight decay on k'). On CUDA, SGD is the fused kernel (fewer launches, and

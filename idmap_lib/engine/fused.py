@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .build import build_model
+from .build import build_model, seeded_models
 from .device import amp_dtype, precision_name
 from .fused_models import (FusedModels, check_one_architecture, fuse_optimizer_state, fused_optimizer,
                            unfuse_optimizer_state)
@@ -57,11 +57,7 @@ class Fused:
         if self.dtype == torch.float16:
             raise ValueError("fused runs do not train in fp16: one GradScaler for N models would skip every "
                              "model's step when one overflows; use amp='bf16' or 'fp32'")
-        self.models, self.torch_rng = [], []
-        for cfg in cfgs:  # each initialised exactly as Solo initialises it
-            torch.manual_seed(int(cfg["seed"]))
-            self.models.append(build_model(cfg["model"]))
-            self.torch_rng.append(torch.get_rng_state())  # (its checkpoint's global RNG)
+        self.models, self.torch_rng = seeded_models(cfgs)
         self.fused = FusedModels(self.models, device)
         self.graph_on = bool(o.cuda_graph) and device.type == "cuda"
         self.note = "" if self.graph_on or not o.cuda_graph else " (no CUDA graph: CUDA graphs need a CUDA device)"

@@ -354,7 +354,6 @@ class Loop(GraphedStep):
         if step == self.total:
             self.status = ["ok" if s == "running" else s for s in self.status]
 
-    @torch.no_grad()
     def evaluate(self, batch=1000) -> list[tuple[float, float]]:
         """Every run's test loss and error, BN on its running statistics (sharded over DDP ranks)."""
         self.stepper.eval()

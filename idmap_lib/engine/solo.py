@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from .batches import model_sums
-from .build import build_model, build_optimizer, has_conv
+from .build import build_optimizer, has_conv, seeded_models
 from .device import amp_dtype, precision_name
 
 
@@ -25,8 +25,8 @@ class Solo:
         cfg = cfgs[0]
         seed, cuda = int(cfg["seed"]), device.type == "cuda"
         self.device, self.ctx, self.cfg = device, ctx, cfg
-        torch.manual_seed(seed)
-        model = build_model(cfg["model"]).to(device)
+        (model,), self.torch_rng = seeded_models(cfgs)
+        model = model.to(device)
         self.cl = has_conv(model) if o.channels_last == "auto" else bool(o.channels_last)
         if self.cl:
             model = model.to(memory_format=torch.channels_last)
@@ -38,11 +38,11 @@ class Solo:
         self.graph_on = bool(o.cuda_graph) and self.graph_note is None
         self.want_graph = bool(o.cuda_graph)
         self.opt = build_optimizer(model, cfg["optimizer"], device, capturable=self.graph_on)
+        self.test_sums = model_sums(model, self.dtype, self.cl, device)  # a test batch's loss sum, wrong answers
         self.model = ctx.wrap(model) if ctx.world > 1 else model
         self.fwd = torch.compile(self.model) if o.compile else self.model
         if ctx.world > 1:  # the same init everywhere (above), each rank its own dropout masks
             torch.manual_seed(seed * 1000 + 17 + ctx.rank)
-        self.torch_rng = [torch.get_rng_state()]
 
     def _graph_blocker(self, want, cuda):
         if not want:
@@ -91,9 +91,6 @@ class Solo:
     def eval(self):
         self.model.eval()
 
-    def test_sums(self, x, y):
-        """One test batch's loss sum (1,) and wrong answers (1,)."""
-        return model_sums(self.raw, self.dtype, self.cl, self.device)(x, y)
 
     def states(self):
         """(model, optimizer, GradScaler) state, for the checkpoint."""

@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .build import build_model, build_optimizer
+from .build import build_optimizer, seeded_models
 from .fused_models import PER_ELEMENT_STATE
 from .loop import share_recipe, train_loops
 from .options import TrainOptions
@@ -162,11 +162,7 @@ class Stacked:
 
     def __init__(self, cfgs, D, device, o, ctx):
         self.cfgs, self.R, self.device = cfgs, len(cfgs), device
-        self.nets, self.torch_rng = [], []
-        for cfg in cfgs:  # each network initialised exactly as a run alone initialises it
-            torch.manual_seed(int(cfg["seed"]))
-            self.nets.append(build_model(cfg["model"]))
-            self.torch_rng.append(torch.get_rng_state())
+        self.nets, self.torch_rng = seeded_models(cfgs)
         self.kinds = [cfg["model"]["kwargs"]["kind"] for cfg in cfgs]
         self.model = StackedMLP(self.nets, self.kinds).to(device)
         self.opt = build_optimizer(self.model, cfgs[0]["optimizer"], device)
@@ -198,27 +194,29 @@ class Stacked:
         ce = F.cross_entropy(out.flatten(0, 1), y.repeat(self.R), reduction="none")
         return ce.view(self.R, -1).sum(1), (out.argmax(-1) != y).sum(1)
 
-    def _solo_optimizers(self, nets):
-        """Each network's own optimizer (unstepped): the layout of its checkpoint's optimizer state."""
-        return [build_optimizer(net, cfg["optimizer"]) for net, cfg in zip(nets, self.cfgs)]
+    def _slots(self, nets):
+        """Per network r of `nets`: (r, its own optimizer, unstepped: the layout of its checkpoint's state, and
+        [(index, stacked tensor, view of r's slice)] for its parameters in that optimizer's order)."""
+        for r, net in enumerate(nets):
+            solo = build_optimizer(net, self.cfgs[r]["optimizer"])
+            views = {id(t): (getattr(self.model, name), view) for t, name, view in
+                     _views(net, self.kinds[r], r, self.model.C)}
+            yield r, solo, [(i, *views[id(p)]) for i, p in enumerate(p for g in solo.param_groups
+                                                                    for p in g["params"])]
 
     def states(self):
         """Each network's model and optimizer state, as a run alone would checkpoint them."""
         nets = self.model.unstack([copy.deepcopy(n) for n in self.nets])
         lr, out = self.opt.param_groups[0]["lr"], []
-        for r, (net, solo) in enumerate(zip(nets, self._solo_optimizers(nets))):
-            views = {id(t): (getattr(self.model, name), view) for t, name, view in
-                     _views(net, self.kinds[r], r, self.model.C)}
+        for r, solo, slots in self._slots(nets):
             sd = solo.state_dict()
-            params = [p for g in solo.param_groups for p in g["params"]]
-            for i, p in enumerate(params):
-                big, view = views[id(p)]
+            for i, big, view in slots:
                 st = self.opt.state.get(big, {})
                 sd["state"][i] = {k: (view(v) if k in PER_ELEMENT_STATE else v).clone() if torch.is_tensor(v) else v
                                   for k, v in st.items()}
             for g in sd["param_groups"]:
                 g["lr"] = lr
-            out.append((net.state_dict(), sd, None))
+            out.append((nets[r].state_dict(), sd, None))
         return out
 
     @torch.no_grad()
@@ -230,13 +228,9 @@ class Stacked:
         if not live:
             return
         state = {}  # stacked tensor -> its optimizer state, filled a network's slice at a time
-        for r, (net, solo) in enumerate(zip(nets, self._solo_optimizers(nets))):
-            views = {id(t): (getattr(self.model, name), view) for t, name, view in
-                     _views(net, self.kinds[r], r, self.model.C)}
+        for r, _, slots in self._slots(nets):
             saved = cks[r]["optimizer"]["state"]
-            params = [p for g in solo.param_groups for p in g["params"]]
-            for i, p in enumerate(params):
-                big, view = views[id(p)]
+            for i, big, view in slots:
                 st = state.setdefault(big, {})
                 for k, v in saved.get(i, saved.get(str(i), {})).items():
                     if k in PER_ELEMENT_STATE:

@@ -182,7 +182,6 @@ def speedup_note(path=None) -> str:
     import json
     from pathlib import Path
 
-
     path = Path(path or paths.BENCH / "stacked-d100-cpu.json")
     if not path.is_file():
         return ("Not measured here yet: `python -m idmap_lib bench --stacked --json data/bench/stacked-d100-cpu.json` "

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from ...engine import paths
-from ...engine.recipes import MNIST_KINDS as KINDS, mnist_configs as configs
+from ...engine.recipes import KERAS_PROBE, MNIST_KINDS as KINDS, mnist_configs as configs
 from ...engine.results import config_hash, find_result, run_name, save_result
 from ...engine.stacked import train_stacked
 from ...models import pruning
@@ -29,8 +29,6 @@ WEIGHTS_DIR = paths.WEIGHTS
 
 def grid_variants() -> list[str]:
     """Every variant of the grid and of the probe, as recipe variant names (``gresnet-d100``)."""
-    from ...engine.recipes import KERAS_PROBE
-
     return [f"{k}-d{d}" for d in DEPTHS for k in KINDS] + [f"{k}-d{d}" for d in PROBE_DEPTHS for k in KERAS_PROBE]
 
 
