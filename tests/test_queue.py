@@ -84,6 +84,20 @@ def test_the_background_sweep_runs_the_queue_through_local_jobs_until_it_is_empt
     assert main(argv) == 0 and "sweep: 0 runs trained, 0 failed" in capsys.readouterr().out
 
 
+def test_a_worker_whose_next_run_another_worker_took_sends_the_one_after(tmp_path, monkeypatch):
+    """Two workers start together: the first run in the queue is taken by the other, so this one trains the next
+    rather than stop, saying every run is under way)."""
+    taken, run = ("b_mnist", "gresnet-d10", 1, "full"), ("b_mnist", "gresnet-d10", 0, "full")
+    tiny = {r: tiny_mnist(seed=r[2], steps=6, log=3, eval_every=6) for r in (taken, run)}
+    out, folder = tmp_path / "r", tmp_path / "q"
+    monkeypatch.setattr(q, "config_of", lambda r: tiny[r])
+    monkeypatch.setattr(q, "queue", lambda *a, **k: [r for r in (taken, run)
+                                                     if results.find_result(tiny[r], out) is None])
+    assert q.claim(folder, tiny[taken], "local")  # the other worker (alive: this process) holds it
+    report = q.run_local(out_dir=out, folder=folder, checkpoint_dir=tmp_path / "ck", max_jobs=1, say=lambda s: None)
+    assert report["done"] == [results.run_name(tiny[run])] and results.find_result(tiny[taken], out) is None
+
+
 class NoSubmit:
     """An executor that must not be asked: a test of what is never sent."""
     def batch(self):

@@ -392,14 +392,16 @@ def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, che
         free = parallel - len(running)
         if free > 0 and (max_jobs is None or sent < max_jobs):
             todo = [r for r in queue(scale, keys, seeds, out_dir, folder, checkpoint_dir) if r not in tried]
-            todo = groups(todo, fuse, pairs, started(checkpoint_dir))
-            todo = todo[:free if max_jobs is None else min(free, max_jobs - sent)]
-            tried.update(r for g in todo for r in g)
-            for job in submit(ex, todo, out_dir, folder, checkpoint_dir, fuse, **job_kwargs):
-                names = [results.run_name(c) for c in job.submission().function.cfgs]
-                say(f"sweep: job {job.job_id}: {', '.join(names)}")
-                running.append((job, names))
-                sent += 1
+            for g in groups(todo, fuse, pairs, started(checkpoint_dir)):
+                # one group at a time: another worker may take a run first
+                if free == 0 or max_jobs is not None and sent >= max_jobs:
+                    break
+                tried.update(g)
+                for job in submit(ex, [g], out_dir, folder, checkpoint_dir, fuse, **job_kwargs):
+                    names = [results.run_name(c) for c in job.submission().function.cfgs]
+                    say(f"sweep: job {job.job_id}: {', '.join(names)}")
+                    running.append((job, names))
+                    sent, free = sent + 1, free - 1
         if not running:
             return report
         time.sleep(poll_s)
