@@ -1,22 +1,25 @@
-"""Command line: train a recipe, list the experiments, run the benchmark; the book's and the checks' commands.
+"""Command line: train a recipe, list the experiments, run the benchmark; the book's and the checks'
+commands.
 
-    python -m idmap_lib train --experiment NAME --variant NAME[,NAME..] --scale cpu|cpu_step_warmup|full [--seed N[,N..]]
-        [--data PATH] [--out DIR] [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile] [--cuda-graph]
-        [--fused]
-        (several variants or seeds train together in one process: on a GPU they share it, each on its stream;
-        with --fused, runs of one architecture -- seeds, Table 1's scaling factors or gate biases -- train as
-        one fused network: engine/fused.py)
+    python -m idmap_lib train --experiment NAME --variant NAME[,NAME..]
+        --scale cpu|cpu_step_warmup|full [--seed N[,N..]] [--data PATH] [--out DIR]
+        [--max-steps N] [--resume] [--checkpoint-dir DIR] [--compile] [--cuda-graph] [--fused]
+        (several variants or seeds train together in one process: on a GPU they share it, each
+        on its stream; with --fused, runs of one architecture -- seeds, Table 1's scaling factors
+        or gate biases -- train as one fused network: engine/fused.py)
     python -m idmap_lib list
-    python -m idmap_lib sweep [--scale cpu|full] [--claims KEY,..] [--seeds 0,1,2] [--next|--missing|--queue]
-        [--status] [--run] [--executor local|slurm --partition P --gpus-per-job 1 --time 4h [--max-jobs N]]
-        (the runs the claims need, in the order that settles them soonest: listed, or submitted through submitit
-        as jobs that resume from their checkpoints -- on SLURM one job array; book/plan/queue.py)
-    python -m idmap_lib mnist [--depths 100,10,50,20,2] [--kinds plain,resnet,gresnet] [--seeds 0,1,2] [--list]
-        (Paper B's MNIST grid, full recipe)
+    python -m idmap_lib sweep [--scale cpu|full] [--claims KEY,..] [--seeds 0,1,2]
+        [--next|--missing|--queue] [--status] [--run]
+        [--executor local|slurm --partition P --gpus-per-job 1 --time 4h [--max-jobs N]]
+        (the runs the claims need, in the order that settles them soonest: listed, or submitted
+        through submitit as jobs that resume from their checkpoints -- on SLURM one job array;
+        book/plan/queue.py)
+    python -m idmap_lib mnist [--depths 100,10,50,20,2] [--kinds plain,resnet,gresnet]
+        [--seeds 0,1,2] [--list]                       (Paper B's MNIST grid, full recipe)
     python -m idmap_lib bench [--steps N] [--data PATH] [--modes | --stacked | --fused N[,N..]]
-    torchrun --nproc_per_node=N -m idmap_lib train ...      (DDP: gloo on CPU, nccl on CUDA)
-    python -m idmap_lib book set-url URL | check [--expect URL]        (the repository URL setting)
-    python -m idmap_lib checks assign|publish|grade|guide ...          (the exercises: editions, grading)
+    torchrun --nproc_per_node=N -m idmap_lib train ...    (DDP: gloo on CPU, nccl on CUDA)
+    python -m idmap_lib book set-url URL | check [--expect URL]    (the repository URL setting)
+    python -m idmap_lib checks assign|publish|grade|guide ...      (the exercises)
         (the same as python -m idmap_lib.book ... and python -m idmap_lib.checks ...)
 """
 from __future__ import annotations
@@ -42,77 +45,108 @@ def _parser():
     t.add_argument("--variant", required=True, help="a variant, or several separated by commas")
     t.add_argument("--scale", default="cpu", choices=list(SCALES))
     t.add_argument("--seed", default="0", help="a seed, or several separated by commas")
-    t.add_argument("--data", default=None, help="local copy: tarball, image-folder tree, or a directory "
-                                                "holding <name>-jpeg.tar.gz (default: $IDMAP_DATA, then "
-                                                "torchvision's download into data/)")
+    t.add_argument("--data", default=None,
+                   help="local copy: tarball, image-folder tree, or a directory "
+                        "holding <name>-jpeg.tar.gz (default: $IDMAP_DATA, then "
+                        "torchvision's download into data/)")
     t.add_argument("--out", default=None, help="results directory (default data/results)")
-    t.add_argument("--max-steps", type=int, default=None, help="stop after N steps, checkpoint, exit")
-    t.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
-    t.add_argument("--move", action="store_true", help="with --resume: continue a checkpoint written on another "
-                                                       "kind of device or precision (no longer bit-exact; the "
-                                                       "result records the move)")
-    t.add_argument("--checkpoint-dir", default=None, help="where checkpoints go (default data/checkpoints "
-                                                          "when --resume or --max-steps is given)")
+    t.add_argument("--max-steps", type=int, default=None,
+                   help="stop after N steps, checkpoint, exit")
+    t.add_argument("--resume", action="store_true",
+                   help="continue from the checkpoint in --checkpoint-dir")
+    t.add_argument("--move", action="store_true",
+                   help="with --resume: continue a checkpoint written on another "
+                        "kind of device or precision (no longer bit-exact; the "
+                        "result records the move)")
+    t.add_argument("--checkpoint-dir", default=None,
+                   help="where checkpoints go (default data/checkpoints "
+                        "when --resume or --max-steps is given)")
     t.add_argument("--checkpoint-every", type=int, default=None)
-    t.add_argument("--checkpoint-minutes", type=float, default=None, help="also a checkpoint every so many minutes "
-                                                                          "of wall time (a disconnect loses no more)")
+    t.add_argument("--checkpoint-minutes", type=float, default=None,
+                   help="also a checkpoint every so many minutes "
+                        "of wall time (a disconnect loses no more)")
     t.add_argument("--compile", action="store_true", help="torch.compile the model")
-    t.add_argument("--cuda-graph", action="store_true", help="CUDA: replay the whole training step as one CUDA "
-                                                             "graph (several times faster for deep CIFAR nets)")
-    t.add_argument("--fused", action="store_true", help="train the runs (seeds or scalar variants of one "
-                                                        "architecture) as one fused network (engine/fused.py)")
+    t.add_argument("--cuda-graph", action="store_true",
+                   help="CUDA: replay the whole training step as one CUDA "
+                        "graph (several times faster for deep CIFAR nets)")
+    t.add_argument("--fused", action="store_true",
+                   help="train the runs (seeds or scalar variants of one "
+                        "architecture) as one fused network (engine/fused.py)")
     t.add_argument("--amp", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
-                   help="autocast precision (auto: bf16 where the hardware has it, fp16 on older GPUs)")
+                   help="autocast precision (auto: bf16 where the hardware has it, fp16 on older "
+                        "GPUs)")
     t.add_argument("--device", default=None)
     t.add_argument("--deterministic", action="store_true")
-    t.add_argument("--retrain", action="store_true", help="train even if a result with this config exists")
+    t.add_argument("--retrain", action="store_true",
+                   help="train even if a result with this config exists")
     t.add_argument("--no-progress", action="store_true")
     sub.add_parser("list", help="show experiments and variants")
-    w = sub.add_parser("sweep", help="the runs the claims need, at the CPU scale or (--scale full) the papers' "
-                                     "recipes: list them, see where they stand (--status), or submit the missing "
-                                     "ones through submitit (--executor local|slurm; recorded runs are skipped)")
+    w = sub.add_parser("sweep",
+                       help="the runs the claims need, at the CPU scale or (--scale full) the "
+                            "papers' recipes: list them, see where they stand (--status), or "
+                            "submit the missing ones through submitit (--executor local|slurm; "
+                            "recorded runs are skipped)")
     w.add_argument("--claims", default=None, help="claim keys separated by commas (default: all)")
-    w.add_argument("--seeds", default=None, help="seeds separated by commas (default: each claim's own)")
+    w.add_argument("--seeds", default=None,
+                   help="seeds separated by commas (default: each claim's own)")
     w.add_argument("--out", default=None, help="results directory (default data/results)")
-    w.add_argument("--next", action="store_true", help="print the next missing run as 'EXPERIMENT VARIANT SEED SCALE'")
+    w.add_argument("--next", action="store_true",
+                   help="print the next missing run as 'EXPERIMENT VARIANT SEED SCALE'")
     w.add_argument("--missing", action="store_true", help="print every missing run, in order, one "
-                                                          "'EXPERIMENT VARIANT SEED SCALE' a line (for parallel workers)")
+                                                          "'EXPERIMENT VARIANT SEED SCALE' a line "
+                                                          "(for parallel workers)")
     w.add_argument("--run", action="store_true", help="train every missing run, in order")
     w.add_argument("--data", default=None)
-    w.add_argument("--scale", default=None, choices=list(CLAIM_SCALES), help="the claims' CPU scale (default) or the "
-                                                                        "papers' full recipes")
-    w.add_argument("--queue", action="store_true", help="print the queue: what a submission sends, in order (runs "
-                                                        "recorded or under way left out, started ones first)")
-    w.add_argument("--status", action="store_true", help="per claim: runs recorded, running, queued, failed (job "
-                                                         "ids), and the hours left at the measured pace")
-    w.add_argument("--executor", default=None, choices=["local", "slurm"], help="submit the queue through submitit")
+    w.add_argument("--scale", default=None, choices=list(CLAIM_SCALES),
+                   help="the claims' CPU scale (default) or the "
+                   "papers' full recipes")
+    w.add_argument("--queue", action="store_true",
+                   help="print the queue: what a submission sends, in order (runs "
+                        "recorded or under way left out, started ones first)")
+    w.add_argument("--status", action="store_true",
+                   help="per claim: runs recorded, running, queued, failed (job "
+                        "ids), and the hours left at the measured pace")
+    w.add_argument("--executor", default=None, choices=["local", "slurm"],
+                   help="submit the queue through submitit")
     w.add_argument("--partition", default=None, help="SLURM partition")
     w.add_argument("--gpus-per-job", type=int, default=1)
     w.add_argument("--cpus-per-job", type=int, default=None, help="default 4 per GPU")
-    w.add_argument("--mem-gb", type=int, default=None, help="host memory per job (default 16 per GPU)")
-    w.add_argument("--time", default=None, help="a job's time limit: 4h, 90m, H:MM:SS (slurm default 4h; a job "
-                                                "cut off is requeued and resumes from its checkpoint)")
+    w.add_argument("--mem-gb", type=int, default=None,
+                   help="host memory per job (default 16 per GPU)")
+    w.add_argument("--time", default=None,
+                   help="a job's time limit: 4h, 90m, H:MM:SS (slurm default 4h; a job "
+                        "cut off is requeued and resumes from its checkpoint)")
     w.add_argument("--max-jobs", type=int, default=None, help="submit at most N jobs")
-    w.add_argument("--parallel", type=int, default=1, help="--executor local: jobs at once (one a core)")
-    w.add_argument("--array-parallelism", type=int, default=None, help="slurm: array tasks running at once")
+    w.add_argument("--parallel", type=int, default=1,
+                   help="--executor local: jobs at once (one a core)")
+    w.add_argument("--array-parallelism", type=int, default=None,
+                   help="slurm: array tasks running at once")
     w.add_argument("--slurm", action="append", default=[], metavar="KEY=VALUE",
                    help="another sbatch option (account=..., qos=..., constraint=...); repeatable")
-    w.add_argument("--fuse", type=int, default=1, help="up to N seeds of one variant as one fused network a job")
-    w.add_argument("--pairs", action="store_true", help="two runs of one experiment and seed a job (two CUDA streams)")
-    w.add_argument("--folder", default=None, help="submitit's folder and the ledger (default data/sweep)")
+    w.add_argument("--fuse", type=int, default=1,
+                   help="up to N seeds of one variant as one fused network a job")
+    w.add_argument("--pairs", action="store_true",
+                   help="two runs of one experiment and seed a job (two CUDA streams)")
+    w.add_argument("--folder", default=None,
+                   help="submitit's folder and the ledger (default data/sweep)")
     w.add_argument("--checkpoint-dir", default=None, help="default data/checkpoints")
-    w.add_argument("--cuda-graph", action="store_true", help="jobs replay each step as one CUDA graph")
-    m = sub.add_parser("mnist", help="Paper B's MNIST grid at the full recipe: list it, or train each depth's "
-                                     "missing runs together as one stacked network (recorded runs are skipped)")
+    w.add_argument("--cuda-graph", action="store_true",
+                   help="jobs replay each step as one CUDA graph")
+    m = sub.add_parser("mnist",
+                       help="Paper B's MNIST grid at the full recipe: list it, or train each "
+                            "depth's missing runs together as one stacked network (recorded runs "
+                            "are skipped)")
     m.add_argument("--depths", default=",".join(map(str, DEPTHS)))
     m.add_argument("--kinds", default=",".join(MNIST_KINDS),
-                   help=f"variant prefixes (default the paper's grid; {','.join(KERAS_PROBE)}: chapter 10's probe "
-                        f"of Keras's initialisation and BN settings)")
+                   help=f"variant prefixes (default the paper's grid; {','.join(KERAS_PROBE)}: "
+                        f"chapter 10's probe of Keras's initialisation and BN settings)")
     m.add_argument("--seeds", default="0,1,2")
     m.add_argument("--out", default=None, help="results directory (default data/results)")
-    m.add_argument("--weights-dir", default=None, help="where the d = 100 nets' weights go (default data/weights)")
-    m.add_argument("--checkpoint-dir", default=None, help="checkpoints of a depth in training, resumed (default "
-                                                          "data/checkpoints)")
+    m.add_argument("--weights-dir", default=None,
+                   help="where the d = 100 nets' weights go (default data/weights)")
+    m.add_argument("--checkpoint-dir", default=None,
+                   help="checkpoints of a depth in training, resumed (default "
+                        "data/checkpoints)")
     m.add_argument("--list", action="store_true", help="only list the runs, recorded or missing")
     m.add_argument("--data", default=None)
     b = sub.add_parser("bench", help="this engine vs a naive DataLoader loop, same model and data")
@@ -124,25 +158,32 @@ def _parser():
     b.add_argument("--device", default=None)
     b.add_argument("--compile", action="store_true")
     b.add_argument("--cuda-graph", action="store_true")
-    b.add_argument("--modes", action="store_true", help="instead: eager vs CUDA graph vs two runs at once, "
-                                                        "ResNet-110 and ResNet-1001 at the full recipe's batch")
-    b.add_argument("--stacked", action="store_true", help="instead: Paper B's MNIST runs of one depth (--depth, "
-                                                          "default 100) one after another vs stacked")
-    b.add_argument("--fused", default=None, metavar="N[,N..]", help="instead: N seeds of ResNet-DEPTH (default 20) "
-                                                                      "one after another vs fused (engine/fused.py)")
-    b.add_argument("--json", default=None, help="with --modes, --stacked or --fused: also write the report here")
+    b.add_argument("--modes", action="store_true",
+                   help="instead: eager vs CUDA graph vs two runs at once, "
+                        "ResNet-110 and ResNet-1001 at the full recipe's batch")
+    b.add_argument("--stacked", action="store_true",
+                   help="instead: Paper B's MNIST runs of one depth (--depth, "
+                        "default 100) one after another vs stacked")
+    b.add_argument("--fused", default=None, metavar="N[,N..]",
+                   help="instead: N seeds of ResNet-DEPTH (default 20) "
+                          "one after another vs fused (engine/fused.py)")
+    b.add_argument("--json", default=None,
+                   help="with --modes, --stacked or --fused: also write the report here")
     return p
 
 
-ROOMS = {"book": "idmap_lib.book.__main__", "checks": "idmap_lib.checks.__main__"}  # (their old forms work too)
+# (their old forms work too)
+ROOMS = {"book": "idmap_lib.book.__main__", "checks": "idmap_lib.checks.__main__"}
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in ROOMS:  # python -m idmap_lib book|checks ...: that room's own command line
+    # python -m idmap_lib book|checks ...: that room's own command line
+    if argv and argv[0] in ROOMS:
         return importlib.import_module(ROOMS[argv[0]]).main(argv[1:]) or 0
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")  # the library's log lines (a dataset decoded)
+    # the library's log lines (a dataset decoded)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.cmd == "list":
         from .engine.recipes import listing
         print(listing())
@@ -154,7 +195,8 @@ def main(argv=None) -> int:
     if args.cmd == "bench" and (args.modes or args.stacked or args.fused):
         from .engine.bench import fused, modes, stacked
         if args.fused:
-            report = fused(depth=args.depth or 20, ns=[int(n) for n in args.fused.split(",")], steps=args.steps,
+            report = fused(depth=args.depth or 20, ns=[int(n) for n in args.fused.split(",")],
+                           steps=args.steps,
                            data=args.data, device=args.device, cuda_graph=args.cuda_graph)
         else:
             report = modes(data=args.data, device=args.device) if args.modes else \
@@ -165,8 +207,10 @@ def main(argv=None) -> int:
         return 0
     if args.cmd == "bench":
         from .engine.bench import main as bench_main
-        bench_main(steps=args.steps, depth=args.depth or 20, batch_size=args.batch_size, data=args.data,
-                   workers=args.workers, device=args.device, compile=args.compile, cuda_graph=args.cuda_graph)
+        bench_main(steps=args.steps, depth=args.depth or 20, batch_size=args.batch_size,
+                   data=args.data,
+                   workers=args.workers, device=args.device, compile=args.compile,
+                   cuda_graph=args.cuda_graph)
         return 0
     from .engine import distributed
     from .engine.recipes import config
@@ -186,8 +230,8 @@ def main(argv=None) -> int:
             if hit is None:
                 todo.append(cfg)
             else:
-                print(f"result exists: {hit['path']} (status {hit['status']}, final {hit['final']}); "
-                      f"use --retrain to train again")
+                print(f"result exists: {hit['path']} (status {hit['status']}, final "
+                      f"{hit['final']}); use --retrain to train again")
         cfgs = todo
     if not cfgs:
         return 0
@@ -196,9 +240,12 @@ def main(argv=None) -> int:
 
     opts = TrainOptions(
         device=args.device, out_dir=args.out, resume=args.resume, max_steps=args.max_steps,
-        checkpoint_dir=args.checkpoint_dir or (paths.CHECKPOINTS if (args.resume or args.max_steps) else None),
-        checkpoint_every=args.checkpoint_every, checkpoint_minutes=args.checkpoint_minutes, compile=args.compile,
-        progress=not args.no_progress, deterministic=args.deterministic, amp=args.amp, cuda_graph=args.cuda_graph,
+        checkpoint_dir=args.checkpoint_dir or (paths.CHECKPOINTS if (args.resume or args.max_steps)
+                                               else None),
+        checkpoint_every=args.checkpoint_every, checkpoint_minutes=args.checkpoint_minutes,
+        compile=args.compile,
+        progress=not args.no_progress, deterministic=args.deterministic, amp=args.amp,
+        cuda_graph=args.cuda_graph,
         move=args.move)
     if args.fused:
         return _fused(args, cfgs, opts)
@@ -216,7 +263,8 @@ def main(argv=None) -> int:
 
 def _summaries(results):
     for r in results:
-        print(json.dumps({k: r.get(k) for k in ("status", "fail", "final", "path", "checkpoint", "step")
+        print(json.dumps({k: r.get(k) for k in ("status", "fail", "final", "path", "checkpoint",
+                                                "step")
                           if r.get(k) is not None}, indent=1))
 
 
@@ -245,13 +293,15 @@ def _sweep(args) -> int:
     from .book.plan.sweep import SWEEP_ORDER, sweep_in_words, sweep_status
 
     try:
-        claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims else SWEEP_ORDER)]
+        claims = [CLAIMS_BY_KEY[k] for k in (args.claims.split(",") if args.claims
+                                             else SWEEP_ORDER)]
     except KeyError as e:
         print(f"error: unknown claim {e}; valid: {', '.join(SWEEP_ORDER)}", file=sys.stderr)
         return 2
     full = [c.key for c in claims if c.scale == "full"]
     if full:
-        print(f"error: {', '.join(full)} rest on Paper B's MNIST grid at the full recipe: python -m idmap_lib mnist",
+        print(f"error: {', '.join(full)} rest on Paper B's MNIST grid at the full recipe: python "
+              f"-m idmap_lib mnist",
               file=sys.stderr)
         return 2
     seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else None
@@ -266,10 +316,9 @@ def _sweep(args) -> int:
             print(("  missing  " if r in missing else "  recorded ") + " ".join(map(str, r)))
         print(sweep_in_words(status))
         return 0
-    from .engine.recipes import config
-    from .engine.trainer import train
-    for r in missing:
-        train(config(r[0], r[1], r[3], r[2]), data=args.data, out_dir=args.out)
+    from .engine.trainer import run
+    for experiment, variant, seed, scale in missing:
+        run(experiment, variant, scale, seed, out_dir=args.out, data=args.data)
     return 0
 
 
@@ -290,9 +339,11 @@ def _queue(args) -> int:
             for r in todo:
                 print(*r)
             return 0
-        job = dict(data=args.data, cuda_graph=args.cuda_graph, progress=False, fuse=args.fuse, pairs=args.pairs)
+        job = dict(data=args.data, cuda_graph=args.cuda_graph, progress=False, fuse=args.fuse,
+                   pairs=args.pairs)
         if args.executor == "local":
-            report = q.run_local(scale, keys, seeds, args.out, args.folder, args.checkpoint_dir, args.parallel,
+            report = q.run_local(scale, keys, seeds, args.out, args.folder, args.checkpoint_dir,
+                                 args.parallel,
                                  args.max_jobs, time_limit=args.time or "24h", **job)
             for path in report["paths"]:
                 print(f"recorded: {path}")
@@ -301,13 +352,16 @@ def _queue(args) -> int:
         slurm = dict(kv.split("=", 1) if "=" in kv else (kv, None) for kv in args.slurm)
         ex = q.executor("slurm", args.folder, args.partition, args.gpus_per_job, args.time or "4h",
                         args.cpus_per_job, args.array_parallelism, slurm, args.mem_gb)
-        groups = q.groups(todo, args.fuse, args.pairs, q.started(args.checkpoint_dir))[:args.max_jobs]
-        jobs = q.submit(ex, groups, args.out, args.folder, args.checkpoint_dir, args.fuse, data=args.data,
+        groups = q.groups(todo, args.fuse, args.pairs,
+                          q.started(args.checkpoint_dir))[:args.max_jobs]
+        jobs = q.submit(ex, groups, args.out, args.folder, args.checkpoint_dir, args.fuse,
+                        data=args.data,
                         cuda_graph=args.cuda_graph, progress=False)
     except (ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"sweep: submitted {len(jobs)} jobs" + (f" (array {jobs[0].job_id.split('_')[0]})" if jobs else "")
+    print(f"sweep: submitted {len(jobs)} jobs" + (f" (array {jobs[0].job_id.split('_')[0]})" if jobs
+                                                  else "")
           + "; python -m idmap_lib sweep --scale " + scale + " --status shows where they stand")
     return 0
 
@@ -316,7 +370,8 @@ def _mnist(args) -> int:
     from .book.plan.mnist_grid import configs, missing, train_depth
     from .engine.results import run_name
 
-    depths, seeds = [int(d) for d in args.depths.split(",")], [int(s) for s in args.seeds.split(",")]
+    depths, seeds = [int(d) for d in args.depths.split(",")], [int(s)
+                                                               for s in args.seeds.split(",")]
     kinds = tuple(args.kinds.split(","))
     bad = [d for d in depths if d not in DEPTHS]
     if bad:
@@ -324,7 +379,8 @@ def _mnist(args) -> int:
         return 2
     bad = [k for k in kinds if k not in MNIST_KINDS + KERAS_PROBE]
     if bad:
-        print(f"error: unknown kinds {bad}; choose from {', '.join(MNIST_KINDS + KERAS_PROBE)}", file=sys.stderr)
+        print(f"error: unknown kinds {bad}; choose from {', '.join(MNIST_KINDS + KERAS_PROBE)}",
+              file=sys.stderr)
         return 2
     if args.list:
         for d in depths:
@@ -333,9 +389,11 @@ def _mnist(args) -> int:
                 print(("  missing  " if run_name(c) in todo else "  recorded ") + run_name(c))
         return 0
     for d in depths:
-        for r in train_depth(d, seeds, data=args.data, out_dir=args.out, weights_dir=args.weights_dir,
+        for r in train_depth(d, seeds, data=args.data, out_dir=args.out,
+                             weights_dir=args.weights_dir,
                              checkpoint_dir=args.checkpoint_dir or paths.CHECKPOINTS, kinds=kinds):
-            print(f"{run_name(r['config'])}: {r['status']}, test error {r['final'].get('test_err')}")
+            print(f"{run_name(r['config'])}: {r['status']}, test error "
+                  f"{r['final'].get('test_err')}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The real datasets, loaded once per test module from the offline copy (IDMAP_DATA, or ../shared/data)."""
+"""The real datasets, loaded once per test module from the offline copy (IDMAP_DATA, or
+../shared/data)."""
 import pytest
 
 from idmap_lib.engine import data

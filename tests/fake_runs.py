@@ -1,12 +1,14 @@
-"""Recorded runs made up for the book's tests (nothing trains): a result of today's recipe with the numbers a test
-asks for, saved like a real one (engine/results.py)."""
+"""Recorded runs made up for the book's tests (nothing trains): a result of today's recipe with the
+numbers a test asks for, saved like a real one (engine/results.py)."""
 from idmap_lib.engine import recipes, results
 
-def result(experiment, variant, seed, test_err=0.5, losses=(2.3, 1.5, 1.2, 1.0), status="ok", scale="cpu"):
+def result(experiment, variant, seed, test_err=0.5, losses=(2.3, 1.5, 1.2, 1.0), status="ok",
+           scale="cpu"):
     """A recorded run of today's recipe with the given numbers (nothing trained)."""
     cfg = recipes.config(experiment, variant, scale, seed)
     n = cfg["steps"]
-    train = [{"step": round((i + 1) * n / len(losses)), "train_loss": l, "train_err": 0.5, "lr": 0.1,
+    train = [{"step": round((i + 1) * n / len(losses)), "train_loss": l, "train_err": 0.5,
+              "lr": 0.1,
               "img_per_s": 100.0, "wall_s": 1.0} for i, l in enumerate(losses)]
     final = {"train_loss": losses[-1], "train_err": 0.5, "steps": n}
     if status == "ok":
@@ -22,7 +24,8 @@ def save(tmp_path, experiment, variant, errs, **kw):
 
 
 def history(losses, errs, every=10):
-    return [{"step": every * (i + 1), "train_loss": l, "train_err": e, "lr": 0.1, "img_per_s": 1.0, "wall_s": 1.0}
+    return [{"step": every * (i + 1), "train_loss": l, "train_err": e, "lr": 0.1, "img_per_s": 1.0,
+             "wall_s": 1.0}
             for i, (l, e) in enumerate(zip(losses, errs))]
 
 

@@ -1,10 +1,12 @@
-"""What the training loops recorded for a few tiny runs, as a fingerprint to compare a later loop with.
+"""What the training loops recorded for a few tiny runs, as a fingerprint to compare a later loop
+with.
 
-``fingerprints()`` trains each case below on one CPU thread and keeps everything a run records but its timings
-(every log window's loss and error, every evaluation, the first steps' losses, the final metrics and gates) plus
-a digest of the trained weights where the entry point returns them. ``RECORDED`` holds what the loops that came
-before ``engine/loop.py`` (``trainer.Run``, ``fused.FusedRun``, ``stacked._Stack``) recorded on this machine
-(``python tests/loop_fingerprints.py`` wrote it, at commit 558e55d); ``test_engine_loop.py`` compares."""
+``fingerprints()`` trains each case below on one CPU thread and keeps everything a run records but
+its timings (every log window's loss and error, every evaluation, the first steps' losses, the final
+metrics and gates) plus a digest of the trained weights where the entry point returns them.
+``RECORDED`` holds what the loops that came before ``engine/loop.py`` (``trainer.Run``,
+``fused.FusedRun``, ``stacked._Stack``) recorded on this machine (``python
+tests/loop_fingerprints.py`` wrote it, at commit 558e55d); ``test_engine_loop.py`` compares."""
 from __future__ import annotations
 
 import hashlib
@@ -24,12 +26,15 @@ KINDS = ("plain", "resnet", "gresnet")
 
 
 def tiny_cifar(seed=0, variant="original-110", steps=12):
-    """ResNet-8 of Table 2's recipe, 320 images, batch 16, augmented, lr 0.01 -> 0.1 at step 4, / 5 at half."""
+    """ResNet-8 of Table 2's recipe, 320 images, batch 16, augmented, lr 0.01 -> 0.1 at step 4, / 5
+    at half."""
     cfg = config("a_table2_activations", variant, "cpu", seed)
     cfg["model"]["kwargs"]["depth"] = 8
-    cfg.update(steps=steps, batch_size=16, log_every=2, eval_every=6, divergence={"grace_fraction": None},
+    cfg.update(steps=steps, batch_size=16, log_every=2, eval_every=6,
+               divergence={"grace_fraction": None},
                subset={"train_per_class": 32, "test_per_class": 10},
-               schedule=step_schedule(steps, 0.1, 5, fractions=[0.5], warmup_steps=4, warmup_lr=0.01))
+               schedule=step_schedule(steps, 0.1, 5, fractions=[0.5], warmup_steps=4,
+                                      warmup_lr=0.01))
     return cfg
 
 
@@ -37,7 +42,8 @@ def _record(result) -> dict:
     keep = ("status", "fail", "config_hash", "first_steps", "precision", "channels_last")
     out = {k: result.get(k) for k in keep}
     out["history"] = untimed(result["history"])
-    out["final"] = {k: v for k, v in result.get("final", {}).items() if k not in ("wall_s", "img_per_s")}
+    out["final"] = {k: v for k, v in result.get("final", {}).items()
+                    if k not in ("wall_s", "img_per_s")}
     return out
 
 
@@ -50,12 +56,15 @@ def _digest(net) -> str:
 
 
 def machine() -> str:
-    """What a bit-exact comparison depends on: the CPU's instruction sets, torch's version and build."""
+    """What a bit-exact comparison depends on: the CPU's instruction sets, torch's version and
+    build."""
     flags = ""
     if Path("/proc/cpuinfo").exists():
-        line = next((l for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("flags")), "")
+        line = next((l for l in Path("/proc/cpuinfo").read_text().splitlines()
+                     if l.startswith("flags")), "")
         flags = " ".join(sorted(f for f in line.split() if f.startswith(("avx512", "amx"))))
-    return f"{platform.machine()} torch {torch.__version__} {torch.backends.cpu.get_cpu_capability()} {flags}"
+    return (f"{platform.machine()} torch {torch.__version__} "
+            f"{torch.backends.cpu.get_cpu_capability()} {flags}")
 
 
 def fingerprints(cases=None) -> dict:
@@ -69,25 +78,30 @@ def fingerprints(cases=None) -> dict:
     kw = dict(progress=False, write_result=False, device="cpu", threads=1)
     runs = {
         "solo_bf16": lambda: [train(tiny_cifar(0), cifar, amp="bf16", **kw)],
-        "solo_fp32_preact": lambda: [train(tiny_cifar(1, "full_preact-110"), cifar, amp="fp32", **kw)],
+        "solo_fp32_preact": lambda: [train(tiny_cifar(1, "full_preact-110"), cifar, amp="fp32",
+                                           **kw)],
         "solo_mnist_nadam": lambda: [train(tiny_mnist("gresnet", 2), mnist, **kw)],
-        "many_interleaved": lambda: train_many([tiny_cifar(0), tiny_cifar(2, "full_preact-110")], cifar,
+        "many_interleaved": lambda: train_many([tiny_cifar(0), tiny_cifar(2, "full_preact-110")],
+                                               cifar,
                                                amp="bf16", **kw),
         "fused_bf16": lambda: train_fused([tiny_cifar(s) for s in (0, 1)], cifar, amp="bf16", **kw),
-        "fused_fp32": lambda: train_fused([tiny_cifar(s, "full_preact-110") for s in (0, 3)], cifar, amp="fp32",
+        "fused_fp32": lambda: train_fused([tiny_cifar(s, "full_preact-110") for s in (0, 3)], cifar,
+                                          amp="fp32",
                                           **kw),
         "stacked": lambda: _stacked(train_stacked, mnist),
     }
     out = {}
     for name, fn in runs.items():
         if cases is None or name in cases:
-            torch.manual_seed(1234)  # what a caller's global stream was does not matter to a run: the same anyway
+            # what a caller's global stream was does not matter to a run: the same anyway
+            torch.manual_seed(1234)
             out[name] = [r if "digest" in r else _record(r) for r in fn()]
     return out
 
 
 def _stacked(train_stacked, mnist):
-    results, nets = train_stacked([tiny_mnist(k, s) for k in KINDS for s in (0, 1)], mnist, progress=False,
+    results, nets = train_stacked([tiny_mnist(k, s) for k in KINDS for s in (0, 1)], mnist,
+                                  progress=False,
                                   write_result=False, device="cpu")
     return [{**_record(r), "digest": _digest(n)} for r, n in zip(results, nets)]
 

@@ -1,7 +1,8 @@
-"""The crop's offsets: every offset 0..2*pad occurs, in both directions and jointly, about equally often.
+"""The crop's offsets: every offset 0..2*pad occurs, in both directions and jointly, about equally
+often.
 
-Each image is an arange of distinct positive values, so one pixel of a crop that is not padding tells the
-offset (dy, dx) the crop was cut at (and whether it was mirrored).
+Each image is an arange of distinct positive values, so one pixel of a crop that is not padding
+tells the offset (dy, dx) the crop was cut at (and whether it was mirrored).
 """
 import pytest
 import torch
@@ -10,7 +11,8 @@ from idmap_lib.engine.augment import crop_flip
 
 
 def _offsets(x, out, pad):
-    """(dy, dx, mirrored) of every crop: out[n] = F.pad(x[n])[dy:dy+h, dx:dx+w], flipped left-right or not."""
+    """(dy, dx, mirrored) of every crop: out[n] = F.pad(x[n])[dy:dy+h, dx:dx+w], flipped left-right
+    or not."""
     n, _, h, w = x.shape
     res = []
     for i in range(n):
@@ -32,7 +34,8 @@ def _offsets(x, out, pad):
 
 
 def _images(n, h=6, w=6):
-    return (torch.arange(h * w, dtype=torch.int64).view(1, 1, h, w) + 1 + (h * w + 1) * torch.arange(n).view(n, 1, 1, 1)).double()
+    return (torch.arange(h * w, dtype=torch.int64).view(1, 1, h, w) + 1
+            + (h * w + 1) * torch.arange(n).view(n, 1, 1, 1)).double()
 
 
 @pytest.mark.parametrize("pad", [1, 2, 4])
@@ -47,7 +50,8 @@ def test_every_crop_offset_from_0_to_2pad_occurs_equally_often(pad, flip):
     dxs = torch.tensor([g[1] for g in got])
     assert set(dys.tolist()) == set(range(k)) and set(dxs.tolist()) == set(range(k))
     assert len({(a, b) for a, b, _ in got}) == k * k                    # every (dy, dx) pair
-    for d in (dys, dxs):                                                 # uniform: each within 20 % of n / k
+    # uniform: each within 20 % of n / k
+    for d in (dys, dxs):
         counts = torch.bincount(d, minlength=k).double()
         assert ((counts - n / k).abs() < 0.2 * n / k).all(), counts.tolist()
     mirrored = sum(m for _, _, m in got)
@@ -56,7 +60,8 @@ def test_every_crop_offset_from_0_to_2pad_occurs_equally_often(pad, flip):
 
 def test_pad_0_is_the_image_itself():
     x = _images(50)
-    assert torch.equal(crop_flip(x, pad=0, flip=False, generator=torch.Generator().manual_seed(0)), x)
+    assert torch.equal(crop_flip(x, pad=0, flip=False, generator=torch.Generator().manual_seed(0)),
+                       x)
 
 
 def test_memory_layout_is_nchw_unless_channels_last_is_asked_for():
@@ -64,7 +69,8 @@ def test_memory_layout_is_nchw_unless_channels_last_is_asked_for():
     for pad in (0, 2):
         a = crop_flip(x, pad=pad, generator=torch.Generator().manual_seed(0))
         b = crop_flip(x, pad=pad, generator=torch.Generator().manual_seed(0), channels_last=True)
-        assert a.is_contiguous() and b.is_contiguous(memory_format=torch.channels_last) and torch.equal(a, b)
+        assert (a.is_contiguous() and b.is_contiguous(memory_format=torch.channels_last)
+                and torch.equal(a, b))
 
 
 def test_the_defaults_are_the_papers_augmentation():

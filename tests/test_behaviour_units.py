@@ -1,9 +1,9 @@
 """What units compute, checked against formulas built from their parts (not from their layout).
 
-- Where the projection reads from: a pre-activation unit that changes dimensions (and the first unit after
-  conv1) applies its pre-activation once, before the split, so its output is h(P(x)) + G(P(x)), P the
-  pre-activation (BN+ReLU or ReLU, here evaluated from its formula) and G the rest of the branch. A unit that
-  keeps dimensions adds the raw x: x + F(x).
+- Where the projection reads from: a pre-activation unit that changes dimensions (and the first unit
+  after conv1) applies its pre-activation once, before the split, so its output is h(P(x)) +
+  G(P(x)), P the pre-activation (BN+ReLU or ReLU, here evaluated from its formula) and G the rest of
+  the branch. A unit that keeps dimensions adds the raw x: x + F(x).
 - Where the stride sits: every convolution's stride, read from the sizes of its actual output.
 """
 import pytest
@@ -16,12 +16,14 @@ torch.set_num_threads(2)
 
 
 def _leaves(module):
-    return [m for m in module.modules() if not list(m.children()) and not isinstance(m, nn.Identity)]
+    return [m for m in module.modules() if not list(m.children())
+            and not isinstance(m, nn.Identity)]
 
 
 def _randomise_bn(module, seed=0):
-    """BN statistics and affine parameters far from their initial values: BN+ReLU is then no near-identity
-    scaling of a ReLU, so P(x) differs from x and from ReLU(x) everywhere it matters."""
+    """BN statistics and affine parameters far from their initial values: BN+ReLU is then no
+    near-identity scaling of a ReLU, so P(x) differs from x and from ReLU(x) everywhere it
+    matters."""
     g = torch.Generator().manual_seed(seed)
     for m in module.modules():
         if isinstance(m, nn.BatchNorm2d):
@@ -41,8 +43,8 @@ def _bn_formula(bn, x):
 
 
 def _split(unit, kind):
-    """P (the pre-activation, from its formula) and G (the weight path after it), from the unit's ops in
-    forward order, wherever the unit put the split between `preact` and `residual`."""
+    """P (the pre-activation, from its formula) and G (the weight path after it), from the unit's
+    ops in forward order, wherever the unit put the split between `preact` and `residual`."""
     ops = _leaves(unit.preact) + _leaves(unit.residual)
     if kind == "full_preact":
         assert isinstance(ops[0], nn.BatchNorm2d) and isinstance(ops[1], nn.ReLU)
@@ -61,18 +63,21 @@ def _check_shared_preact(unit, kind, x):
         y = unit(x)
         a = P(x)
         assert (a - x).abs().max() > 0.5  # P is no near-identity ...
-        assert kind == "relu_preact" or (a - torch.relu(x)).abs().max() > 0.1  # ... nor (BN+ReLU) a plain ReLU
+        # ... nor (BN+ReLU) a plain ReLU
+        assert kind == "relu_preact" or (a - torch.relu(x)).abs().max() > 0.1
         expected = unit.shortcut.h(a) + G(a)
     hook.remove()
     torch.testing.assert_close(y, expected, rtol=1e-10, atol=1e-10)
-    torch.testing.assert_close(seen[0], a, rtol=1e-10, atol=1e-10)  # the shortcut's input is P(x), not x
+    # the shortcut's input is P(x), not x
+    torch.testing.assert_close(seen[0], a, rtol=1e-10, atol=1e-10)
     return unit
 
 
 @pytest.mark.parametrize("kind", ["full_preact", "relu_preact"])
 @pytest.mark.parametrize("c_in, c_out, stride, block", [
     (16, 32, 2, "basic"),         # zero-pad projection (ResNet-20/110 downsampling)
-    (16, 64, 1, "bottleneck"),    # 1x1 conv projection, stage 1 of ResNet-164 (16 -> 64 at stride 1)
+    # 1x1 conv projection, stage 1 of ResNet-164 (16 -> 64 at stride 1)
+    (16, 64, 1, "bottleneck"),
     (64, 128, 2, "bottleneck"),   # 1x1 conv projection with stride
     (16, 32, 2, "single"),
 ])
@@ -88,7 +93,8 @@ def test_first_unit_after_conv1_and_downsampling_units_of_whole_nets_share_one_p
     torch.manual_seed(0)
     cases = [(im.cifar_resnet(20), "full_preact", (0, 3, 6)),
              (im.cifar_resnet(20, "relu_preact"), "relu_preact", (0, 3, 6)),
-             (im.cifar_resnet(11), "full_preact", (0, 1, 2)),           # bottleneck, conv projections
+             # bottleneck, conv projections
+             (im.cifar_resnet(11), "full_preact", (0, 1, 2)),
              (im.wide_resnet(10, 2, dropout=0.3), "full_preact", (0, 1, 2))]
     for net, kind, which in cases:
         units = im.residual_units(net)
@@ -116,7 +122,8 @@ def test_paper_b_dense_layer_is_dot_bn_relu():
     lin = layer[0]
     assert lin.bias is None                                   # BN follows: no bias
     z = x @ lin.weight.T
-    want = torch.relu((z - z.mean(0)) / torch.sqrt(z.var(0, unbiased=False) + 1e-5))  # BN weight 1, bias 0
+    # BN weight 1, bias 0
+    want = torch.relu((z - z.mean(0)) / torch.sqrt(z.var(0, unbiased=False) + 1e-5))
     torch.testing.assert_close(layer(x), want, rtol=1e-8, atol=1e-8)
 
 
@@ -126,10 +133,12 @@ def test_dropout_shortcut_in_training_adds_the_residual_to_the_masked_shortcut()
     assert im.unit_layout(u)["on_shortcut"] == "dropout 0.25"
     s = torch.ones(1, 16, 32, 32, dtype=torch.float64)
     r = torch.randn_like(s)
-    mask = u.shortcut(s, r) - r                       # y = m * h(s) + r with m in {0, 1}, mean 1 - p
+    # y = m * h(s) + r with m in {0, 1}, mean 1 - p
+    mask = u.shortcut(s, r) - r
     assert set(mask.round(decimals=12).unique().tolist()) == {0.0, 1.0}
     assert mask.mean().item() == pytest.approx(0.75, abs=0.03)
-    assert torch.equal(im.make_unit("full_preact", "dropout", p=0.0).train().shortcut(s.float(), r.float()),
+    assert torch.equal(im.make_unit("full_preact", "dropout",
+                                    p=0.0).train().shortcut(s.float(), r.float()),
                        s.float() + r.float())     # p = 0 is allowed: the identity shortcut
     with pytest.raises(ValueError, match=r"\[0, 1\)"):
         im.make_unit("full_preact", "dropout", p=1.0)
@@ -138,9 +147,11 @@ def test_dropout_shortcut_in_training_adds_the_residual_to_the_masked_shortcut()
 # --- strides, per convolution ---------------------------------------------------------------------
 
 def _conv_strides(module, x):
-    """(declared stride, measured stride) of every conv of `module` in forward order, from its real output."""
+    """(declared stride, measured stride) of every conv of `module` in forward order, from its real
+    output."""
     out = []
-    hooks = [m.register_forward_hook(lambda m, i, o: out.append((m.stride[0], i[0].shape[-1] // o.shape[-1])))
+    hooks = [m.register_forward_hook(lambda m, i, o: out.append((m.stride[0],
+                                                                 i[0].shape[-1] // o.shape[-1])))
              for m in module.modules() if isinstance(m, nn.Conv2d)]
     with torch.no_grad():
         module(x)

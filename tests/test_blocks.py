@@ -1,6 +1,6 @@
-"""The blocks chapters 7-10 repeat (idmap_lib.book.figures.blocks): one call shows the claims in words, then
-in full under a fold, the forest and the notes, in that order; the full recipe's words and curves from one
-reading of its runs."""
+"""The blocks chapters 7-10 repeat (idmap_lib.book.figures.blocks): one call shows the claims in
+words, then in full under a fold, the forest and the notes, in that order; the full recipe's words
+and curves from one reading of its runs."""
 import pytest
 
 from idmap_lib.book.figures import blocks
@@ -19,12 +19,14 @@ def shown(monkeypatch):
 
 
 def test_the_claims_block_shows_words_then_the_folded_table_then_the_forest_and_notes(shown):
-    assert blocks.claims(KEYS, ["a_table1_shortcuts"], forest="Table 1's claims", contradictions=True) is None
+    assert blocks.claims(KEYS, ["a_table1_shortcuts"], forest="Table 1's claims",
+                         contradictions=True) is None
     kinds = [type(x).__name__ for x in shown]
     assert kinds == ["Styler", "HTML", "Figure", "Markdown", "Markdown"], kinds
     words, folded = shown[0].data, shown[1].data
     assert len(words) == len(KEYS)  # one row a claim
-    assert folded.startswith('<details class="admonition hide above-output') and blocks.FOLD in folded
+    assert (folded.startswith('<details class="admonition hide above-output')
+            and blocks.FOLD in folded)
     assert "<summary>" in folded and folded.endswith("</details>") and "<table" in folded
     assert all(k.replace("_", "_\u200b") in folded for k in KEYS)  # every claim's row, in full
     assert "Table 1's claims" in shown[2].layout.title.text
@@ -37,8 +39,10 @@ def test_the_full_recipe_block_reads_its_runs_once(shown, monkeypatch):
     from idmap_lib.book.figures import full_recipe
 
     reads, real = [], full_recipe.full_recipe_runs
-    monkeypatch.setattr(full_recipe, "full_recipe_runs", lambda *a, **k: reads.append(a) or real(*a, **k))
-    blocks.full_recipe("a_table2_activations", ("original-110", "full_preact-110", "relu_preact-110"),
+    monkeypatch.setattr(full_recipe, "full_recipe_runs",
+                        lambda *a, **k: reads.append(a) or real(*a, **k))
+    blocks.full_recipe("a_table2_activations", ("original-110", "full_preact-110",
+                                                "relu_preact-110"),
                        started_only=True)
     assert len(reads) == 1
     words, fig = shown
@@ -55,8 +59,10 @@ def test_open_claims_words_names_what_each_scale_leaves_open(monkeypatch):
     monkeypatch.setattr(verdicts, "claims_table", lambda keys, out_dir=None: pd.DataFrame(
         {"verdict": [said[k] for k in keys]}, index=keys))
     text = verdicts.open_claims_words({"full recipe": [k1, k2], "CPU scale": [k3]})
-    assert f"Not reproduced (yet) at the full recipe: **{claim_words.TITLES[k2]}** (inconclusive)." in text
-    assert f"No verdict at the CPU scale (*{rule.NEEDS_FULL}*): **{claim_words.TITLES[k3]}**." in text
+    assert (f"Not reproduced (yet) at the full recipe: **{claim_words.TITLES[k2]}** "
+            f"(inconclusive)." in text)
+    assert (f"No verdict at the CPU scale (*{rule.NEEDS_FULL}*): "
+            f"**{claim_words.TITLES[k3]}**." in text)
     assert claim_words.TITLES[k1] not in text
     every = verdicts.open_claims_words({"full recipe": [k1]})
     assert every.startswith("At the full recipe, every claim it can test was reproduced.")
@@ -69,11 +75,13 @@ def test_the_run_yourself_cell_trains_only_when_asked(monkeypatch):
     calls = []
     monkeypatch.setattr(yourself, "show", lambda *a, **k: calls.append(("show", a[0])))
     monkeypatch.setattr(sweep, "train_missing", lambda e, vs: calls.append(("train", e, vs)))
-    monkeypatch.setattr(live, "train_live", lambda e, v, **k: calls.append(("live", e, v, k["run"])) or "drawn")
+    monkeypatch.setattr(live, "train_live",
+                        lambda e, v, **k: calls.append(("live", e, v, k["run"])) or "drawn")
     assert yourself.cell(["k"], "a_table1_shortcuts", "conv1x1") == "drawn"
     assert calls == [("show", ["k"]), ("live", "a_table1_shortcuts", "conv1x1", False)]
     calls.clear()
-    yourself.cell(["k"], "b_resnet32", "gated", run=True, train=True, missing={"b_mnist": None, "b_wrn": ["plain"]})
+    yourself.cell(["k"], "b_resnet32", "gated", run=True, train=True,
+                  missing={"b_mnist": None, "b_wrn": ["plain"]})
     assert calls[1:] == [("train", "b_mnist", None), ("train", "b_wrn", ["plain"]),
                          ("live", "b_resnet32", "gated", True)]
 

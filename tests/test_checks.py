@@ -1,5 +1,5 @@
-"""The exercise graders (idmap_lib.checks) pass the reference solutions and catch typical wrong answers
-with the right hint. (The editions and batch grading: test_editions.py.)"""
+"""The exercise graders (idmap_lib.checks) pass the reference solutions and catch typical wrong
+answers with the right hint. (The editions and batch grading: test_editions.py.)"""
 import json
 import math
 import os
@@ -34,7 +34,7 @@ def fails(check, answer, *hint_words):
     return str(e.value)
 
 
-# ---- exercise 1 ---------------------------------------------------------------------------------------------
+# ---- exercise 1 ----------------------------------------------------------------------------------
 
 class PreAct(nn.Module):
     """Reference solution: Paper A Fig 4(e)."""
@@ -56,8 +56,10 @@ class PreAct(nn.Module):
             return r(x + self.conv2(r(self.bn2(self.conv1(r(self.bn1(x)))))))
         if self.order == "no_shortcut":
             return self.conv2(r(self.bn2(self.conv1(r(self.bn1(x))))))
-        if self.order == "functional_bn":  # always batch statistics: right in train mode, wrong in eval
-            bn = lambda m, t: F.batch_norm(t, None, None, m.weight, m.bias, training=True)  # noqa: E731
+        # always batch statistics: right in train mode, wrong in eval
+        if self.order == "functional_bn":
+            bn = lambda m, t: F.batch_norm(t, None, None, m.weight, m.bias,
+                                           training=True)  # noqa: E731
             return x + self.conv2(r(bn(self.bn2, self.conv1(r(bn(self.bn1, x))))))
         return x + self.conv2(r(self.bn2(self.conv1(r(self.bn1(x))))))
 
@@ -110,7 +112,7 @@ def test_full_preact_catches_in_place_input():
     fails(checks.check_full_preact_unit, InPlace, "in place")
 
 
-# ---- exercise 2 ---------------------------------------------------------------------------------------------
+# ---- exercise 2 ----------------------------------------------------------------------------------
 
 def gate(x, W_g, b_g):
     return torch.sigmoid(F.conv2d(x, W_g, b_g))
@@ -136,7 +138,7 @@ def test_gating_catches_wrong_formulas(wrong, hint):
     fails(checks.check_exclusive_gating, wrong, hint)
 
 
-# ---- exercise 3 ---------------------------------------------------------------------------------------------
+# ---- exercise 3 ----------------------------------------------------------------------------------
 
 def test_direct_term_passes_product_and_matches_a_real_stack(capsys):
     assert checks.check_direct_term.status(math.prod) == "passed"
@@ -162,11 +164,13 @@ def test_direct_term_catches_wrong_answers(wrong, hint):
 def test_vanishing_depth():
     right = lambda lam, eps: next(n for n in range(1, 10 ** 6) if lam ** n < eps)  # noqa: E731
     assert checks.check_vanishing_depth.status(right) == "passed"
-    fails(checks.check_vanishing_depth, lambda lam, eps: int(math.log(eps) / math.log(lam)), "round up")
-    fails(checks.check_vanishing_depth, lambda lam, eps: math.log(eps) / math.log(lam), "whole number")
+    fails(checks.check_vanishing_depth, lambda lam, eps: int(math.log(eps) / math.log(lam)),
+          "round up")
+    fails(checks.check_vanishing_depth, lambda lam, eps: math.log(eps) / math.log(lam),
+          "whole number")
 
 
-# ---- exercise 4 ---------------------------------------------------------------------------------------------
+# ---- exercise 4 ----------------------------------------------------------------------------------
 
 class Gated(nn.Module):
     k0 = 1.0
@@ -196,7 +200,8 @@ def test_gated_residual_catches_k_initialised_to_zero():
 
 
 def test_gated_residual_catches_sigmoid_gate():
-    fails(checks.check_gated_residual, gated(lambda s, x: torch.sigmoid(s.k) * s.F(x) + x), "sigmoid(k) is never 0")
+    fails(checks.check_gated_residual, gated(lambda s, x: torch.sigmoid(s.k) * s.F(x) + x),
+          "sigmoid(k) is never 0")
 
 
 def test_gated_residual_catches_gated_plain_layer():
@@ -207,7 +212,8 @@ def test_gated_residual_catches_gated_plain_layer():
 
 
 def test_gated_residual_catches_detached_gate_and_extra_parameters():
-    fails(checks.check_gated_residual, gated(lambda s, x: torch.relu(s.k).item() * s.F(x) + x), "dE/dk")
+    fails(checks.check_gated_residual, gated(lambda s, x: torch.relu(s.k).item() * s.F(x) + x),
+          "dE/dk")
 
     class Extra(Gated):
         def __init__(self, F):
@@ -216,7 +222,7 @@ def test_gated_residual_catches_detached_gate_and_extra_parameters():
     fails(checks.check_gated_residual, Extra, "expected F's")
 
 
-# ---- exercise 5 ---------------------------------------------------------------------------------------------
+# ---- exercise 5 ----------------------------------------------------------------------------------
 
 def truncation_rate(unit, x):
     y = unit.shortcut(x, unit.residual(x))
@@ -236,14 +242,15 @@ def test_truncation_catches_wrong_answers(wrong, hint):
     fails(checks.check_truncation_rate, wrong, hint)
 
 
-# ---- stubs, batch grading, the students' copy ---------------------------------------------------------------
+# ---- stubs, batch grading, the students' copy ----------------------------------------------------
 
 def stub(*args, **kwargs):
     raise NotImplementedError("exercise")
 
 
 def test_stub_is_reported_not_attempted(capsys):
-    assert checks.check_direct_term(stub) is None  # no exception: a notebook with stubs runs through
+    # no exception: a notebook with stubs runs through
+    assert checks.check_direct_term(stub) is None
     assert "NOT ATTEMPTED check_direct_term" in capsys.readouterr().out
     assert checks.check_gated_residual.status(stub) == "not attempted"
 
@@ -257,11 +264,13 @@ def test_grade_a_namespace():
     assert res["1 full pre-activation unit"] == "missing"
 
 
-# ---------------------------------------------------------------------------------------------- what the sandbox leaves
+# ----------------------------------------------------------------------------------------------
+# what the sandbox leaves
 
 def test_links_and_special_files_a_notebook_made_are_removed_unread(tmp_path):
-    """Issue 45.2: a symlink from the runs folder to the book's runs, a seed.txt linked to a file of the
-    instructor's, a hard link and a pipe are removed without being followed; plain files and folders stay."""
+    """Issue 45.2: a symlink from the runs folder to the book's runs, a seed.txt linked to a file of
+    the instructor's, a hard link and a pipe are removed without being followed; plain files and
+    folders stay."""
     import os
     from idmap_lib.checks import batch
 
@@ -276,50 +285,63 @@ def test_links_and_special_files_a_notebook_made_are_removed_unread(tmp_path):
     os.link(secret, runs / "hard.json")
     os.mkfifo(runs / "pipe")
     gone = batch.strip_links(sub)
-    assert gone == ["idmap_runs/book", "idmap_runs/hard.json", "idmap_runs/pipe", "idmap_runs/seed.txt"]
-    assert sorted(p.name for p in runs.iterdir()) == ["mine.json"] and secret.read_text() == "instructor only"
+    assert gone == ["idmap_runs/book", "idmap_runs/hard.json", "idmap_runs/pipe",
+                    "idmap_runs/seed.txt"]
+    assert (sorted(p.name for p in runs.iterdir()) == ["mine.json"]
+            and secret.read_text() == "instructor only")
 
 
 def test_extract_reads_the_values_after_the_last_cell_and_writes_its_status(tmp_path):
-    """Issue 45.5: the extraction cell ran past the notebook's end (IndexError, no status, every sandbox exit 1)."""
+    """Issue 45.5: the extraction cell ran past the notebook's end (IndexError, no status, every
+    sandbox exit 1)."""
     import json
     import subprocess
     import sys
     import nbformat
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("answers = {'a': 1.5}"), nbformat.v4.new_code_cell("1 / 0")]
+    nb.cells = [nbformat.v4.new_code_cell("answers = {'a': 1.5}"),
+                nbformat.v4.new_code_cell("1 / 0")]
     path = tmp_path / "n.ipynb"
     nbformat.write(nb, path)
-    plan = {"calls": [{"question": "q1", "check": "ablations.check", "args": ["'x'", "None", "answers", "None"]}],
+    plan = {"calls": [{"question": "q1", "check": "ablations.check",
+                       "args": ["'x'", "None", "answers", "None"]}],
             "seed": 1}
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     out = tmp_path / "values.json"
-    done = subprocess.run([sys.executable, "-m", "idmap_lib.checks.extract", str(path), str(tmp_path / "plan.json"),
+    done = subprocess.run([sys.executable, "-m", "idmap_lib.checks.extract", str(path),
+                           str(tmp_path / "plan.json"),
                            str(out)], capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "RuntimeWarning" not in done.stderr  # (an un-awaited is_alive warned at every run)
     assert json.loads(out.read_text())["calls"][0]["answers"] == {"a": 1.5}
     status = json.loads(Path(str(out) + ".status").read_text())
-    assert status["cells"] == 2  # (a cell's own error is the notebook's output, allowed: the rest still ran)
+    # (a cell's own error is the notebook's output, allowed: the rest still ran)
+    assert status["cells"] == 2
 
 
 def test_grading_refuses_at_once_where_the_sandbox_cannot_import_the_library(tmp_path, monkeypatch):
-    """Issue 45.5: an environment whose editable install points elsewhere gave every honest student 0/6."""
+    """Issue 45.5: an environment whose editable install points elsewhere gave every honest student
+    0/6."""
     from idmap_lib.checks import batch, sandbox
 
     (tmp_path / "alice.ipynb").write_text("{}")
-    monkeypatch.setattr(sandbox, "run", lambda *a, **k: sandbox.Outcome(1, 0.1, "ModuleNotFoundError: No module "
-                                                                             "named 'idmap_lib'"))
-    with pytest.raises(RuntimeError, match="cannot import the library.*No module named 'idmap_lib'.*nobody was graded"):
-        batch.grade_folder(tmp_path, chapter="ablations", csv_path=tmp_path / "g.csv", isolate=False, progress=None)
+    monkeypatch.setattr(sandbox, "run",
+                        lambda *a, **k: sandbox.Outcome(1, 0.1, "ModuleNotFoundError: No module "
+                                                             "named 'idmap_lib'"))
+    with pytest.raises(RuntimeError,
+                       match="cannot import the library.*No module named 'idmap_lib'.*nobody was "
+                             "graded"):
+        batch.grade_folder(tmp_path, chapter="ablations", csv_path=tmp_path / "g.csv",
+                           isolate=False, progress=None)
     assert not (tmp_path / "g.csv").exists()
     monkeypatch.undo()
     batch.preflight()  # this environment: it imports
 
 
 def test_feedback_never_echoes_a_long_answer_value():
-    """Issue 45.3: an answer built from the host name and a listing of /etc came back whole in the feedback."""
+    """Issue 45.3: an answer built from the host name and a listing of /etc came back whole in the
+    feedback."""
     from idmap_lib.checks import ablation_grading as g
 
     leak = "host-x:" + "ssh_host_rsa_key " * 20
@@ -329,8 +351,9 @@ def test_feedback_never_echoes_a_long_answer_value():
 
 
 def test_a_book_run_relabelled_with_its_first_steps_retrained_is_caught_by_its_later_history():
-    """Issue 45.1: the spot check retrains only the first steps, so a book run relabelled to a new seed with those
-    steps trained again passed it. Its later windows still equal the book run's; another seed's never do."""
+    """Issue 45.1: the spot check retrains only the first steps, so a book run relabelled to a new
+    seed with those steps trained again passed it. Its later windows still equal the book run's;
+    another seed's never do."""
     import copy
     from idmap_lib.checks import batch, spotcheck
 
@@ -346,27 +369,33 @@ def test_a_book_run_relabelled_with_its_first_steps_retrained_is_caught_by_its_l
     others = [r for r in book if r["path"] != s0["path"]]
     twin = next(r for r in others if r["config"]["variant"] == s0["config"]["variant"] and
                 r["config"].get("scale") == s0["config"].get("scale"))
-    assert spotcheck.copied({"b": twin}, [s0]) == {}  # an honest run of another seed: its own history
+    # an honest run of another seed: its own history
+    assert spotcheck.copied({"b": twin}, [s0]) == {}
     assert batch._fingerprint({"x": ("q", forged)}) == batch._fingerprint({"x": ("q", s0)})
 
 
 def test_an_unattempted_ablation_says_what_is_still_a_stub(capsys):
-    """Issue 42.3: 'answers ... still raises NotImplementedError' where `answers` is a dict of `...`."""
+    """Issue 42.3: 'answers ... still raises NotImplementedError' where `answers` is a dict of
+    `...`."""
     from idmap_lib.checks import ablations
     from idmap_lib.engine.results import find_result
 
     name = "constant_scaling"
-    runs = {k: find_result(c, ablations.BOOK_RUNS, same_training=False) for k, c in ablations.configs(name, 0).items()}
+    runs = {k: find_result(c, ablations.BOOK_RUNS, same_training=False)
+            for k, c in ablations.configs(name, 0).items()}
     if None in runs.values():
         pytest.skip("the book's classroom runs of constant_scaling are not recorded")
-    got = ablations.status(name, runs, {a: ... for a in ablations.ABLATIONS[name].answers}, "p", scale=None)
+    got = ablations.status(name, runs, {a: ... for a in ablations.ABLATIONS[name].answers}, "p",
+                           scale=None)
     out = capsys.readouterr().out
-    assert got == "not attempted" and "every entry of `answers` is still `...`" in out and "raises" not in out
+    assert (got == "not attempted" and "every entry of `answers` is still `...`" in out
+            and "raises" not in out)
 
 
 def test_each_exercise_gives_one_time_a_student_plans_by():
-    """Issue 42.3: 'timed alone: 0.6 min' sat above a table of 156 + 158 s runs. Each exercise now opens with one
-    time for a laptop CPU (the idle timing, doubled, whole minutes up) and one for a Colab GPU."""
+    """Issue 42.3: 'timed alone: 0.6 min' sat above a table of 156 + 158 s runs. Each exercise now
+    opens with one time for a laptop CPU (the idle timing, doubled, whole minutes up) and one for a
+    Colab GPU."""
     import math
     from idmap_lib.checks import ablations, guide
 
@@ -375,12 +404,14 @@ def test_each_exercise_gives_one_time_a_student_plans_by():
         note = guide.scales_note(name)
         assert note.startswith("**Time.** Allow about ") and note.count("**Time.**") == 1
         if t["cpu_s"]:
-            assert f"about {math.ceil(guide.LAPTOP_FACTOR * t['cpu_s'] / 60)} min on a laptop CPU" in note
+            assert (f"about {math.ceil(guide.LAPTOP_FACTOR * t['cpu_s'] / 60)} min on a laptop "
+                    f"CPU") in note
         assert f"about {math.ceil(t['gpu']['s'] / 60)} min on a Colab GPU" in note
 
 
 def test_the_instructor_guide_has_points_a_rubric_model_answers_and_a_session_plan():
-    """Issue 42.3: goals, expected answers and commands, but no points, no rubric, no model answer, no plan."""
+    """Issue 42.3: goals, expected answers and commands, but no points, no rubric, no model answer,
+    no plan."""
     from idmap_lib.checks import ablations, guide
 
     text = guide.instructor_guide()
@@ -390,7 +421,8 @@ def test_the_instructor_guide_has_points_a_rubric_model_answers_and_a_session_pl
 
 
 def test_a_fork_bomb_stops_at_the_sandboxs_task_limit(tmp_path):
-    """A notebook that forks without end gets no more than Limits.tasks processes, and leaves no cgroup."""
+    """A notebook that forks without end gets no more than Limits.tasks processes, and leaves no
+    cgroup."""
     import os
     import sys
 
@@ -400,7 +432,8 @@ def test_a_fork_bomb_stops_at_the_sandboxs_task_limit(tmp_path):
     bomb = ("import os, time\nn = 0\ntry:\n    for i in range(400):\n        if os.fork() == 0:\n"
             "            time.sleep(30)\n            os._exit(0)\n        n += 1\n"
             "except OSError as e:\n    print('stopped:', e)\nprint('forked', n)\n")
-    out = sandbox.run([sys.executable, "-c", bomb], tmp_path, limits=sandbox.Limits(wall_s=60, tasks=40))
+    out = sandbox.run([sys.executable, "-c", bomb], tmp_path,
+                      limits=sandbox.Limits(wall_s=60, tasks=40))
     assert "stopped" in out.output and int(out.output.split("forked")[-1]) < 40, out
     assert out.seconds < 30  # its children were killed with it, not waited for
     assert not list(Path("/sys/fs/cgroup/pids").glob(f"idmap-sandbox-{os.getpid()}-*"))
@@ -417,10 +450,11 @@ class _Marker:
 
 
 def test_the_gradescope_run_removes_pickles_and_links_unread_and_never_calls_otters_runner(tmp_path, monkeypatch):
-    """The autograder zip's run_otter.py (what Gradescope runs) hands the submission to checks/gradescope.py,
-    which removes Otter's log, pickles, weights and links unread before anything is graded, grades as the batch
-    grades a row (here a stand-in for batch.grade_one, which sees what is left) and writes results.json; Otter's
-    runner (which would score in the student's kernel and load its log) is never imported."""
+    """The autograder zip's run_otter.py (what Gradescope runs) hands the submission to
+    checks/gradescope.py, which removes Otter's log, pickles, weights and links unread before
+    anything is graded, grades as the batch grades a row (here a stand-in for batch.grade_one, which
+    sees what is left) and writes results.json; Otter's runner (which would score in the student's
+    kernel and load its log) is never imported."""
     import pickle
     import runpy
     import zipfile
@@ -443,7 +477,8 @@ def test_the_gradescope_run_removes_pickles_and_links_unread_and_never_calls_ott
     def grade_one(zipped, plan, limits, isolate):
         seen["files"] = sorted(zipfile.ZipFile(zipped).namelist())
         q = plan["questions"][0]
-        return {"student": "x", "total": 1.0, "possible": 2.0, "reason": "", q: 1.0, f"{q}: feedback": ""}
+        return {"student": "x", "total": 1.0, "possible": 2.0, "reason": "", q: 1.0,
+                f"{q}: feedback": ""}
 
     monkeypatch.setattr(batch, "grade_one", grade_one)
     monkeypatch.setattr(batch, "preflight", lambda *a: None)
@@ -462,13 +497,16 @@ def test_the_gradescope_run_removes_pickles_and_links_unread_and_never_calls_ott
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").exists(),
                     reason="needs a root grader and a system Python any user can run")
 def test_without_bubblewrap_a_root_grader_runs_the_students_code_as_nobody(tmp_path):
-    """Gradescope's container is root and has no user namespaces: the notebook then runs as the unprivileged
-    user, which cannot write outside its folder; a Python it cannot reach is one clear message, not a crash."""
+    """Gradescope's container is root and has no user namespaces: the notebook then runs as the
+    unprivileged user, which cannot write outside its folder; a Python it cannot reach is one clear
+    message, not a crash."""
     from idmap_lib.checks import sandbox
 
-    code = "import os\nprint(os.getuid(), os.getgroups())\nopen('mine.txt', 'w').write('x')\nopen('/root/x', 'w')"
+    code = ("import os\nprint(os.getuid(), os.getgroups())\nopen('mine.txt', "
+            "'w').write('x')\nopen('/root/x', 'w')")
     out = sandbox.run(["/usr/bin/python3", "-I", "-c", code], tmp_path, isolate=False)
-    assert f"{sandbox.UNPRIVILEGED} []" in out.output and "Permission denied: '/root/x'" in out.output
+    assert (f"{sandbox.UNPRIVILEGED} []" in out.output
+            and "Permission denied: '/root/x'" in out.output)
     assert (tmp_path / "mine.txt").read_text() == "x" and not Path("/root/x").exists()
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o700)

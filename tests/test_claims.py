@@ -1,5 +1,5 @@
-"""The claims registry: pre-registered tests, applied to recorded runs, give the same verdicts for and against the
-paper."""
+"""The claims registry: pre-registered tests, applied to recorded runs, give the same verdicts for
+and against the paper."""
 import pytest
 
 from fake_runs import history, mnist_run, result, save
@@ -17,13 +17,14 @@ def test_every_claim_names_real_runs():
             recipes.config(c.experiment, v, c.scale)  # raises for a variant that does not exist
         for t in c.tests:
             assert t.metric in metrics.METRICS and t.metric_of_b in metrics.METRICS and t.kind in ("better", "similar")
-    assert not {c.key for c in CLAIMS} & {p.key for p in claims.PROBES}  # our probes are not the papers' claims
+    # our probes are not the papers' claims
+    assert not {c.key for c in CLAIMS} & {p.key for p in claims.PROBES}
     assert {c.experiment for c in CLAIMS if c.scale == "full"} == {"b_mnist"}
 
 
 def test_a_claim_its_scale_cannot_test_needs_the_full_recipe(tmp_path):
-    """Sec 4.2: both halves are about the end of the full recipe: at the CPU scale neither is reproduced or
-    contradicted, whatever the short runs show, and their numbers stay as data."""
+    """Sec 4.2: both halves are about the end of the full recipe: at the CPU scale neither is
+    reproduced or contradicted, whatever the short runs show, and their numbers stay as data."""
     c = claims.CLAIMS_BY_KEY["s42_preact164_regularises"]
     t_loss = c.tests[1]
     assert t_loss.about == "converged"
@@ -32,8 +33,10 @@ def test_a_claim_its_scale_cannot_test_needs_the_full_recipe(tmp_path):
     save(tmp_path, "a_table2_activations", "full_preact-164", [0.60, 0.61, 0.62], losses=(2.3, 1.8))
     save(tmp_path, "a_table2_activations", "original-164", [0.80, 0.81, 0.82], losses=(2.3, 2.1))
     v = claims.evaluate(c, out_dir=tmp_path)
-    assert [p[1]["verdict"] for p in v.parts] == [rule.NEEDS_FULL, rule.NEEDS_FULL] and v.verdict == rule.NEEDS_FULL
-    assert v.parts[0][1]["d"] == pytest.approx(0.20) and v.parts[0][1]["steps"] == 400  # data after 400 steps
+    assert ([p[1]["verdict"] for p in v.parts] == [rule.NEEDS_FULL, rule.NEEDS_FULL]
+            and v.verdict == rule.NEEDS_FULL)
+    # data after 400 steps
+    assert v.parts[0][1]["d"] == pytest.approx(0.20) and v.parts[0][1]["steps"] == 400
     # a short run that points the other way contradicts nothing either
     other = tmp_path / "b"
     save(other, "a_table2_activations", "full_preact-164", [0.80, 0.81, 0.82], losses=(2.3, 1.8))
@@ -42,8 +45,9 @@ def test_a_claim_its_scale_cannot_test_needs_the_full_recipe(tmp_path):
 
 
 def test_no_final_error_claim_gets_a_verdict_at_a_cpu_scale(tmp_path):
-    """Issue 29's planted bug: a CPU-scale final-error claim given "reproduced". Every claim whose parts are about
-    the end of the paper's recipe, fed runs that would clear the bar, needs the full recipe at both CPU scales."""
+    """Issue 29's planted bug: a CPU-scale final-error claim given "reproduced". Every claim whose
+    parts are about the end of the paper's recipe, fed runs that would clear the bar, needs the full
+    recipe at both CPU scales."""
     ends = [c for c in CLAIMS if c.scale != "full" and set(c.about) <= {"end", "converged"}]
     assert len(ends) >= 10 and "t2_full_preact_best" in {c.key for c in ends}
     for c in ends:
@@ -53,14 +57,17 @@ def test_no_final_error_claim_gets_a_verdict_at_a_cpu_scale(tmp_path):
                 save(d, c.experiment, t.a, [0.40, 0.41, 0.42], scale=scale)
                 save(d, c.experiment, t.b, [0.80, 0.81, 0.82], scale=scale)
             v = claims.evaluate(c, scale, d)
-            assert v.verdict == rule.NEEDS_FULL and all(r["verdict"] == rule.NEEDS_FULL for _, r in v.parts), c.key
+            assert (v.verdict == rule.NEEDS_FULL and all(r["verdict"] == rule.NEEDS_FULL
+                                                         for _, r in v.parts)), c.key
     early = {c.key for c in CLAIMS if c.scale != "full" and c.about == ("early",)}
-    assert early == {"fig6_bn_after_add_slow_start", "fig1_1001_original_slow_start", "lr_jump_preact_tolerates"} | \
+    assert early == {"fig6_bn_after_add_slow_start", "fig1_1001_original_slow_start",
+                     "lr_jump_preact_tolerates"} | \
         {c.key for c in claims.SWAP_CLAIMS + claims.ROW_CLAIMS + claims.FP32_CLAIMS}
 
 
 def test_a_claim_on_synthetic_runs_reproduced_contradicted_inconclusive(tmp_path):
-    c = claims.CLAIMS_BY_KEY["t1_gating_bias"]   # exclusive gating: b_g = -6 better than b_g = 0, at the full recipe
+    # exclusive gating: b_g = -6 better than b_g = 0, at the full recipe
+    c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], scale="full")
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62], scale="full")
     v = claims.evaluate(c, "full", out_dir=tmp_path)
@@ -89,27 +96,34 @@ def test_missing_seeds_and_stale_configs_do_not_count(tmp_path):
 
 
 def test_every_run_counts_on_both_sides_whatever_the_claim_predicts(tmp_path):
-    """Issue 40's planted asymmetry: a rule that counted a stuck run on the side the claim predicts fails and dropped
-    it on the other. Table 1's b_g = 0 stuck at chance (the paper's "fail") counts; so does b_g = -6 stuck, and then
-    the claim is contradicted, not "not testable": the same runs, sides swapped, give the mirrored verdict."""
+    """Issue 40's planted asymmetry: a rule that counted a stuck run on the side the claim predicts
+    fails and dropped it on the other. Table 1's b_g = 0 stuck at chance (the paper's "fail")
+    counts; so does b_g = -6 stuck, and then the claim is contradicted, not "not testable": the same
+    runs, sides swapped, give the mirrored verdict."""
     c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
     stuck = (2.3, 2.3, 2.3, 2.302)
     good, bad = tmp_path / "good", tmp_path / "bad"
     save(good, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], scale="full")
-    save(good, "a_table1_shortcuts", "exclusive_gating-b0", [0.88, 0.89, 0.90], losses=stuck, scale="full")
-    save(bad, "a_table1_shortcuts", "exclusive_gating-b-6", [0.88, 0.89, 0.90], losses=stuck, scale="full")
+    save(good, "a_table1_shortcuts", "exclusive_gating-b0", [0.88, 0.89, 0.90], losses=stuck,
+         scale="full")
+    save(bad, "a_table1_shortcuts", "exclusive_gating-b-6", [0.88, 0.89, 0.90], losses=stuck,
+         scale="full")
     save(bad, "a_table1_shortcuts", "exclusive_gating-b0", [0.40, 0.41, 0.42], scale="full")
     v, w = claims.evaluate(c, "full", out_dir=good), claims.evaluate(c, "full", out_dir=bad)
-    assert v.verdict == "reproduced" and v.parts[0][1]["n"] == (3, 3) and v.parts[0][1]["excluded"] == (0, 0)
-    assert w.verdict == "contradicted" and w.parts[0][1]["n"] == (3, 3) and w.parts[0][1]["excluded"] == (0, 0)
+    assert (v.verdict == "reproduced" and v.parts[0][1]["n"] == (3, 3)
+            and v.parts[0][1]["excluded"] == (0, 0))
+    assert (w.verdict == "contradicted" and w.parts[0][1]["n"] == (3, 3)
+            and w.parts[0][1]["excluded"] == (0, 0))
     assert w.parts[0][1]["d"] == pytest.approx(-v.parts[0][1]["d"])
 
 
 def test_a_threshold_never_reached_counts_at_the_runs_length_on_both_sides_by_ranks(tmp_path):
-    """steps_to_80: a run that never gets below 80 % training error counts as N on whichever side it is (censored),
-    and the comparison is by ranks; nothing is dropped from a start metric for what the claim predicts."""
+    """steps_to_80: a run that never gets below 80 % training error counts as N on whichever side it
+    is (censored), and the comparison is by ranks; nothing is dropped from a start metric for what
+    the claim predicts."""
     c = claims.CLAIMS_BY_KEY["fig6_bn_after_add_slow_start"]
-    for v, starts in (("original-110", (40, 60, None, 50, 70)), ("bn_after_add-110", (None, None, 300, None, None))):
+    for v, starts in (("original-110", (40, 60, None, 50, 70)),
+                      ("bn_after_add-110", (None, None, 300, None, None))):
         for seed, at in enumerate(starts):
             r = result("a_table2_activations", v, seed)
             errs = [0.9] * 40 if at is None else [0.9] * (at // 10 - 1) + [0.7] * (41 - at // 10)
@@ -118,19 +132,24 @@ def test_a_threshold_never_reached_counts_at_the_runs_length_on_both_sides_by_ra
     v = claims.evaluate(c, out_dir=tmp_path, seeds=(0, 1, 2))
     res = v.parts[0][1]
     assert res["test"] == "ranks" and res["excluded"] == (0, 0) and res["censored"] == (1, 2)
-    assert res["xa"] == [40, 60, 400] and res["xb"] == [400, 400, 300] and res["verdict"] == "inconclusive"
-    v = claims.evaluate(c, out_dir=tmp_path)  # five a side: the censored original seed 2 still counts
+    assert (res["xa"] == [40, 60, 400] and res["xb"] == [400, 400, 300]
+            and res["verdict"] == "inconclusive")
+    # five a side: the censored original seed 2 still counts
+    v = claims.evaluate(c, out_dir=tmp_path)
     assert v.parts[0][1]["xa"] == [40, 60, 400, 50, 70] and v.verdict == "reproduced"
-    assert metrics.censored(seed_runs("a_table2_activations", "original-110", "cpu", (2,), tmp_path)[0][0],
+    assert metrics.censored(seed_runs("a_table2_activations", "original-110", "cpu", (2,),
+                                      tmp_path)[0][0],
                             "steps_to_80") == "not reached within 400 steps"
 
 
 def test_a_verdict_that_one_seed_decides_says_so(tmp_path):
     c = claims.CLAIMS_BY_KEY["b_gresnet_beats_resnet"]
-    for seed, (g, r) in enumerate(((0.0120, 0.0150), (0.0121, 0.0151), (0.0122, 0.0152), (0.0123, 0.0153))):
+    for seed, (g, r) in enumerate(((0.0120, 0.0150), (0.0121, 0.0151), (0.0122, 0.0152),
+                                   (0.0123, 0.0153))):
         results.save_result(mnist_run("gresnet-d100", seed, test_err=g), tmp_path)
         results.save_result(mnist_run("resnet-d100", seed, test_err=r), tmp_path)
-    assert claims.evaluate(c, out_dir=tmp_path).fragile == []          # four seeds that agree: none decides it
+    # four seeds that agree: none decides it
+    assert claims.evaluate(c, out_dir=tmp_path).fragile == []
     results.save_result(mnist_run("resnet-d100", 4, test_err=0.0100), tmp_path)   # one seed far off
     results.save_result(mnist_run("gresnet-d100", 4, test_err=0.0124), tmp_path)
     v = claims.evaluate(c, out_dir=tmp_path, seeds=(0, 1, 2, 3, 4))
@@ -138,11 +157,14 @@ def test_a_verdict_that_one_seed_decides_says_so(tmp_path):
 
 
 def test_each_part_sets_the_papers_gap_beside_what_its_seeds_resolve(tmp_path):
-    c = claims.CLAIMS_BY_KEY["b_gresnet_beats_resnet"]                     # the paper: 1.26 % vs 1.50 %
+    # the paper: 1.26 % vs 1.50 %
+    c = claims.CLAIMS_BY_KEY["b_gresnet_beats_resnet"]
     assert claims.paper_gap(c, c.tests[0]) == pytest.approx(0.0024)
     fails = claims.CLAIMS_BY_KEY["t1_fail_rows_far_behind"]
-    assert claims.paper_gap(fails, fails.tests[0]) is None                                # the paper's "fail"
-    assert claims.paper_gap(claims.PROBES[0], claims.PROBES[0].tests[0]) is None          # ours: no paper number
+    # the paper's "fail"
+    assert claims.paper_gap(fails, fails.tests[0]) is None
+    # ours: no paper number
+    assert claims.paper_gap(claims.PROBES[0], claims.PROBES[0].tests[0]) is None
     save(tmp_path, "b_mnist", "gresnet-d100", [0.010, 0.015, 0.020], scale="full")
     save(tmp_path, "b_mnist", "resnet-d100", [0.012, 0.017, 0.022], scale="full")
     res = claims.evaluate(c, out_dir=tmp_path).parts[0][1]
@@ -150,10 +172,12 @@ def test_each_part_sets_the_papers_gap_beside_what_its_seeds_resolve(tmp_path):
 
 
 def test_a_claim_on_two_readings_of_one_variant(tmp_path):
-    """b_greedy_pruning_beats_random compares two metrics of the same GResNets, at the full recipe."""
+    """b_greedy_pruning_beats_random compares two metrics of the same GResNets, at the full
+    recipe."""
     c = claims.CLAIMS_BY_KEY["b_greedy_pruning_beats_random"]
     for seed in range(3):
-        p = {"blocks": 2, "by_gate": [0.01, 0.02 + seed / 1000, 0.5], "at_random": [[0.01, 0.30 + seed / 1000, 0.9]]}
+        p = {"blocks": 2, "by_gate": [0.01, 0.02 + seed / 1000, 0.5],
+             "at_random": [[0.01, 0.30 + seed / 1000, 0.9]]}
         results.save_result(mnist_run("gresnet-d100", seed, pruning=p), tmp_path)
     v = claims.evaluate(c, out_dir=tmp_path)
     assert v.verdict == "reproduced" and v.parts[0][1]["mean_a"] == pytest.approx(0.021)
@@ -167,23 +191,28 @@ def test_claims_are_grouped_per_scale():
 
 
 def test_pruning_compares_both_nets_pruned_at_random(tmp_path):
-    """Issue 29's planted bug: pruning compared greedy (GResNet) against random (ResNet). A GResNet whose shut gates
-    make greedy pruning free, but that degrades like the ResNet when both lose blocks at random, does not survive
-    pruning better (Paper B's fair comparison); greedy against random within it is the other claim."""
+    """Issue 29's planted bug: pruning compared greedy (GResNet) against random (ResNet). A GResNet
+    whose shut gates make greedy pruning free, but that degrades like the ResNet when both lose
+    blocks at random, does not survive pruning better (Paper B's fair comparison); greedy against
+    random within it is the other claim."""
     c = claims.CLAIMS_BY_KEY["b_gresnet_survives_pruning"]
     for seed in range(3):
         bad = [0.02, 0.04 + seed / 1000, 0.08 + seed / 1000]                   # 2 blocks: half = 1
         gated = {"blocks": 2, "by_gate": [0.02, 0.02, 0.5], "at_random": [bad, bad]}
-        results.save_result(mnist_run("gresnet-d100", seed, ks=[-1.0, 2.0], pruning=gated), tmp_path)
-        results.save_result(mnist_run("resnet-d100", seed, pruning={"blocks": 2, "at_random": [bad]}), tmp_path)
+        results.save_result(mnist_run("gresnet-d100", seed, ks=[-1.0, 2.0], pruning=gated),
+                            tmp_path)
+        results.save_result(mnist_run("resnet-d100", seed,
+                                      pruning={"blocks": 2, "at_random": [bad]}), tmp_path)
     assert claims.evaluate(c, out_dir=tmp_path).verdict != "reproduced"
-    assert claims.evaluate(claims.CLAIMS_BY_KEY["b_greedy_pruning_beats_random"], out_dir=tmp_path).verdict == \
+    assert claims.evaluate(claims.CLAIMS_BY_KEY["b_greedy_pruning_beats_random"],
+                           out_dir=tmp_path).verdict == \
         "reproduced"
 
 
 def test_a_claims_parts_are_corrected_for_their_number(tmp_path):
-    """Issue 29's planted bug: Holm skipped. Paper B's plain nets against ResNets and GResNets at two depths: four
-    parts, each just past the uncorrected bar (p about 0.03); as one claim of four they are inconclusive."""
+    """Issue 29's planted bug: Holm skipped. Paper B's plain nets against ResNets and GResNets at
+    two depths: four parts, each just past the uncorrected bar (p about 0.03); as one claim of four
+    they are inconclusive."""
     import math
 
     c = claims.CLAIMS_BY_KEY["b_plain_breaks_deep"]

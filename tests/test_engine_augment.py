@@ -1,4 +1,5 @@
-"""Batched pad-4 crop + flip (Paper A appendix): windows of the zero-padded image, flips, seeding."""
+"""Batched pad-4 crop + flip (Paper A appendix): windows of the zero-padded image, flips,
+seeding."""
 import torch
 import torch.nn.functional as F
 
@@ -16,7 +17,8 @@ def _windows(xp, h, w):
 
 
 def test_output_is_a_window_of_the_zero_padded_input():
-    x = torch.randint(1, 256, (64, 3, 8, 8), dtype=torch.uint8)  # no zeros inside: padding is visible
+    # no zeros inside: padding is visible
+    x = torch.randint(1, 256, (64, 3, 8, 8), dtype=torch.uint8)
     out = crop_flip(x, pad=4, generator=torch.Generator().manual_seed(0))
     assert out.shape == x.shape and out.dtype == x.dtype
     xp = F.pad(x, [4] * 4)

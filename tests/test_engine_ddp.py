@@ -17,13 +17,16 @@ def _free_port():
 
 
 def _torchrun(tmp_path, *extra):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+           "--master_addr=127.0.0.1",
            f"--master_port={_free_port()}",
-           "-m", "idmap_lib", "train", "--experiment", "b_mnist", "--variant", "resnet-d2", "--scale", "cpu",
-           "--data", SHARED, "--out", str(tmp_path / "results"), "--checkpoint-dir", str(tmp_path / "ck"),
+           "-m", "idmap_lib", "train", "--experiment", "b_mnist", "--variant", "resnet-d2",
+           "--scale", "cpu",
+           "--data", SHARED, "--out", str(tmp_path / "results"), "--checkpoint-dir",
+           str(tmp_path / "ck"),
            "--no-progress", *extra]
-    # CPU processes on any machine: with a GPU visible, two processes on a one-GPU box would fall back to gloo
-    # anyway, but this test is about gloo on the CPU, so hide the GPUs
+    # CPU processes on any machine: with a GPU visible, two processes on a one-GPU box would fall
+    # back to gloo anyway, but this test is about gloo on the CPU, so hide the GPUs
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                          start_new_session=True)
@@ -44,7 +47,8 @@ def test_ddp_two_cpu_processes_gloo_stop_and_resume(tmp_path):
     files = list((tmp_path / "results").glob("*.json"))
     assert len(files) == 1  # one result, written by rank 0 only
     r = json.loads(files[0].read_text())
-    assert r["status"] == "ok" and r["ddp"] == {"world_size": 2, "backend": "gloo", "replicas_in_sync": True}
+    assert (r["status"] == "ok" and r["ddp"] == {"world_size": 2, "backend": "gloo",
+                                                 "replicas_in_sync": True})
     assert r["hardware"]["world_size"] == 2
     tr = r["history"]["train"]
     assert tr[-1]["step"] == r["config"]["steps"] == 400

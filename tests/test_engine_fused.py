@@ -1,9 +1,10 @@
-"""Fused training (idmap_lib.engine.fused): N runs of one architecture as one network equal the N runs alone.
+"""Fused training (idmap_lib.engine.fused): N runs of one architecture as one network equal the N
+runs alone.
 
-Exactness is checked in float64, where a grouped convolution and a plain one round alike to ~1e-15: there every
-logged loss of a fused run equals its solo run's to 1e-9 over 20 steps. In float32 the two round differently
-(~1e-6 relative in a gradient at initialisation) and training amplifies it; that is measured, not hidden, in
-``test_fused_training_in_float32_agrees_to_rounding``."""
+Exactness is checked in float64, where a grouped convolution and a plain one round alike to ~1e-15:
+there every logged loss of a fused run equals its solo run's to 1e-9 over 20 steps. In float32 the
+two round differently (~1e-6 relative in a gradient at initialisation) and training amplifies it;
+that is measured, not hidden, in ``test_fused_training_in_float32_agrees_to_rounding``."""
 import copy
 import json
 
@@ -22,13 +23,16 @@ T1, T2 = "a_table1_shortcuts", "a_table2_activations"
 
 
 def tiny(seed=0, experiment=T2, variant="original-110", steps=20, depth=8):
-    """A CPU-scale recipe made tiny: depth 8, batch 16, 320 training images (no epoch boundary in 20 steps),
-    the step warm-up (lr 0.01 for 4 steps, then 0.1, / 5 at half) so that the lr moves inside the test."""
+    """A CPU-scale recipe made tiny: depth 8, batch 16, 320 training images (no epoch boundary in 20
+    steps), the step warm-up (lr 0.01 for 4 steps, then 0.1, / 5 at half) so that the lr moves
+    inside the test."""
     cfg = config(experiment, variant, "cpu", seed)
     cfg["model"]["kwargs"]["depth"] = depth
     cfg.update(steps=steps, batch_size=16, log_every=2, eval_every=10,
-               subset={"train_per_class": 32, "test_per_class": 10}, divergence={"grace_fraction": None},
-               schedule=step_schedule(steps, 0.1, 5, fractions=[0.5], warmup_steps=4, warmup_lr=0.01))
+               subset={"train_per_class": 32, "test_per_class": 10},
+               divergence={"grace_fraction": None},
+               schedule=step_schedule(steps, 0.1, 5, fractions=[0.5], warmup_steps=4,
+                                      warmup_lr=0.01))
     return cfg
 
 
@@ -45,16 +49,19 @@ def _losses(result):
 
 
 def _solo(cfg, cifar, **kw):
-    return train(cfg, data=cifar, progress=False, write_result=False, amp="fp32", channels_last=False, **kw)
+    return train(cfg, data=cifar, progress=False, write_result=False, amp="fp32",
+                 channels_last=False, **kw)
 
 
 def _assert_same_run(fused, solo, tol):
     assert fused["status"] == solo["status"] and fused["config_hash"] == solo["config_hash"]
     for (sa, la), (sb, lb) in zip(_losses(fused), _losses(solo), strict=True):
         assert sa == sb and abs(la - lb) <= tol, (sa, la, lb)
-    assert [h["step"] for h in fused["history"]["test"]] == [h["step"] for h in solo["history"]["test"]]
+    assert [h["step"] for h in fused["history"]["test"]] == [h["step"]
+                                                             for h in solo["history"]["test"]]
     assert fused["final"]["test_err"] == pytest.approx(solo["final"]["test_err"], abs=tol)
-    # the spot check's fingerprint (checks/spotcheck.py): a fused run records its first steps' losses as Run does
+    # the spot check's fingerprint (checks/spotcheck.py): a fused run records its first steps'
+    # losses as Run does
     assert len(fused["first_steps"]) == len(solo["first_steps"]) > 0
     assert fused["first_steps"] == pytest.approx(solo["first_steps"], abs=tol)
     assert set(fused) - {"fused"} == set(solo) and fused["training_hash"] == solo["training_hash"]
@@ -81,7 +88,8 @@ def test_fused_network_computes_each_model_exactly(float64):
     x, y = torch.randn(3, 8, 3, 32, 32), torch.randint(0, 10, (3, 8))
     loss = torch.vmap(F.cross_entropy)(fused(x), y)
     loss.sum().backward()
-    for r, m in enumerate(models):  # training mode: outputs, every gradient, the running statistics it updates
+    # training mode: outputs, every gradient, the running statistics it updates
+    for r, m in enumerate(models):
         m.train()
         alone = F.cross_entropy(m(x[r]), y[r])
         assert alone.item() == pytest.approx(loss[r].item(), abs=1e-12)
@@ -92,7 +100,8 @@ def test_fused_network_computes_each_model_exactly(float64):
             assert torch.equal(fused.buffers[name][r], b) if not b.is_floating_point() else \
                 torch.allclose(fused.buffers[name][r], b, atol=1e-12), name
     fused.eval()
-    shared = fused(x[0], shared=True)  # evaluation: one batch for every model, their running statistics
+    # evaluation: one batch for every model, their running statistics
+    shared = fused(x[0], shared=True)
     for r, m in enumerate(models):
         assert torch.allclose(shared[r], m.eval()(x[0]), atol=1e-12)
 
@@ -121,13 +130,17 @@ def test_only_one_architecture_fuses():
         train_fused([tiny(0), tiny(1, steps=30)])
     with pytest.raises(ValueError, match="twice"):
         train_fused([tiny(0), tiny(0)])
-    with pytest.raises(ValueError, match="a fused run does not take compile, move: train such runs one at a time"):
-        train_fused([tiny(0), tiny(1)], compile=True, move=True)  # (options.TrainOptions.refuse; before any data)
+    with pytest.raises(ValueError,
+                       match="a fused run does not take compile, move: train such runs one at a "
+                             "time"):
+        # (options.TrainOptions.refuse; before any data)
+        train_fused([tiny(0), tiny(1)], compile=True, move=True)
     with pytest.raises(ValueError, match="fp16"):
         FusedRun([tiny(0), tiny(1)], amp="fp16", device="cpu", progress=False)
 
 
-# ---------------------------------------------------------------- fused training equals solo training
+# ---------------------------------------------------------------- fused training equals solo
+# training
 
 def test_fused_training_equals_each_run_alone(cifar, float64):
     cfgs = [tiny(s) for s in (0, 1, 2)]
@@ -135,11 +148,13 @@ def test_fused_training_equals_each_run_alone(cifar, float64):
     for cfg, f in zip(cfgs, fused):
         _assert_same_run(f, _solo(cfg, cifar), 1e-9)
         assert f["fused"]["runs"] == 3 and f["seed"] == cfg["seed"]
-    assert len({round(f["final"]["train_loss"], 6) for f in fused}) == 3  # three different runs came out
+    # three different runs came out
+    assert len({round(f["final"]["train_loss"], 6) for f in fused}) == 3
 
 
 @pytest.mark.parametrize("experiment, variants", [
-    (T1, ("constant_scaling-0.5-1", "constant_scaling-0.5-0.5")),  # factors: per-model scalar buffers
+    # factors: per-model scalar buffers
+    (T1, ("constant_scaling-0.5-1", "constant_scaling-0.5-0.5")),
     (T1, ("exclusive_gating-b0", "exclusive_gating-b-6")),         # gate biases: init-only values
 ])
 def test_scalar_variants_of_one_architecture_fuse(cifar, float64, experiment, variants):
@@ -150,10 +165,12 @@ def test_scalar_variants_of_one_architecture_fuse(cifar, float64, experiment, va
 
 
 def test_fused_training_in_float32_agrees_to_rounding(cifar):
-    """float32: equal to the solo run's losses to 1e-5 for the first logged windows; later, training amplifies
-    the rounding difference of grouped vs plain convolutions (not a different computation: see float64)."""
+    """float32: equal to the solo run's losses to 1e-5 for the first logged windows; later, training
+    amplifies the rounding difference of grouped vs plain convolutions (not a different computation:
+    see float64)."""
     cfgs = [tiny(s) for s in (0, 1)]
-    for cfg, f in zip(cfgs, train_fused(cfgs, data=cifar, progress=False, write_result=False, amp="fp32")):
+    for cfg, f in zip(cfgs, train_fused(cfgs, data=cifar, progress=False, write_result=False,
+                                        amp="fp32")):
         solo = _solo(cfg, cifar)
         diffs = [abs(a[1] - b[1]) for a, b in zip(_losses(f), _losses(solo))]
         assert max(diffs[:2]) <= 1e-5, diffs
@@ -174,7 +191,8 @@ def test_one_diverging_run_fails_alone(cifar, float64):
         _assert_same_run(out[r], _solo(cfgs[r], cifar), 1e-9)
 
 
-# ---------------------------------------------------------------- checkpoints: a fused run's are the solo runs'
+# ---------------------------------------------------------------- checkpoints: a fused run's are
+# the solo runs'
 
 def test_fused_checkpoints_resume_solo_and_solo_ones_resume_fused(cifar, float64, tmp_path):
     cfgs = [tiny(s) for s in (0, 1)]
@@ -216,7 +234,8 @@ def test_cli_fused_trains_the_listed_seeds_as_one(monkeypatch):
         return [{"status": "stopped", "step": 1} for _ in cfgs]
 
     monkeypatch.setattr(fused_mod, "train_fused", fake)
-    rc = main(["train", "--experiment", T2, "--variant", "full_preact-110", "--seed", "0,1,2", "--fused",
+    rc = main(["train", "--experiment", T2, "--variant", "full_preact-110", "--seed", "0,1,2",
+               "--fused",
                "--max-steps", "1", "--cuda-graph", "--scale", "full"])
     assert rc == 0 and [c["seed"] for c in seen["cfgs"]] == [0, 1, 2]
     assert seen["options"].cuda_graph is True and seen["options"].max_steps == 1
@@ -225,14 +244,19 @@ def test_cli_fused_trains_the_listed_seeds_as_one(monkeypatch):
 def test_cli_fused_refuses_what_cannot_fuse(capsys):
     from idmap_lib.cli import main
 
-    rc = main(["train", "--experiment", T2, "--variant", "original-110,original-164", "--fused", "--max-steps", "1"])
+    rc = main(["train", "--experiment", T2, "--variant", "original-110,original-164", "--fused",
+               "--max-steps", "1"])
     assert rc == 2 and "cannot be fused" in capsys.readouterr().err
-    rc = main(["train", "--experiment", T2, "--variant", "original-110", "--seed", "7,8", "--fused", "--compile",
+    rc = main(["train", "--experiment", T2, "--variant", "original-110", "--seed", "7,8", "--fused",
+               "--compile",
                "--checkpoint-minutes", "3"])
-    assert rc == 2 and "error: --fused does not take compile, checkpoint_minutes" in capsys.readouterr().err
+    assert (rc == 2
+            and "error: --fused does not take compile, "
+                "checkpoint_minutes" in capsys.readouterr().err)
 
 
-# ---------------------------------------------------------------- on a GPU: the fused step as one CUDA graph
+# ---------------------------------------------------------------- on a GPU: the fused step as one
+# CUDA graph
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_fused_cuda_graph_trains_as_the_eager_fused_step(cifar):
@@ -241,5 +265,6 @@ def test_fused_cuda_graph_trains_as_the_eager_fused_step(cifar):
     eager, graph = train_fused(cfgs, **kw), train_fused(cfgs, cuda_graph=True, **kw)
     for e, g in zip(eager, graph):
         assert g["cuda_graph"] is True and e["cuda_graph"] is False and g["status"] == e["status"] == "ok"
-        for a, b in zip(e["history"]["train"], g["history"]["train"]):  # 2 recaptures: the lr moves twice
+        # 2 recaptures: the lr moves twice
+        for a, b in zip(e["history"]["train"], g["history"]["train"]):
             assert a["step"] == b["step"] and abs(a["train_loss"] - b["train_loss"]) < 1e-3 * max(1, a["train_loss"])

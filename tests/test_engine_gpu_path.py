@@ -1,6 +1,6 @@
 """The GPU path of the engine: choices a CPU can check (mocked capability, device count, checkpoint
-mismatch), several runs in one process, the projected-time report; and, where a GPU is present, the CUDA
-graph step against the eager one."""
+mismatch), several runs in one process, the projected-time report; and, where a GPU is present, the
+CUDA graph step against the eager one."""
 from pathlib import Path
 
 import pytest
@@ -21,14 +21,17 @@ def tiny(steps=12, lr=0.1, dropout=0.3, batch=32):
     """Paper B's WRN recipe (dropout, augmentation, Nesterov, gates) made tiny."""
     cfg = config("b_wrn", "gated", "cpu")
     cfg["model"] = {"builder": "wide_resnet",
-                    "kwargs": {"depth": 10, "widen": 1, "dropout": dropout, "gated": True, "num_classes": 10}}
+                    "kwargs": {"depth": 10, "widen": 1, "dropout": dropout, "gated": True,
+                               "num_classes": 10}}
     cfg.update(steps=steps, batch_size=batch, log_every=3, eval_every=6,
                subset={"train_per_class": 20, "test_per_class": 10},
-               schedule=step_schedule(steps, lr, 5, fractions=[0.5]), divergence={"grace_fraction": None})
+               schedule=step_schedule(steps, lr, 5, fractions=[0.5]),
+               divergence={"grace_fraction": None})
     return cfg
 
 
-# ---------------------------------------------------------------- precision and optimizer per device
+# ---------------------------------------------------------------- precision and optimizer per
+# device
 
 @pytest.mark.parametrize("capability, want", [((7, 5), torch.float16), ((7, 0), torch.float16),
                                               ((8, 0), torch.bfloat16), ((9, 0), torch.bfloat16)])
@@ -50,9 +53,11 @@ def test_precision_per_request_and_device(monkeypatch, native_bf16):
     for dev in (cpu, cuda, torch.device("meta")):  # an explicit request holds on every device
         assert [amp_dtype(dev, a) for a in ("bf16", "fp16", "fp32", "off", None, False)] == \
             [torch.bfloat16, torch.float16, None, None, None, None]
-    # "auto": bf16 on a CPU only where it is native (emulated bf16 is slower than fp32); none elsewhere
+    # "auto": bf16 on a CPU only where it is native (emulated bf16 is slower than fp32); none
+    # elsewhere
     assert amp_dtype(cpu) is amp_dtype(cpu, "auto") is (torch.bfloat16 if native_bf16 else None)
-    assert amp_dtype(cuda, "auto") is torch.bfloat16 and amp_dtype(torch.device("meta"), "auto") is None
+    assert (amp_dtype(cuda, "auto") is torch.bfloat16 and amp_dtype(torch.device("meta"),
+                                                                    "auto") is None)
     assert [device.precision_name(d) for d in (None, torch.bfloat16, torch.float16)] == \
         ["float32", "bfloat16", "float16"]
 
@@ -63,7 +68,8 @@ def test_sgd_is_fused_on_cuda_only_and_nadam_capturable_for_graphs():
     assert build_optimizer(model, sgd, torch.device("cuda")).param_groups[0]["fused"] is True
     assert not build_optimizer(model, sgd, torch.device("cpu")).param_groups[0]["fused"]
     nadam = config("b_mnist", "gresnet-d2", "full")["optimizer"]
-    assert build_optimizer(model, nadam, torch.device("cuda"), capturable=True).param_groups[0]["capturable"]
+    assert build_optimizer(model, nadam, torch.device("cuda"),
+                           capturable=True).param_groups[0]["capturable"]
     assert not build_optimizer(model, nadam, torch.device("cuda")).param_groups[0]["capturable"]
 
 
@@ -73,30 +79,36 @@ def test_cudnn_benchmark_on_for_cuda_runs_and_restored(monkeypatch):
         assert torch.backends.cudnn.benchmark is True
     assert torch.backends.cudnn.benchmark is False
     with device.EngineSettings(deterministic=True, device="cuda"):
-        assert torch.backends.cudnn.benchmark is False  # benchmark picks algorithms by timing: not reproducible
+        # benchmark picks algorithms by timing: not reproducible
+        assert torch.backends.cudnn.benchmark is False
     with device.EngineSettings(deterministic=False, device="cpu"):
         assert torch.backends.cudnn.benchmark is False
 
 
-# ---------------------------------------------------------------- DDP on machines with fewer GPUs than processes
+# ---------------------------------------------------------------- DDP on machines with fewer GPUs
+# than processes
 
 @pytest.mark.parametrize("gpus, local_world, device, want", [
-    (0, 2, None, False), (1, 2, None, False), (2, 2, None, True), (4, 2, None, True), (2, 2, "cpu", False)])
+    (0, 2, None, False), (1, 2, None, False), (2, 2, None, True), (4, 2, None, True),
+    (2, 2, "cpu", False)])
 def test_ddp_uses_cuda_only_with_a_gpu_per_process(monkeypatch, gpus, local_world, device, want):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     assert distributed.use_cuda(local_world, device) is want
 
 
-# ---------------------------------------------------------------- checkpoints from another kind of device
+# ---------------------------------------------------------------- checkpoints from another kind of
+# device
 
 def test_resume_on_another_device_type_or_precision_is_a_clear_error(cifar, tmp_path):
     cfg = tiny(steps=6)
     train(cfg, data=cifar, checkpoint_dir=tmp_path, max_steps=3, progress=False, device="cpu")
     path = next(tmp_path.glob("*.pt"))
     ck = torch.load(path, weights_only=True)
-    assert ck["device_type"] == "cpu" and ck["precision"] == device.precision_name(amp_dtype(torch.device("cpu")))
-    torch.save({**ck, "device_type": "cuda", "precision": "float16"}, path)  # as a T4 would write it
+    assert (ck["device_type"] == "cpu"
+            and ck["precision"] == device.precision_name(amp_dtype(torch.device("cpu"))))
+    # as a T4 would write it
+    torch.save({**ck, "device_type": "cuda", "precision": "float16"}, path)
     with pytest.raises(CheckpointError, match="written on cuda in float16"):
         train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False, device="cpu")
     # an older checkpoint without the record, whose augment generator state is a CUDA one (16 bytes)
@@ -110,7 +122,8 @@ def test_resume_on_another_device_type_or_precision_is_a_clear_error(cifar, tmp_
 # ---------------------------------------------------------------- several runs in one process
 
 def test_train_many_equals_each_run_alone(cifar):
-    """Interleaved step by step (dropout draws from the global RNG), each run is exactly its solo run."""
+    """Interleaved step by step (dropout draws from the global RNG), each run is exactly its solo
+    run."""
     a, b = tiny(steps=9), {**tiny(steps=6, lr=0.05), "seed": 1}
     kw = dict(data=cifar, progress=False, write_result=False, deterministic=True)
     together = train_many([a, b], **kw)
@@ -128,7 +141,8 @@ def test_run_reports_device_and_projected_time(cifar, capsys):
     text = out.out + out.err
     dev = device.pick_device()
     assert f": {dev.type}" in text and device.precision_name(amp_dtype(dev)) in text
-    assert "img/s -> the remaining 5 steps take about" in text and ": step 15, training loss " in text
+    assert ("img/s -> the remaining 5 steps take about" in text
+            and ": step 15, training loss " in text)
     if not CUDA:  # the option is refused with its reason, and the result says what ran
         assert "no CUDA graph: CUDA graphs need a CUDA device" in text and r["cuda_graph"] is False
 
@@ -138,7 +152,8 @@ def test_duration_format_and_bench_block():
     assert block_for(1001) == block_for(164) == "bottleneck" and block_for(110) == "basic"
     assert device.format_duration(42) == "42 s"
     assert device.format_duration(5 * 60) == "5 min"
-    assert [device.format_duration(s) for s in (89, 90, 2 * 3600 - 1, 2 * 3600)] == ["89 s", "2 min", "120 min", "2.0 h"]
+    assert [device.format_duration(s) for s in (89, 90, 2 * 3600 - 1,
+                                                2 * 3600)] == ["89 s", "2 min", "120 min", "2.0 h"]
     assert device.format_duration(17 * 3600) == "17.0 h"
 
 
@@ -148,7 +163,8 @@ def test_duration_format_and_bench_block():
 @pytest.mark.parametrize("amp", ["auto", "fp16"])  # fp16: GradScaler inside the graph (a T4's path)
 def test_cuda_graph_step_trains_as_the_eager_step(cifar, tmp_path, amp):
     cfg = tiny(steps=30, dropout=0.0)
-    cfg["schedule"] = step_schedule(30, 0.1, 10, fractions=[0.5], warmup_steps=8, warmup_lr=0.01)  # 2 recaptures
+    # 2 recaptures
+    cfg["schedule"] = step_schedule(30, 0.1, 10, fractions=[0.5], warmup_steps=8, warmup_lr=0.01)
     kw = dict(data=cifar, progress=False, write_result=False, deterministic=True, amp=amp)
     eager, graph = train(cfg, **kw), train(cfg, cuda_graph=True, **kw)
     assert graph["cuda_graph"] is True and eager["cuda_graph"] is False
@@ -156,16 +172,20 @@ def test_cuda_graph_step_trains_as_the_eager_step(cifar, tmp_path, amp):
     for e, g in zip(eager["history"]["train"], graph["history"]["train"]):
         assert g["step"] == e["step"] and abs(g["train_loss"] - e["train_loss"]) < 1e-3 * max(1, e["train_loss"])
     assert abs(graph["final"]["test_err"] - eager["final"]["test_err"]) <= 0.02
-    # exact resume with the graph: stop, resume (eager warm-up, fresh capture), same weights as uninterrupted
+    # exact resume with the graph: stop, resume (eager warm-up, fresh capture), same weights as
+    # uninterrupted
     a = train(cfg, checkpoint_dir=tmp_path / "a", cuda_graph=True, checkpoint_every=3, **kw)
-    train(cfg, checkpoint_dir=tmp_path / "b", cuda_graph=True, checkpoint_every=3, max_steps=14, **kw)
-    b = train(cfg, checkpoint_dir=tmp_path / "b", cuda_graph=True, checkpoint_every=3, resume=True, **kw)
+    train(cfg, checkpoint_dir=tmp_path / "b", cuda_graph=True, checkpoint_every=3, max_steps=14,
+          **kw)
+    b = train(cfg, checkpoint_dir=tmp_path / "b", cuda_graph=True, checkpoint_every=3, resume=True,
+              **kw)
     assert untimed(a["history"]) == untimed(b["history"])
 
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 def test_cuda_graph_step_records_a_diverging_run_as_fail(cifar):
-    r = train(tiny(steps=30, lr=1e8), data=cifar, progress=False, write_result=False, cuda_graph=True)
+    r = train(tiny(steps=30, lr=1e8), data=cifar, progress=False, write_result=False,
+              cuda_graph=True)
     assert r["cuda_graph"] is True and r["status"] == "fail" and "non-finite" in r["fail"]["reason"]
     assert 0 <= r["fail"]["step"] < 30
 
@@ -173,28 +193,31 @@ def test_cuda_graph_step_records_a_diverging_run_as_fail(cifar):
 # ---------------------------------------------------------------- committed runs under way
 
 def test_committed_checkpoints_still_fit_their_recipes():
-    """A full-recipe run started on a lent GPU resumes on the next one only if its recipe (config hash)
-    and model are unchanged: a recipe edit that would orphan it fails here first."""
+    """A full-recipe run started on a lent GPU resumes on the next one only if its recipe (config
+    hash) and model are unchanged: a recipe edit that would orphan it fails here first."""
     from idmap_lib.engine.results import config_hash
     from idmap_lib.engine.build import build_model
     found = sorted((Path(__file__).resolve().parents[1] / "data" / "checkpoints").glob("*.pt"))
     for path in found:
         ck = torch.load(path, map_location="cpu", weights_only=True)
         c = ck["config"]
-        assert ck["config_hash"] == config_hash(config(c["experiment"], c["variant"], c["scale"], c["seed"])), path
+        assert ck["config_hash"] == config_hash(config(c["experiment"], c["variant"], c["scale"],
+                                                       c["seed"])), path
         assert ck["device_type"] == "cuda" and 0 < ck["step"] < c["steps"]
         build_model(c["model"]).load_state_dict(ck["model"])  # same architecture, every tensor
 
 
 def test_fp16_steps_are_graphed_with_fused_sgd_only():
-    """A T4's path (fp16 + GradScaler) keeps its CUDA graph with fused SGD, whose step skips an overflow on the
-    device; GradScaler with another optimizer reads found_inf on the host, which a graph cannot hold."""
+    """A T4's path (fp16 + GradScaler) keeps its CUDA graph with fused SGD, whose step skips an
+    overflow on the device; GradScaler with another optimizer reads found_inf on the host, which a
+    graph cannot hold."""
     from types import SimpleNamespace
 
     from idmap_lib.engine.solo import Solo
 
     def blocker(optimizer, scaler=True):
-        run = SimpleNamespace(scaler=object() if scaler else None, cfg={"optimizer": {"name": optimizer}},
+        run = SimpleNamespace(scaler=object() if scaler else None,
+                              cfg={"optimizer": {"name": optimizer}},
                               ctx=SimpleNamespace(world=1), compile=False)
         return Solo._graph_blocker(run, True, True)
 

@@ -1,5 +1,5 @@
-"""The one training loop (idmap_lib.engine.loop): what the three loops before it recorded, it records, and
-every stepper's run resumes exactly where it stopped."""
+"""The one training loop (idmap_lib.engine.loop): what the three loops before it recorded, it
+records, and every stepper's run resumes exactly where it stopped."""
 import json
 from functools import partial
 
@@ -33,10 +33,11 @@ def _equal(a, b, tol):
 
 
 def test_the_loop_records_what_the_old_loops_recorded(one_thread):
-    """Solo (bf16, fp32, NAdam on MNIST, two interleaved), fused (bf16, fp32) and stacked runs: every log
-    window, evaluation, first-step loss and final metric equal to what ``trainer.Run``, ``fused.FusedRun``
-    and ``stacked._Stack`` recorded (tests/loop_fingerprints.json), bit for bit on the machine that
-    recorded them (elsewhere the CPU's kernels may round otherwise: to 1e-5, the weights' digest aside)."""
+    """Solo (bf16, fp32, NAdam on MNIST, two interleaved), fused (bf16, fp32) and stacked runs:
+    every log window, evaluation, first-step loss and final metric equal to what ``trainer.Run``,
+    ``fused.FusedRun`` and ``stacked._Stack`` recorded (tests/loop_fingerprints.json), bit for bit
+    on the machine that recorded them (elsewhere the CPU's kernels may round otherwise: to 1e-5, the
+    weights' digest aside)."""
     recorded = json.loads(RECORDED.read_text())
     exact = recorded["machine"] == machine()
     now = fingerprints()
@@ -60,13 +61,16 @@ STEPPERS = {
 
 @pytest.mark.parametrize("stepper", STEPPERS)
 def test_every_stepper_resumes_exactly_where_it_stopped(stepper, mnist, cifar, tmp_path):
-    """Stopped between two log windows (step 5), resumed: every record equal to the run uninterrupted."""
+    """Stopped between two log windows (step 5), resumed: every record equal to the run
+    uninterrupted."""
     go, data = STEPPERS[stepper], {"mnist": mnist, "cifar10": cifar}
     kw = dict(progress=False, write_result=False, device="cpu")
     whole = go(data, **kw)
     part = go(data, checkpoint_dir=tmp_path, max_steps=5, **kw)
-    assert {p["status"] for p in part} == {"stopped"} and len(list(tmp_path.glob("*.pt"))) == len(part)
+    assert ({p["status"] for p in part} == {"stopped"}
+            and len(list(tmp_path.glob("*.pt"))) == len(part))
     rest = go(data, checkpoint_dir=tmp_path, resume=True, **kw)
     for a, b in zip(rest, whole, strict=True):
         assert a["status"] == b["status"] == "ok"
-        assert untimed(a["history"]) == untimed(b["history"]) and a["first_steps"] == b["first_steps"]
+        assert (untimed(a["history"]) == untimed(b["history"])
+                and a["first_steps"] == b["first_steps"])

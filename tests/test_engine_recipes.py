@@ -26,11 +26,14 @@ def test_paper_a_lr_schedule_boundaries():
 def test_the_cpu_scale_ramps_its_warm_up_and_the_superseded_scale_steps():
     ramp = config("a_table2_activations", "original-110", "cpu")["schedule"]
     step = config("a_table2_activations", "original-110", "cpu_step_warmup")["schedule"]
-    assert [lr_at(ramp, s) for s in (0, 50, 100, 199, 200, 300)] == pytest.approx([0.01, 0.055, 0.1, 0.1, 0.01, 0.001])
-    assert [lr_at(step, s) for s in (0, 50, 99, 100, 200)] == pytest.approx([0.01, 0.01, 0.01, 0.1, 0.01])
+    assert [lr_at(ramp, s) for s in (0, 50, 100, 199, 200,
+                                     300)] == pytest.approx([0.01, 0.055, 0.1, 0.1, 0.01, 0.001])
+    assert [lr_at(step, s) for s in (0, 50, 99, 100,
+                                     200)] == pytest.approx([0.01, 0.01, 0.01, 0.1, 0.01])
     assert max(lr_at(ramp, s + 1) - lr_at(ramp, s) for s in range(399)) < 0.001   # no jump anywhere
     r1001 = config("a_table3_preact", "c10-1001-original", "cpu")["schedule"]
-    assert (r1001["warmup_steps"], lr_at(r1001, 16), lr_at(r1001, 32)) == (32, pytest.approx(0.055), 0.1)
+    assert (r1001["warmup_steps"], lr_at(r1001, 16),
+            lr_at(r1001, 32)) == (32, pytest.approx(0.055), 0.1)
     # Paper B's CIFAR recipes state no warm-up: both CPU scales train the same
     for v in ("gated", "original"):
         assert results.training_hash(config("b_resnet32", v, "cpu")) == \
@@ -38,23 +41,32 @@ def test_the_cpu_scale_ramps_its_warm_up_and_the_superseded_scale_steps():
 
 
 def test_one_training_is_found_under_every_label_that_names_it(tmp_path):
-    """Table 1's original, Table 2's original-110 and Table 3's c10-110-original are one ResNet-110."""
+    """Table 1's original, Table 2's original-110 and Table 3's c10-110-original are one
+    ResNet-110."""
     t2 = config("a_table2_activations", "original-110", "cpu", 1)
-    t1, t3 = config("a_table1_shortcuts", "original", "cpu", 1), config("a_table3_preact", "c10-110-original", "cpu", 1)
+    t1, t3 = config("a_table1_shortcuts", "original", "cpu",
+                    1), config("a_table3_preact", "c10-110-original", "cpu", 1)
     assert results.training_hash(t1) == results.training_hash(t2) == results.training_hash(t3)
     assert config_hash(t1) != config_hash(t2)
-    assert results.training_hash(config("a_table1_shortcuts", "conv1x1", "cpu", 1)) != results.training_hash(t1)
+    assert results.training_hash(config("a_table1_shortcuts", "conv1x1", "cpu",
+                                        1)) != results.training_hash(t1)
     assert results.find_result(t1, tmp_path) is None
-    results.save_result({"config": t2, "config_hash": config_hash(t2), "final": {"test_err": 0.3}}, tmp_path)
+    results.save_result({"config": t2, "config_hash": config_hash(t2), "final": {"test_err": 0.3}},
+                        tmp_path)
     hit = results.find_result(t1, tmp_path)
-    assert hit["config"] == t2 and hit["shown_as"] == {"experiment": "a_table1_shortcuts", "variant": "original",
+    assert hit["config"] == t2 and hit["shown_as"] == {"experiment": "a_table1_shortcuts",
+                                                       "variant": "original",
                                                        "scale": "cpu"}
     assert results.find_result(t3, tmp_path)["final"]["test_err"] == 0.3
-    assert results.find_result(t1, tmp_path, same_training=False) is None   # an exercise's runs: by name only
-    assert results.find_result(config("a_table2_activations", "original-110", "cpu", 2), tmp_path) is None
-    assert results.find_result(config("a_table2_activations", "original-110", "cpu_step_warmup", 1), tmp_path) is None
+    # an exercise's runs: by name only
+    assert results.find_result(t1, tmp_path, same_training=False) is None
+    assert results.find_result(config("a_table2_activations", "original-110", "cpu", 2),
+                               tmp_path) is None
+    assert results.find_result(config("a_table2_activations", "original-110", "cpu_step_warmup", 1),
+                               tmp_path) is None
     # a result recorded under the first CPU scale's name ("shrunk") is today's cpu_step_warmup
-    old = {**config("a_table2_activations", "original-110", "cpu_step_warmup", 1), "scale": "shrunk"}
+    old = {**config("a_table2_activations", "original-110", "cpu_step_warmup", 1),
+           "scale": "shrunk"}
     assert recorded_scale(old) == "cpu_step_warmup" and recorded_scale({**old, "steps": 10}) is None
 
 
@@ -96,13 +108,17 @@ def test_every_variant_at_both_scales_is_json_and_keeps_the_papers_variant():
 def test_table_contents():
     t1 = EXPERIMENTS["a_table1_shortcuts"]["variants"]
     assert len(t1) == 11
-    assert config("a_table1_shortcuts", "exclusive_gating-b-6", "full")["model"]["kwargs"]["gate_bias"] == -6.0
-    assert config("a_table3_preact", "c10-110-single-original", "full")["model"]["kwargs"]["block"] == "single"
+    assert config("a_table1_shortcuts", "exclusive_gating-b-6",
+                  "full")["model"]["kwargs"]["gate_bias"] == -6.0
+    assert config("a_table3_preact", "c10-110-single-original",
+                  "full")["model"]["kwargs"]["block"] == "single"
     c100 = config("a_table3_preact", "c100-1001-full_preact", "full")
     assert c100["dataset"] == "cifar100" and c100["model"]["kwargs"]["num_classes"] == 100
     k = config("b_resnet32", "gated-k_decay", "full")
-    assert k["optimizer"]["decay_gates"] and not config("b_resnet32", "gated", "full")["optimizer"]["decay_gates"]
-    assert sorted({v.split("-d")[1] for v in EXPERIMENTS["b_mnist"]["variants"]}, key=int) == ["2", "10", "20", "50", "100"]
+    assert (k["optimizer"]["decay_gates"] and not config("b_resnet32", "gated",
+                                                         "full")["optimizer"]["decay_gates"])
+    assert sorted({v.split("-d")[1] for v in EXPERIMENTS["b_mnist"]["variants"]},
+                  key=int) == ["2", "10", "20", "50", "100"]
 
 
 def test_unknown_names_in_a_config_are_clear_errors_and_the_default_scale_is_the_cpu_scale():
@@ -116,7 +132,8 @@ def test_unknown_names_in_a_config_are_clear_errors_and_the_default_scale_is_the
 
 
 def test_unknown_names_are_clear_errors():
-    p = subprocess.run([sys.executable, "-m", "idmap_lib", "train", "--experiment", "b_wrn", "--variant", "x"],
+    p = subprocess.run([sys.executable, "-m", "idmap_lib", "train", "--experiment", "b_wrn",
+                        "--variant", "x"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "valid: plain, gated" in p.stderr
     p = subprocess.run([sys.executable, "-m", "idmap_lib", "list"], capture_output=True, text=True)
@@ -137,24 +154,29 @@ def test_mnist_configs_are_one_depths_full_recipe_kind_by_kind_and_seed_by_seed(
     from idmap_lib.engine.recipes import MNIST_KINDS, mnist_configs
     got = mnist_configs(20, ["1", 2])
     assert got == [config("b_mnist", f"{k}-d20", "full", s) for k in MNIST_KINDS for s in (1, 2)]
-    assert [c["variant"] for c in mnist_configs(10, [0], kinds=("gresnet_keras",))] == ["gresnet_keras-d10"]
+    assert [c["variant"] for c in mnist_configs(10, [0], kinds=("gresnet_keras",
+                                                                ))] == ["gresnet_keras-d10"]
 
 
 def test_overrides_change_a_config_in_one_place_and_the_exercise_scales_are_recipe_data():
-    """recipes.config is the one constructor: an exercise's scale and change are overrides given to it (the
-    exercises' scales are data there), never edits made to its config afterwards."""
+    """recipes.config is the one constructor: an exercise's scale and change are overrides given to
+    it (the exercises' scales are data there), never edits made to its config afterwards."""
     from idmap_lib.checks import ablation_exercises as ax
     from idmap_lib.engine import recipes
 
     base = recipes.config("a_table2_activations", "original-110", recipes.JUMP_PROBE, 3)
     cfg = recipes.config("a_table2_activations", "original-110", recipes.JUMP_PROBE, 3,
-                         overrides={"steps": 150, "depth": 20, "warmup_steps": 10, "model": {"unit": "full_preact"},
-                                    "variant": "mine", "scale": "ablation-classroom", "why": {"ablation": "x"}})
+                         overrides={"steps": 150, "depth": 20, "warmup_steps": 10,
+                                    "model": {"unit": "full_preact"},
+                                    "variant": "mine", "scale": "ablation-classroom",
+                                    "why": {"ablation": "x"}})
     assert cfg["model"]["kwargs"]["depth"] == 20 and cfg["model"]["kwargs"]["unit"] == "full_preact"
     assert (cfg["steps"], cfg["log_every"], cfg["eval_every"], cfg["variant"], cfg["scale"]) == \
         (150, 10, 150, "mine", "ablation-classroom")
     s, b = cfg["schedule"], base["schedule"]
-    assert s["total"] == 150 and s["milestones"] == [round(m * 150 / b["total"]) for m in b["milestones"]]
+    assert (s["total"] == 150 and s["milestones"] == [round(m * 150 / b["total"])
+                                                      for m in b["milestones"]])
     assert s["warmup_steps"] == 10 and cfg["why"]["ablation"] == "x" and cfg["seed"] == 3
     assert base["model"]["kwargs"]["depth"] == 110  # the recipe itself untouched
-    assert ax.MNIST_SCALES is recipes.EXERCISE_MNIST_SCALES and ax.cifar_scales is recipes.exercise_cifar_scales
+    assert (ax.MNIST_SCALES is recipes.EXERCISE_MNIST_SCALES
+            and ax.cifar_scales is recipes.exercise_cifar_scales)

@@ -1,4 +1,5 @@
-"""Stacked training (idmap_lib.engine.stacked): R networks trained as one equal R networks trained alone."""
+"""Stacked training (idmap_lib.engine.stacked): R networks trained as one equal R networks trained
+alone."""
 import json
 from functools import partial
 import time
@@ -59,7 +60,8 @@ def test_stacked_training_equals_each_run_alone(mnist, tmp_path):
             assert a["step"] == b["step"] and abs(a["train_loss"] - b["train_loss"]) < 1e-4
             assert a["train_err"] == pytest.approx(b["train_err"], abs=1 / 128 + 1e-9)
         assert [h["step"] for h in r["history"]["test"]] == [8, 14]
-        assert r["final"]["test_err"] == pytest.approx(alone["final"]["test_err"], abs=1e-9 + 1 / 200)
+        assert r["final"]["test_err"] == pytest.approx(alone["final"]["test_err"],
+                                                       abs=1e-9 + 1 / 200)
         assert r["final"]["test_loss"] == pytest.approx(alone["final"]["test_loss"], abs=1e-4)
         assert ("gates_k" in r["final"]) == (cfg["model"]["kwargs"]["kind"] == "gresnet")
         if "gates_k" in r["final"]:
@@ -84,13 +86,16 @@ def test_stacked_weights_equal_the_weights_of_a_run_alone(mnist, tmp_path):
 def test_stacked_resume_equals_uninterrupted(mnist, tmp_path):
     cfgs = [tiny(k, 0, steps=12) for k in KINDS]
     full, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
-    part, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path,
+    part, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False,
+                            checkpoint_dir=tmp_path,
                             checkpoint_every=4, max_steps=8)
     assert {p["status"] for p in part} == {"stopped"}
-    done, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path,
+    done, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False,
+                            checkpoint_dir=tmp_path,
                             resume=True)
     for a, b in zip(full, done):
-        assert [h["train_loss"] for h in a["history"]["train"]] == [h["train_loss"] for h in b["history"]["train"]]
+        assert [h["train_loss"] for h in a["history"]["train"]] == [h["train_loss"]
+                                                                    for h in b["history"]["train"]]
         assert a["final"]["test_err"] == b["final"]["test_err"]
 
 
@@ -102,14 +107,17 @@ def test_a_diverging_run_is_a_fail_and_the_others_go_on(mnist, monkeypatch):
     def poisoned(self, nets, kinds):
         real(self, nets, kinds)
         with torch.no_grad():
-            self.w_out[1].fill_(float("inf"))  # the ResNet's classifier: its loss is not finite from step 0
+            # the ResNet's classifier: its loss is not finite from step 0
+            self.w_out[1].fill_(float("inf"))
 
     monkeypatch.setattr(StackedMLP, "__init__", poisoned)
     res, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
     assert [r["status"] for r in res] == ["ok", "fail", "ok"]
-    assert res[1]["fail"] == {"step": 0, "reason": "non-finite training loss"} and "test_err" not in res[1]["final"]
+    assert (res[1]["fail"] == {"step": 0, "reason": "non-finite training loss"}
+            and "test_err" not in res[1]["final"])
     for r in (0, 2):  # the others trained exactly as without the poisoned run
-        assert res[r]["final"]["train_loss"] == pytest.approx(clean[r]["final"]["train_loss"], abs=1e-6)
+        assert res[r]["final"]["train_loss"] == pytest.approx(clean[r]["final"]["train_loss"],
+                                                              abs=1e-6)
         assert res[r]["final"]["test_err"] == clean[r]["final"]["test_err"]
 
 
@@ -125,7 +133,9 @@ def test_what_cannot_stack_is_refused_with_a_clear_error():
         check_stackable([config("b_resnet32", "gated", "cpu")])
     decayed = tiny("plain", 3)
     decayed["optimizer"]["weight_decay"] = 1e-4
-    with pytest.raises(ValueError, match="plain-d10__full__s3: stacked training implements NAdam without weight decay"):
+    with pytest.raises(ValueError,
+                       match="plain-d10__full__s3: stacked training implements NAdam without "
+                             "weight decay"):
         check_stackable([decayed])
     with pytest.raises(ValueError, match="nothing to train"):
         check_stackable([])
@@ -133,7 +143,8 @@ def test_what_cannot_stack_is_refused_with_a_clear_error():
     c100["model"]["kwargs"]["num_classes"] = 100
     with pytest.raises(ValueError, match="share the network's num_classes"):
         check_stackable([a, c100])
-    with pytest.raises(ValueError, match="^StackedMLP needs one kind per network, and at least one network$"):
+    with pytest.raises(ValueError,
+                       match="^StackedMLP needs one kind per network, and at least one network$"):
         StackedMLP([], [])
     wide = tiny("resnet", 1)
     wide["model"]["kwargs"]["width"] = 60
@@ -157,7 +168,8 @@ def test_stacked_keras_nets_equal_each_alone():
                     m.running_var.uniform_(1e-3, 1e-2)  # where epsilon 1e-3 vs 1e-5 shows
     s = StackedMLP(nets, list(KINDS))
     x = torch.randn(3, 16, 784)
-    for mode in ("eval", "train", "eval"):  # the second eval reads the statistics the training step updated
+    # the second eval reads the statistics the training step updated
+    for mode in ("eval", "train", "eval"):
         out = getattr(s, mode)()(x)
         for r, n in enumerate(nets):
             assert torch.allclose(out[r], getattr(n, mode)()(x[r]), rtol=1e-4, atol=1e-4), mode
@@ -167,12 +179,14 @@ def test_stacked_keras_nets_equal_each_alone():
 def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_path, monkeypatch):
     from idmap_lib.book.plan import mnist_grid
 
-    monkeypatch.setattr(mnist_grid, "configs", lambda d, seeds, kinds=KINDS: [tiny(k, s, d=6) for k in kinds
-                                                                                for s in seeds])
+    monkeypatch.setattr(mnist_grid, "configs",
+                        lambda d, seeds, kinds=KINDS: [tiny(k, s, d=6) for k in kinds
+                                                         for s in seeds])
     monkeypatch.setattr(mnist_grid, "PRUNE_DEPTH", 6)
     kw = dict(data=mnist, out_dir=tmp_path / "res", weights_dir=tmp_path / "w", progress=False)
     new = mnist_grid.train_depth(6, [0, 1], **kw)
-    assert len(new) == 6 and mnist_grid.train_depth(6, [0, 1], **kw) == []  # recorded runs are not retrained
+    # recorded runs are not retrained
+    assert len(new) == 6 and mnist_grid.train_depth(6, [0, 1], **kw) == []
     assert [r["config"]["seed"] for r in mnist_grid.train_depth(6, [0, 2], **kw)] == [2, 2, 2]
     x, y = mnist_grid.test_set(new[0]["config"], mnist)
     for r in new:
@@ -185,7 +199,8 @@ def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_p
         assert ("by_gate" in p) == (kind == "gresnet")
         for c in p["at_random"] + ([p["by_gate"]] if "by_gate" in p else []):
             assert len(c) == 4 and c[0] == pytest.approx(r["final"]["test_err"], abs=1.01 / len(y))
-        net = mnist_grid.trained_net(r["config"], tmp_path / "w")  # the kept weights are the trained net
+        # the kept weights are the trained net
+        net = mnist_grid.trained_net(r["config"], tmp_path / "w")
         assert mnist_grid.test_error(net, x, y) == p["at_random"][0][0]
         if kind == "gresnet":
             assert [float(k.detach()) for k in gates(net)] == pytest.approx(r["final"]["gates_k"])
@@ -198,34 +213,46 @@ def test_a_stacked_result_is_the_trainers_result_plus_what_trained_together(mnis
     t0 = time.perf_counter()
     res, _ = train_stacked(cfgs, data=mnist, out_dir=tmp_path, progress=True)
     wall = time.perf_counter() - t0
-    assert f"{run_name(cfgs[0])} and 2 more: 3 runs stacked on cpu, float32; 14 steps to go" in capsys.readouterr().out
+    assert (f"{run_name(cfgs[0])} and 2 more: 3 runs stacked on cpu, float32; 14 steps to "
+            f"go" in capsys.readouterr().out)
     alone = train(cfgs[2], data=mnist, progress=False, amp="fp32", write_result=False)
     for r in res:
         assert set(r) == set(alone) | {"stacked", "path"} and set(r["final"]) <= set(alone["final"])
         assert r["stacked"]["runs"] == 3 and r["stacked"]["with"] == [run_name(c) for c in cfgs]
-        assert "trained together" in r["stacked"]["note"] and "its own images per second" in r["stacked"]["note"]
-        assert [h["lr"] for h in r["history"]["train"]] == [h["lr"] for h in alone["history"]["train"]]
-        assert 0 < r["final"]["wall_s"] <= wall  # and each window's speed: >= 2 steps of 128 images within it
+        assert ("trained together" in r["stacked"]["note"]
+                and "its own images per second" in r["stacked"]["note"])
+        assert [h["lr"] for h in r["history"]["train"]] == [h["lr"]
+                                                            for h in alone["history"]["train"]]
+        # and each window's speed: >= 2 steps of 128 images within it
+        assert 0 < r["final"]["wall_s"] <= wall
         assert all(h["img_per_s"] >= 2 * 128 / wall for h in r["history"]["train"])
         assert json.loads(Path(r["path"]).read_text())["stacked"] == r["stacked"]
         flags = ("precision", "channels_last", "compiled", "cuda_graph", "deterministic")
-        assert [r[k] for k in flags] == [alone[k] for k in flags] == ["float32", False, False, False, False]
-    two, _ = train_stacked([tiny("plain", 0, log=7)], data=SHARED, progress=False, write_result=False)  # by path
+        assert [r[k] for k in flags] == [alone[k] for k in flags] == ["float32", False, False,
+                                                                      False, False]
+    # by path
+    two, _ = train_stacked([tiny("plain", 0, log=7)], data=SHARED, progress=False,
+                           write_result=False)
     tr = two[0]["history"]["train"]  # two windows: the speed is the second's (the first warms up)
     assert len(tr) == 2 and two[0]["final"]["img_per_s"] == tr[1]["img_per_s"]
 
 
 def test_a_stopped_stack_keeps_each_runs_checkpoint_and_resumes_where_it_stopped(mnist, tmp_path, capsys):
-    """One checkpoint format (loop.py): a stack writes each run's own file, which a run alone resumes too."""
+    """One checkpoint format (loop.py): a stack writes each run's own file, which a run alone
+    resumes too."""
     cfgs = [tiny(k, 0) for k in KINDS]
     part, _ = train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, max_steps=8)
     cks = [tmp_path / f"{run_name(c)}.pt" for c in cfgs]
-    assert [{k: p[k] for k in ("status", "step", "config", "config_hash", "checkpoint")} for p in part] == \
-        [{"status": "stopped", "step": 8, "config": c, "config_hash": config_hash(c), "checkpoint": str(ck)}
+    assert [{k: p[k] for k in ("status", "step", "config", "config_hash", "checkpoint")}
+            for p in part] == \
+        [{"status": "stopped", "step": 8, "config": c, "config_hash": config_hash(c),
+          "checkpoint": str(ck)}
          for c, ck in zip(cfgs, cks)]
     assert all(len(p["first_steps"]) == 8 and len(p["history"]["train"]) == 8 // c["log_every"]
-               for p, c in zip(part, cfgs))  # a stopped run says what trainer.train's stopped run says
-    for c, ck in zip(cfgs, cks):  # each file is the solo run's checkpoint, model and optimizer alike
+               # a stopped run says what trainer.train's stopped run says
+               for p, c in zip(part, cfgs))
+    # each file is the solo run's checkpoint, model and optimizer alike
+    for c, ck in zip(cfgs, cks):
         state = torch.load(ck, weights_only=True)
         assert (state["format"], state["config_hash"], state["config"], state["step"]) == \
             (1, config_hash(c), c, 8)
@@ -253,30 +280,36 @@ def test_stacked_checkpoints_fall_on_multiples_of_checkpoint_every_and_at_the_st
     steps = []
     monkeypatch.setattr(loop, "save_checkpoint", lambda path, state: steps.append(state["step"]))
     cfgs = [tiny(k, 0, log=2) for k in KINDS]
-    train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, checkpoint_every=4, max_steps=10)
+    train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, checkpoint_every=4,
+                  max_steps=10)
     assert steps == [4] * 3 + [8] * 3 + [10] * 3  # each run's file
 
 
 def test_a_stack_applies_the_recipes_whole_divergence_rule_as_train_does(mnist):
-    """outcome.Divergence is the loop's rule, whatever its stepper: a recipe that fails a run still at chance after a grace
-    period fails it stacked exactly as trainer.train does (the stack once applied only the non-finite rule). A
-    margin of 0.9 around chance (0.9) puts every run "at chance" at its first log after the grace period."""
+    """outcome.Divergence is the loop's rule, whatever its stepper: a recipe that fails a run still
+    at chance after a grace period fails it stacked exactly as trainer.train does (the stack once
+    applied only the non-finite rule). A margin of 0.9 around chance (0.9) puts every run "at
+    chance" at its first log after the grace period."""
     from idmap_lib.engine.trainer import Run
 
     cfgs = [tiny(k, 0) for k in ("plain", "resnet")]
     for c in cfgs:
-        c["divergence"] = {"grace_fraction": 0.25, "chance_margin": 0.9}  # grace: max(0.25 x 14, 2 logs) = 8 steps
+        # grace: max(0.25 x 14, 2 logs) = 8 steps
+        c["divergence"] = {"grace_fraction": 0.25, "chance_margin": 0.9}
     stacked, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
     for cfg, s in zip(cfgs, stacked):
         alone = Run(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
         while not alone.done:
             alone.advance()
         assert s["status"] == alone.finish()[0]["status"] == "fail" and s["fail"] == alone.fails[0]
-        assert "still at chance" in s["fail"]["reason"] and s["final"]["steps"] == s["fail"]["step"] == 12
+        assert ("still at chance" in s["fail"]["reason"]
+                and s["final"]["steps"] == s["fail"]["step"] == 12)
 
 
 def test_a_stack_refuses_the_options_it_does_not_implement(mnist):
     with pytest.raises(ValueError, match="a stacked run does not take compile, channels_last"):
         train_stacked([tiny("plain", 0)], data=mnist, compile=True, channels_last=True)
-    with pytest.raises(TypeError, match="unknown training option chekpoint_dir: the options are device, out_dir"):
+    with pytest.raises(TypeError,
+                       match="unknown training option chekpoint_dir: the options are device, "
+                             "out_dir"):
         train_stacked([tiny("plain", 0)], data=mnist, chekpoint_dir="x")

@@ -1,4 +1,5 @@
-"""The trainer on real CIFAR-10: loss goes down, exact resume, divergence as a result, checkpoints, provenance."""
+"""The trainer on real CIFAR-10: loss goes down, exact resume, divergence as a result, checkpoints,
+provenance."""
 import json
 import math
 from pathlib import Path
@@ -15,14 +16,17 @@ from support import untimed
 
 
 def tiny(steps=12, lr=0.1, model=None, per_class=(20, 10), batch=32, log=3, eval_every=6):
-    """A real recipe (Paper B WRN at the CPU scale: dropout, augmentation, mean/std, Nesterov) made tiny."""
+    """A real recipe (Paper B WRN at the CPU scale: dropout, augmentation, mean/std, Nesterov) made
+    tiny."""
     cfg = config("b_wrn", "gated", "cpu")
     cfg["model"] = model or {"builder": "wide_resnet",
-                             "kwargs": {"depth": 10, "widen": 1, "dropout": 0.3, "gated": True, "num_classes": 10}}
+                             "kwargs": {"depth": 10, "widen": 1, "dropout": 0.3, "gated": True,
+                                        "num_classes": 10}}
     cfg.update(steps=steps, batch_size=batch, log_every=log, eval_every=eval_every,
                subset={"train_per_class": per_class[0], "test_per_class": per_class[1]},
                schedule=step_schedule(steps, lr, 5, fractions=[0.5]),
-               divergence={"grace_fraction": 1.0, "chance_margin": 0.01})  # only non-finite loss fails
+               # only non-finite loss fails
+               divergence={"grace_fraction": 1.0, "chance_margin": 0.01})
     return cfg
 
 
@@ -31,9 +35,11 @@ def test_short_cpu_scale_run_on_real_cifar10_loss_goes_down(cifar, tmp_path):
     cfg["model"]["kwargs"]["depth"] = 8  # ResNet-8 (n=1) of the same unit, to keep the test short
     cfg.update(steps=60, batch_size=64, log_every=10, eval_every=60,
                subset={"train_per_class": 200, "test_per_class": 20},
-               schedule=step_schedule(60, 0.1, 10, fractions=[0.75], warmup_steps=5, warmup_lr=0.01))
+               schedule=step_schedule(60, 0.1, 10, fractions=[0.75], warmup_steps=5,
+                                      warmup_lr=0.01))
     logs = []
-    r = train(cfg, data=cifar, out_dir=tmp_path, progress=False, on_log=lambda h: logs.append(len(h["train"])))
+    r = train(cfg, data=cifar, out_dir=tmp_path, progress=False,
+              on_log=lambda h: logs.append(len(h["train"])))
     tr = r["history"]["train"]
     assert r["status"] == "ok" and [h["step"] for h in tr] == list(range(10, 61, 10))
     assert logs == list(range(1, 7))  # the callback saw the history grow at every log
@@ -50,7 +56,8 @@ def _state(ckdir):
 
 def test_resume_equals_uninterrupted_bit_for_bit(cifar, tmp_path):
     cfg = tiny(steps=12)
-    kw = dict(data=cifar, progress=False, deterministic=True, write_result=False, checkpoint_every=3)
+    kw = dict(data=cifar, progress=False, deterministic=True, write_result=False,
+              checkpoint_every=3)
     a = train(cfg, checkpoint_dir=tmp_path / "a", **kw)
     stopped = train(cfg, checkpoint_dir=tmp_path / "b", max_steps=5, **kw)  # "killed" mid-way
     assert stopped["status"] == "stopped" and stopped["step"] == 5
@@ -75,7 +82,8 @@ def test_divergence_is_a_result(cifar, tmp_path):
     assert saved["status"] == "fail" and saved["fail"] == r["fail"]
     # no learning at all (lr 0): training error stays at chance -> fail after the grace period
     cfg = tiny(steps=24, lr=0.0)
-    cfg["divergence"] = {"grace_fraction": 0.25, "chance_margin": 0.15}  # fail if error >= 0.75 from step 6
+    # fail if error >= 0.75 from step 6
+    cfg["divergence"] = {"grace_fraction": 0.25, "chance_margin": 0.15}
     r = train(cfg, data=cifar, out_dir=tmp_path, progress=False)
     assert r["status"] == "fail" and "chance" in r["fail"]["reason"] and r["fail"]["step"] == 9
 
@@ -93,17 +101,20 @@ def test_corrupt_and_mismatched_checkpoints_are_clear_errors(cifar, tmp_path):
 
 
 def test_a_checkpoint_moves_to_another_device_or_precision_only_when_asked(cifar, tmp_path):
-    """bf16 on an H200 -> fp16 on a T4 -> CPU (issue 22): refused by default (a resumed run is bit-exact), done
-    with move=True, and the result says it moved. Here: fp32 -> bf16 on the CPU, then a checkpoint made to look
-    as if a CUDA GPU wrote it (its augmentation generator's state means nothing to a CPU generator)."""
+    """bf16 on an H200 -> fp16 on a T4 -> CPU (issue 22): refused by default (a resumed run is
+    bit-exact), done with move=True, and the result says it moved. Here: fp32 -> bf16 on the CPU,
+    then a checkpoint made to look as if a CUDA GPU wrote it (its augmentation generator's state
+    means nothing to a CPU generator)."""
     import torch
     cfg = tiny(steps=6)
     train(cfg, data=cifar, checkpoint_dir=tmp_path, max_steps=3, progress=False, amp="fp32")
     with pytest.raises(CheckpointError, match="pass --move"):
         train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False, amp="bf16")
-    r = train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False, amp="bf16", move=True,
+    r = train(cfg, data=cifar, checkpoint_dir=tmp_path, resume=True, progress=False, amp="bf16",
+              move=True,
               out_dir=tmp_path / "res")
-    assert r["status"] == "ok" and r["moves"] == [{"step": 3, "from": "cpu float32", "to": "cpu bfloat16"}]
+    assert (r["status"] == "ok" and r["moves"] == [{"step": 3, "from": "cpu float32",
+                                                    "to": "cpu bfloat16"}])
     assert json.loads(Path(r["path"]).read_text())["moves"] == r["moves"]
     train(cfg, data=cifar, checkpoint_dir=tmp_path / "c2", max_steps=3, progress=False, amp="fp32")
     ck_path = next((tmp_path / "c2").glob("*.pt"))
@@ -111,46 +122,57 @@ def test_a_checkpoint_moves_to_another_device_or_precision_only_when_asked(cifar
     ck["device_type"], ck["precision"] = "cuda", "bfloat16"
     ck["rng"]["augment"] = [torch.zeros(16, dtype=torch.uint8)]  # a CUDA (Philox) generator's state
     torch.save(ck, ck_path)
-    r = train(cfg, data=cifar, checkpoint_dir=tmp_path / "c2", resume=True, progress=False, amp="fp32", move=True,
+    r = train(cfg, data=cifar, checkpoint_dir=tmp_path / "c2", resume=True, progress=False,
+              amp="fp32", move=True,
               write_result=False)
-    assert r["status"] == "ok" and r["moves"] == [{"step": 3, "from": "cuda bfloat16", "to": "cpu float32"}]
-    assert len(r["history"]["train"]) == 2 and all(math.isfinite(h["train_loss"]) for h in r["history"]["train"])
+    assert (r["status"] == "ok" and r["moves"] == [{"step": 3, "from": "cuda bfloat16",
+                                                    "to": "cpu float32"}])
+    assert (len(r["history"]["train"]) == 2 and all(math.isfinite(h["train_loss"])
+                                                    for h in r["history"]["train"]))
 
 
 def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, monkeypatch):
     r = train(tiny(steps=6), data=cifar, out_dir=tmp_path, progress=False)
     saved = json.loads(Path(r["path"]).read_text())
-    for key in ("config", "config_hash", "final", "history", "status", "hardware", "versions", "git", "seed",
+    for key in ("config", "config_hash", "final", "history", "status", "hardware", "versions",
+                "git", "seed",
                 "dataset_source", "date"):
         assert key in saved, key
     assert saved["config_hash"] == config_hash(saved["config"])
     from idmap_lib.engine.results import library_sha256
     assert saved["library_sha256"] == library_sha256() and len(library_sha256()) == 64
     assert saved["versions"]["torch"] == torch.__version__ and "cuda" in saved["versions"]
-    assert saved["dataset_source"]["kind"] == "local" and saved["dataset_source"]["sha256"].startswith("d34c68")
-    assert saved["hardware"]["device"] == str(pick_device()) and saved["final"]["test_err"] is not None
+    assert (saved["dataset_source"]["kind"] == "local"
+            and saved["dataset_source"]["sha256"].startswith("d34c68"))
+    assert (saved["hardware"]["device"] == str(pick_device())
+            and saved["final"]["test_err"] is not None)
     assert len(saved["final"]["gates_k"]) == 3  # WRN-10: 3 gated units
-    assert load_results(tmp_path, experiment="b_wrn", variant="gated")[0]["config_hash"] == saved["config_hash"]
+    assert load_results(tmp_path, experiment="b_wrn",
+                        variant="gated")[0]["config_hash"] == saved["config_hash"]
     # run(): a stored result with the recipe's hash is returned without training
     cfg = config("b_wrn", "plain", "cpu")
     fake = {**saved, "config": cfg, "config_hash": config_hash(cfg), "final": {"test_err": 0.5}}
     from idmap_lib.engine.results import save_result
     save_result(fake, tmp_path)
     import idmap_lib.engine.trainer
-    monkeypatch.setattr(idmap_lib.engine.trainer, "train", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr(idmap_lib.engine.trainer, "train",
+                        lambda *a, **k: pytest.fail("trained again"))
     assert run("b_wrn", "plain", "cpu", out_dir=tmp_path)["final"]["test_err"] == 0.5
 
 
 def test_a_recipe_that_names_its_precision_trains_in_it(cifar):
-    """Issue 40.5: the float32 rows of the precision check (recipes.FP32) train in float32 on a CPU whose default
-    is bf16 autocast, whatever the options say; the rest keep the options' choice."""
+    """Issue 40.5: the float32 rows of the precision check (recipes.FP32) train in float32 on a CPU
+    whose default is bf16 autocast, whatever the options say; the rest keep the options' choice."""
     from idmap_lib.engine import recipes
     from idmap_lib.engine.trainer import Run
 
     cfg = tiny(steps=3)
-    run = Run({**cfg, "amp": "fp32"}, data=cifar, device="cpu", progress=False, write_result=False, amp="bf16")
+    run = Run({**cfg, "amp": "fp32"}, data=cifar, device="cpu", progress=False, write_result=False,
+              amp="bf16")
     assert run.stepper.dtype is None
-    assert Run(cfg, data=cifar, device="cpu", progress=False, write_result=False, amp="bf16").stepper.dtype == torch.bfloat16
+    assert Run(cfg, data=cifar, device="cpu", progress=False, write_result=False,
+               amp="bf16").stepper.dtype == torch.bfloat16
     fp = recipes.config("a_swaps", "original-110@fp32", "cpu_step_warmup")
     assert fp["amp"] == "fp32" and {k: v for k, v in fp.items() if k not in ("amp", "variant")} == \
-        {k: v for k, v in recipes.config("a_swaps", "original-110", "cpu_step_warmup").items() if k != "variant"}
+        {k: v for k, v in recipes.config("a_swaps", "original-110", "cpu_step_warmup").items()
+         if k != "variant"}

@@ -1,5 +1,6 @@
-"""The explorer for "why" (book/figures/explorer.py): one slider step per measured row, each step colouring that
-row's traces in its unit's colour and every other row faint; nothing to draw where nothing is measured."""
+"""The explorer for "why" (book/figures/explorer.py): one slider step per measured row, each step
+colouring that row's traces in its unit's colour and every other row faint; nothing to draw where
+nothing is measured."""
 import pytest
 
 from idmap_lib.book.figures import explorer
@@ -24,8 +25,11 @@ def test_each_step_picks_its_row_in_its_units_colour():
     owners = [r for r in rows for _ in range(len(found[r]) * per_row)]
     for step, row in zip(steps, rows):
         colours = step.args[0]["line.color"]
-        assert [c for c, o in zip(colours, owners) if o == row] == [palette.colour(row)] * owners.count(row)
+        assert [c for c, o in zip(colours, owners)
+                if o == row] == [palette.colour(row)] * owners.count(row)
         assert {c for c, o in zip(colours, owners) if o != row} <= {explorer.FAINT}
-        assert step.method == "update" and step.value.endswith(explorer.claim_words.words("a_swaps", row))
-    assert [t.line.color for t in fig.data] == list(steps[0].args[0]["line.color"])  # drawn as step 1
+        assert (step.method == "update"
+                and step.value.endswith(explorer.claim_words.words("a_swaps", row)))
+    # drawn as step 1
+    assert [t.line.color for t in fig.data] == list(steps[0].args[0]["line.color"])
     assert figure_style.alt_text(fig).startswith(f"An explorer over {len(found)} rows")

@@ -1,5 +1,6 @@
-"""Paper B's gate g(k) = ReLU(k) passes no gradient to k <= 0 (probes.gate_gradients), checked against the hand
-computation on one gated block; and the shut gates of the recorded GResNets are counted by metrics.shut_gates."""
+"""Paper B's gate g(k) = ReLU(k) passes no gradient to k <= 0 (probes.gate_gradients), checked
+against the hand computation on one gated block; and the shut gates of the recorded GResNets are
+counted by metrics.shut_gates."""
 import pytest
 import torch
 import torch.nn as nn
@@ -28,13 +29,14 @@ def test_a_gate_at_k_at_most_0_gets_exactly_no_gradient(k):
     got = probes.gate_gradients(block, x, k)
     assert got.shape == (1,) and float(got[0]) == pytest.approx(hand, rel=1e-12, abs=0)
     if k <= 0:
-        assert float(got[0]) == 0.0                    # exactly: no step of any size moves a shut gate
+        # exactly: no step of any size moves a shut gate
+        assert float(got[0]) == 0.0
     assert float(block[0].k.detach()) == 1.0                    # the gate is put back
 
 
 def test_a_gated_layer_and_a_whole_gresnet_obey_the_same_rule():
-    """Gated layer u = g f(x) + (1 - g) x: by hand dE/dk = 1[k > 0] <v, f(x) - x>; a GResNet of Paper B's MNIST
-    net with cross-entropy: every gate 0 at k <= 0, every gate nonzero at k > 0."""
+    """Gated layer u = g f(x) + (1 - g) x: by hand dE/dk = 1[k > 0] <v, f(x) - x>; a GResNet of
+    Paper B's MNIST net with cross-entropy: every gate 0 at k <= 0, every gate nonzero at k > 0."""
     torch.manual_seed(0)
     lin = nn.Linear(3, 3)
     layer = nn.Sequential(GatedLayer(lin)).double()
@@ -54,6 +56,7 @@ def test_a_gated_layer_and_a_whole_gresnet_obey_the_same_rule():
 def test_shut_gate_counts_read_the_recorded_gresnets(tmp_path):
     from fake_runs import mnist_run
     assert gf.shut_gate_counts(out_dir=tmp_path) == {}
-    for seed, ks in enumerate(([0.5, 0.0, -0.1, 0.2], [0.5, 0.1, 0.2, 0.3])):   # k = 0 is shut: ReLU(0) = 0
+    # k = 0 is shut: ReLU(0) = 0
+    for seed, ks in enumerate(([0.5, 0.0, -0.1, 0.2], [0.5, 0.1, 0.2, 0.3])):
         results.save_result(mnist_run("gresnet-d100", seed, ks=ks), tmp_path)
     assert gf.shut_gate_counts(out_dir=tmp_path) == {0: (2, 4), 1: (0, 4)}

@@ -1,12 +1,14 @@
-"""The live-training figure redrawn in place where students run the chapters outside Colab: a real JupyterLab and
-a real classic notebook (6.5, the frontend Colab mirrors), each served on localhost and driven in Chromium.
+"""The live-training figure redrawn in place where students run the chapters outside Colab: a real
+JupyterLab and a real classic notebook (6.5, the frontend Colab mirrors), each served on localhost
+and driven in Chromium.
 
-Each frontend gets its own virtual environment (the pinned versions below, from the package registries) that
-sees this environment's packages behind its own (a .pth file), and the kernel imports the library from this
-checkout. The notebook is a chapter's own setup cell and its live-training call; the test watches the one
-figure's "yours" traces grow as the run logs its windows. Before ``live.Output`` renewed the figure, JupyterLab
-with plotly < 7.2 kept its first drawing (plotly.py #5865) and the classic notebook drew nothing (plotly >= 6 has
-no extension for it: ``setup.use_jupyter_renderer``).
+Each frontend gets its own virtual environment (the pinned versions below, from the package
+registries) that sees this environment's packages behind its own (a .pth file), and the kernel
+imports the library from this checkout. The notebook is a chapter's own setup cell and its
+live-training call; the test watches the one figure's "yours" traces grow as the run logs its
+windows. Before ``live.Output`` renewed the figure, JupyterLab with plotly < 7.2 kept its first
+drawing (plotly.py #5865) and the classic notebook drew nothing (plotly >= 6 has no extension for
+it: ``setup.use_jupyter_renderer``).
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ pytestmark = pytest.mark.slow  # a minute or two a frontend
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-FRONTENDS = {  # name: (its package, as pinned here; how to serve a folder on a port; the notebook's URL path)
+# name: (its package, as pinned here; how to serve a folder on a port; the notebook's URL path)
+FRONTENDS = {
     "jupyterlab": ("jupyterlab==4.6.6",
                    ["-m", "jupyter", "lab", "--IdentityProvider.token=", "--ServerApp.password=",
                     "--ServerApp.root_dir={dir}"], "lab/tree/live.ipynb?reset"),
@@ -42,11 +45,13 @@ YOURS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(
 
 
 def _venv(folder: Path, package: str) -> Path:
-    """A venv with `package` installed, seeing this environment's packages after its own; skip without pip's
-    registries."""
+    """A venv with `package` installed, seeing this environment's packages after its own; skip
+    without pip's registries."""
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
-    site = subprocess.run([str(folder / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                           "['purelib'])"], check=True, capture_output=True, text=True).stdout.strip()
+    site = subprocess.run([str(folder / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_paths()"
+                           "['purelib'])"], check=True, capture_output=True,
+                           text=True).stdout.strip()
     Path(site, "zz_idmap_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     pip = subprocess.run([str(folder / "bin" / "python"), "-m", "pip", "install", "-q", package],
                          capture_output=True, text=True)
@@ -88,8 +93,8 @@ def _serve(python: Path, args, folder: Path, port: int, env: dict):
 
 
 def _watch(port: int, path: str, shot: Path, seconds=300) -> list[list[int]]:
-    """Open the notebook, run its two cells, and read the points of "yours" in every figure on the page each
-    second until the cell prints its result line (or `seconds` pass)."""
+    """Open the notebook, run its two cells, and read the points of "yours" in every figure on the
+    page each second until the cell prints its result line (or `seconds` pass)."""
     from playwright.sync_api import sync_playwright
 
     seen = []
@@ -97,7 +102,8 @@ def _watch(port: int, path: str, shot: Path, seconds=300) -> list[list[int]]:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(f"http://127.0.0.1:{port}/{path}")
-        editor = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputArea-editor" if "lab/" in path else ".input_area"
+        editor = (".jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputArea-editor" if "lab/" in path
+                  else ".input_area")
         page.wait_for_selector(editor, timeout=120_000)
         time.sleep(3)  # the kernel connects
         page.locator(editor).first.click()
@@ -124,9 +130,11 @@ def test_the_live_figure_is_redrawn_in_place(frontend, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     _notebook(work)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "IDMAP_DATA": SHARED, "IDMAP_RUNS": str(work / "runs"),
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "IDMAP_DATA": SHARED,
+           "IDMAP_RUNS": str(work / "runs"),
            "JUPYTER_PATH": str(Path(sysconfig.get_paths()["data"]) / "share" / "jupyter"),
-           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "JUPYTER_DATA_DIR": str(tmp_path / "data"),
            "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"), "OMP_NUM_THREADS": "1"}
     port = _free_port()
@@ -138,9 +146,12 @@ def test_the_live_figure_is_redrawn_in_place(frontend, tmp_path):
         server.wait(30)
     drawn = [n for n in seen if n]
     assert drawn, f"no figure of yours was drawn: {seen}"
-    # one figure, redrawn: a copy added would leave [0, 2, 4, ...] (for a moment during a swap the old and the new
-    # drawing are both on the page, each with the same points)
-    assert len(drawn[-1]) == 1 and all(len(set(n)) == 1 for n in drawn), f"copies of the figure added: {drawn}"
+    # one figure, redrawn: a copy added would leave [0, 2, 4, ...] (for a moment during a swap the
+    # old and the new drawing are both on the page, each with the same points)
+    assert (len(drawn[-1]) == 1 and all(len(set(n)) == 1
+                                        for n in drawn)), f"copies of the figure added: {drawn}"
     counts = [n[0] for n in drawn]
-    assert counts[-1] == 8, f"the last drawing lacks points (4 windows: loss and error each): {counts}"
-    assert len(set(counts)) >= 3 and counts == sorted(counts), f"not redrawn with new points: {counts}"
+    assert (counts[-1] == 8), (f"the last drawing lacks points (4 windows: loss and error each): "
+                               f"{counts}")
+    assert (len(set(counts)) >= 3
+            and counts == sorted(counts)), f"not redrawn with new points: {counts}"

@@ -1,6 +1,6 @@
-"""The package's layers, as its folders show them: models <- engine <- book <- checks (the exercise graders),
-and the command line and the ``import idmap_lib as im`` API on top. No module imports upward: read
-from every module's source (``ast``), at module level and inside functions alike."""
+"""The package's layers, as its folders show them: models <- engine <- book <- checks (the exercise
+graders), and the command line and the ``import idmap_lib as im`` API on top. No module imports
+upward: read from every module's source (``ast``), at module level and inside functions alike."""
 import ast
 import importlib
 from pathlib import Path
@@ -38,8 +38,9 @@ def layer(module: str) -> int:
 
 
 def imported(name: str, path: Path, source: str | None = None):
-    """(line, module) of every idmap_lib module that the module `name` imports, anywhere in its source: a name
-    imported from a package is that package's submodule where one exists, else the package itself."""
+    """(line, module) of every idmap_lib module that the module `name` imports, anywhere in its
+    source: a name imported from a package is that package's submodule where one exists, else the
+    package itself."""
     tree = ast.parse(source if source is not None else path.read_text(), str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -49,10 +50,13 @@ def imported(name: str, path: Path, source: str | None = None):
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+                base = ".".join(parts[:len(parts) - node.level + 1]
+                                + ([node.module] if node.module else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
+                       for a in node.names]
         elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module", "__import__")):
+              and getattr(node.func, "attr",
+                          getattr(node.func, "id", None)) in ("import_module", "__import__")):
             targets = [node.args[0].value]
         else:
             continue
@@ -62,7 +66,8 @@ def imported(name: str, path: Path, source: str | None = None):
 
 
 def upward(name: str, path: Path, source: str | None = None) -> list:
-    return [f"{path.relative_to(PACKAGE.parent)}:{line}: {NAMES[layer(name)]} imports {t} ({NAMES[layer(t)]})"
+    return [f"{path.relative_to(PACKAGE.parent)}:{line}: {NAMES[layer(name)]} imports {t} "
+            f"({NAMES[layer(t)]})"
             for line, t in sorted(set(imported(name, path, source))) if layer(t) > layer(name)]
 
 
@@ -83,7 +88,8 @@ def test_no_module_imports_upward():
     ("idmap_lib.engine.trainer", "def f():\n    from ..book.claims import CLAIMS\n"),
     ("idmap_lib.engine.bench", "def f():\n    from idmap_lib import cli\n"),
     ("idmap_lib.engine.stacked", "from .. import book"),
-    ("idmap_lib.book.evidence.verdicts", "def f():\n    import importlib\n    importlib.import_module('idmap_lib.cli')\n"),
+    ("idmap_lib.book.evidence.verdicts",
+     "def f():\n    import importlib\n    importlib.import_module('idmap_lib.cli')\n"),
 ])
 def test_a_planted_upward_import_is_caught(module, planted):
     path = MODULES[module]
@@ -92,8 +98,9 @@ def test_a_planted_upward_import_is_caught(module, planted):
 
 
 def import_circle(sources: dict | None = None) -> list:
-    """An import circle among the package's modules (deferred imports inside functions count: they only hide
-    one), as the list of modules round it, or [] (``graphlib``). `sources`: {module: source} to read instead."""
+    """An import circle among the package's modules (deferred imports inside functions count: they
+    only hide one), as the list of modules round it, or [] (``graphlib``). `sources`: {module:
+    source} to read instead."""
     import graphlib
     sources = sources or {}
     graph = {n: {t for _, t in imported(n, p, sources.get(n))} - {n} for n, p in MODULES.items()}
@@ -109,21 +116,27 @@ def test_no_import_circle():
 
 
 def test_a_planted_import_circle_is_caught():
-    """figures/live.py imports evidence/runs.py; runs importing live back (even inside a function) closes a circle."""
+    """figures/live.py imports evidence/runs.py; runs importing live back (even inside a function)
+    closes a circle."""
     live, runs = "idmap_lib.book.figures.live", "idmap_lib.book.evidence.runs"
     assert runs in {t for _, t in imported(live, MODULES[live])}
-    circle = import_circle({runs: MODULES[runs].read_text() + "\n\ndef f():\n    from ..figures import live\n"})
+    circle = import_circle({runs: MODULES[runs].read_text()
+                            + "\n\ndef f():\n    from ..figures import live\n"})
     assert {live, runs} <= set(circle)
 
 
 def test_the_stable_api_and_the_recipes_builders():
-    """``im.x`` names stay where chapters and scripts use them; every builder a recipe names is a model."""
+    """``im.x`` names stay where chapters and scripts use them; every builder a recipe names is a
+    model."""
     assert set(im.__all__) == {
-        "UNITS", "SHORTCUTS", "BLOCKS", "FINALS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp", "imagenet_resnet",
-        "make_unit", "residual_units", "zero_residuals", "gates", "unit_layout", "EXPERIMENTS", "config", "lr_at",
+        "UNITS", "SHORTCUTS", "BLOCKS", "FINALS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp",
+        "imagenet_resnet",
+        "make_unit", "residual_units", "zero_residuals", "gates", "unit_layout", "EXPERIMENTS",
+        "config", "lr_at",
         "train", "run", "load_results", "load_data"}
     assert all(hasattr(im, n) for n in im.__all__)
-    builders = {im.config(e, v)["model"]["builder"] for e, x in im.EXPERIMENTS.items() for v in x["variants"]}
+    builders = {im.config(e, v)["model"]["builder"] for e, x in im.EXPERIMENTS.items()
+                for v in x["variants"]}
     assert builders == {"cifar_resnet", "wide_resnet", "mlp"}
     assert all(getattr(im, b) is getattr(im.models, b) for b in builders)
 
@@ -133,15 +146,18 @@ def test_the_library_says_what_and_why_not_which_issue():
     import re
 
     found = [f"{p.relative_to(PACKAGE)}:{i}" for p in sorted(PACKAGE.rglob("*.py"))
-             for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"(?i)\bissue [0-9]", line)]
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"(?i)\bissue [0-9]", line)]
     assert not found, "issue numbers in the library: " + ", ".join(found)
 
 
-BOOK_ROOMS = ["page", "maths", "evidence", "plan", "figures"]  # each imports only the rooms before it
+# each imports only the rooms before it
+BOOK_ROOMS = ["page", "maths", "evidence", "plan", "figures"]
 
 
 def room(module: str):
-    """The index of the book room `module` sits in (None outside the rooms: book/__init__, __main__)."""
+    """The index of the book room `module` sits in (None outside the rooms: book/__init__,
+    __main__)."""
     parts = module.split(".")
     if len(parts) > 2 and parts[1] == "book" and parts[2] in BOOK_ROOMS:
         return BOOK_ROOMS.index(parts[2])
@@ -152,7 +168,8 @@ def room_problems(name: str, path: Path, source: str | None = None) -> list:
     here = room(name)
     return [f"{path.relative_to(PACKAGE.parent)}:{line}: {BOOK_ROOMS[here]} imports {t}"
             for line, t in sorted(set(imported(name, path, source)))
-            if here is not None and t.startswith("idmap_lib.book") and (room(t) is None or room(t) > here)]
+            if here is not None and t.startswith("idmap_lib.book")
+            and (room(t) is None or room(t) > here)]
 
 
 def test_the_book_rooms_import_only_the_rooms_before_them():
@@ -163,7 +180,8 @@ def test_the_book_rooms_import_only_the_rooms_before_them():
 @pytest.mark.parametrize("module, planted", [
     ("idmap_lib.book.evidence.rule", "def f():\n    from ..plan import sweep\n"),
     ("idmap_lib.book.page.palette", "from ..evidence.claims import CLAIMS\n"),
-    ("idmap_lib.book.maths.theory", "from .. import say\n"),  # the book package itself sits above the rooms
+    # the book package itself sits above the rooms
+    ("idmap_lib.book.maths.theory", "from .. import say\n"),
 ])
 def test_a_planted_import_from_a_later_room_is_caught(module, planted):
     path = MODULES[module]
@@ -172,50 +190,80 @@ def test_a_planted_import_from_a_later_room_is_caught(module, planted):
 
 
 def test_every_book_module_is_in_a_room_and_the_book_names_it_there():
-    """book/__init__ re-exports each module by its short name from the room it sits in (``book.claims``)."""
+    """book/__init__ re-exports each module by its short name from the room it sits in
+    (``book.claims``)."""
     from idmap_lib import book
 
-    found = {n.split(".")[3]: n.split(".")[2] for n in MODULES if room(n) is not None and n.count(".") == 3}
+    found = {n.split(".")[3]: n.split(".")[2] for n in MODULES if room(n) is not None
+             and n.count(".") == 3}
     assert found == book.ROOM_OF
-    assert {n for n in MODULES if n.startswith("idmap_lib.book.") and room(n) is None} == {"idmap_lib.book.__main__"}
+    assert {n for n in MODULES if n.startswith("idmap_lib.book.")
+            and room(n) is None} == {"idmap_lib.book.__main__"}
     assert book.claims is importlib.import_module("idmap_lib.book.evidence.claims")
 
 
 def test_init_files_only_re_export():
-    """A package's __init__ names what its modules define; it defines nothing itself but the short-name lookup."""
-    defs = [f"{p.relative_to(PACKAGE.parent)}:{n.lineno} {n.name}" for p in PACKAGE.rglob("__init__.py")
+    """A package's __init__ names what its modules define; it defines nothing itself but the
+    short-name lookup."""
+    defs = [f"{p.relative_to(PACKAGE.parent)}:{n.lineno} {n.name}"
+            for p in PACKAGE.rglob("__init__.py")
             for n in ast.parse(p.read_text()).body
             if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name != "__getattr__"]
     assert not defs, "\n".join(defs)
 
 
 def test_no_chapter_sets_torch_threads_itself():
-    """One thread policy: the chapters' setup() sets torch's threads (every physical core); no chapter does."""
+    """One thread policy: the chapters' setup() sets torch's threads (every physical core); no
+    chapter does."""
     import json
 
     book = PACKAGE.parent / "book"
     found = [p.name for p in sorted(book.rglob("*.ipynb"))
-             if "set_num_threads" in "".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"])]
+             if "set_num_threads" in "".join("".join(c["source"])
+                                             for c in json.loads(p.read_text())["cells"])]
     assert not found, found
 
 
+# where torch's threads may be set for good: a chapter kernel's default (setup), a DDP rank's share of
+# the cores, a benchmark's child process; every other change is device.threads' block
+SETS_THREADS = {"engine/device.py", "book/page/setup.py", "engine/distributed.py", "engine/bench.py"}
+
+
+def test_the_library_changes_torch_threads_through_one_context():
+    found = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
+             if "set_num_threads" in p.read_text()]
+    assert set(found) <= SETS_THREADS, sorted(set(found) - SETS_THREADS)
+    from idmap_lib.engine import device
+
+    import torch
+
+    before = torch.get_num_threads()
+    with device.threads(1):
+        assert torch.get_num_threads() == 1
+        with device.threads(None):
+            assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
 def scale_lists(source: str) -> list[int]:
-    """Lines of `source` that spell out two or more scale names as a literal (a tuple, list, set or dict keys):
-    a second definition of which scales there are."""
+    """Lines of `source` that spell out two or more scale names as a literal (a tuple, list, set or
+    dict keys): a second definition of which scales there are."""
     from idmap_lib.engine import recipes
 
     names = set(recipes.SCALES)
     found = []
     for n in ast.walk(ast.parse(source)):
-        elts = n.keys if isinstance(n, ast.Dict) else n.elts if isinstance(n, (ast.Tuple, ast.List, ast.Set)) else []
+        elts = (n.keys if isinstance(n, ast.Dict) else n.elts
+                if isinstance(n, (ast.Tuple, ast.List, ast.Set)) else [])
         if len(elts) >= 2 and all(isinstance(e, ast.Constant) and e.value in names for e in elts):
             found.append(n.lineno)
     return found
 
 
 def test_which_scales_there_are_is_said_only_in_recipes():
-    """The scales are data in engine/recipes.py (SCALES, CPU_SCALES, CLAIM_SCALES); the models, the engine, the
-    book and the command line name them from there. (The exercises' classroom scales are the graders' own.)"""
+    """The scales are data in engine/recipes.py (SCALES, CPU_SCALES, CLAIM_SCALES); the models, the
+    engine, the book and the command line name them from there. (The exercises' classroom scales are
+    the graders' own.)"""
     found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items()
              if name != "idmap_lib.engine.recipes" and not name.startswith("idmap_lib.checks")
              for line in scale_lists(path.read_text())]
@@ -224,20 +272,23 @@ def test_which_scales_there_are_is_said_only_in_recipes():
 
 
 def test_the_lr_jump_probe_is_named_only_in_recipes():
-    """The probe's scale name is said once (recipes.JUMP_PROBE): no module but recipes and no chapter spells it."""
+    """The probe's scale name is said once (recipes.JUMP_PROBE): no module but recipes and no
+    chapter spells it."""
     import json
 
     from idmap_lib.engine.recipes import JUMP_PROBE
 
     def spelled(source):
-        return [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and n.value == JUMP_PROBE]
+        return [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant)
+                and n.value == JUMP_PROBE]
 
     found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items()
              if name != "idmap_lib.engine.recipes" for line in spelled(path.read_text())]
     for p in sorted((PACKAGE.parent / "book").glob("*.ipynb")):
         cells = json.loads(p.read_text())["cells"]
         code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-        code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
+        code = "\n".join(line for line in code.splitlines()
+                         if not line.lstrip().startswith(("%", "!")))
         found += [f"{p.name}:{line}" for line in spelled(code)]
     assert not found, found
     assert spelled(f'x = f(scale="{JUMP_PROBE}")\n') == [1]
@@ -247,9 +298,10 @@ HANDFUL = 10  # the most book modules a chapter may import
 
 
 def chapter_modules(source: str) -> set[str]:
-    """The book modules a chapter's code imports (``from idmap_lib.book import claims``, ``... import
-    idmap_lib.book.evidence.claims``), each once, by its short name; the page helpers the book re-exports by
-    name (``say``, ``styled``, ``setup``, ...) are the page's vocabulary, not modules."""
+    """The book modules a chapter's code imports (``from idmap_lib.book import claims``, ``...
+    import idmap_lib.book.evidence.claims``), each once, by its short name; the page helpers the
+    book re-exports by name (``say``, ``styled``, ``setup``, ...) are the page's vocabulary, not
+    modules."""
     from idmap_lib import book
 
     found = set()
@@ -260,49 +312,56 @@ def chapter_modules(source: str) -> set[str]:
             else:
                 found.add(n.module.rpartition(".")[2])
         elif isinstance(n, ast.Import):
-            found |= {a.name.rpartition(".")[2] for a in n.names if a.name.startswith("idmap_lib.book.")}
+            found |= {a.name.rpartition(".")[2] for a in n.names
+                      if a.name.startswith("idmap_lib.book.")}
     return found
 
 
 def test_a_chapter_imports_a_handful_of_book_modules():
-    """Chapters are thin: prose, a few library calls. The blocks that chapters 7-10 repeat are one function
-    each (book/figures/blocks.py, yourself.cell), so no chapter needs more than a handful of modules."""
+    """Chapters are thin: prose, a few library calls. The blocks that chapters 7-10 repeat are one
+    function each (book/figures/blocks.py, yourself.cell), so no chapter needs more than a handful
+    of modules."""
     import json
 
     over = {}
     for p in sorted((PACKAGE.parent / "book").glob("*.ipynb")):
         cells = json.loads(p.read_text())["cells"]
         code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-        code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
+        code = "\n".join(line for line in code.splitlines()
+                         if not line.lstrip().startswith(("%", "!")))
         mods = chapter_modules(code)
         if len(mods) > HANDFUL:
             over[p.name] = sorted(mods)
     assert not over, over
-    planted = "from idmap_lib.book import claims, curves, say\nimport idmap_lib.book.evidence.rule\n" \
-              "from idmap_lib.book.evidence.tables import styled\n"
+    planted = "from idmap_lib.book import claims, curves, say\nimport " \
+              "idmap_lib.book.evidence.rule\nfrom idmap_lib.book.evidence.tables import styled\n"
     assert chapter_modules(planted) == {"claims", "curves", "rule", "tables"}
 
 
 def folder_joins(source: str) -> list[int]:
-    """Lines of `source` that join a path with "results" or "checkpoints" (``x / "checkpoints"``): a second
-    definition of where those folders are."""
-    return [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
+    """Lines of `source` that join a path with "results" or "checkpoints" (``x / "checkpoints"``): a
+    second definition of where those folders are."""
+    return [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.BinOp)
+            and isinstance(n.op, ast.Div)
             and isinstance(n.right, ast.Constant) and n.right.value in ("results", "checkpoints")]
 
 
 def test_where_results_and_checkpoints_go_is_said_only_in_paths():
-    """engine/paths.py says where results and checkpoints are kept, the library's and a reader's runs folder's
-    (runs_folder); nobody else joins those names onto a path. (Gradescope's results/ is Gradescope's layout.)"""
+    """engine/paths.py says where results and checkpoints are kept, the library's and a reader's
+    runs folder's (runs_folder); nobody else joins those names onto a path. (Gradescope's results/
+    is Gradescope's layout.)"""
     own = {"idmap_lib.engine.paths", "idmap_lib.checks.gradescope"}
-    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items() if name not in own
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items()
+             if name not in own
              for line in folder_joins(path.read_text())]
     assert not found, found
-    assert folder_joins('p = root / "checkpoints"\n') == [1] and folder_joins('p = root / "weights"\n') == []
+    assert (folder_joins('p = root / "checkpoints"\n') == [1]
+            and folder_joins('p = root / "weights"\n') == [])
 
 
 def test_one_command_line_reaches_the_book_and_the_checks(capsys, monkeypatch):
-    """``python -m idmap_lib book ...`` and ``... checks ...`` are the rooms' own command lines (whose old forms,
-    ``python -m idmap_lib.book`` and ``python -m idmap_lib.checks``, work too)."""
+    """``python -m idmap_lib book ...`` and ``... checks ...`` are the rooms' own command lines
+    (whose old forms, ``python -m idmap_lib.book`` and ``python -m idmap_lib.checks``, work too)."""
     from idmap_lib import cli
     from idmap_lib.book import __main__ as book_main
     from idmap_lib.checks import __main__ as checks_main
@@ -316,9 +375,10 @@ def test_one_command_line_reaches_the_book_and_the_checks(capsys, monkeypatch):
 
 
 def test_the_setup_cell_imports_before_it_installs_what_is_missing():
-    """A chapter's setup cell imports ``idmap_lib.book.page.repository`` (so ``import idmap_lib``) and only then
-    installs the requirements that are missing: nothing on that path may need a requirement besides torch
-    (a third-party import at a module's top there breaks Colab's first run). Planted: tqdm at loop.py's top."""
+    """A chapter's setup cell imports ``idmap_lib.book.page.repository`` (so ``import idmap_lib``)
+    and only then installs the requirements that are missing: nothing on that path may need a
+    requirement besides torch (a third-party import at a module's top there breaks Colab's first
+    run). Planted: tqdm at loop.py's top."""
     import subprocess
     import sys
 
@@ -327,6 +387,7 @@ def test_the_setup_cell_imports_before_it_installs_what_is_missing():
     blocked = sorted({r for r in requirements() if r not in ("torch", "torchvision", "numpy")})
     code = ("import sys\nfor m in %r: sys.modules[m] = None\n" % blocked
             + "import idmap_lib, idmap_lib.book.page.repository\n")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=PACKAGE.parent)
     assert run.returncode == 0, run.stderr[-800:]
     assert "tqdm" in blocked and "plotly" in blocked

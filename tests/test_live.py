@@ -1,6 +1,6 @@
-"""Train it yourself (idmap_lib.book.figures.live), as a student would: a few steps, a disconnect, the same cell again, the
-finished run shown as theirs in the chapter's table; and the trainer's part of it (wall-time checkpoints, a
-progress line from the first steps that counts max_steps)."""
+"""Train it yourself (idmap_lib.book.figures.live), as a student would: a few steps, a disconnect,
+the same cell again, the finished run shown as theirs in the chapter's table; and the trainer's part
+of it (wall-time checkpoints, a progress line from the first steps that counts max_steps)."""
 import pytest
 
 from idmap_lib.book.evidence import variants
@@ -15,7 +15,8 @@ EXP, VAR = "b_mnist", "gresnet-d10"
 
 @pytest.fixture
 def tiny_recipe(monkeypatch):
-    """Paper B's MNIST recipe made tiny (d = 4, 24 steps), everywhere the book and the engine ask for it."""
+    """Paper B's MNIST recipe made tiny (d = 4, 24 steps), everywhere the book and the engine ask
+    for it."""
     real = recipes.config
 
     def config(experiment, variant, scale="cpu", seed=0):
@@ -30,40 +31,54 @@ def tiny_recipe(monkeypatch):
 
 
 def test_a_student_trains_stops_resumes_and_finds_the_run_as_theirs(tiny_recipe, mnist, tmp_path):
-    first = live.train_live(EXP, VAR, "full", run=True, max_steps=9, folder=tmp_path, data=mnist, show=False)
-    assert first["result"] is None and first["stopped"]["step"] == 9  # a short try records nothing yet...
+    first = live.train_live(EXP, VAR, "full", run=True, max_steps=9, folder=tmp_path, data=mnist,
+                            show=False)
+    # a short try records nothing yet...
+    assert first["result"] is None and first["stopped"]["step"] == 9
     assert first["figure"].points == 3  # ...but its curve got a point per log window (3, 6, 9)
     ckpts = list((tmp_path / "checkpoints").glob("*.pt"))
     assert [p.name for p in ckpts] == [f"{EXP}__{VAR}__full__s{live.YOUR_SEED}.pt"]
-    second = live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist, show=False)  # the cell again
+    # the cell again
+    second = live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist, show=False)
     r = second["result"]
-    assert r["status"] == "ok" and r["final"]["steps"] == 24 and r["config"]["seed"] == live.YOUR_SEED
-    alone = train(tiny_recipe(EXP, VAR, "full", live.YOUR_SEED), data=mnist, progress=False, write_result=False)
+    assert (r["status"] == "ok" and r["final"]["steps"] == 24
+            and r["config"]["seed"] == live.YOUR_SEED)
+    alone = train(tiny_recipe(EXP, VAR, "full", live.YOUR_SEED), data=mnist, progress=False,
+                  write_result=False)
     assert [h["train_loss"] for h in r["history"]["train"]] == pytest.approx(
-        [h["train_loss"] for h in alone["history"]["train"]], abs=1e-6)  # resumed = never interrupted
+        # resumed = never interrupted
+        [h["train_loss"] for h in alone["history"]["train"]], abs=1e-6)
     assert second["figure"].points == 8 + 2  # 8 training windows, 2 evaluations
     table = variants.variant_table(EXP, [VAR], "full", yours=tmp_path)
-    assert table.loc[VAR, "yours: test error % (seed)"] == f"{100 * r['final']['test_err']:.1f} (seed 100)"
+    assert table.loc[VAR,
+                     "yours: test error % "
+                     "(seed)"] == f"{100 * r['final']['test_err']:.1f} (seed 100)"
     again = live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist, show=False)
-    assert again["result"]["path"] == r["path"] and again["stopped"] is None  # recorded: never trained twice
-    assert "yours" not in " ".join(variants.variant_table(EXP, [VAR], "full", yours=tmp_path / "nobody").columns)
+    # recorded: never trained twice
+    assert again["result"]["path"] == r["path"] and again["stopped"] is None
+    assert "yours" not in " ".join(variants.variant_table(EXP, [VAR], "full",
+                                                          yours=tmp_path / "nobody").columns)
 
 
 def test_only_looking_shows_the_recorded_band_and_the_paper_and_says_how_to_train(tiny_recipe, tmp_path, capsys):
     out = live.train_live("a_table2_activations", "full_preact-110", "cpu", folder=tmp_path)
     assert out["result"] is None and out["figure"].points == 0
     fig = out["figure"].fig
-    assert any(a.text.startswith("paper: 6.37 % (its full recipe)") for a in fig.layout.annotations)  # Table 2's
-    # 400 CPU steps end near 50 %: the paper's 6.37 % is said at the panel's foot, not drawn (it would flatten the axis)
+    # Table 2's
+    assert any(a.text.startswith("paper: 6.37 % (its full recipe)") for a in fig.layout.annotations)
+    # 400 CPU steps end near 50 %: the paper's 6.37 % is said at the panel's foot, not drawn (it
+    # would flatten the axis)
     assert "far below" in " ".join(a.text for a in fig.layout.annotations)
     assert not any(sh.type == "line" and sh.y0 == sh.y1 == 6.37 for sh in fig.layout.shapes)
-    assert any("seed 0" in (t.name or "") for t in fig.data)  # the book's recorded seeds drawn under it
+    # the book's recorded seeds drawn under it
+    assert any("seed 0" in (t.name or "") for t in fig.data)
     assert "train_live('a_table2_activations', 'full_preact-110', scale='cpu', seed=100, run=True)" in \
         capsys.readouterr().out
 
 
 class Shown:
-    """A cell output in place of IPython's: how many there are, what the first drawing held, how often redrawn."""
+    """A cell output in place of IPython's: how many there are, what the first drawing held, how
+    often redrawn."""
     made = []
 
     def __init__(self, fig):
@@ -83,7 +98,8 @@ def test_one_output_whose_first_drawing_holds_the_steps_already_trained(tiny_rec
     live.train_live(EXP, VAR, "full", run=True, max_steps=9, folder=tmp_path, data=mnist)
     live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist)  # the cell again
     first, second = Shown.made
-    assert first.first_points == 0 and second.first_points == 3 * 2 + 0  # resumed: its 3 windows (loss, error)
+    # resumed: its 3 windows (loss, error)
+    assert first.first_points == 0 and second.first_points == 3 * 2 + 0
     assert first.redraws >= 1 and second.redraws >= 1  # redrawn in place, never a second output
 
 
@@ -97,17 +113,18 @@ class Handle:
 
 @pytest.mark.parametrize("redrawn", [True, False])
 def test_the_output_is_the_figures_data_updated_in_place(monkeypatch, redrawn):
-    """A plotly Figure displays itself past any display handle (``_ipython_display_``): each update would add a
-    copy. The output holds the figure's data, a mimebundle dict, shown once and updated through its handle; where
-    the frontend does not redraw an update (JupyterLab, plotly < 7.2), each redraw first swaps in an empty text
-    output, so that the figure is drawn anew."""
+    """A plotly Figure displays itself past any display handle (``_ipython_display_``): each update
+    would add a copy. The output holds the figure's data, a mimebundle dict, shown once and updated
+    through its handle; where the frontend does not redraw an update (JupyterLab, plotly < 7.2),
+    each redraw first swaps in an empty text output, so that the figure is drawn anew."""
     import IPython
     import IPython.display
     import plotly.graph_objects as go
 
     shown = []
     monkeypatch.setattr(IPython, "get_ipython", lambda: object())
-    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)) or Handle())
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda obj, **kw: shown.append((obj, kw)) or Handle())
     monkeypatch.setattr(live, "_redrawn_by_update", lambda: redrawn)
     fig = go.Figure(go.Scatter(x=[1], y=[2]))
     out = live.Output(fig)
@@ -124,12 +141,14 @@ def test_the_output_is_the_figures_data_updated_in_place(monkeypatch, redrawn):
 
 
 def test_which_frontends_redraw_an_update(monkeypatch):
-    """Colab's does, with any plotly; elsewhere (JupyterLab's renderer) only from plotly 7.2 (plotly.py #5865)."""
+    """Colab's does, with any plotly; elsewhere (JupyterLab's renderer) only from plotly 7.2
+    (plotly.py #5865)."""
     import sys
 
     import plotly
 
-    for version, colab, redrawn in (("7.1.0", False, False), ("5.24.1", True, True), ("7.2.0", False, True),
+    for version, colab, redrawn in (("7.1.0", False, False), ("5.24.1", True, True),
+                                    ("7.2.0", False, True),
                                     ("10.0.1", False, True)):
         monkeypatch.setattr(plotly, "__version__", version)
         monkeypatch.setitem(sys.modules, "google.colab", object()) if colab else \
@@ -138,13 +157,15 @@ def test_which_frontends_redraw_an_update(monkeypatch):
 
 
 def test_a_plain_jupyter_kernel_also_gets_each_figures_html(monkeypatch):
-    """plotly's bare mimetype needs its extension, which the classic notebook lacks for plotly >= 6: outside the
-    build the setup adds the HTML renderer there, and leaves Colab's, VS Code's and the others' alone."""
+    """plotly's bare mimetype needs its extension, which the classic notebook lacks for plotly >= 6:
+    outside the build the setup adds the HTML renderer there, and leaves Colab's, VS Code's and the
+    others' alone."""
     import plotly.io as pio
 
     from idmap_lib.book.page import setup
 
-    for before, after in (("plotly_mimetype", setup.JUPYTER_RENDERER), ("colab", "colab"), ("vscode", "vscode")):
+    for before, after in (("plotly_mimetype", setup.JUPYTER_RENDERER), ("colab", "colab"),
+                          ("vscode", "vscode")):
         monkeypatch.setattr(pio.renderers, "default", before)
         setup.use_jupyter_renderer()
         assert pio.renderers.default == after
@@ -152,8 +173,9 @@ def test_a_plain_jupyter_kernel_also_gets_each_figures_html(monkeypatch):
 
 def test_an_interrupt_leaves_the_figure_as_far_as_it_got_and_the_trainers_line(tiny_recipe, mnist, tmp_path,
                                                                                  monkeypatch):
-    """The stop button during training: the trainer keeps a checkpoint and raises one line (guard.TrainingInterrupted,
-    a KeyboardInterrupt); the cell lets it through (Run all stops there) after drawing every step logged."""
+    """The stop button during training: the trainer keeps a checkpoint and raises one line
+    (guard.TrainingInterrupted, a KeyboardInterrupt); the cell lets it through (Run all stops there)
+    after drawing every step logged."""
     import idmap_lib.engine.trainer as trainer
 
     monkeypatch.setattr(live, "Output", Shown)
@@ -171,26 +193,32 @@ def test_an_interrupt_leaves_the_figure_as_far_as_it_got_and_the_trainers_line(t
     with pytest.raises(KeyboardInterrupt):
         live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist)
     shown, = Shown.made
-    assert shown.last_now and shown.last_points == 2 * 2  # redrawn at the stop: windows 3 and 6, loss and error
+    # redrawn at the stop: windows 3 and 6, loss and error
+    assert shown.last_now and shown.last_points == 2 * 2
 
 
-# ---- what the cell says ---------------------------------------------------------------------------------------
-def test_a_run_stopped_by_max_steps_says_to_raise_it(tiny_recipe, mnist, tmp_path, capsys, monkeypatch):
+# ---- what the cell says --------------------------------------------------------------------------
+def test_a_run_stopped_by_max_steps_says_to_raise_it(tiny_recipe, mnist, tmp_path, capsys,
+                                                     monkeypatch):
     live.train_live(EXP, VAR, "full", run=True, max_steps=6, folder=tmp_path, data=mnist)
     out = capsys.readouterr().out
     assert "stopped at step 6 of 24 by max_steps = 6: raise max_steps" in out
-    assert "the whole run (24 steps) takes about" in out and "max_steps = 6 stops it at step 6" in out
+    assert ("the whole run (24 steps) takes about" in out
+            and "max_steps = 6 stops it at step 6" in out)
     # the same cell again, max_steps unchanged: nothing trains, and it says why
-    monkeypatch.setattr("idmap_lib.engine.trainer.train", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr("idmap_lib.engine.trainer.train",
+                        lambda *a, **k: pytest.fail("trained again"))
     again = live.train_live(EXP, VAR, "full", run=True, max_steps=6, folder=tmp_path, data=mnist)
     assert again["stopped"]["step"] == 6 and "raise max_steps" in capsys.readouterr().out
     shown = live.train_live(EXP, VAR, "full", run=False, folder=tmp_path, data=mnist, show=False)
-    assert shown["stopped"]["step"] == 6 and shown["result"] is None  # only shown: the stopped run is still yours
+    # only shown: the stopped run is still yours
+    assert shown["stopped"]["step"] == 6 and shown["result"] is None
 
 
 def test_the_whole_runs_time_as_soon_as_there_is_a_pace(tiny_recipe, mnist, tmp_path, capsys):
     live.train_live(EXP, VAR, "full", run=True, max_steps=2, folder=tmp_path, data=mnist)
-    out = capsys.readouterr().out  # stopped before the first log window (step 3): no pace, and it says when
+    # stopped before the first log window (step 3): no pace, and it says when
+    out = capsys.readouterr().out
     assert "no pace measured yet: the first comes at step 3" in out and "takes about" not in out
     live.train_live(EXP, VAR, "full", run=True, max_steps=4, folder=tmp_path, data=mnist)
     out = capsys.readouterr().out  # resumed at 2: the window that ends at 3 gives the pace
@@ -200,22 +228,27 @@ def test_the_whole_runs_time_as_soon_as_there_is_a_pace(tiny_recipe, mnist, tmp_
 
 def test_the_full_recipe_on_a_cpu_says_how_long_and_asks_for_a_gpu():
     cfg = recipes.config("a_table2_activations", "full_preact-110", "full")
-    line = live.pace_line(cfg, 100, 64.0, cfg["steps"], "cpu")  # 2 s a step: 64,000 steps are 1.5 days
-    assert "35.6 h" in line and "GPU" in line and "Change runtime type" in line and "SCALE = 'cpu'" in line
+    # 2 s a step: 64,000 steps are 1.5 days
+    line = live.pace_line(cfg, 100, 64.0, cfg["steps"], "cpu")
+    assert ("35.6 h" in line and "GPU" in line and "Change runtime type" in line
+            and "SCALE = 'cpu'" in line)
     assert "GPU" not in live.pace_line(cfg, 100, 6400.0, cfg["steps"], "cuda")
     assert "days" in live.pace_line(cfg, 100, 16.0, cfg["steps"], "cpu")  # 8 s a step: 6 days
     first = live.first_line(cfg, "cpu")  # before the first log window: from the recorded runs' pace
-    assert first.startswith("SCALE = 'full' on a CPU: the paper's whole recipe, 64,000 steps.") and "GPU" in first
+    assert (first.startswith("SCALE = 'full' on a CPU: the paper's whole recipe, 64,000 steps.")
+            and "GPU" in first)
     assert live.first_line(cfg, "cuda") == ""
-    assert live.first_line(recipes.config("a_table2_activations", "full_preact-110", "cpu"), "cpu") == ""
+    assert live.first_line(recipes.config("a_table2_activations", "full_preact-110", "cpu"),
+                           "cpu") == ""
 
 
 def test_only_looking_where_nothing_is_recorded_says_so_in_one_line(tmp_path, capsys):
-    out = live.train_live("a_table2_activations", "full_preact-110", "full", folder=tmp_path)  # TRAIN = False
+    # TRAIN = False
+    out = live.train_live("a_table2_activations", "full_preact-110", "full", folder=tmp_path)
     assert out["figure"] is None and out["result"] is None
     said = capsys.readouterr().out.strip().splitlines()
-    assert len(said) == 1 and said[0].startswith("Nothing to draw yet: the book has no recorded run of "
-                                                 "full_preact-110 at the full recipe")
+    assert len(said) == 1 and said[0].startswith("Nothing to draw yet: the book has no recorded "
+                                                 "run of full_preact-110 at the full recipe")
 
 
 def test_a_scale_or_variant_the_page_does_not_offer_says_what_to_write():
@@ -228,34 +261,40 @@ def test_a_scale_or_variant_the_page_does_not_offer_says_what_to_write():
         live.train_live("a_table2_activations", "full_preact-1001")
     offered = str(e.value).split("its variants: ")[1].split(", ")
     assert offered == ["original-110", "bn_after_add-110", "relu_before_add-110", "relu_preact-110",
-                       "full_preact-110", "original-164", "full_preact-164"]  # chapter 8's: no unrecorded -164
+                       # chapter 8's: no unrecorded -164
+                       "full_preact-110", "original-164", "full_preact-164"]
 
 
 def test_wall_time_checkpoints_between_the_recipe_checkpoints(monkeypatch, mnist, tmp_path):
     saved = []
-    monkeypatch.setattr(loop_mod, "save_checkpoint", lambda path, state: saved.append(state["step"]))
+    monkeypatch.setattr(loop_mod, "save_checkpoint",
+                        lambda path, state: saved.append(state["step"]))
     cfg = tiny_mnist(steps=12, log=3, eval_every=12)
-    train(cfg, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path, checkpoint_every=12)
+    train(cfg, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path,
+          checkpoint_every=12)
     assert saved == [12]
     saved.clear()
-    train(cfg, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path, checkpoint_every=12,
+    train(cfg, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path,
+          checkpoint_every=12,
           checkpoint_minutes=1e-9)  # every step is "minutes" after the last checkpoint
     assert saved == list(range(1, 13))
 
 
 def test_the_progress_line_comes_after_the_first_steps_and_counts_max_steps(mnist, capsys):
-    cfg = tiny_mnist(steps=30, log=30, eval_every=30)  # no log window before the stop: the line is all there is
+    # no log window before the stop: the line is all there is
+    cfg = tiny_mnist(steps=30, log=30, eval_every=30)
     train(cfg, data=mnist, max_steps=20, write_result=False)
     out = capsys.readouterr()
     line = next(s for s in (out.out + out.err).splitlines() if "img/s ->" in s)
-    assert "step 15, training loss " in line and "the remaining 5 steps (stopping at step 20 of 30)" in line
+    assert ("step 15, training loss " in line
+            and "the remaining 5 steps (stopping at step 20 of 30)" in line)
 
 
 @pytest.mark.slow
 def test_the_stop_button_in_a_real_kernel_shows_one_line_and_the_cell_run_again_resumes(tmp_path):
-    """Issue 33.3 in a Jupyter kernel, as a student meets it: a long training cell, the stop button (the kernel's
-    interrupt), one line of output saying how to go on and no traceback; the same cell again resumes from the
-    checkpoint at the step where it stopped."""
+    """Issue 33.3 in a Jupyter kernel, as a student meets it: a long training cell, the stop button
+    (the kernel's interrupt), one line of output saying how to go on and no traceback; the same cell
+    again resumes from the checkpoint at the step where it stopped."""
     import json
     import os
     import queue
@@ -268,10 +307,12 @@ def test_the_stop_button_in_a_real_kernel_shows_one_line_and_the_cell_run_again_
             "from support import tiny_mnist\n"
             "from idmap_lib.engine.trainer import train\n"
             "cfg = tiny_mnist('gresnet', 0, d=4, steps=100000, log=5, eval_every=100000)\n"
-            "r = train(cfg, checkpoint_dir={ck!r}, resume=True, max_steps={stop}, write_result=False, progress=False,\n"
-            "          on_log=lambda h: print('logged', h['train'][-1]['step'], flush=True))\n"
-            "print(json.dumps({{'status': r['status'], 'step': r['step']}}))")
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path), env={**os.environ, "OMP_NUM_THREADS": "1"})
+            "r = train(cfg, checkpoint_dir={ck!r}, resume=True, max_steps={stop}, "
+            "write_result=False, progress=False,\n          on_log=lambda h: print('logged', "
+            "h['train'][-1]['step'], flush=True))\nprint(json.dumps({{'status': r['status'], "
+            "'step': r['step']}}))")
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path),
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
     try:
         def run(code, interrupt_after=None):
             msg_id, out, error, t0 = kc.execute(code), [], None, time.time()
@@ -297,11 +338,15 @@ def test_the_stop_button_in_a_real_kernel_shows_one_line_and_the_cell_run_again_
         tests, ck = str(Path(__file__).parent), str(tmp_path / "ck")
         out, error = run(cell.format(tests=tests, ck=ck, stop=None), interrupt_after=3)
         assert error is not None and error["ename"] == "TrainingInterrupted", (out, error)
-        assert len(error["traceback"]) == 1 and error["traceback"][0].startswith("interrupted at step "), error
+        assert (len(error["traceback"]) == 1
+                and error["traceback"][0].startswith("interrupted at step ")), error
         step = int(error["traceback"][0].split()[3])
         out, error = run(cell.format(tests=tests, ck=ck, stop=step + 5))
-        assert error is None and json.loads(out.splitlines()[-1]) == {"status": "stopped", "step": step + 5}, out
-        assert out.split()[:2] == ["logged", str((step // 5 + 1) * 5)], out  # the next log after it: went on from there
+        assert (error is None
+                and json.loads(out.splitlines()[-1]) == {"status": "stopped",
+                                                         "step": step + 5}), out
+        # the next log after it: went on from there
+        assert out.split()[:2] == ["logged", str((step // 5 + 1) * 5)], out
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

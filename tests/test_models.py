@@ -32,11 +32,13 @@ def test_every_variant_trains_a_step(unit, shortcut, block):
     assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
     grads = [p.grad for p in model.parameters()]
     assert all(g is not None and torch.isfinite(g).all() for g in grads)
-    assert len(im.residual_units(model)) == 3 * (SMALL[block] - 2) // (3 * {"basic": 2, "bottleneck": 3, "single": 1}[block])
+    layers = {"basic": 2, "bottleneck": 3, "single": 1}[block]
+    assert len(im.residual_units(model)) == 3 * (SMALL[block] - 2) // (3 * layers)
 
 
 def test_registries_describe_every_variant_with_its_figure():
-    assert list(im.UNITS) == ["original", "bn_after_add", "relu_before_add", "relu_preact", "full_preact"]
+    assert list(im.UNITS) == ["original", "bn_after_add", "relu_before_add", "relu_preact",
+                              "full_preact"]
     assert list(im.SHORTCUTS) == ["identity", "constant_scaling", "exclusive_gating",
                                   "shortcut_only_gating", "conv1x1", "dropout"]
     for letter, text in zip("abcde", im.UNITS.values()):
@@ -56,7 +58,8 @@ def test_parameter_counts_of_the_official_architectures():
     assert abs(wrn - 36.5e6) < 0.05e6                         # Paper B: 36.5M
     assert count(im.wide_resnet(28, 10, dropout=0.3, gated=True)) == wrn + 12
     assert count(im.cifar_resnet(32, gated=True)) == count(im.cifar_resnet(32)) + 15
-    assert count(im.cifar_resnet(32, unit="original", gated=True)) == count(im.cifar_resnet(32, unit="original")) + 15
+    assert count(im.cifar_resnet(32, unit="original",
+                                 gated=True)) == count(im.cifar_resnet(32, unit="original")) + 15
 
 
 def test_imagenet_parameter_counts():
@@ -75,7 +78,8 @@ def test_default_blocks_follow_the_paper():
         units = im.residual_units(im.cifar_resnet(depth))
         assert units[0].variant["block"] == "bottleneck" and len(units) == n
     assert len(im.residual_units(im.cifar_resnet(110, block="bottleneck"))) == 36
-    assert len(im.residual_units(im.cifar_resnet(110, block="single"))) == 108  # Table 3 1-layer skip
+    # Table 3 1-layer skip
+    assert len(im.residual_units(im.cifar_resnet(110, block="single"))) == 108
 
 
 def test_mlp_shapes_and_counts():
@@ -103,7 +107,8 @@ def test_mlp_keras_defaults_are_glorot_uniform_and_keras_batch_norm():
                     (m for m in keras.modules() if isinstance(m, nn.Linear))):
         fan_out, fan_in = b.weight.shape
         glorot, torch_default = (6 / (fan_in + fan_out)) ** 0.5, fan_in ** -0.5
-        assert b.weight.abs().max() <= glorot and b.weight.abs().max() > 0.95 * glorot   # uniform +-glorot
+        # uniform +-glorot
+        assert b.weight.abs().max() <= glorot and b.weight.abs().max() > 0.95 * glorot
         assert a.weight.abs().max() <= torch_default and a.weight.abs().max() > 0.95 * torch_default
     with pytest.raises(ValueError, match="unknown mlp defaults 'tf'"):
         im.mlp("resnet", 2, defaults="tf")
@@ -141,7 +146,8 @@ def test_constant_scaling_scales_signal_and_gradient_by_lambda_to_the_k(lam):
     torch.testing.assert_close(y, lam ** k * x, rtol=1e-12, atol=0)      # Eqn 7 with F = 0
     g_out = torch.randn_like(y)
     y.backward(g_out)
-    torch.testing.assert_close(x.grad, lam ** k * g_out, rtol=1e-12, atol=0)  # Eqn 8: prod of lambdas
+    # Eqn 8: prod of lambdas
+    torch.testing.assert_close(x.grad, lam ** k * g_out, rtol=1e-12, atol=0)
 
 
 def test_zero_residuals_in_whole_network_passes_same_shape_units_through():
@@ -175,7 +181,8 @@ def branch(unit, x):
 def test_shortcut_formulas_match_table_1():
     torch.manual_seed(0)
     x = torch.randn(2, 16, 8, 8, dtype=torch.float64)
-    u = im.make_unit("full_preact", "constant_scaling", shortcut_scale=0.5, residual_scale=0.5).double().eval()
+    u = im.make_unit("full_preact", "constant_scaling", shortcut_scale=0.5,
+                     residual_scale=0.5).double().eval()
     s, f = branch(u, x)
     torch.testing.assert_close(u(x), 0.5 * s + 0.5 * f)
     u = im.make_unit("original", "constant_scaling", shortcut_scale=0.0).double().eval()
@@ -196,12 +203,15 @@ def test_shortcut_formulas_match_table_1():
     assert isinstance(u.shortcut.h, nn.Conv2d) and u.shortcut.h.kernel_size == (1, 1)
     u = im.make_unit("full_preact", "dropout", p=0.5).double()
     s, f = branch(u.eval(), x)
-    torch.testing.assert_close(u(x), 0.5 * s + f)                       # eval: the expected scale 1 - p
+    # eval: the expected scale 1 - p
+    torch.testing.assert_close(u(x), 0.5 * s + f)
     u.train()
     ones = torch.ones(1, 16, 64, 64, dtype=torch.float64)
     kept = u.shortcut(ones, torch.zeros_like(ones))
-    assert set(kept.unique().tolist()) == {0.0, 1.0}                    # kept entries are not rescaled
-    assert kept.mean().item() == pytest.approx(0.5, abs=0.03)           # Paper A: a scale of 0.5 in expectation
+    # kept entries are not rescaled
+    assert set(kept.unique().tolist()) == {0.0, 1.0}
+    # Paper A: a scale of 0.5 in expectation
+    assert kept.mean().item() == pytest.approx(0.5, abs=0.03)
 
 
 def test_activation_variants_match_figure_4():
@@ -212,9 +222,12 @@ def test_activation_variants_match_figure_4():
     assert layouts["original"]["post"] == ["ReLU"]
     assert layouts["bn_after_add"]["residual"][-1] == "3x3 conv, 16"
     assert layouts["bn_after_add"]["post"] == ["BN", "ReLU"]
-    assert layouts["relu_before_add"]["residual"][-2:] == ["BN", "ReLU"] and layouts["relu_before_add"]["post"] == []
-    assert layouts["relu_preact"]["residual"] == ["ReLU", "3x3 conv, 16", "BN", "ReLU", "3x3 conv, 16", "BN"]
-    assert layouts["full_preact"]["residual"] == ["BN", "ReLU", "3x3 conv, 16", "BN", "ReLU", "3x3 conv, 16"]
+    assert (layouts["relu_before_add"]["residual"][-2:] == ["BN", "ReLU"]
+            and layouts["relu_before_add"]["post"] == [])
+    assert layouts["relu_preact"]["residual"] == ["ReLU", "3x3 conv, 16", "BN", "ReLU",
+                                                  "3x3 conv, 16", "BN"]
+    assert layouts["full_preact"]["residual"] == ["BN", "ReLU", "3x3 conv, 16", "BN", "ReLU",
+                                                  "3x3 conv, 16"]
     assert layouts["full_preact"]["post"] == []
     assert (im.make_unit("original")(x) >= 0).all()                    # f = ReLU
     u = im.make_unit("relu_before_add")
@@ -227,7 +240,8 @@ def test_dimension_changing_units_follow_the_official_code():
     first = im.residual_units(net)[0]
     lay = im.unit_layout(first)
     assert lay["preact"] == ["BN", "ReLU"]                             # one shared BN+ReLU
-    assert lay["shortcut"] == ["1x1 conv, 64"]                         # projection on the pre-activated x
+    # projection on the pre-activated x
+    assert lay["shortcut"] == ["1x1 conv, 64"]
     assert lay["residual"][0] == "1x1 conv, 16"                        # F starts at its first conv
     down = im.residual_units(net)[18]
     assert im.unit_layout(down)["residual"][0] == "1x1 conv, 32, /2"   # stride on the first 1x1
@@ -238,23 +252,29 @@ def test_dimension_changing_units_follow_the_official_code():
     down110 = im.residual_units(im.cifar_resnet(110))[18]
     assert im.unit_layout(down110)["shortcut"] == ["subsample /2, zero-pad +16"]
     # original units: BN after the projection (fb.resnet.torch type B)
-    assert im.unit_layout(im.residual_units(im.cifar_resnet(164, "original"))[0])["shortcut"] == ["1x1 conv, 64", "BN"]
+    assert im.unit_layout(im.residual_units(im.cifar_resnet(164,
+                                                            "original"))[0])["shortcut"] == ["1x1 conv, 64", "BN"]
     # pre-activation nets end with BN+ReLU; original nets do not
     assert isinstance(im.cifar_resnet(20).final[0], nn.BatchNorm2d)
     assert isinstance(im.cifar_resnet(20, "original").final, nn.Identity)
 
 
 def test_relu_only_preact_keeps_bn_after_every_weight_layer():
-    """Fig 4(d): ReLU -> weight -> BN; conv1 and the projections too, and its final activation is a ReLU."""
+    """Fig 4(d): ReLU -> weight -> BN; conv1 and the projections too, and its final activation is a
+    ReLU."""
     net = im.cifar_resnet(164, "relu_preact")
-    assert [type(m).__name__ for m in net.stem] == ["Conv2d", "BatchNorm2d"]   # conv1 -> BN, ReLU in unit 1
+    # conv1 -> BN, ReLU in unit 1
+    assert [type(m).__name__ for m in net.stem] == ["Conv2d", "BatchNorm2d"]
     assert im.unit_layout(im.residual_units(net)[0])["preact"] == ["ReLU"]
     assert im.unit_layout(im.residual_units(net)[0])["shortcut"] == ["1x1 conv, 64", "BN"]
     assert isinstance(net.final, nn.ReLU)
-    full = im.cifar_resnet(164, "full_preact")  # Fig 4(e): bare conv1, bare projections, BN+ReLU at the end
-    assert isinstance(full.stem, nn.Conv2d) and im.unit_layout(im.residual_units(full)[0])["shortcut"] == ["1x1 conv, 64"]
+    # Fig 4(e): bare conv1, bare projections, BN+ReLU at the end
+    full = im.cifar_resnet(164, "full_preact")
+    assert (isinstance(full.stem, nn.Conv2d)
+            and im.unit_layout(im.residual_units(full)[0])["shortcut"] == ["1x1 conv, 64"])
     assert [type(m).__name__ for m in full.final] == ["BatchNorm2d", "ReLU"]
-    # every signal on the identity path of a relu_preact net is a sum of BN outputs: none is un-normalised
+    # every signal on the identity path of a relu_preact net is a sum of BN outputs: none is
+    # un-normalised
     x = torch.randn(4, 3, 32, 32) * 50 + 20
     with torch.no_grad():
         h = im.cifar_resnet(20, "relu_preact").train().stem(x)
@@ -264,8 +284,10 @@ def test_relu_only_preact_keeps_bn_after_every_weight_layer():
 def test_stride_of_bottleneck_downsampling_follows_each_official_code():
     def strides(unit):
         return [m.stride[0] for m in unit.residual if isinstance(m, nn.Conv2d)]
-    assert strides(im.residual_units(im.cifar_resnet(164))[18]) == [2, 1, 1]       # resnet-1k-layers: first 1x1
-    assert strides(im.residual_units(im.imagenet_resnet(50))[3]) == [1, 2, 1]      # fb.resnet.torch: the 3x3
+    # resnet-1k-layers: first 1x1
+    assert strides(im.residual_units(im.cifar_resnet(164))[18]) == [2, 1, 1]
+    # fb.resnet.torch: the 3x3
+    assert strides(im.residual_units(im.imagenet_resnet(50))[3]) == [1, 2, 1]
     assert strides(im.residual_units(im.imagenet_resnet(50, "original"))[3]) == [1, 2, 1]
     tv = __import__("torchvision").models.resnet50()
     assert tv.layer2[0].conv2.stride == (2, 2) and tv.layer2[0].conv1.stride == (1, 1)
@@ -310,8 +332,10 @@ def test_gates_reach_identity_with_one_scalar():
     (lambda: im.cifar_resnet(110, shortcut="gating"), ["exclusive_gating", "identity"]),
     (lambda: im.cifar_resnet(100), ["6n+2", "9n+2"]),
     (lambda: im.cifar_resnet(110, block="bottleneck2"), ["basic", "bottleneck", "single"]),
-    (lambda: im.cifar_resnet(164, block="bottleneck", shortcut="identity", p=0.5), ["does not take", "no options"]),
-    (lambda: im.cifar_resnet(110, block="bottleneck", shortcut="dropout", gate_bias=-6), ["does not take", "p"]),
+    (lambda: im.cifar_resnet(164, block="bottleneck", shortcut="identity", p=0.5),
+     ["does not take", "no options"]),
+    (lambda: im.cifar_resnet(110, block="bottleneck", shortcut="dropout", gate_bias=-6),
+     ["does not take", "p"]),
     (lambda: im.cifar_resnet(39, block="bottleneck"), ["9n+2"]),
     (lambda: im.cifar_resnet(110, num_classes=0), ["num_classes"]),
     (lambda: im.wide_resnet(27, 10), ["6n+4"]),
@@ -334,11 +358,12 @@ def test_bad_arguments_raise_one_clear_value_error(call, words):
 
 
 def test_imagenet_stem_is_7x7_stride_2_bn_relu_then_3x3_stride_2_max_pool():
-    """Paper A Table 5's nets (fb.resnet.torch): the stem halves a 224 image twice, to 56 x 56 maps, and its
-    activation is the input of the first (pre-activation-less) unit."""
+    """Paper A Table 5's nets (fb.resnet.torch): the stem halves a 224 image twice, to 56 x 56 maps,
+    and its activation is the input of the first (pre-activation-less) unit."""
     net = im.imagenet_resnet(50)
     conv, bn, relu, pool = net.stem
-    assert (conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, conv.bias) == \
+    assert (conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+            conv.bias) == \
         (3, 64, (7, 7), (2, 2), (3, 3), None)
     assert isinstance(bn, torch.nn.BatchNorm2d) and isinstance(relu, torch.nn.ReLU)
     assert (pool.kernel_size, pool.stride, pool.padding) == (3, 2, 1)
@@ -349,9 +374,10 @@ def test_imagenet_stem_is_7x7_stride_2_bn_relu_then_3x3_stride_2_max_pool():
 
 @pytest.mark.parametrize("depth", [50, 101])
 def test_imagenet_preact_nets_pre_activate_every_unit_but_the_first_and_end_with_bn_relu(depth):
-    """Pre-activation ImageNet nets (Paper A Table 5, fb.resnet.torch): the first unit takes the stem's activation
-    (no BN-ReLU of its own); every dimension-changing unit pre-activates once, before the split; every other unit
-    starts its residual with BN-ReLU; an extra BN-ReLU follows the last addition. The original unit has neither."""
+    """Pre-activation ImageNet nets (Paper A Table 5, fb.resnet.torch): the first unit takes the
+    stem's activation (no BN-ReLU of its own); every dimension-changing unit pre-activates once,
+    before the split; every other unit starts its residual with BN-ReLU; an extra BN-ReLU follows
+    the last addition. The original unit has neither."""
     net = im.imagenet_resnet(depth)
     units = im.residual_units(net)
     first_of_stage = {0, 3, 3 + 4, 3 + 4 + (6 if depth == 50 else 23)}
@@ -360,29 +386,36 @@ def test_imagenet_preact_nets_pre_activate_every_unit_but_the_first_and_end_with
         if i == 0:
             assert isinstance(u.preact, torch.nn.Identity) and ops[0] == "Conv2d"
         elif i in first_of_stage:
-            assert [type(m).__name__ for m in u.preact] == ["BatchNorm2d", "ReLU"] and ops[0] == "Conv2d"
+            assert [type(m).__name__ for m in u.preact] == ["BatchNorm2d",
+                                                            "ReLU"] and ops[0] == "Conv2d"
         else:
             assert isinstance(u.preact, torch.nn.Identity) and ops == ["BatchNorm2d", "ReLU"], i
-    assert [type(m).__name__ for m in net.final] == ["BatchNorm2d", "ReLU"] and net.final[0].num_features == 2048
+    assert [type(m).__name__ for m in net.final] == ["BatchNorm2d",
+                                                     "ReLU"] and net.final[0].num_features == 2048
     assert isinstance(im.imagenet_resnet(depth, "original").final, torch.nn.Identity)
 
 
 def test_wide_resnet_defaults_no_dropout_and_ten_classes():
     net = im.wide_resnet(16, 1)
-    assert not any(isinstance(m, torch.nn.Dropout) for m in net.modules()) and net.fc.out_features == 10
-    assert sum(isinstance(m, torch.nn.Dropout) for m in im.wide_resnet(16, 1, dropout=0.3).modules()) == 6
-    first = im.residual_units(net)[0]  # 16 -> 16 channels at k = 1, and still one shared pre-activation
+    assert (not any(isinstance(m, torch.nn.Dropout) for m in net.modules())
+            and net.fc.out_features == 10)
+    assert sum(isinstance(m, torch.nn.Dropout)
+               for m in im.wide_resnet(16, 1, dropout=0.3).modules()) == 6
+    # 16 -> 16 channels at k = 1, and still one shared pre-activation
+    first = im.residual_units(net)[0]
     assert [type(m).__name__ for m in first.preact] == ["BatchNorm2d", "ReLU"]
 
 
 @pytest.mark.parametrize("widen", [1, 2])
 def test_wide_resnet_layout_stem_strides_preactivation_and_final(widen):
-    """WRN-16-k (n = 2): a bare 3x3 conv stem; each stage's first unit pre-activates once before the split (and
-    downsamples by 2 from the second stage on), the other units start their residual with BN-ReLU; a final
-    BN-ReLU after the last addition. Maps: 32 -> 32 -> 16 -> 8."""
+    """WRN-16-k (n = 2): a bare 3x3 conv stem; each stage's first unit pre-activates once before the
+    split (and downsamples by 2 from the second stage on), the other units start their residual with
+    BN-ReLU; a final BN-ReLU after the last addition. Maps: 32 -> 32 -> 16 -> 8."""
     net = im.wide_resnet(16, widen).eval()
-    assert isinstance(net.stem, torch.nn.Conv2d) and (net.stem.in_channels, net.stem.out_channels) == (3, 16)
-    assert [type(m).__name__ for m in net.final] == ["BatchNorm2d", "ReLU"] and net.final[0].num_features == 64 * widen
+    assert (isinstance(net.stem, torch.nn.Conv2d)
+            and (net.stem.in_channels, net.stem.out_channels) == (3, 16))
+    assert ([type(m).__name__ for m in net.final] == ["BatchNorm2d", "ReLU"]
+            and net.final[0].num_features == 64 * widen)
     units, x, sizes = im.residual_units(net), net.stem(torch.randn(1, 3, 32, 32)), []
     for i, u in enumerate(units):
         first = i % 2 == 0
@@ -397,7 +430,8 @@ def test_wide_resnet_layout_stem_strides_preactivation_and_final(widen):
 
 
 def test_a_paper_b_gate_trades_off_with_the_last_bn_scale_and_shift():
-    """For k > 0, k·ReLU(γẑ + β) = ReLU(kγẑ + kβ): one block's k trades with its last BN's scale and shift."""
+    """For k > 0, k·ReLU(γẑ + β) = ReLU(kγẑ + kβ): one block's k trades with its last BN's scale and
+    shift."""
     torch.manual_seed(0)
     net = im.mlp("gresnet", 2).eval()
     block = im.residual_units(net)[0]
@@ -415,13 +449,15 @@ def test_a_paper_b_gate_trades_off_with_the_last_bn_scale_and_shift():
         assert not torch.allclose(net(x), reference, atol=1e-3)   # k alone changes the function ...
         last_bn.weight.div_(2.5)
         last_bn.bias.div_(2.5)
-        assert torch.allclose(net(x), reference, atol=1e-5)       # ... k with γ / k and β / k does not
+        # ... k with γ / k and β / k does not
+        assert torch.allclose(net(x), reference, atol=1e-5)
 
 
 def test_a_gresnet_computes_the_same_function_with_every_k_scaled_by_c():
-    """Chapter 10's symmetry: every branch starts with BN, which ignores the scale of its input, so multiplying
-    every k and the input layer's BN scale and shift by c > 0 and dividing the classifier's weights by c leaves
-    the function unchanged (training-mode BN; eps -> 0). The level of k is therefore not fixed by the function."""
+    """Chapter 10's symmetry: every branch starts with BN, which ignores the scale of its input, so
+    multiplying every k and the input layer's BN scale and shift by c > 0 and dividing the
+    classifier's weights by c leaves the function unchanged (training-mode BN; eps -> 0). The level
+    of k is therefore not fixed by the function."""
     torch.manual_seed(0)
     net = im.mlp("gresnet", 6).double().train()
     for m in net.modules():
@@ -436,7 +472,8 @@ def test_a_gresnet_computes_the_same_function_with_every_k_scaled_by_c():
         bn0, out = net[1][1], net[-1]
         bn0.weight.mul_(c)
         bn0.bias.mul_(c)
-        assert not torch.allclose(net(x), reference, atol=1e-3)   # the stream's scale alone changes the logits
+        # the stream's scale alone changes the logits
+        assert not torch.allclose(net(x), reference, atol=1e-3)
         for u in im.residual_units(net):
             u.k.mul_(c)
         out.weight.div_(c)
@@ -444,17 +481,19 @@ def test_a_gresnet_computes_the_same_function_with_every_k_scaled_by_c():
 
 
 def test_width_scale_narrows_every_layer_and_keeps_every_layer():
-    """The CPU scale's ResNet-164/1001 (recipes.SHRUNK_WIDTH): every channel count x 1/4, conv1 included (it
-    still reads the 3 colour channels); the same convolutions in the same order, the fc on 1/4 of the features."""
+    """The CPU scale's ResNet-164/1001 (recipes.SHRUNK_WIDTH): every channel count x 1/4, conv1
+    included (it still reads the 3 colour channels); the same convolutions in the same order, the fc
+    on 1/4 of the features."""
     convs = lambda m: [(c.in_channels, c.out_channels, c.kernel_size, c.stride)  # noqa: E731
                        for c in m.modules() if isinstance(c, nn.Conv2d)]
     for depth, scale in ((164, 0.25), (20, 0.5), (20, 0.125)):
         full, narrow = im.cifar_resnet(depth), im.cifar_resnet(depth, width_scale=scale)
-        assert convs(narrow) == [(i if i == 3 else int(i * scale), int(o * scale), k, s) for i, o, k, s in convs(full)]
+        assert convs(narrow) == [(i if i == 3 else int(i * scale), int(o * scale), k, s)
+                                 for i, o, k, s in convs(full)]
         assert narrow.fc.in_features == int(full.fc.in_features * scale)
     for depth, bad in ((20, 0.3), (20, 0), (20, -0.5), (20, "half"), (164, 0.125), (164, 0.375)):
-        # 0.125 of a bottleneck net: conv1 gets 2 channels, fewer than the 4 a bottleneck's 3x3 needs at least;
-        # 0.375: a bottleneck of 6 channels would give its 3x3 1.5
+        # 0.125 of a bottleneck net: conv1 gets 2 channels, fewer than the 4 a bottleneck's 3x3
+        # needs at least; 0.375: a bottleneck of 6 channels would give its 3x3 1.5
         with pytest.raises(ValueError, match="whole channel counts"):
             im.cifar_resnet(depth, width_scale=bad)
 
@@ -462,11 +501,14 @@ def test_width_scale_narrows_every_layer_and_keeps_every_layer():
 # ----------------------------------------------------------------------------------------------
 # the book's interventions: one part swapped at a time (recipes.SWAPS)
 
-@pytest.mark.parametrize("unit,final,kind", [("original", "bn_relu", nn.Sequential), ("relu_preact", "bn_relu", nn.Sequential),
-                                             ("full_preact", "none", nn.Identity), ("original", "relu", nn.ReLU)])
+@pytest.mark.parametrize("unit,final,kind", [("original", "bn_relu", nn.Sequential),
+                                             ("relu_preact", "bn_relu", nn.Sequential),
+                                             ("full_preact", "none", nn.Identity),
+                                             ("original", "relu", nn.ReLU)])
 def test_a_swapped_final_changes_only_what_the_classifier_reads(unit, final, kind):
-    """The swapped net has the parent's every weight, bit for bit (the swap draws no random number), and only the
-    part before the pool differs: the classifier reads a normalised input with a final BN-ReLU."""
+    """The swapped net has the parent's every weight, bit for bit (the swap draws no random number),
+    and only the part before the pool differs: the classifier reads a normalised input with a final
+    BN-ReLU."""
     torch.manual_seed(0)
     parent = im.cifar_resnet(20, unit=unit)
     torch.manual_seed(0)
@@ -479,15 +521,17 @@ def test_a_swapped_final_changes_only_what_the_classifier_reads(unit, final, kin
     seen = {}
     swapped.fc.register_forward_hook(lambda m, a, o: seen.setdefault("in", a[0]))
     swapped.train()(x)
-    if final == "bn_relu":  # BN (batch statistics) then ReLU, pooled: non-negative, of unit scale at most
+    # BN (batch statistics) then ReLU, pooled: non-negative, of unit scale at most
+    if final == "bn_relu":
         assert seen["in"].min() >= 0 and seen["in"].std() < 1
     with pytest.raises(ValueError, match="unknown final 'bn'"):
         im.cifar_resnet(20, unit=unit, final="bn")
 
 
 def test_zero_gamma_makes_every_unit_its_shortcut_at_init():
-    """Goyal et al.'s zero gamma: F = 0 at initialisation, so the original unit is x -> ReLU(x + 0) = x on its
-    non-negative input, and the net's output is the classifier of the stem alone; without it F is not 0."""
+    """Goyal et al.'s zero gamma: F = 0 at initialisation, so the original unit is x -> ReLU(x + 0)
+    = x on its non-negative input, and the net's output is the classifier of the stem alone; without
+    it F is not 0."""
     torch.manual_seed(0)
     net = im.cifar_resnet(20, unit="original", zero_gamma=True).eval()
     x = torch.randn(4, 3, 32, 32)

@@ -1,4 +1,5 @@
-"""Removing residual blocks without retraining (Paper B Figs 5 and 7): exact identities, orders, curves."""
+"""Removing residual blocks without retraining (Paper B Figs 5 and 7): exact identities, orders,
+curves."""
 import pytest
 import torch
 
@@ -18,11 +19,13 @@ def test_a_removed_block_is_exactly_the_identity_and_equals_a_closed_gate():
     n_params = sum(p.numel() for p in net.parameters())
     with pruning.removed(net, [2]):
         assert torch.equal(units[2](x), x)              # x_{l+1} = x_l, bit for bit
-        assert sum(p.numel() for p in net.parameters()) == n_params  # the branch stays in the model, unused
+        # the branch stays in the model, unused
+        assert sum(p.numel() for p in net.parameters()) == n_params
         out_removed = net(torch.rand(5, 1, 28, 28, generator=torch.Generator().manual_seed(1)))
     with torch.no_grad():
         k = units[2].k.clone()
-        units[2].k.fill_(-0.5)                           # Paper B: k <= 0 makes the block an identity
+        # Paper B: k <= 0 makes the block an identity
+        units[2].k.fill_(-0.5)
         out_gate = net(torch.rand(5, 1, 28, 28, generator=torch.Generator().manual_seed(1)))
         units[2].k.copy_(k)
     assert torch.equal(out_removed, out_gate)
@@ -36,7 +39,8 @@ def test_orders_and_curve():
             u.k.fill_([0.9, 0.1, 0.5, 0.3, 0.7][i])
     assert pruning.by_gate(net) == [1, 3, 2, 4, 0]
     assert sorted(pruning.at_random(net, seed=3)) == list(range(5))
-    assert pruning.at_random(net, seed=3) == pruning.at_random(net, seed=3) != pruning.at_random(net, seed=4)
+    assert pruning.at_random(net, seed=3) == pruning.at_random(net,
+                                                               seed=3) != pruning.at_random(net, seed=4)
     x = torch.rand(16, 1, 28, 28)
     base = net(x)
     dist = pruning.curve(net, [1, 3], lambda m: float((m(x) - base).abs().max()))

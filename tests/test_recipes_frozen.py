@@ -1,12 +1,12 @@
 """Recipes are reviewed data: none changes unseen, and each builds the network the paper names.
 
-Runs are looked up by the hash of their config (results.config_hash), then by the hash of what trains
-(results.training_hash: the config without its labels), so a recipe that changes without anyone meaning it
-silently orphans every recorded run of it: the book would show them missing, the sweep would retrain them.
-tests/recipes_snapshot.json holds, for every experiment x variant x scale, both hashes and a hash of its
-``why`` notes (the reasons shown to the reader, outside the config hash). A deliberate
-change updates it: ``IDMAP_UPDATE_RECIPES=1 python -m pytest tests/test_recipes_frozen.py``, and the diff of
-the snapshot shows which recipes changed.
+Runs are looked up by the hash of their config (results.config_hash), then by the hash of what
+trains (results.training_hash: the config without its labels), so a recipe that changes without
+anyone meaning it silently orphans every recorded run of it: the book would show them missing, the
+sweep would retrain them. tests/recipes_snapshot.json holds, for every experiment x variant x scale,
+both hashes and a hash of its ``why`` notes (the reasons shown to the reader, outside the config
+hash). A deliberate change updates it: ``IDMAP_UPDATE_RECIPES=1 python -m pytest
+tests/test_recipes_frozen.py``, and the diff of the snapshot shows which recipes changed.
 """
 import hashlib
 import json
@@ -31,7 +31,8 @@ def fingerprints():
             for scale in SCALES:
                 cfg = config(exp, v, scale)
                 why = json.dumps(cfg.get("why"), sort_keys=True).encode()
-                out[f"{exp}/{v}/{scale}"] = {"config": config_hash(cfg)[:16], "training": training_hash(cfg)[:16],
+                out[f"{exp}/{v}/{scale}"] = {"config": config_hash(cfg)[:16],
+                                             "training": training_hash(cfg)[:16],
                                              "why": hashlib.sha256(why).hexdigest()[:16]}
     return out
 
@@ -40,20 +41,25 @@ def test_no_recipe_changes_unseen():
     now = fingerprints()
     if os.environ.get("IDMAP_UPDATE_RECIPES"):
         SNAPSHOT.write_text("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v, sort_keys=True)}"
-                                               for k, v in sorted(now.items())) + "\n}\n")  # a recipe a line
+                                               # a recipe a line
+                                               for k, v in sorted(now.items())) + "\n}\n")
     old = json.loads(SNAPSHOT.read_text())
     changed = sorted(k for k in now.keys() | old.keys() if now.get(k) != old.get(k))
     assert not changed, (
         f"{len(changed)} recipes differ from tests/recipes_snapshot.json: {', '.join(changed[:8])}"
-        f"{' ...' if len(changed) > 8 else ''}. A changed config no longer finds its recorded runs (they are looked "
-        "up by config hash). If the change is meant, update the snapshot (IDMAP_UPDATE_RECIPES=1 python -m pytest "
-        "tests/test_recipes_frozen.py) and retrain or re-record the runs of those recipes.")
+        f"{' ...' if len(changed) > 8 else ''}. A changed config no longer finds its recorded runs "
+        f"(they are looked "
+        "up by config hash). If the change is meant, update the snapshot (IDMAP_UPDATE_RECIPES=1 "
+        "python -m pytest tests/test_recipes_frozen.py) and retrain or re-record the runs of those "
+        "recipes.")
 
 
-# Paper A Sec 4 / appendix and Paper B Sec 4: the networks of each table, by parameter count. At full scale the
-# recipe must build the paper's network; at the CPU scale the same depth (units), narrower only where the
-# recipe says so (ResNet-164/1001: every channel x 1/4, ~1/16 of the weights; WRN-28-1: a tenth of the width).
-NETWORKS = [  # (experiment, variant, residual units, full-scale parameters (M), CPU-scale width, the paper's words)
+# Paper A Sec 4 / appendix and Paper B Sec 4: the networks of each table, by parameter count. At
+# full scale the recipe must build the paper's network; at the CPU scale the same depth (units),
+# narrower only where the recipe says so (ResNet-164/1001: every channel x 1/4, ~1/16 of the
+# weights; WRN-28-1: a tenth of the width). (experiment, variant, residual units, full-scale
+# parameters (M), CPU-scale width, the paper's words)
+NETWORKS = [
     ("a_table2_activations", "full_preact-110", 54, 1.73, 1, "ResNet-110, 1.7M"),
     ("a_table2_activations", "original-164", 54, 1.70, 1 / 4, "ResNet-164, 1.7M"),
     ("a_table3_preact", "c10-1001-full_preact", 333, 10.3, 1 / 4, "ResNet-1001, 10.2M"),
@@ -73,4 +79,5 @@ def test_each_recipe_builds_the_papers_network(exp, variant, units, millions, wi
         assert net.fc.out_features == 10
         sizes[scale] = sum(p.numel() for p in net.parameters())
     assert sizes["full"] / 1e6 == pytest.approx(millions, rel=0.01), words
-    assert sizes["cpu"] / sizes["full"] == pytest.approx(width ** 2, rel=0.1), words  # weights ~ width^2
+    # weights ~ width^2
+    assert sizes["cpu"] / sizes["full"] == pytest.approx(width ** 2, rel=0.1), words

@@ -10,27 +10,34 @@ def fake_result(experiment, variant, scale="cpu", test_err=0.4321, status="ok", 
                 hardware=None, date="2031-02-03T04:05:06+00:00", gates_k=None):
     """A result as the trainer writes it, for a real recipe config; nothing is trained."""
     cfg = recipes.config(experiment, variant, scale)
-    final = {"train_loss": 1.5, "train_err": 0.5, "steps": cfg["steps"], "wall_s": 12.5, "img_per_s": 900.0}
+    final = {"train_loss": 1.5, "train_err": 0.5, "steps": cfg["steps"], "wall_s": 12.5,
+             "img_per_s": 900.0}
     if test_err is not None:
         final.update(test_err=test_err, test_loss=1.4)
     if gates_k is not None:
         final["gates_k"] = gates_k
     return {"config": cfg, "config_hash": results.config_hash(cfg), "status": status, "fail": fail,
             "final": final,
-            "history": {"train": [{"step": 10, "train_loss": 2.3, "train_err": 0.9, "lr": 0.1, "img_per_s": 900.0,
+            "history": {"train": [{"step": 10, "train_loss": 2.3, "train_err": 0.9, "lr": 0.1,
+                                   "img_per_s": 900.0,
                                    "wall_s": 1.0},
-                                  {"step": 20, "train_loss": 1.5, "train_err": 0.5, "lr": 0.1, "img_per_s": 900.0,
+                                  {"step": 20, "train_loss": 1.5, "train_err": 0.5, "lr": 0.1,
+                                   "img_per_s": 900.0,
                                    "wall_s": 2.0}],
                         "test": [{"step": 20, "test_loss": 1.4, "test_err": test_err or 0.9}]},
-            "seed": 0, "dataset_source": {"kind": "local", "path": "/x/cifar10-jpeg.tar.gz", "sha256": "ab" * 32},
+            "seed": 0, "dataset_source": {"kind": "local", "path": "/x/cifar10-jpeg.tar.gz",
+                                          "sha256": "ab" * 32},
             "precision": "float32",
-            "hardware": hardware or {"device": "cuda", "cpu": "Some CPU", "cpu_count": 8, "world_size": 1,
+            "hardware": hardware or {"device": "cuda", "cpu": "Some CPU", "cpu_count": 8,
+                                     "world_size": 1,
                                      "gpu": "Tesla T4"},
-            "versions": {"torch": "2.99.0"}, "git": {"commit": "0123456789abcdef", "library_modified": False},
+            "versions": {"torch": "2.99.0"}, "git": {"commit": "0123456789abcdef",
+                                                     "library_modified": False},
             "date": date}
 
 
-# ---------------------------------------------------------------------------------------------- paper numbers
+# ----------------------------------------------------------------------------------------------
+# paper numbers
 
 def test_paper_numbers_are_the_papers():
     assert PAPER["a_table1_shortcuts"]["original"]["value"] == 6.61
@@ -53,24 +60,29 @@ def test_paper_numbers_are_the_papers():
 def test_paper_number_keys_name_real_experiments_and_variants():
     assert set(PAPER) == set(recipes.EXPERIMENTS)
     for e, entries in PAPER.items():
-        # every variant the papers report is a recipe, and every recipe has the paper's number (the book's
-        # interventions: only the units the paper trained, never a swapped one)
-        # (nor a float32 copy of the precision check: the book's rows, not the paper's)
-        ours = {v for v in recipes.EXPERIMENTS[e]["variants"] if "+" in v or "@" in v} if e == "a_swaps" else set()
+        # every variant the papers report is a recipe, and every recipe has the paper's number (the
+        # book's interventions: only the units the paper trained, never a swapped one) (nor a
+        # float32 copy of the precision check: the book's rows, not the paper's)
+        ours = ({v for v in recipes.EXPERIMENTS[e]["variants"] if "+" in v or "@" in v}
+                if e == "a_swaps" else set())
         assert set(entries) == set(recipes.EXPERIMENTS[e]["variants"]) - ours, e
         for v, entry in entries.items():
             assert entry["unit"] == "test error %"
             assert entry["source"].startswith(("Paper A Table", "Paper B Table"))
-            assert entry["value"] == "fail" or (isinstance(entry["value"], float) and 0 < entry["value"] < 100)
+            assert (entry["value"] == "fail" or (isinstance(entry["value"],
+                                                            float) and 0 < entry["value"] < 100))
 
 
-# ---------------------------------------------------------------------------------------------- tables
+# ----------------------------------------------------------------------------------------------
+# tables
 
-# ---------------------------------------------------------------------------------------------- curves, notes
+# ----------------------------------------------------------------------------------------------
+# curves, notes
 
 def test_provenance_note_names_hardware_torch_seed_date_data_commit():
     note = reports.provenance_note(fake_result("b_wrn", "plain"))
-    for part in ("Tesla T4", "torch 2.99.0", "seed 0", "2031-02-03", "cifar10-jpeg.tar.gz", "0123456"):
+    for part in ("Tesla T4", "torch 2.99.0", "seed 0", "2031-02-03", "cifar10-jpeg.tar.gz",
+                 "0123456"):
         assert part in note
 
 
@@ -80,13 +92,15 @@ def test_provenance_lines_list_each_recorded_run_of_todays_recipes(tmp_path):
     stale["config"]["steps"] += 1  # no longer the recipe: not listed
     results.save_result(stale, tmp_path)
     lines = reports.provenance_lines(tmp_path)
-    assert len(lines) == 1 and lines[0].startswith("b_resnet32 / gated / cpu / seed 0: Tesla T4, torch 2.99.0")
+    assert (len(lines) == 1
+            and lines[0].startswith("b_resnet32 / gated / cpu / seed 0: Tesla T4, torch 2.99.0"))
 
 
 def test_every_committed_result_is_its_recipe_and_names_its_real_network():
-    """A committed run counts only if what it trained is exactly today's recipe of its experiment and variant at
-    one of the scales (its labels aside: the first CPU scale was called "shrunk"; else it is stale: delete it and
-    rerun), and its label names the network that really trained (depth and width)."""
+    """A committed run counts only if what it trained is exactly today's recipe of its experiment
+    and variant at one of the scales (its labels aside: the first CPU scale was called "shrunk";
+    else it is stale: delete it and rerun), and its label names the network that really trained
+    (depth and width)."""
     import json
     from pathlib import Path
     stale = []
@@ -100,17 +114,23 @@ def test_every_committed_result_is_its_recipe_and_names_its_real_network():
         assert str(kw.get("depth", kw.get("d"))) in net, (p.name, net)
         if kw.get("width_scale", 1) != 1:
             assert "width" in net, (p.name, net)
-    assert not stale, "results whose config is no longer the recipe (delete and rerun): " + ", ".join(stale)
+    assert not stale, ("results whose config is no longer the recipe (delete and rerun): "
+                       "") + ", ".join(stale)
 
 
 def test_a_narrowed_bottleneck_net_is_named_by_the_channels_that_really_trained():
     import torch
     from idmap_lib.engine.build import build_model
     cfg = recipes.config("a_table2_activations", "full_preact-164", "cpu")
-    assert reports.net_name(cfg) == ("ResNet-164 (bottleneck, 1/4 width: 4/8/16 inside, 16/32/64 out, "
-                                     "full pre-activation)")
-    widths = {m.out_channels for m in build_model(cfg["model"]).modules() if isinstance(m, torch.nn.Conv2d)}
-    assert {4, 8, 16, 32, 64} <= widths and max(widths) == 64   # inside 4/8/16, out 16/32/64: nothing wider
-    assert reports.net_name(recipes.config("a_table2_activations", "original-110", "cpu")) == "ResNet-110 (basic)"
-    # Paper B's ungated ResNet-32 is its "original" but a pre-activation net: the label says which unit trained
-    assert reports.net_name(recipes.config("b_resnet32", "original", "cpu")) == "ResNet-32 (basic, full pre-activation)"
+    assert reports.net_name(cfg) == ("ResNet-164 (bottleneck, 1/4 width: 4/8/16 inside, 16/32/64 "
+                                     "out, full pre-activation)")
+    widths = {m.out_channels for m in build_model(cfg["model"]).modules()
+              if isinstance(m, torch.nn.Conv2d)}
+    # inside 4/8/16, out 16/32/64: nothing wider
+    assert {4, 8, 16, 32, 64} <= widths and max(widths) == 64
+    assert reports.net_name(recipes.config("a_table2_activations", "original-110",
+                                           "cpu")) == "ResNet-110 (basic)"
+    # Paper B's ungated ResNet-32 is its "original" but a pre-activation net: the label says which
+    # unit trained
+    assert reports.net_name(recipes.config("b_resnet32", "original",
+                                           "cpu")) == "ResNet-32 (basic, full pre-activation)"

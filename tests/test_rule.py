@@ -8,8 +8,8 @@ from idmap_lib.book.evidence.rule import better, combine, similar
 
 
 def compare(test, xa, xb, scale="full", **kw):
-    """The rule at the full recipe, where a claim about the paper's end gets a verdict (at a CPU scale it never
-    does: test_a_final_error_claim_gets_no_verdict_at_a_cpu_scale)."""
+    """The rule at the full recipe, where a claim about the paper's end gets a verdict (at a CPU
+    scale it never does: test_a_final_error_claim_gets_no_verdict_at_a_cpu_scale)."""
     return rule.compare(test, xa, xb, scale, **kw)
 
 
@@ -18,7 +18,8 @@ def test_better_is_decided_by_welchs_t_both_ways():
     assert compare(t, [0.40, 0.41, 0.42], [0.50, 0.51, 0.52])["verdict"] == "reproduced"
     assert compare(t, [0.50, 0.51, 0.52], [0.40, 0.41, 0.42])["verdict"] == "contradicted"
     assert compare(t, [0.40, 0.50, 0.45], [0.44, 0.48, 0.46])["verdict"] == "inconclusive"
-    # the bar is Student's t at 97.5 % for the Welch-Satterthwaite df: equal spread, 3 + 3 seeds -> df 4, q 2.776
+    # the bar is Student's t at 97.5 % for the Welch-Satterthwaite df: equal spread, 3 + 3 seeds ->
+    # df 4, q 2.776
     xa = [0.40, 0.41, 0.42]
     se1 = math.sqrt(2 * 0.0001 / 3)
     r = compare(t, xa, [x + 2.5 * se1 for x in xa])
@@ -28,18 +29,22 @@ def test_better_is_decided_by_welchs_t_both_ways():
     assert compare(t, xa, [x + 3.0 * se1 for x in xa])["verdict"] == "reproduced"
     assert compare(t, xa, [x - 3.0 * se1 for x in xa])["verdict"] == "contradicted"
     r = compare(t, [0.40, 0.41, 0.42], [0.50, 0.51, 0.52])
-    assert r["mean_a"] == pytest.approx(0.41) and r["se"] == pytest.approx(math.sqrt(2 * 0.0001 / 3))
+    assert (r["mean_a"] == pytest.approx(0.41)
+            and r["se"] == pytest.approx(math.sqrt(2 * 0.0001 / 3)))
     # no spread on one side: df = n - 1 of the other (2), q = 4.303
     r = compare(t, [0.5, 0.5, 0.5], [0.40, 0.41, 0.42])
     assert r["df"] == pytest.approx(2) and r["q"] == pytest.approx(4.3027, abs=1e-4)
     # a margin moves the bar: "far behind" by more than 0.05
-    assert compare(better("a", "b", margin=0.05), [0.40, 0.41, 0.42], [0.41, 0.42, 0.43])["verdict"] == "contradicted"
-    assert compare(better("a", "b", margin=0.05), [0.40, 0.41, 0.42], [0.60, 0.61, 0.62])["verdict"] == "reproduced"
+    assert compare(better("a", "b", margin=0.05), [0.40, 0.41, 0.42],
+                   [0.41, 0.42, 0.43])["verdict"] == "contradicted"
+    assert compare(better("a", "b", margin=0.05), [0.40, 0.41, 0.42],
+                   [0.60, 0.61, 0.62])["verdict"] == "reproduced"
 
 
 def test_one_seed_cannot_carry_a_verdict():
-    """Issue 19's case: exclusive gating b_g = -6 at 82.8 / 85.0 / 72.1 % against b_g = 0 at 88.8 / 88.6 / 89.8 %:
-    d = 9.1 points, and the old rule (d > 2 se = 8.0) called it reproduced on the strength of the 72.1 % seed."""
+    """Issue 19's case: exclusive gating b_g = -6 at 82.8 / 85.0 / 72.1 % against b_g = 0 at 88.8 /
+    88.6 / 89.8 %: d = 9.1 points, and the old rule (d > 2 se = 8.0) called it reproduced on the
+    strength of the 72.1 % seed."""
     t = better("b-6", "b0")
     r = compare(t, [0.828, 0.850, 0.721], [0.888, 0.886, 0.898])
     assert r["d"] > 2 * r["se"] and r["verdict"] == "inconclusive"
@@ -73,33 +78,41 @@ def test_tests_in_words_say_a_shared_side_once():
 
 
 def test_a_final_error_claim_gets_no_verdict_at_a_cpu_scale_but_keeps_its_numbers():
-    """Issue 29: a claim about the error at the end of the paper's recipe needs the full recipe at every CPU scale,
-    however clear the short run's numbers; they stay as data (short_run). Early metrics keep their verdict."""
+    """Issue 29: a claim about the error at the end of the paper's recipe needs the full recipe at
+    every CPU scale, however clear the short run's numbers; they stay as data (short_run). Early
+    metrics keep their verdict."""
     xa, xb = [0.40, 0.41, 0.42], [0.50, 0.51, 0.52]
     for scale in ("cpu", "cpu_step_warmup"):
         r = rule.compare(better("a", "b"), xa, xb, scale)
         assert r["verdict"] == rule.NEEDS_FULL and r["short_run"]
-        assert r["d"] == pytest.approx(0.10) and r["xa"] == xa and r["lo"] > 0     # the data, no verdict
+        # the data, no verdict
+        assert r["d"] == pytest.approx(0.10) and r["xa"] == xa and r["lo"] > 0
         assert rule.compare(similar("a", "b"), xa, xa, scale)["verdict"] == rule.NEEDS_FULL
-        assert rule.compare(better("a", "b"), xa, xb[:2], scale)["verdict"] == rule.NEEDS_FULL  # always
-        early = rule.compare(better("a", "b", "steps_to_80"), [40, 41, 42, 43, 44], [50, 51, 52, 53, 54], scale)
+        # always
+        assert rule.compare(better("a", "b"), xa, xb[:2], scale)["verdict"] == rule.NEEDS_FULL
+        early = rule.compare(better("a", "b", "steps_to_80"), [40, 41, 42, 43, 44],
+                             [50, 51, 52, 53, 54], scale)
         assert early["verdict"] == "reproduced" and not early["short_run"]
     assert rule.compare(better("a", "b"), xa, xb, "full")["verdict"] == "reproduced"
     assert combine(["reproduced", rule.NEEDS_FULL]) == rule.NEEDS_FULL
 
 
 def test_a_run_is_left_out_only_for_what_it_did_and_then_on_both_sides_alike():
-    """The rule has one _kept for both sides: no side keeps or drops runs for what the claim predicts of it."""
+    """The rule has one _kept for both sides: no side keeps or drops runs for what the claim
+    predicts of it."""
     xa, xb = [0.40, 0.41, 0.42, 0.43, 0.44], [0.90, 0.90, 0.90, 0.60, 0.61]
     stuck = [None] * 5, ["stuck before the jump"] * 3 + [None] * 2
     r = compare(better("a", "b"), xa, xb, why=stuck)
-    assert r["verdict"] == rule.NOT_TESTABLE and r["excluded"] == (0, 3) and "d" not in r   # 2 left: too few
+    # 2 left: too few
+    assert r["verdict"] == rule.NOT_TESTABLE and r["excluded"] == (0, 3) and "d" not in r
     stuck = [None] * 5, ["stuck before the jump"] * 2 + [None] * 3
     xb = [0.90, 0.90, 0.60, 0.61, 0.62]
     r = compare(better("a", "b"), xa, xb, why=stuck)
     assert r["excluded"] == (0, 2) and r["xb"] == [0.60, 0.61, 0.62] and r["n"] == (5, 3)
-    mirrored = compare(better("b", "a"), xb, xa, why=stuck[::-1])  # the same runs with the sides swapped
-    assert mirrored["excluded"] == (2, 0) and mirrored["xa"] == r["xb"] and mirrored["d"] == pytest.approx(-r["d"])
+    # the same runs with the sides swapped
+    mirrored = compare(better("b", "a"), xb, xa, why=stuck[::-1])
+    assert (mirrored["excluded"] == (2, 0) and mirrored["xa"] == r["xb"]
+            and mirrored["d"] == pytest.approx(-r["d"]))
     assert "may_fail" not in rule.Compare.__dataclass_fields__
     assert combine(["reproduced", rule.NOT_TESTABLE]) == rule.NOT_TESTABLE
     assert combine(["inconclusive", rule.NOT_TESTABLE]) == rule.NOT_TESTABLE
@@ -107,36 +120,44 @@ def test_a_run_is_left_out_only_for_what_it_did_and_then_on_both_sides_alike():
 
 
 def test_a_censored_metric_is_compared_by_ranks_with_its_censored_runs_on_both_sides():
-    """Fig 1's case: four of five pre-activation runs get below 80 % and the fifth does not (128, like all five
-    originals). Counted by ranks on both sides (censored runs tied at 128), p = 12/252 < 5 %: reproduced. Dropping
-    the censored run on one side only (the asymmetry of a rule that leaves out 'did not train') would make it look
-    stronger; mirroring the sides mirrors the verdict; 3 seeds a side can never reach 5 %."""
+    """Fig 1's case: four of five pre-activation runs get below 80 % and the fifth does not (128,
+    like all five originals). Counted by ranks on both sides (censored runs tied at 128), p = 12/252
+    < 5 %: reproduced. Dropping the censored run on one side only (the asymmetry of a rule that
+    leaves out 'did not train') would make it look stronger; mirroring the sides mirrors the
+    verdict; 3 seeds a side can never reach 5 %."""
     pre, orig = [40, 50, 60, 70, 128], [128] * 5
     r = compare(better("a", "b", "steps_to_80"), pre, orig, censored=([0, 0, 0, 0, 1], [1] * 5))
-    assert r["test"] == "ranks" and r["p"] == pytest.approx(12 / 252) and r["verdict"] == "reproduced"
+    assert (r["test"] == "ranks" and r["p"] == pytest.approx(12 / 252)
+            and r["verdict"] == "reproduced")
     assert r["xa"] == pre and r["censored"] == (1, 5) and r["mean_b"] == 128
-    assert rule.rank_test(pre[:4], orig) < r["p"]  # (what dropping it on one side would have claimed)
+    # (what dropping it on one side would have claimed)
+    assert rule.rank_test(pre[:4], orig) < r["p"]
     back = compare(better("a", "b", "steps_to_80"), orig, pre)
     assert back["verdict"] == "contradicted" and back["p"] == r["p"]
-    assert compare(better("a", "b", "steps_to_80"), [40, 41, 42], [128] * 3)["verdict"] == "inconclusive"
+    assert compare(better("a", "b", "steps_to_80"), [40, 41, 42],
+                   [128] * 3)["verdict"] == "inconclusive"
     assert rule.rank_test([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
     d, lo, hi = rule.shift_interval([1, 2, 3, 4, 5], [11, 12, 13, 14, 15])
     assert d == 10 and 0 < lo <= d <= hi
 
 
 def test_a_diverged_run_is_the_largest_rise_by_ranks_on_both_sides():
-    """The float32 lr-jump rule (fixed before its runs): bf16's full pre-activation without its final BN-ReLU
-    (rises 36, 25, 5.8 and two diverged) against full pre-activation's (0-0.07). Ranked with the diverged runs
-    on top: p = 2/252, reproduced; the same runs swapped: contradicted; two diverged runs tie (their shift
-    is 0, not inf - inf); diverged runs on the better side move it down the ranks alike."""
+    """The float32 lr-jump rule (fixed before its runs): bf16's full pre-activation without its
+    final BN-ReLU (rises 36, 25, 5.8 and two diverged) against full pre-activation's (0-0.07).
+    Ranked with the diverged runs on top: p = 2/252, reproduced; the same runs swapped:
+    contradicted; two diverged runs tie (their shift is 0, not inf - inf); diverged runs on the
+    better side move it down the ranks alike."""
     no_final, pre = [36.3, math.inf, math.inf, 25.2, 5.8], [0.0, 0.07, 0.01, 0.0, 0.02]
     r = compare(better("a", "b", "lr_jump_ranked_rise"), pre, no_final)
-    assert r["test"] == "ranks" and r["p"] == pytest.approx(2 / 252) and r["verdict"] == "reproduced"
+    assert (r["test"] == "ranks" and r["p"] == pytest.approx(2 / 252)
+            and r["verdict"] == "reproduced")
     assert r["hi"] == math.inf and r["lo"] > 0
-    assert compare(better("a", "b", "lr_jump_ranked_rise"), no_final, pre)["verdict"] == "contradicted"
+    assert compare(better("a", "b", "lr_jump_ranked_rise"), no_final,
+                   pre)["verdict"] == "contradicted"
     d, lo, hi = rule.shift_interval([math.inf] * 5, [math.inf] * 5)
     assert (d, lo, hi) == (0, 0, 0)
-    both = compare(better("a", "b", "lr_jump_ranked_rise"), [math.inf, 1, 2, 3, 4], [math.inf, 5, 6, 7, 8])
+    both = compare(better("a", "b", "lr_jump_ranked_rise"), [math.inf, 1, 2, 3, 4],
+                   [math.inf, 5, 6, 7, 8])
     assert both["verdict"] == "inconclusive"
 
 
@@ -148,8 +169,8 @@ def test_the_smallest_resolvable_difference_is_q_times_the_pooled_se():
 
 
 def test_holm_corrects_a_claims_parts_for_their_number():
-    """Three parts each just past the uncorrected bar (p about 0.03): alone each is reproduced; as one claim of
-    three, Holm tests the smallest p at 5 % / 3 and all three are inconclusive."""
+    """Three parts each just past the uncorrected bar (p about 0.03): alone each is reproduced; as
+    one claim of three, Holm tests the smallest p at 5 % / 3 and all three are inconclusive."""
     xa = [0.40, 0.41, 0.42]
     se1 = math.sqrt(2 * 0.0001 / 3)
     xb = [x + 3.2 * se1 for x in xa]                    # t = 3.2 at df 4: p about 0.033
@@ -158,7 +179,10 @@ def test_holm_corrects_a_claims_parts_for_their_number():
     assert all(r["verdict"] == "reproduced" and 0.02 < r["p"] < 0.05 for _, r in parts)
     held = rule.holm(parts)
     assert [r["verdict"] for _, r in held] == ["inconclusive"] * 3 and held[0][1]["holm"][0] == 3
-    assert parts[0][1]["verdict"] == "reproduced"       # (the results handed in are left as they were)
+    # (the results handed in are left as they were)
+    assert parts[0][1]["verdict"] == "reproduced"
     clear = [(t, compare(t, xa, [x + 0.1 for x in xa])) for t in tests[:2]] + parts[2:]
-    assert [r["verdict"] for _, r in rule.holm(clear)] == ["reproduced", "reproduced", "reproduced"]  # 5 % / 1 last
-    assert rule.holm(parts[:1])[0][1]["verdict"] == "reproduced" and "holm" not in rule.holm(parts[:1])[0][1]
+    # 5 % / 1 last
+    assert [r["verdict"] for _, r in rule.holm(clear)] == ["reproduced", "reproduced", "reproduced"]
+    assert (rule.holm(parts[:1])[0][1]["verdict"] == "reproduced"
+            and "holm" not in rule.holm(parts[:1])[0][1])

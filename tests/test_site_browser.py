@@ -1,15 +1,17 @@
 """The built site in a real browser (headless Debian chromium driven by Playwright).
 
-Needs ``make book`` first (``make test`` does it): the test fails, not skips, when ``_build/html`` is
-missing. Every page is loaded in a fresh browser context (a first visit, nothing cached) from a
+Needs ``make book`` first (``make test`` does it): the test fails, not skips, when ``_build/html``
+is missing. Every page is loaded in a fresh browser context (a first visit, nothing cached) from a
 local HTTP server on 127.0.0.1, and must
 - log no JavaScript error (sphinx-thebe's known harmless re-declaration excepted),
-- make no request that leaves 127.0.0.1 (offline-capable: math, figures and widgets are served here),
+- make no request that leaves 127.0.0.1 (offline-capable: math, figures and widgets are served
+  here),
 - typeset its math (MathJax 3 ``mjx-container``), draw its plotly figures and render its widgets,
-- request plotly.js exactly once if it has plotly figures (never inlined), and stay under the budget.
-On the chapter-3 page, moving the slider of the first slider figure must change the plotted data.
-At 1280 px each page stays within its height budget and its plotly figures fill the text column; at 390 px
-(a phone) a wide table scrolls inside its own block with its first column in view.
+- request plotly.js exactly once if it has plotly figures (never inlined), and stay under the
+  budget.
+On the chapter-3 page, moving the slider of the first slider figure must change the plotted data. At
+1280 px each page stays within its height budget and its plotly figures fill the text column; at 390
+px (a phone) a wide table scrolls inside its own block with its first column in view.
 """
 
 from __future__ import annotations
@@ -65,9 +67,11 @@ def site_url():
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves the site like a real static host (GitHub Pages): text-like files gzipped on request."""
+    """Serves the site like a real static host (GitHub Pages): text-like files gzipped on
+    request."""
 
-    COMPRESSIBLE = (".html", ".js", ".css", ".svg", ".json", ".txt", ".map", ".ipynb", ".md", ".inv")
+    COMPRESSIBLE = (".html", ".js", ".css", ".svg", ".json", ".txt", ".map", ".ipynb", ".md",
+                    ".inv")
 
     def log_message(self, *args):
         pass
@@ -154,7 +158,8 @@ class PageVisit:
         return total
 
     def file_bytes(self):
-        """The same files uncompressed (as a server without gzip would send them), for the report."""
+        """The same files uncompressed (as a server without gzip would send them), for the
+        report."""
         total = 0
         for r in self.requests:
             path = SITE / urlparse(r.url).path.lstrip("/")
@@ -195,7 +200,8 @@ def _open_drawn(browser, site_url, name, viewport=(1280, 900)):
     try:
         if "plotly-graph-div" in html:
             visit.page.wait_for_function(
-                "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(d => d._fullData)",
+                "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(d => "
+                "d._fullData)",
                 timeout=30_000,
             )
         visit.page.wait_for_timeout(500)
@@ -205,7 +211,8 @@ def _open_drawn(browser, site_url, name, viewport=(1280, 900)):
     return html, visit
 
 
-AXE = ROOT / ".vendor" / "axe" / "axe.min.js"  # axe-core, pinned in book/_ext/vendor.sha256 (make vendor)
+# axe-core, pinned in book/_ext/vendor.sha256 (make vendor)
+AXE = ROOT / ".vendor" / "axe" / "axe.min.js"
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 AXE_EXCEPTIONS = {}  # {rule id: why it cannot apply to this site}: none
 
@@ -218,7 +225,8 @@ def _axe(page) -> list[str]:
     found = page.evaluate("""async (tags) => (await axe.run(document, {runOnly: {type: 'tag', values: tags},
         resultTypes: ['violations']})).violations.map(v => ({id: v.id, help: v.help,
         nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))""", WCAG_AA)
-    return [f"{v['id']} ({v['help']}): {v['nodes']}" for v in found if v["id"] not in AXE_EXCEPTIONS]
+    return [f"{v['id']} ({v['help']}): {v['nodes']}" for v in found
+            if v["id"] not in AXE_EXCEPTIONS]
 
 
 @pytest.mark.parametrize("name", site_pages() or ["index.html"])
@@ -233,8 +241,8 @@ def test_page_meets_wcag_2_1_aa(browser, site_url, name):
 
 
 def test_axe_finds_a_planted_violation(browser, site_url):
-    """The check can fail: a link in the theme's blue on an admonition's tint without the site's darker blue, and
-    a figure div that claims a role with no name, are each reported."""
+    """The check can fail: a link in the theme's blue on an admonition's tint without the site's
+    darker blue, and a figure div that claims a role with no name, are each reported."""
     _, visit = _open_drawn(browser, site_url, "06_ablations.html")
     try:
         visit.page.evaluate("""() => { const a = document.querySelector('.admonition a');
@@ -264,7 +272,8 @@ def test_page_loads_offline_clean(browser, site_url, name):
         if n_figs:
             counts = (
                 "() => { const d = Array.from(document.querySelectorAll('.plotly-graph-div'));"
-                " return [d.length, d.filter(g => g._fullData && g.querySelector('.main-svg')).length]; }"
+                " return [d.length, d.filter(g => g._fullData && "
+                "g.querySelector('.main-svg')).length]; }"
             )
             try:  # figures are drawn once the page is parsed and MathJax is ready
                 page.wait_for_function(
@@ -314,8 +323,8 @@ def test_page_weights(browser, site_url):
             visit.close()
     WEIGHTS_FILE.write_text(json.dumps(weights, indent=1))
     report = "\n".join(
-        f"{n:32s} {w['bytes'] / 1e6:6.2f} MB ({w['uncompressed_bytes'] / 1e6:5.2f} MB uncompressed) "
-        f"in {w['requests']} requests, plotly.js x{w['plotly_js_requests']}"
+        f"{n:32s} {w['bytes'] / 1e6:6.2f} MB ({w['uncompressed_bytes'] / 1e6:5.2f} MB "
+        f"uncompressed) in {w['requests']} requests, plotly.js x{w['plotly_js_requests']}"
         for n, w in weights.items()
     )
     print("\nPage weights (first visit, transferred with gzip; uncompressed):\n" + report)
@@ -344,7 +353,8 @@ def test_slider_changes_plotted_data(browser, site_url):
     try:
         page = visit.page
         page.wait_for_function(
-            "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(d => d._fullData)",
+            "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(d => "
+            "d._fullData)",
             timeout=30_000,
         )
         index = page.evaluate(
@@ -368,7 +378,8 @@ def test_slider_changes_plotted_data(browser, site_url):
         frac = 0.97 if active_before < n_steps / 2 else 0.03
         page.mouse.click(rail["x"] + frac * rail["width"], rail["y"] + rail["height"] / 2)
         page.wait_for_function(
-            "([i, a]) => document.querySelectorAll('.plotly-graph-div')[i]._fullLayout.sliders[0].active !== a",
+            "([i, a]) => "
+            "document.querySelectorAll('.plotly-graph-div')[i]._fullLayout.sliders[0].active !== a",
             arg=[index, active_before],
             timeout=10_000,
         )
@@ -382,17 +393,20 @@ def test_slider_changes_plotted_data(browser, site_url):
 
 
 def test_every_slider_steps_from_the_keyboard(browser, site_url):
-    """WCAG 2.1.1: plotly's SVG sliders take no focus. Under each figure with a slider a line (role "slider",
-    idmap_keys.js) is reached with Tab alone, and its arrow keys step the figure as a click would: the data, the
-    slider's active step and the line's value in words all move; End and Home reach the ends."""
+    """WCAG 2.1.1: plotly's SVG sliders take no focus. Under each figure with a slider a line (role
+    "slider", idmap_keys.js) is reached with Tab alone, and its arrow keys step the figure as a
+    click would: the data, the slider's active step and the line's value in words all move; End and
+    Home reach the ends."""
     visit = PageVisit(browser, site_url + SLIDER_PAGE)
     try:
         page = visit.page
         page.wait_for_function("() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
                                ".every(d => d._fullData)", timeout=30_000)
         n_sliders = page.evaluate("() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
-                                  ".filter(d => d.layout.sliders && d.layout.sliders.length).length")
-        page.wait_for_function(f"() => document.querySelectorAll('.idmap-keys').length === {n_sliders}",
+                                  ".filter(d => d.layout.sliders && "
+                                  "d.layout.sliders.length).length")
+        page.wait_for_function(f"() => document.querySelectorAll('.idmap-keys').length === "
+                               f"{n_sliders}",
                                timeout=10_000)
         assert n_sliders > 0
         for _ in range(400):  # the keyboard alone: Tab until the first slider line has the focus
@@ -410,15 +424,18 @@ def test_every_slider_steps_from_the_keyboard(browser, site_url):
         n = page.evaluate("(i) => document.querySelectorAll('.plotly-graph-div')[i].layout.sliders[0].steps.length",
                           index)
         page.keyboard.press("ArrowRight" if a0 < n - 1 else "ArrowLeft")
-        page.wait_for_function(f"(i) => document.activeElement.getAttribute('aria-valuetext') !== {said0!r}",
+        page.wait_for_function(f"(i) => document.activeElement.getAttribute('aria-valuetext') !== "
+                               f"{said0!r}",
                                arg=index, timeout=10_000)
         (a1, said1), data1 = page.evaluate(state, index), _visible_data(page, index)
         assert abs(a1 - a0) == 1 and said1 != said0 and data1 != data0
         for key, end in (("End", n - 1), ("Home", 0)):
             page.keyboard.press(key)
             page.wait_for_function(f"(i) => document.querySelectorAll('.plotly-graph-div')[i]"
-                                   f"._fullLayout.sliders[0].active === {end}", arg=index, timeout=10_000)
-        assert page.evaluate("() => document.activeElement.classList.contains('idmap-keys')")  # focus kept
+                                   f"._fullLayout.sliders[0].active === {end}", arg=index,
+                                   timeout=10_000)
+        # focus kept
+        assert page.evaluate("() => document.activeElement.classList.contains('idmap-keys')")
         errors = [e for e in visit.errors if not any(h in e for h in HARMLESS_ERRORS)]
         assert not errors, f"JavaScript errors while stepping the slider: {errors}"
     finally:
@@ -426,8 +443,8 @@ def test_every_slider_steps_from_the_keyboard(browser, site_url):
 
 
 def test_folds_open_from_the_keyboard(browser, site_url):
-    """WCAG 2.1.1 for the folded details ("the measurement in full", the claims in full): Tab alone reaches a
-    fold's summary, Enter opens it and Enter closes it again."""
+    """WCAG 2.1.1 for the folded details ("the measurement in full", the claims in full): Tab alone
+    reaches a fold's summary, Enter opens it and Enter closes it again."""
     visit = PageVisit(browser, site_url + "09_why_preactivation.html")
     try:
         page = visit.page
@@ -448,10 +465,13 @@ def test_folds_open_from_the_keyboard(browser, site_url):
         visit.close()
 
 
-# ---- nothing is cut off at the right edge ---------------------------------------------------------------------
-# Pages whose tables may be wider than the article (they scroll inside their own block): chapter 7's
-# run tables carry many columns. Everywhere else every table fits.
-TABLES_MAY_SCROLL = {"06_ablations.html", "06_instructor_guide.html", "07_shortcuts.html", "08_activations.html", "09_depth.html", "10_gates.html", "11_reproductions.html"}
+# ---- nothing is cut off at the right edge
+# --------------------------------------------------------------------- Pages whose tables may be
+# wider than the article (they scroll inside their own block): chapter 7's run tables carry many
+# columns. Everywhere else every table fits.
+TABLES_MAY_SCROLL = {"06_ablations.html", "06_instructor_guide.html", "07_shortcuts.html",
+                     "08_activations.html", "09_depth.html", "10_gates.html",
+                     "11_reproductions.html"}
 OVERFLOW_JS = """(tablesMayScroll) => {
   const article = document.querySelector('article.bd-article');
   if (!article) return [];
@@ -467,7 +487,8 @@ OVERFLOW_JS = """(tablesMayScroll) => {
     if (r.width === 0 || e.closest('.modebar, mjx-container svg')) continue;
     const tag = e.tagName.toLowerCase();
     if (tag === 'pre' && e.scrollWidth > e.clientWidth + 1) bad.push(describe(e, 'code runs past its block'));
-    if (tag === 'mjx-container' && e.scrollWidth > e.clientWidth + 1) bad.push(describe(e, 'equation wider than the page'));
+    if (tag === 'mjx-container' && e.scrollWidth > e.clientWidth + 1)
+      bad.push(describe(e, 'equation wider than the page'));
     if (tag === 'table' && !tablesMayScroll && r.right > limit) bad.push(describe(e, 'table wider than the page'));
     if (r.right <= limit) continue;
     let p = e.parentElement, held = false;          // past the edge: only inside a block that scrolls
@@ -493,15 +514,18 @@ def test_nothing_is_cut_off(browser, site_url, name):
         visit.close()
 
 
-# ---- page length and figure width at 1280 px, wide tables on a phone -------------------------------------------
-# Each page's budget for its height at 1280 px (folds closed, figures drawn), in px: its height in the build of
-# 2 Dec 2026, before issue 30's changes (listed in that commit's message), plus ~15 %, rounded up to 500 px;
-# chapter 11's is the issue's 8000 px (it was 7403); "Why pre-activation helps", rewritten around the interventions
-# (their rows' table, the mechanisms' table), 4734 px in the build of 4 Dec 2026, plus ~15 %, plus the explorer
+# ---- page length and figure width at 1280 px, wide tables on a phone
+# ------------------------------------------- Each page's budget for its height at 1280 px (folds
+# closed, figures drawn), in px: its height in the build of 2 Dec 2026, before issue 30's changes
+# (listed in that commit's message), plus ~15 %, rounded up to 500 px; chapter 11's is the issue's
+# 8000 px (it was 7403); "Why pre-activation helps", rewritten around the interventions (their rows'
+# table, the mechanisms' table), 4734 px in the build of 4 Dec 2026, plus ~15 %, plus the explorer
 # (figures/explorer.py, 760 px with its heading and caption: ~1000 px).
 HEIGHT_BUDGET = {
-    "01_residual_units.html": 13_000, "02_propagation.html": 9_500, "03_scaled_shortcuts.html": 16_000,
-    "04_relu_truncation.html": 8_000, "05_learning_identity.html": 10_500, "06_ablations.html": 14_500,
+    "01_residual_units.html": 13_000, "02_propagation.html": 9_500,
+    "03_scaled_shortcuts.html": 16_000,
+    "04_relu_truncation.html": 8_000, "05_learning_identity.html": 10_500,
+    "06_ablations.html": 14_500,
     "06_exercises.html": 8_000, "06_instructor_guide.html": 11_000, "07_shortcuts.html": 8_000,
     "08_activations.html": 15_000, "09_depth.html": 6_500, "09_why_preactivation.html": 6_500,
     "10_gates.html": 13_500, "11_reproductions.html": 8_000,
@@ -514,7 +538,8 @@ DESKTOP = (1280, 900)
 
 @pytest.mark.parametrize("name", site_pages() or ["index.html"])
 def test_page_height_within_budget(browser, site_url, name):
-    """At 1280 px a page is no longer than its budget: a reader scrolls through a chapter, not a log."""
+    """At 1280 px a page is no longer than its budget: a reader scrolls through a chapter, not a
+    log."""
     _, visit = _open_drawn(browser, site_url, name)
     try:
         height = visit.page.evaluate("() => document.documentElement.scrollHeight")
@@ -522,7 +547,8 @@ def test_page_height_within_budget(browser, site_url, name):
         visit.close()
     budget = HEIGHT_BUDGET.get(name, DEFAULT_HEIGHT_BUDGET)
     print(f"\n{name}: {height} px high at 1280 px (budget {budget})")
-    assert height <= budget, f"{name} is {height} px high at 1280 px, over its budget of {budget} px"
+    assert (height <= budget), (f"{name} is {height} px high at 1280 px, over its budget of "
+                                f"{budget} px")
 
 
 WIDE_TABLES_JS = """(width) => {
@@ -553,22 +579,26 @@ WIDE_TABLES_JS = """(width) => {
 
 @pytest.mark.parametrize("name", site_pages() or ["index.html"])
 def test_wide_tables_scroll_with_their_first_column_on_a_phone(browser, site_url, name):
-    """At 390 px a table wider than the article scrolls inside its own block (not the page), and its first
-    column (the claim, the run) stays in view, on an opaque background, with the block scrolled to its end."""
+    """At 390 px a table wider than the article scrolls inside its own block (not the page), and its
+    first column (the claim, the run) stays in view, on an opaque background, with the block
+    scrolled to its end."""
     _, visit = _open_typeset(browser, site_url, name, PHONE)
     try:
         tables = visit.page.evaluate(WIDE_TABLES_JS, PHONE[0])
     finally:
         visit.close()
     if name in TABLES_MAY_SCROLL:
-        assert tables, f"{name}: no table wider than a phone: is the test still looking at the tables?"
+        assert tables, (f"{name}: no table wider than a phone: is the test still looking at the "
+                        f"tables?")
     for t in tables:
-        assert t["block"], f"{name}: {t['table']} is wider than the page and not inside a block that scrolls"
+        assert t["block"], (f"{name}: {t['table']} is wider than the page and not inside a block "
+                            f"that scrolls")
         scroll_w, client_w, inside = t["block"]
-        assert scroll_w > client_w and inside, f"{name}: {t['table']}: its block does not scroll ({t['block']})"
+        assert (scroll_w > client_w
+                and inside), f"{name}: {t['table']}: its block does not scroll ({t['block']})"
         assert not t["cells"], (
-            f"{name}: {t['table']}: first-column cells [left, right, background, text] out of view or see-"
-            f"through once the block is scrolled to its end: {t['cells'][:3]}"
+            f"{name}: {t['table']}: first-column cells [left, right, background, text] out of view "
+            f"or see-through once the block is scrolled to its end: {t['cells'][:3]}"
         )
 
 
@@ -586,9 +616,9 @@ def figure_pages():
 
 @pytest.mark.parametrize("name", figure_pages() or ["index.html"])
 def test_figures_fill_the_text_column(browser, site_url, name):
-    """At 1280 px every plotly figure is as wide as the text column, none drawn at plotly's default 700 px
-    or squeezed into a corner. 95 %, not 100 %: a figure in a fold (evidence under a claims table) is
-    inset by the fold's padding (770 of 792 px)."""
+    """At 1280 px every plotly figure is as wide as the text column, none drawn at plotly's default
+    700 px or squeezed into a corner. 95 %, not 100 %: a figure in a fold (evidence under a claims
+    table) is inset by the fold's padding (770 of 792 px)."""
     _, visit = _open_drawn(browser, site_url, name)
     try:
         column, figures = visit.page.evaluate(FIGURE_WIDTHS_JS)
@@ -596,15 +626,19 @@ def test_figures_fill_the_text_column(browser, site_url, name):
         visit.close()
     print(f"\n{name}: text column {column:.0f} px, figures [width, in a fold]: {figures}")
     narrow = [f for f in figures if f[0] < 0.95 * column]
-    assert figures and not narrow, f"{name}: figures narrower than the {column:.0f} px text column: {narrow}"
+    assert (figures
+            and not narrow), (f"{name}: figures narrower than the {column:.0f} px text column: "
+                              f"{narrow}")
 
 
-# ---- no control that looks live but is frozen -------------------------------------------------------------------
-# ipywidgets controls whose effect is computed in Python stay at their build-time value in a static page.
-# Display-only widgets (tqdm's progress bar: FloatProgress, HTML, HBox) are fine.
+# ---- no control that looks live but is frozen
+# ------------------------------------------------------------------- ipywidgets controls whose
+# effect is computed in Python stay at their build-time value in a static page. Display-only widgets
+# (tqdm's progress bar: FloatProgress, HTML, HBox) are fine.
 CONTROL_MODELS = ("SliderModel", "DropdownModel", "ButtonModel", "TextModel", "TextareaModel",
                   "CheckboxModel", "ToggleButtonModel", "ToggleButtonsModel", "RadioButtonsModel",
-                  "SelectModel", "SelectMultipleModel", "PlayModel", "ColorPickerModel", "DatePickerModel")
+                  "SelectModel", "SelectMultipleModel", "PlayModel", "ColorPickerModel",
+                  "DatePickerModel")
 
 
 @pytest.mark.parametrize("name", site_pages() or ["index.html"])
@@ -615,13 +649,14 @@ def test_no_frozen_widget_controls(name):
     html = (SITE / name).read_text(encoding="utf-8")
     models = set(re.findall(r'"_model_name": "(\w+)"', html))
     found = sorted(m for m in models if m.endswith(CONTROL_MODELS))
-    assert not found, f"{name}: the static page shows ipywidgets controls that do nothing there: {found}"
+    assert (not found), (f"{name}: the static page shows ipywidgets controls that do nothing "
+                         f"there: {found}")
 
 
-# ---- launch buttons follow the repository URL setting ------------------------------------------------------------
+# ---- launch buttons follow the repository URL setting --------------------------------------------
 def test_launch_buttons_follow_the_repository_url_setting():
-    """Every chapter page opens its own notebook on Colab from the repository named in _config.yml (an exercise
-    page: its student edition, book/student/)."""
+    """Every chapter page opens its own notebook on Colab from the repository named in _config.yml
+    (an exercise page: its student edition, book/student/)."""
     from idmap_lib.book.page import repository
     from idmap_lib.checks.editions import student_edition_paths
 
@@ -633,16 +668,19 @@ def test_launch_buttons_follow_the_repository_url_setting():
         target = student_edition_paths().get(nb_path.stem, nb_path.name)
         colab = f"https://colab.research.google.com/github/{owner_repo}/blob/main/book/{target}"
         assert colab in html, f"{nb_path.stem}.html: no Colab button for {colab}"
-        assert f'href="{url}"' in html, f"{nb_path.stem}.html: repository button does not point to {url}"
+        assert (f'href="{url}"' in html), (f"{nb_path.stem}.html: repository button does not point "
+                                           f"to {url}")
 
 
-# ---- figures on a phone: no text on text, none cut off (issue 30) --------------------------------------------------
-# Every visible text of every plotly figure at 390 px, with its box relative to the figure's div. Only text plotly
-# draws (title, axis titles, legend, annotations, sliders, menus, colour bars, tick labels); hidden ones (display
-# none, opacity 0: ticks plotly itself dropped) are not there to overlap. Tick labels of one axis are compared with
-# each other too: plotly does not drop labels it sets too close (a log axis labelled at 1, 1.5, 2, 3 ...), and two
-# labels on one another are unreadable. Folds are opened first (a figure there is what a reader sees on opening it),
-# and the book's phone layout (book/_ext/idmap_phone.js) is waited for where the page has it.
+# ---- figures on a phone: no text on text, none cut off (issue 30)
+# -------------------------------------------------- Every visible text of every plotly figure at
+# 390 px, with its box relative to the figure's div. Only text plotly draws (title, axis titles,
+# legend, annotations, sliders, menus, colour bars, tick labels); hidden ones (display none, opacity
+# 0: ticks plotly itself dropped) are not there to overlap. Tick labels of one axis are compared
+# with each other too: plotly does not drop labels it sets too close (a log axis labelled at 1, 1.5,
+# 2, 3 ...), and two labels on one another are unreadable. Folds are opened first (a figure there is
+# what a reader sees on opening it), and the book's phone layout (book/_ext/idmap_phone.js) is
+# waited for where the page has it.
 FIGURE_TEXTS_JS = """() => {
   const SEL = [
     ['title', '.infolayer .gtitle'],
@@ -664,7 +702,8 @@ FIGURE_TEXTS_JS = """() => {
       if (seen.has(t)) continue; seen.add(t);
       const s = (t.textContent || '').trim(); if (!s || !shown(t)) continue;
       const b = t.getBoundingClientRect(); if (b.width < 1 || b.height < 1) continue;
-      texts.push({kind, text: s.slice(0, 60), box: [b.left - f.left, b.top - f.top, b.right - f.left, b.bottom - f.top]});
+      texts.push({kind, text: s.slice(0, 60),
+                  box: [b.left - f.left, b.top - f.top, b.right - f.left, b.bottom - f.top]});
     }
     const L = gd._fullLayout || {}, a = (L.annotations || [])[0];
     let title = (gd.layout.title && gd.layout.title.text) || (a && a.text) || `figure ${i + 1}`;
@@ -673,8 +712,10 @@ FIGURE_TEXTS_JS = """() => {
             spill: f.bottom - host.bottom};
   });
 }"""
-OVERLAP_PX = 3  # two boxes may touch (a descender on the line below): overlapping more than this in both directions
-OUTSIDE_PX = 1  # a text's box past the figure's own box by more than this is cut off (or drawn over the page)
+# two boxes may touch (a descender on the line below): overlapping more than this in both directions
+OVERLAP_PX = 3
+# a text's box past the figure's own box by more than this is cut off (or drawn over the page)
+OUTSIDE_PX = 1
 
 
 def _text_faults(page_name, figures):
@@ -684,8 +725,10 @@ def _text_faults(page_name, figures):
         if width < 1:
             continue
         where = f"{page_name}, figure {f['title']!r}"
-        if f["spill"] > OUTSIDE_PX:  # its block on the page is shorter than the figure: it runs over the text under it
-            bad.append(f"{where}: runs {f['spill']:.0f} px past its cell, over what follows it on the page")
+        # its block on the page is shorter than the figure: it runs over the text under it
+        if f["spill"] > OUTSIDE_PX:
+            bad.append(f"{where}: runs {f['spill']:.0f} px past its cell, over what follows it on "
+                       f"the page")
         for t in f["texts"]:
             x0, y0, x1, y1 = t["box"]
             if x0 < -OUTSIDE_PX or y0 < -OUTSIDE_PX or x1 > width + OUTSIDE_PX or y1 > height + OUTSIDE_PX:
@@ -697,8 +740,8 @@ def _text_faults(page_name, figures):
                 w = min(a["box"][2], b["box"][2]) - max(a["box"][0], b["box"][0])
                 h = min(a["box"][3], b["box"][3]) - max(a["box"][1], b["box"][1])
                 if w > OVERLAP_PX and h > OVERLAP_PX:
-                    bad.append(f"{where}: {a['kind']} {a['text']!r} overlaps {b['kind']} {b['text']!r} "
-                               f"({w:.0f}x{h:.0f} px)")
+                    bad.append(f"{where}: {a['kind']} {a['text']!r} overlaps {b['kind']} "
+                               f"{b['text']!r} ({w:.0f}x{h:.0f} px)")
     return bad
 
 
@@ -707,9 +750,11 @@ def _figure_texts(browser, site_url, name, viewport=PHONE, plant=None):
     try:
         page = visit.page
         page.evaluate("() => { for (const d of document.querySelectorAll('details')) d.open = true;"
-                      " for (const g of document.querySelectorAll('.plotly-graph-div')) Plotly.Plots.resize(g); }")
+                      " for (const g of document.querySelectorAll('.plotly-graph-div')) "
+                      "Plotly.Plots.resize(g); }")
         page.wait_for_timeout(600)
-        page.wait_for_function("() => !window.idmapPhone || window.idmapPhone.pending() === 0", timeout=30_000)
+        page.wait_for_function("() => !window.idmapPhone || window.idmapPhone.pending() === 0",
+                               timeout=30_000)
         if plant:
             page.evaluate(plant)
         page.wait_for_timeout(300)
@@ -720,8 +765,9 @@ def _figure_texts(browser, site_url, name, viewport=PHONE, plant=None):
 
 @pytest.mark.parametrize("name", figure_pages() or ["index.html"])
 def test_figure_texts_clear_of_each_other_on_a_phone(browser, site_url, name):
-    """At 390 px no text of a plotly figure lies on another (title on a subplot title, a note on the legend, tick
-    label on tick label) or runs outside the figure's box (a long title, row labels cut off at the left)."""
+    """At 390 px no text of a plotly figure lies on another (title on a subplot title, a note on the
+    legend, tick label on tick label) or runs outside the figure's box (a long title, row labels cut
+    off at the left)."""
     figures = _figure_texts(browser, site_url, name)
     assert figures, f"{name}: no plotly figure measured"
     bad = _text_faults(name, figures)
@@ -730,15 +776,17 @@ def test_figure_texts_clear_of_each_other_on_a_phone(browser, site_url, name):
 
 @pytest.mark.parametrize("name", figure_pages() or ["index.html"])
 def test_figure_texts_clear_of_each_other_at_full_width(browser, site_url, name):
-    """At 1280 px too (the figures' own layout, which the phone's script leaves alone): a title of several lines
-    does not grow down into the subplot titles under it, a note does not sit on a legend."""
+    """At 1280 px too (the figures' own layout, which the phone's script leaves alone): a title of
+    several lines does not grow down into the subplot titles under it, a note does not sit on a
+    legend."""
     figures = _figure_texts(browser, site_url, name, DESKTOP)
     bad = _text_faults(name, figures)
     assert not bad, f"{len(bad)} text faults at {DESKTOP[0]} px:\n" + "\n".join(bad[:40])
 
 
 def test_a_long_title_on_a_phone_is_caught(browser, site_url):
-    """The check above sees a planted fault: a long one-line title given to a figure after its phone layout."""
+    """The check above sees a planted fault: a long one-line title given to a figure after its phone
+    layout."""
     name = figure_pages()[0]
     plant = ("() => Plotly.relayout(document.querySelector('.plotly-graph-div'), {'title.text': "
              "'A planted title far too long to fit on one line of a phone screen at all'})")

@@ -1,12 +1,14 @@
-"""Issue 30.2 in a real browser: each experimental chapter's first screen at 1280 x 900 holds its answer sentence
-whole and its one key figure (at least half of it: the plot, with its legend on the chapters 7-10). The notebooks'
-order is tested without a build (test_chapter_openings.py); this is what a reader sees."""
+"""Issue 30.2 in a real browser: each experimental chapter's first screen at 1280 x 900 holds its
+answer sentence whole and its one key figure (at least half of it: the plot, with its legend on the
+chapters 7-10). The notebooks' order is tested without a build (test_chapter_openings.py); this is
+what a reader sees."""
 import pytest
 
 from test_site_browser import SITE, _open_drawn, browser, site_url  # noqa: F401  (the fixtures)
 
 pytestmark = pytest.mark.slow
-CHAPTERS = ["07_shortcuts.html", "08_activations.html", "09_depth.html", "09_why_preactivation.html", "10_gates.html"]
+CHAPTERS = ["07_shortcuts.html", "08_activations.html", "09_depth.html",
+            "09_why_preactivation.html", "10_gates.html"]
 SCREEN = (1280, 900)
 FIRST_SCREEN_JS = """() => {
   const fig = document.querySelector('article .plotly-graph-div');
@@ -22,23 +24,26 @@ FIRST_SCREEN_JS = """() => {
 
 
 def first_screen_problems(info, height=SCREEN[1]) -> list[str]:
-    """What the first screen lacks: the answer (a computed paragraph above the first figure) whole on it, and at
-    least half of the key figure."""
+    """What the first screen lacks: the answer (a computed paragraph above the first figure) whole
+    on it, and at least half of the key figure."""
     if info is None:
         return ["no figure on the page"]
     out = []
     if info["answerBottom"] is None:
         out.append("no answer paragraph above the first figure")
     elif info["answerBottom"] > height:
-        out.append(f"the answer ends at {info['answerBottom']:.0f} px, below the first screen ({height} px)")
+        out.append(f"the answer ends at {info['answerBottom']:.0f} px, below the first screen "
+                   f"({height} px)")
     shown = max(0.0, min(height - info["figTop"], info["figHeight"])) / info["figHeight"]
     if shown < 0.5:
-        out.append(f"{shown:.0%} of the key figure on the first screen (it starts at {info['figTop']:.0f} px)")
+        out.append(f"{shown:.0%} of the key figure on the first screen (it starts at "
+                   f"{info['figTop']:.0f} px)")
     return out
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_the_first_screen_holds_the_answer_and_the_key_figure(browser, site_url, name):  # noqa: F811
+def test_the_first_screen_holds_the_answer_and_the_key_figure(browser, site_url,
+                                                              name):  # noqa: F811
     assert (SITE / name).is_file(), f"{name} was not built"
     html, visit = _open_drawn(browser, site_url, name, SCREEN)
     try:
@@ -53,6 +58,9 @@ def test_a_first_screen_without_its_answer_or_figure_is_caught():
     assert first_screen_problems(ok) == []
     assert first_screen_problems({**ok, "answerBottom": 950}) == [
         "the answer ends at 950 px, below the first screen (900 px)"]
-    assert first_screen_problems({**ok, "figTop": 700}) == ["47% of the key figure on the first screen (it starts at 700 px)"]
-    assert first_screen_problems({**ok, "answerBottom": None}) == ["no answer paragraph above the first figure"]
+    assert first_screen_problems({**ok,
+                                  "figTop": 700}) == ["47% of the key figure on the first screen "
+                                                      "(it starts at 700 px)"]
+    assert first_screen_problems({**ok,
+                                  "answerBottom": None}) == ["no answer paragraph above the first figure"]
     assert first_screen_problems(None) == ["no figure on the page"]

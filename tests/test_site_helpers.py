@@ -20,7 +20,8 @@ def keep_renderer():
     pio.renderers.default = default
 
 
-def test_setup_outside_build_reports_device_and_leaves_plotly_alone(monkeypatch, capsys, keep_renderer):
+def test_setup_outside_build_reports_device_and_leaves_plotly_alone(monkeypatch, capsys,
+                                                                    keep_renderer):
     monkeypatch.delenv(book.BUILD_ENV, raising=False)
     before = pio.renderers.default
     device = book.setup()
@@ -36,7 +37,8 @@ def test_setup_in_build_emits_html_that_uses_the_pages_plotly(monkeypatch, capsy
     book.setup()
     assert pio.renderers.default == book.RENDERER
     fig = go.Figure(go.Scatter(x=[0, 1, 2], y=[3, 1, 2]))
-    fig.update_layout(sliders=[{"steps": [{"label": "a", "method": "restyle", "args": ["y", [[1, 2, 3]]]}]}])
+    fig.update_layout(sliders=[{"steps": [{"label": "a", "method": "restyle",
+                                           "args": ["y", [[1, 2, 3]]]}]}])
     bundle = pio.renderers[book.RENDERER].to_mimebundle(fig.to_dict())
     assert list(bundle) == ["text/html"]  # myst-nb renders it; no plotly mimetype it would drop
     html = bundle["text/html"]
@@ -46,7 +48,8 @@ def test_setup_in_build_emits_html_that_uses_the_pages_plotly(monkeypatch, capsy
     assert html.count("<script>") == 1 and html.count("</script>") == 1
 
 
-@pytest.mark.parametrize("value, expected", [("1", True), ("true", True), ("0", False), ("", False)])
+@pytest.mark.parametrize("value, expected", [("1", True), ("true", True), ("0", False),
+                                             ("", False)])
 def test_in_book_build_reads_the_environment(monkeypatch, value, expected):
     monkeypatch.setenv(book.BUILD_ENV, value)
     assert book.in_book_build() is expected
@@ -120,9 +123,9 @@ def test_the_gate_path_is_drawn_dashed_and_the_others_solid():
 
 
 def test_the_book_renderer_writes_log_ticks_out_in_full(monkeypatch, keep_renderer):
-    """Issue 21: plotly's minor labels on a log axis read "2 3 ... 10 2 3" (the second "2" is 20); on the site every
-    log axis without ticks of its own is labelled 1, 2, 5, 10, 20 ... in full; a linear axis, or one with its own
-    ticks, is left alone."""
+    """Issue 21: plotly's minor labels on a log axis read "2 3 ... 10 2 3" (the second "2" is 20);
+    on the site every log axis without ticks of its own is labelled 1, 2, 5, 10, 20 ... in full; a
+    linear axis, or one with its own ticks, is left alone."""
     import numpy as np
 
     from plotly.subplots import make_subplots
@@ -138,6 +141,7 @@ def test_the_book_renderer_writes_log_ticks_out_in_full(monkeypatch, keep_render
     d = fig.to_dict()
     from idmap_lib.book.page.log_axes import readable_log_axes
     lay = readable_log_axes(d)["layout"]
-    assert lay["yaxis"]["ticktext"] == ["0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100", "200"]
+    assert lay["yaxis"]["ticktext"] == ["0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20",
+                                        "50", "100", "200"]
     assert "tickvals" not in lay["yaxis2"] and list(lay["yaxis3"]["tickvals"]) == [5, 50]
     assert '"ticktext":["0.05","0.1"' in html.replace(" ", "")

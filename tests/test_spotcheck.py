@@ -1,5 +1,6 @@
-"""The batch grader's spot check (checks/spotcheck.py): a run trained as recorded reproduces its first steps; a
-forged seed, a relabelled run or an edited loss does not; another machine kind is compared loosely and said so."""
+"""The batch grader's spot check (checks/spotcheck.py): a run trained as recorded reproduces its
+first steps; a forged seed, a relabelled run or an edited loss does not; another machine kind is
+compared loosely and said so."""
 import copy
 
 import pytest
@@ -13,8 +14,10 @@ from support import tiny_mnist
 
 @pytest.fixture(scope="module")
 def honest(mnist):
-    """A run as a student's machine records it (here: this machine), with its first steps' losses."""
-    return train(tiny_mnist("resnet", seed=3, steps=12, log=5), data=mnist, write_result=False, progress=False)
+    """A run as a student's machine records it (here: this machine), with its first steps'
+    losses."""
+    return train(tiny_mnist("resnet", seed=3, steps=12, log=5), data=mnist, write_result=False,
+                 progress=False)
 
 
 def _graded(run):
@@ -23,9 +26,11 @@ def _graded(run):
 
 def test_the_trainer_records_each_first_step_and_resume_keeps_them(mnist, tmp_path, honest):
     steps = honest["first_steps"]
-    assert len(steps) == FIRST_STEPS and len(set(steps)) == FIRST_STEPS  # one loss a step, not a window's mean
+    # one loss a step, not a window's mean
+    assert len(steps) == FIRST_STEPS and len(set(steps)) == FIRST_STEPS
     assert abs(sum(steps[:5]) / 5 - honest["history"]["train"][0]["train_loss"]) < 1e-9
-    kw = dict(data=mnist, write_result=False, progress=False, checkpoint_dir=tmp_path, checkpoint_every=5)
+    kw = dict(data=mnist, write_result=False, progress=False, checkpoint_dir=tmp_path,
+              checkpoint_every=5)
     cfg = honest["config"]
     train(cfg, max_steps=3, **kw)                     # stopped before its first log
     again = train(cfg, resume=True, **kw)
@@ -63,4 +68,5 @@ def test_a_run_without_first_steps_gets_the_window_test_and_a_gpu_run_is_not_com
     assert failures == [] and "recorded without first_steps" in said, said
     gpu = copy.deepcopy(honest)
     gpu["hardware"]["device"] = "cuda:0"
-    assert spotcheck.check(_graded(gpu), k=1, data=mnist) == ([], "r: trained on cuda:0: not comparable here")
+    assert spotcheck.check(_graded(gpu), k=1, data=mnist) == ([],
+                                                              "r: trained on cuda:0: not comparable here")

@@ -6,8 +6,9 @@ from idmap_lib.checks import student
 
 
 def test_otter_is_installed_with_every_missing_requirement_down_the_graph_and_nothing_upgraded(monkeypatch, capsys):
-    """otter's own requirements and theirs, each installed only where nothing of that name is (``--no-deps``):
-    after the install ``pip check`` finds no requirement missing. What the runtime ships (ipywidgets 7) stays."""
+    """otter's own requirements and theirs, each installed only where nothing of that name is
+    (``--no-deps``): after the install ``pip check`` finds no requirement missing. What the runtime
+    ships (ipywidgets 7) stays."""
     graph = {"otter-grader": ["ipywidgets>=8", "nbformat", "dill", "pytest; extra == 'test'"],
              "nbformat": ["fastjsonschema", "traitlets>=5"], "fastjsonschema": [], "dill": [],
              "jsonpointer": []}
@@ -26,7 +27,8 @@ def test_otter_is_installed_with_every_missing_requirement_down_the_graph_and_no
     got = student.ensure_otter("otter-grader==7.0.0")
     assert calls == [["otter-grader==7.0.0"], ["nbformat", "dill"], ["fastjsonschema"]]
     assert got == ["otter-grader==7.0.0", "nbformat", "dill", "fastjsonschema"]
-    assert "pytest" not in present and "ipywidgets" in present  # an extra is not installed; nothing upgraded
+    # an extra is not installed; nothing upgraded
+    assert "pytest" not in present and "ipywidgets" in present
     unmet = [r for d in present if d in graph for r in graph[d]
              if "extra" not in r and r.split(">")[0].split(";")[0].strip() not in present]
     assert unmet == []

@@ -1,6 +1,7 @@
-"""The synthesis chapter (book/evidence/synthesis.py): the rows' properties are what their recipes build, each row's outcome
-follows from its two comparisons, and each mechanism's status from whether its property predicts the outcomes
-across the rows (necessary, sufficient, neither, not testable), with the rows that decide it."""
+"""The synthesis chapter (book/evidence/synthesis.py): the rows' properties are what their recipes
+build, each row's outcome follows from its two comparisons, and each mechanism's status from whether
+its property predicts the outcomes across the rows (necessary, sufficient, neither, not testable),
+with the rows that decide it."""
 import pytest
 
 from idmap_lib.book.evidence import synthesis
@@ -9,10 +10,12 @@ from idmap_lib.engine import recipes
 
 
 def test_every_row_is_a_recipe_whose_built_model_has_exactly_the_properties_listed():
-    """The properties were written by hand before the runs: the recipes' own model keywords must agree."""
+    """The properties were written by hand before the runs: the recipes' own model keywords must
+    agree."""
     for row, props in synthesis.PROPERTIES.items():
         kw = recipes.config("a_swaps", row, "cpu_step_warmup")["model"]["kwargs"]
-        final = kw.get("final") or {"full_preact": "bn_relu", "relu_preact": "relu"}.get(kw["unit"], "none")
+        final = (kw.get("final") or {"full_preact": "bn_relu",
+                                     "relu_preact": "relu"}.get(kw["unit"], "none"))
         built = {"clean_path": kw["unit"] in ("relu_before_add", "relu_preact", "full_preact"),
                  "bn_every_conv": kw["unit"] in ("full_preact", "bn_after_add"),
                  "normalised_classifier": final == "bn_relu" or kw["unit"] == "bn_after_add",
@@ -28,21 +31,26 @@ def _found(**words):
 
 
 def test_a_property_is_judged_only_by_the_swaps_that_change_it_alone(monkeypatch):
-    """A mechanism is sufficient where adding that one part rescued a failing unit, necessary where removing it broke
-    one that coped; rows that differ in several parts (the units themselves) never decide it."""
-    monkeypatch.setattr(synthesis, "PROPERTIES", {"u-1": (), "u+p-1": ("p",), "v-1": ("p", "q"), "v+nop-1": ("q",),
+    """A mechanism is sufficient where adding that one part rescued a failing unit, necessary where
+    removing it broke one that coped; rows that differ in several parts (the units themselves) never
+    decide it."""
+    monkeypatch.setattr(synthesis, "PROPERTIES", {"u-1": (), "u+p-1": ("p",), "v-1": ("p", "q"),
+                                                  "v+nop-1": ("q",),
                                                   "w-1": ("q",)})
     good, bad = synthesis.OUTCOMES["jump"]
     found = _found(**{"u-1": bad, "u+p-1": good, "v-1": good, "v+nop-1": bad, "w-1": good})
     s = synthesis.status("p", found)
-    assert s["status"] == "necessary and sufficient" and s["rescued"] == ["u+p-1"] and s["broke"] == ["v+nop-1"]
-    s = synthesis.status("q", found)  # w tolerates with q, u fails without it: units, not a swap of q
+    assert (s["status"] == "necessary and sufficient" and s["rescued"] == ["u+p-1"]
+            and s["broke"] == ["v+nop-1"])
+    # w tolerates with q, u fails without it: units, not a swap of q
+    s = synthesis.status("q", found)
     assert s["status"] == "not testable at this scale"
     found["v+nop-1"] = {"outcome": good}
     assert synthesis.status("p", found)["status"] == "sufficient, not necessary"
     found["u+p-1"] = {"outcome": bad}
     assert synthesis.status("p", found)["status"] == "neither"
-    found["v+nop-1"] = {"outcome": "open"}  # the removal swap run, its runs undecided: not "not tested"
+    # the removal swap run, its runs undecided: not "not tested"
+    found["v+nop-1"] = {"outcome": "open"}
     assert synthesis.status("p", found)["status"] == "not sufficient; necessity open"
     del found["v+nop-1"]  # no removal swap at all
     assert synthesis.status("p", found)["status"] == "not sufficient; necessity not tested here"
@@ -52,9 +60,11 @@ def test_a_property_is_judged_only_by_the_swaps_that_change_it_alone(monkeypatch
 
 
 @pytest.mark.parametrize("below, above, word", [
-    ("reproduced", "inconclusive", "tolerates the jump"), ("inconclusive", "reproduced", "fails at the jump"),
+    ("reproduced", "inconclusive", "tolerates the jump"),
+    ("inconclusive", "reproduced", "fails at the jump"),
     ("reproduced", "reproduced", "in between"), ("inconclusive", "inconclusive", "open"),
-    ("not run yet", "reproduced", "not run yet"), ("contradicted", "reproduced", "fails at the jump")])
+    ("not run yet", "reproduced", "not run yet"),
+    ("contradicted", "reproduced", "fails at the jump")])
 def test_a_rows_outcome_follows_from_its_two_comparisons(monkeypatch, below, above, word):
     monkeypatch.setattr(synthesis, "_comparisons", lambda r, t, o: ((below, {}), (above, {})))
     assert synthesis.outcome("original+final_bn_relu-110")["outcome"] == word
@@ -62,9 +72,11 @@ def test_a_rows_outcome_follows_from_its_two_comparisons(monkeypatch, below, abo
 
 def test_a_row_stuck_before_the_jump_is_its_own_outcome_never_tolerance(monkeypatch):
     stuck = ("not testable here", {"excluded": (5, 0)})
-    monkeypatch.setattr(synthesis, "_comparisons", lambda r, t, o: (stuck, ("not testable here", {"excluded": (0, 5)})))
+    monkeypatch.setattr(synthesis, "_comparisons",
+                        lambda r, t, o: (stuck, ("not testable here", {"excluded": (0, 5)})))
     assert synthesis.outcome("bn_after_add-110")["outcome"] == "stuck before the jump"
-    other = ("not testable here", {"excluded": (0, 5)})  # the *other* side left out: not this row's outcome
+    # the *other* side left out: not this row's outcome
+    other = ("not testable here", {"excluded": (0, 5)})
     monkeypatch.setattr(synthesis, "_comparisons", lambda r, t, o: (other, ("inconclusive", {})))
     assert synthesis.outcome("bn_after_add-110")["outcome"] == "open"
 
@@ -97,8 +109,10 @@ def test_the_key_figure_draws_every_recorded_seed_of_every_row_in_its_units_colo
     by_name = {t.hovertemplate.split(":")[0]: t.marker.color for t in drawn}
     assert by_name["full pre-activation"] == palette.UNIT_COLOURS["full_preact"] == \
         palette.colour("full_preact+no_final-110")
-    assert len(set(palette.UNIT_COLOURS.values())) == len(palette.UNIT_COLOURS)  # two units never share one
-    labels = {a.text.split(":")[0] for a in fig.layout.annotations}  # each row named in words above its markers
+    # two units never share one
+    assert len(set(palette.UNIT_COLOURS.values())) == len(palette.UNIT_COLOURS)
+    # each row named in words above its markers
+    labels = {a.text.split(":")[0] for a in fig.layout.annotations}
     assert {"the original unit", "full pre-activation", "the original ResNet-1001"} <= labels
     alt = synthesis.key_figure_alt(values)
     assert "full pre-activation" in alt and "ResNet-1001" in alt

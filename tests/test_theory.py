@@ -1,5 +1,5 @@
-"""The book's derivations (idmap_lib.book.maths.theory) reproduce the papers' equations, and the probes
-(idmap_lib.book.maths.probes) measure what the equations say on real idmap_lib networks."""
+"""The book's derivations (idmap_lib.book.maths.theory) reproduce the papers' equations, and the
+probes (idmap_lib.book.maths.probes) measure what the equations say on real idmap_lib networks."""
 import json
 import math
 import re
@@ -12,9 +12,10 @@ import torch
 from idmap_lib.book.maths import notation, theory as T
 from idmap_lib.book.page import repository
 
-# ---- sympy: every derived equation equals the paper's ------------------------------------------------------
+# ---- sympy: every derived equation equals the paper's --------------------------------------------
 
-DERIVATIONS = ["eqn3", "eqn4", "eqn5", "eqn6", "eqn7", "eqn8", "shortcut_product", "paper_b_component",
+DERIVATIONS = ["eqn3", "eqn4", "eqn5", "eqn6", "eqn7", "eqn8", "shortcut_product",
+               "paper_b_component",
                "paper_b_gate"]
 
 
@@ -42,17 +43,21 @@ def test_inductions_check_base_and_step(derived):
 
 
 def test_a_wrong_equation_is_caught(derived):
-    """The comparison is not vacuous: an off-by-one upper limit or a missing x_l term is detected."""
+    """The comparison is not vacuous: an off-by-one upper limit or a missing x_l term is
+    detected."""
     d = derived["eqn4"]
-    wrong = T.Derivation("wrong", [], d.result, sp.Eq(T.x[T.L], T.x[T.l] + sp.Sum(T.F(T.x[T.i], T.W[T.i]),
-                                                                                   (T.i, T.l, T.L))))
+    wrong = T.Derivation("wrong", [], d.result,
+                         sp.Eq(T.x[T.L], T.x[T.l] + sp.Sum(T.F(T.x[T.i], T.W[T.i]),
+                                                            (T.i, T.l, T.L))))
     assert wrong.difference() != 0
     wrong5 = T.Derivation("wrong", [], derived["eqn5"].result,
-                          sp.Eq(T.dE_dxl, T.dE_dxL * sp.Derivative(T.ResidualSum(T.xl), T.xl)))  # no "1 +"
+                          # no "1 +"
+                          sp.Eq(T.dE_dxl, T.dE_dxL * sp.Derivative(T.ResidualSum(T.xl), T.xl)))
     assert wrong5.difference() != 0
     d7 = derived["eqn7"]
     wrong7 = T.Derivation("wrong", [], d7.result, T.eqn7_paper(),
-                          paper_defs=lambda e: e.replace(lambda a: a.func == T.Fhat, lambda a: T.F(*a.args)))
+                          paper_defs=lambda e: e.replace(lambda a: a.func == T.Fhat,
+                                                         lambda a: T.F(*a.args)))
     assert wrong7.difference() != 0  # Fhat = F (lambdas not absorbed) is wrong
 
 
@@ -70,7 +75,7 @@ def test_paper_b_layer_distance_orders():
     assert r["orders"]["absolute"] == sp.Order(n ** sp.Rational(3, 2), (n, sp.oo))
 
 
-# ---- what the pages display: every equation's LaTeX, as printed by sympy -------------------------------------
+# ---- what the pages display: every equation's LaTeX, as printed by sympy -------------------------
 DISPLAYED = json.loads((Path(__file__).parent / "theory_displayed.json").read_text())
 
 
@@ -82,7 +87,8 @@ def _displayed_now():
 
 
 def test_every_displayed_equation_is_the_reviewed_string():
-    """Each equation chapters 2, 3 and 5 display, exactly as reviewed (tests/theory_displayed.json)."""
+    """Each equation chapters 2, 3 and 5 display, exactly as reviewed
+    (tests/theory_displayed.json)."""
     now = _displayed_now()
     assert set(now) == set(DISPLAYED)
     for name, lines in now.items():
@@ -91,14 +97,17 @@ def test_every_displayed_equation_is_the_reviewed_string():
 
 def test_gate_lines_read_as_the_paper_writes_them():
     h, hp, hp0 = [s for _, s in T.gate_shortcut_displayed()]
-    assert hp0 == r"h'(0) = \frac{1}{1 + e^{b_{g}}}"          # = 1 - sigma(b_g), never 1/(e + 1^{b_g})
+    # = 1 - sigma(b_g), never 1/(e + 1^{b_g})
+    assert hp0 == r"h'(0) = \frac{1}{1 + e^{b_{g}}}"
     assert r"\frac{1}{1 + e^{- b_{g} - w_{g} x}}" in h
     assert "e + 1" not in h + hp + hp0
 
 
 def test_index_arithmetic_reads_l_plus_1_and_sums_keep_1_first():
-    assert T.tex(T.x[T.l + 1]) == r"\mathbf{x}_{l + 1}" and T.tex(T.x[T.L - 1]) == r"\mathbf{x}_{L - 1}"
-    assert T.tex(sp.Product(T.lam[T.j], (T.j, T.i + 1, T.L - 1))) == r"\prod_{j=i + 1}^{L - 1} \lambda_{j}"
+    assert T.tex(T.x[T.l
+                     + 1]) == r"\mathbf{x}_{l + 1}" and T.tex(T.x[T.L - 1]) == r"\mathbf{x}_{L - 1}"
+    assert T.tex(sp.Product(T.lam[T.j],
+                            (T.j, T.i + 1, T.L - 1))) == r"\prod_{j=i + 1}^{L - 1} \lambda_{j}"
     b = sp.Symbol("b")
     assert T.tex(1 / (1 + sp.exp(b))) == r"\frac{1}{1 + e^{b}}"
     assert T.tex(1 + sp.exp(-b)) == r"1 + e^{- b}"
@@ -108,14 +117,17 @@ def test_index_arithmetic_reads_l_plus_1_and_sums_keep_1_first():
 def test_long_equations_are_set_on_several_lines():
     eq7 = T.eqn7()
     long_steps = [T.tex_display(e) for _, e in eq7.steps if len(sp.sstr(e)) > notation.WRAP]
-    assert long_steps and all(s.startswith(r"\begin{aligned}") and r"\\ &\quad + " in s for s in long_steps)
+    assert (long_steps and all(s.startswith(r"\begin{aligned}") and r"\\ &\quad + " in s
+                               for s in long_steps))
     assert not T.tex_display(T.eqn3().result).startswith(r"\begin")
 
 
 def test_no_chapter_prints_latex_itself():
-    """Chapters display math through idmap_lib.book.maths.theory (sympy's printer), never sp.latex or a regex on LaTeX."""
+    """Chapters display math through idmap_lib.book.maths.theory (sympy's printer), never sp.latex
+    or a regex on LaTeX."""
     for nb in sorted((Path(__file__).parents[1] / "book").glob("0[1-5]_*.ipynb")):
-        code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+        code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
+                         if c["cell_type"] == "code")
         assert "sp.latex(" not in code and "re.sub(" not in code, nb.name
 
 
@@ -126,7 +138,7 @@ def test_gate_shortcut_derivative_at_zero():
     assert abs(float(at0.subs(b, -6)) - 0.997527) < 1e-5
 
 
-# ---- probes on real idmap_lib networks ----------------------------------------------------------------------
+# ---- probes on real idmap_lib networks -----------------------------------------------------------
 import json
 from pathlib import Path
 
@@ -138,11 +150,13 @@ from idmap_lib.book.maths import probes
 
 def _stack(n, unit="full_preact", shortcut="identity", channels=4, **opts):
     torch.manual_seed(0)
-    return nn.Sequential(*[im.make_unit(unit, shortcut, channels, channels, **opts) for _ in range(n)]).double()
+    return nn.Sequential(*[im.make_unit(unit, shortcut, channels, channels, **opts)
+                           for _ in range(n)]).double()
 
 
 def test_eqn5_holds_on_a_deep_stack():
-    """Eqn 5 measured: dE/dx_l = dE/dx_L + (VJP through the residual branches), three separate autograd runs."""
+    """Eqn 5 measured: dE/dx_l = dE/dx_L + (VJP through the residual branches), three separate
+    autograd runs."""
     stack, x = _stack(60), probes.probe_input(4, 8, 3)
     for l, L in ((0, 60), (10, 50)):
         r = probes.eqn5_check(stack, x, l=l, L=L)
@@ -153,7 +167,8 @@ def test_eqn5_holds_on_a_deep_stack():
 def test_eqn5_holds_inside_a_cifar_resnet_stage():
     torch.manual_seed(0)
     net = im.cifar_resnet(20, unit="full_preact").double()
-    r = probes.eqn5_check(net, probes.probe_input(3, 16, 2), l=1, L=3)   # units 1, 2: identity h and f
+    # units 1, 2: identity h and f
+    r = probes.eqn5_check(net, probes.probe_input(3, 16, 2), l=1, L=3)
     assert r["relative_error"] < 1e-12
 
 
@@ -168,7 +183,8 @@ def test_zero_residuals_leaves_exactly_the_direct_term():
     stack, x = _stack(40), probes.probe_input(4, 8, 2)
     im.zero_residuals(stack)
     r = probes.eqn5_check(stack, x)
-    assert torch.equal(r["full"], r["direct"])          # gradient at the first input == at the last output
+    # gradient at the first input == at the last output
+    assert torch.equal(r["full"], r["direct"])
     assert r["norms"]["through"] == 0.0
     g = probes.unit_gradient_norms(stack, x)
     assert torch.equal(g, torch.full_like(g, float(g[-1])))
@@ -177,13 +193,15 @@ def test_zero_residuals_leaves_exactly_the_direct_term():
 def test_lambda_stack_after_zero_residuals_scales_by_lambda_power():
     depth = 40
     k = torch.arange(depth + 1, dtype=torch.float64)
-    for lam, r in probes.gradient_decay([0.8, 1.25], depth=depth, channels=2, size=4, batch=2, zero=True).items():
+    for lam, r in probes.gradient_decay([0.8, 1.25], depth=depth, channels=2, size=4, batch=2,
+                                        zero=True).items():
         assert torch.allclose(r, lam ** k, rtol=1e-12, atol=0)
 
 
 def test_lambda_one_keeps_the_direct_term_and_more():
     r = probes.gradient_decay([1.0], depth=30, channels=2, size=4, batch=2)[1.0]
-    assert r[0] == 1.0 and torch.all(r > 0.5)   # with F at init the gradient does not vanish at lambda = 1
+    # with F at init the gradient does not vanish at lambda = 1
+    assert r[0] == 1.0 and torch.all(r > 0.5)
 
 
 def test_truncation_rate_is_zero_when_f_is_identity():
@@ -225,7 +243,8 @@ def test_distance_to_identity_and_gates():
     torch.manual_seed(0)
     unit = im.make_unit("full_preact", "identity", 64, 64)
     d = probes.distance_to_identity(nn.Sequential(unit))[0]
-    w = torch.cat([m.weight.detach().flatten() for m in unit.residual if isinstance(m, nn.Conv2d)]).double()
+    w = torch.cat([m.weight.detach().flatten() for m in unit.residual
+                   if isinstance(m, nn.Conv2d)]).double()
     assert d["params"] == 2 * 9 * 64 * 64 and abs(d["squared"] - float((w ** 2).sum())) < 1e-9
     assert abs(d["squared"] / (4 * 64) - 1) < 0.05            # He (fan_out): 2 * 9C^2 * 2/(9C) = 4C
     assert d["gate_distance"] is None
@@ -257,7 +276,7 @@ def test_set_shortcut_scale_needs_constant_scaling():
         probes.set_shortcut_scale(_stack(2), 0.5)
 
 
-# ---- the chapters: the shared setup cell, no stored outputs -------------------------------------------------
+# ---- the chapters: the shared setup cell, no stored outputs --------------------------------------
 CHAPTERS = ["02_propagation", "03_scaled_shortcuts", "04_relu_truncation", "05_learning_identity"]
 SETUP = repository.setup_cell(repository.repository_url())  # the one URL setting (_config.yml)
 
@@ -269,25 +288,32 @@ def test_chapter_notebook_shape(chapter):
     assert "".join(code[0]["source"]).strip() == SETUP
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
-    titles = [ln for c in nb["cells"] if c["cell_type"] == "markdown" for ln in "".join(c["source"]).splitlines()
+    titles = [ln for c in nb["cells"] if c["cell_type"] == "markdown"
+              for ln in "".join(c["source"]).splitlines()
               if ln.startswith("# ")]
     assert len(titles) == 1
 
 
-# Numbers a page measures are written by the page (idmap_lib.book.say with f-strings), never typed in
-# its prose: typed powers of ten, long decimals and "about half" are how measured numbers crept in.
-TYPED_MEASUREMENT = re.compile(r"10\^\{?-?\d|2\^\{?-\d|\\cdot\s*10|\d\.\d{3,}|about half|orders of magnitude")
+# Numbers a page measures are written by the page (idmap_lib.book.say with f-strings), never typed
+# in its prose: typed powers of ten, long decimals and "about half" are how measured numbers crept
+# in.
+TYPED_MEASUREMENT = (re.compile(r"10\^\{?-?\d|2\^\{?-\d|\\cdot\s*10|\d\.\d{3,}|about half|orders "
+                                r"of magnitude"))
 CITED = re.compile(r"arXiv:\d{4}\.\d{4,5}")  # a paper's identifier, not a measurement
 
 
 @pytest.mark.parametrize("chapter", ["01_residual_units"] + CHAPTERS
-                         + ["07_shortcuts", "08_activations", "09_depth", "09_why_preactivation", "10_gates",
+                         + ["07_shortcuts", "08_activations", "09_depth", "09_why_preactivation",
+                            "10_gates",
                             "11_reproductions"])
 def test_prose_types_no_measured_number(chapter):
     nb = json.loads((Path(__file__).parents[1] / "book" / f"{chapter}.ipynb").read_text())
     typed = [ln for c in nb["cells"] if c["cell_type"] == "markdown"
              for ln in "".join(c["source"]).splitlines()
-             if not ln.startswith("|") and TYPED_MEASUREMENT.search(CITED.sub("", ln))]  # the paper's tables quoted
-    assert not typed, f"{chapter}: numbers typed in prose (compute them in the page):\n" + "\n".join(typed)
+             # the paper's tables quoted
+             if not ln.startswith("|") and TYPED_MEASUREMENT.search(CITED.sub("", ln))]
+    assert (not typed), (f"{chapter}: numbers typed in prose (compute them in the "
+                         f"page):\n") + "\n".join(typed)
     code = [c for c in nb["cells"] if c["cell_type"] == "code" and "say(" in "".join(c["source"])]
-    assert all("remove-input" in c["metadata"].get("tags", []) for c in code), "prose cells show their code"
+    assert all("remove-input" in c["metadata"].get("tags", [])
+               for c in code), "prose cells show their code"

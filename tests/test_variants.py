@@ -6,32 +6,41 @@ from idmap_lib.book.evidence import variants
 def test_variant_table_reads_the_seeds_and_says_what_is_missing(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61])
-    t = variants.variant_table("a_table1_shortcuts", ["exclusive_gating-b-6", "exclusive_gating-b0"], out_dir=tmp_path)
+    t = variants.variant_table("a_table1_shortcuts",
+                               ["exclusive_gating-b-6", "exclusive_gating-b0"], out_dir=tmp_path)
     assert t.loc["exclusive_gating-b-6", "ours: test error %"] == "41.00 ± 1.00"
     assert t.loc["exclusive_gating-b-6", "paper: test error % (Paper A Table 1)"] == "8.70"
-    assert t.loc["exclusive_gating-b0", "to run"].endswith("--variant exclusive_gating-b0 --scale cpu --seed 2")
+    assert t.loc["exclusive_gating-b0",
+                 "to run"].endswith("--variant exclusive_gating-b0 --scale cpu --seed 2")
     assert t.loc["exclusive_gating-b-6", "network trained"] == "ResNet-110 (basic)"
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
-    assert "to run" not in variants.variant_table("a_table1_shortcuts", ["exclusive_gating-b0"], out_dir=tmp_path)
+    assert "to run" not in variants.variant_table("a_table1_shortcuts", ["exclusive_gating-b0"],
+                                                  out_dir=tmp_path)
 
 
 def test_what_we_ran_says_the_schedule_each_scale_really_has():
     text = variants.scale_text("a_table2_activations", "original-110")
-    assert "lr rising linearly from 0.01 over the first 100 steps to 0.1" in text  # the CPU scale's ramp
-    assert "lr 0.01 for the first" not in text                                     # not the step warm-up it replaced
+    # the CPU scale's ramp
+    assert "lr rising linearly from 0.01 over the first 100 steps to 0.1" in text
+    # not the step warm-up it replaced
+    assert "lr 0.01 for the first" not in text
 
 
 def test_scale_differences_show_whole_values_setting_by_setting():
     df = variants.scale_differences("a_table3_preact", "c10-1001-original")
-    assert list(df.columns) == ["CPU scale", "CPU scale, step warm-up (the lr-jump probe)", "full recipe"]
-    assert df.loc["schedule.warmup"].tolist() == ["linear", "step (the paper's)", "step (the paper's)"]
+    assert list(df.columns) == ["CPU scale", "CPU scale, step warm-up (the lr-jump probe)",
+                                "full recipe"]
+    assert df.loc["schedule.warmup"].tolist() == ["linear", "step (the paper's)",
+                                                  "step (the paper's)"]
     assert df.loc["steps"].tolist() == ["128", "128", "64000"]
-    assert df.loc["subset.train_per_class", "full recipe"] == "all the data" and "subset" not in df.index
+    assert (df.loc["subset.train_per_class", "full recipe"] == "all the data"
+            and "subset" not in df.index)
     assert "experiment" not in df.index and "scale" not in df.index   # labels are not settings
 
 
 def test_each_chapter_shows_the_variants_its_claims_compare():
-    """SHOWN is the one list of each experiment chapter: every variant a CPU-scale claim compares, none other."""
+    """SHOWN is the one list of each experiment chapter: every variant a CPU-scale claim compares,
+    none other."""
     from idmap_lib.book.evidence import claims
     from idmap_lib.engine import recipes
     compared = {}
@@ -42,7 +51,8 @@ def test_each_chapter_shows_the_variants_its_claims_compare():
     for e, shown in variants.SHOWN.items():
         assert len(set(shown)) == len(shown) and set(shown) <= set(recipes.EXPERIMENTS[e]["variants"])
     assert set(variants.T1_CURVES) | set(variants.T1_FULL) <= set(variants.SHOWN["a_table1_shortcuts"])
-    assert variants.UNITS_110[-1] == "full_preact-110" and len(variants.UNITS_110) == 5  # Fig 4's five units
+    # Fig 4's five units
+    assert variants.UNITS_110[-1] == "full_preact-110" and len(variants.UNITS_110) == 5
 
 
 def test_a_table1_variant_names_its_shortcut_and_options_as_make_unit_takes_them():
@@ -58,7 +68,9 @@ def test_a_table1_variant_names_its_shortcut_and_options_as_make_unit_takes_them
 
 def test_the_papers_numbers_print_as_the_papers_do():
     from idmap_lib.book.evidence import paper_numbers
-    assert paper_numbers.printed("a_table1_shortcuts", "exclusive_gating-b-6") == "8.70"   # 2 decimals, as printed
-    assert paper_numbers.printed("a_table1_shortcuts", "dropout-0.5") == "fail"            # Paper A's word
+    # 2 decimals, as printed
+    assert paper_numbers.printed("a_table1_shortcuts", "exclusive_gating-b-6") == "8.70"
+    # Paper A's word
+    assert paper_numbers.printed("a_table1_shortcuts", "dropout-0.5") == "fail"
     assert paper_numbers.printed("b_wrn", "c100-plain") == "18.85"
     assert paper_numbers.printed("a_table3_preact", "no-such-variant") == "–"

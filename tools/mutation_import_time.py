@@ -1,13 +1,15 @@
 """Run the mutants of code that runs at import time, which mutmut itself cannot exercise.
 
-mutmut's forkserver imports the package once, before it picks a mutant, and forks a worker per mutant; a
-function called while the package is imported (recipes._table1/2/3, which build EXPERIMENTS) has then already
-run unmutated, so its mutants "survive" whatever the tests say. Here each such mutant runs in a fresh process
-with MUTANT_UNDER_TEST set before the import (how mutmut's trampolines pick the active mutant), on the tests
-that guard the recipes. Results go to mutants/import-time.json, which tools/mutation_summary.py reads in place
-of mutmut's verdicts for these mutants.
+mutmut's forkserver imports the package once, before it picks a mutant, and forks a worker per
+mutant; a function called while the package is imported (recipes._table1/2/3, which build
+EXPERIMENTS) has then already run unmutated, so its mutants "survive" whatever the tests say. Here
+each such mutant runs in a fresh process with MUTANT_UNDER_TEST set before the import (how mutmut's
+trampolines pick the active mutant), on the tests that guard the recipes. Results go to
+mutants/import-time.json, which tools/mutation_summary.py reads in place of mutmut's verdicts for
+these mutants.
 
-    python tools/mutation_import_time.py [NAME ...]   (the import-time mutants among NAMEs; default: all of them)
+    python tools/mutation_import_time.py [NAME ...]
+        (the import-time mutants among NAMEs; default: all of them)
 """
 import json
 import os
@@ -34,13 +36,16 @@ def verdicts():
 
 def _pytest(mutant):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MUTANT_UNDER_TEST": mutant}
-    return subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *TESTS],
+    return subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                           *TESTS],
                           cwd=MUTANTS, env=env, capture_output=True, text=True).returncode
 
 
 def run(names):
-    if names and _pytest("") != 0:  # no mutant active: the tests must pass, or every "kill" would be false
-        sys.exit("the recipe tests fail on the unmutated code in mutants/: fix that (or rerun mutmut) first")
+    # no mutant active: the tests must pass, or every "kill" would be false
+    if names and _pytest("") != 0:
+        sys.exit("the recipe tests fail on the unmutated code in mutants/: fix that (or rerun "
+                 "mutmut) first")
     done = verdicts()
     for i, name in enumerate(names, 1):
         code = _pytest(name)

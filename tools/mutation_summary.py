@@ -1,16 +1,19 @@
 """Score of the last mutmut run, per module, from mutmut's records in mutants/.
 
-score = killed / (killed + survived), over the mutants that were run, leaving out those judged equivalent in
-tests/mutation_equivalent.txt (one mutant name per line, then '#' and why). Timeouts count as killed (the
-mutant made the tests hang: the suite noticed). Mutants mutmut has not run yet ("not checked") are counted
-apart, so a partial run says how partial it is. Survivors that are not judged equivalent are listed.
+score = killed / (killed + survived), over the mutants that were run, leaving out those judged
+equivalent in tests/mutation_equivalent.txt (one mutant name per line, then '#' and why). Timeouts
+count as killed (the mutant made the tests hang: the suite noticed). Mutants mutmut has not run yet
+("not checked") are counted apart, so a partial run says how partial it is. Survivors that are not
+judged equivalent are listed.
 
-Mutants of code that runs at import time are judged by tools/mutation_import_time.py instead (see there).
+Mutants of code that runs at import time are judged by tools/mutation_import_time.py instead (see
+there).
 
-`--draw N [--block B]` prints a simple random sample of N of the generated mutants (seeded: the same N, block
-and mutants give the same draw) for `make mutation-sample`; `--sample N [--block B]` scores that sample alone
-with the score's 95 % Wilson interval: an unbiased estimate of the whole run's score for a fraction of its time
--- as long as no test was written from that sample's survivors (then draw the next block).
+`--draw N [--block B]` prints a simple random sample of N of the generated mutants (seeded: the same
+N, block and mutants give the same draw) for `make mutation-sample`; `--sample N [--block B]` scores
+that sample alone with the score's 95 % Wilson interval: an unbiased estimate of the whole run's
+score for a fraction of its time -- as long as no test was written from that sample's survivors
+(then draw the next block).
 """
 import argparse
 import json
@@ -23,20 +26,24 @@ from pathlib import Path
 from mutation_import_time import import_time, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
-STATUS = {1: "killed", 3: "killed", 0: "survived", None: "not checked", 5: "no tests", 33: "no tests",
-          34: "skipped", 36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout"}
+STATUS = {1: "killed", 3: "killed", 0: "survived", None: "not checked", 5: "no tests",
+          33: "no tests",
+          34: "skipped", 36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout",
+          255: "timeout"}
 COLS = ["killed", "timeout", "survived", "equivalent", "no tests", "not checked", "suspicious"]
 
 
 def equivalent(path=ROOT / "tests" / "mutation_equivalent.txt"):
     if not path.exists():
         return set()
-    return {line.split("#")[0].strip() for line in path.read_text().splitlines() if line.split("#")[0].strip()}
+    return {line.split("#")[0].strip() for line in path.read_text().splitlines()
+            if line.split("#")[0].strip()}
 
 
 def records(mutants=ROOT / "mutants"):
-    """{mutant name: (module, exit code or None)} for every generated mutant: mutmut's verdicts, and for the
-    mutants of import-time code (which mutmut cannot exercise) those of tools/mutation_import_time.py."""
+    """{mutant name: (module, exit code or None)} for every generated mutant: mutmut's verdicts, and
+    for the mutants of import-time code (which mutmut cannot exercise) those of
+    tools/mutation_import_time.py."""
     metas = sorted(mutants.glob("**/*.py.meta"))
     if not metas:
         sys.exit("no mutmut results in mutants/: run `make mutation` first")
@@ -49,9 +56,9 @@ def records(mutants=ROOT / "mutants"):
 
 
 def draw(names, n, block=0):
-    """Block `block` of simple random samples of n mutant names, disjoint: block b is drawn (seed b) from the
-    names no earlier block holds. A block whose survivors were read to write tests no longer estimates the
-    score without bias; the next block, drawn from the rest, does."""
+    """Block `block` of simple random samples of n mutant names, disjoint: block b is drawn (seed b)
+    from the names no earlier block holds. A block whose survivors were read to write tests no
+    longer estimates the score without bias; the next block, drawn from the rest, does."""
     rest = set(names)
     if not 0 < n * (block + 1) <= len(rest):
         sys.exit(f"{block + 1} blocks of {n} do not fit in the {len(rest)} generated mutants")
@@ -87,9 +94,11 @@ def wilson(k, n, z=1.96):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--draw", type=int, metavar="N", help="print a seeded random sample of N mutant names")
+    ap.add_argument("--draw", type=int, metavar="N",
+                    help="print a seeded random sample of N mutant names")
     ap.add_argument("--sample", type=int, metavar="N", help="score only the sample --draw N gives")
-    ap.add_argument("--block", type=int, default=0, help="which of the disjoint samples (default 0)")
+    ap.add_argument("--block", type=int, default=0,
+                    help="which of the disjoint samples (default 0)")
     a = ap.parse_args(argv)
     recs = records()
     if a.draw:
@@ -107,10 +116,12 @@ def main(argv=None):
     done = total["killed"] + total["timeout"] + total["survived"]
     if a.sample and done:
         lo, hi = wilson(total["killed"] + total["timeout"], done)
-        print(f"\nA random sample of {a.sample} of the generated mutants (block {a.block}): the whole run's score lies "
-              f"in [{_pct(lo)}, {_pct(hi)}] with 95 % confidence (Wilson), {total['not checked']} not run yet.")
+        print(f"\nA random sample of {a.sample} of the generated mutants (block {a.block}): the "
+              f"whole run's score lies in [{_pct(lo)}, {_pct(hi)}] with 95 % confidence (Wilson), "
+              f"{total['not checked']} not run yet.")
     if survivors:
-        print(f"\n{len(survivors)} survivors not judged equivalent (`mutmut show NAME` shows the change):")
+        print(f"\n{len(survivors)} survivors not judged equivalent (`mutmut show NAME` shows the "
+              f"change):")
         for s in survivors:
             print("  " + s)
 

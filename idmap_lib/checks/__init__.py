@@ -1,15 +1,16 @@
 """Graders for the book's exercises.
 
-- :mod:`.implementation`: the implementation exercises of chapter 6 (write a unit, a gate, a product...);
-  their graders are re-exported here (``checks.check_full_preact_unit``...).
+- :mod:`.implementation`: the implementation exercises of chapter 6 (write a unit, a gate, a
+  product...); their graders are re-exported here (``checks.check_full_preact_unit``...).
 - :mod:`.ablations`: the ablation exercises (predict, run, explain) and their graders.
-- :mod:`.editions`: the student edition and the autograder package (Otter-Grader), batch grading to CSV
-  (:mod:`.batch`; on Gradescope :mod:`.gradescope`, the same per submission), the instructor guide, the published
-  student editions (``book/student/``). ``python -m idmap_lib.checks --help``
+- :mod:`.editions`: the student edition and the autograder package (Otter-Grader), batch grading to
+  CSV (:mod:`.batch`; on Gradescope :mod:`.gradescope`, the same per submission), the instructor
+  guide, the published student editions (``book/student/``). ``python -m idmap_lib.checks --help``
   lists the commands.
-- :mod:`.student`: what the student edition runs on the student's side, in Jupyter and on Colab (its grader,
-  otter-grader installed without upgrades; the submission zip).
+- :mod:`.student`: what the student edition runs on the student's side, in Jupyter and on Colab (its
+  grader, otter-grader installed without upgrades; the submission zip).
 """
-from .implementation import (EXERCISES, TOL, WIDTH, check_direct_term, check_exclusive_gating,  # noqa: F401
+from .implementation import (EXERCISES, TOL, WIDTH, check_direct_term,
+                             check_exclusive_gating,  # noqa: F401
                              check_full_preact_unit, check_gated_residual, check_truncation_rate,
                              check_vanishing_depth, grade, measured_direct_term)

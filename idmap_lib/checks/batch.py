@@ -1,22 +1,27 @@
-"""Batch grading: a folder of submissions into one CSV, each submission run in its own sandbox, marks computed here.
+"""Batch grading: a folder of submissions into one CSV, each submission run in its own sandbox,
+marks computed here.
 
 For each submission (a notebook, or the zip its export cell made) :func:`grade_folder`
 
-1. unpacks it into a scratch folder of its own (:func:`unpack`: no path outside it, no link, no pickle -- Otter's
-   ``.OTTER_LOG`` is a dill pickle and is never loaded -- no checkpoint, a size limit);
-2. runs the notebook there inside :mod:`.sandbox` (no network, no view of the other submissions, the CSV or the
-   instructor's files; time and memory limits; everything it started killed at the end), which writes the values
-   its grading cells would grade (:mod:`.extract`): answers and predictions, and for the implementation exercises
-   the outputs of the student's code on inputs drawn from a seed chosen here, per submission;
-3. computes every mark *here*, with this checkout's graders (never the submission's copy, never in a kernel the
-   student's code ran in): ablation answers against the runs read from the submission's own files
-   (``ablations.status``), implementation outputs against the library's reference (``implementation.judge``);
-4. spot-checks the runs (:mod:`.spotcheck`: the first steps of two runs trained again from their config and seed);
-5. writes the CSV after every submission (a crash or an interrupt keeps the rows graded so far) and, at the end,
-   flags submissions that share a seed or a run's history ("same runs as <student>").
+1. unpacks it into a scratch folder of its own (:func:`unpack`: no path outside it, no link, no
+   pickle -- Otter's ``.OTTER_LOG`` is a dill pickle and is never loaded -- no checkpoint, a size
+   limit);
+2. runs the notebook there inside :mod:`.sandbox` (no network, no view of the other submissions, the
+   CSV or the instructor's files; time and memory limits; everything it started killed at the end),
+   which writes the values its grading cells would grade (:mod:`.extract`): answers and predictions,
+   and for the implementation exercises the outputs of the student's code on inputs drawn from a
+   seed chosen here, per submission;
+3. computes every mark *here*, with this checkout's graders (never the submission's copy, never in a
+   kernel the student's code ran in): ablation answers against the runs read from the submission's
+   own files (``ablations.status``), implementation outputs against the library's reference
+   (``implementation.judge``);
+4. spot-checks the runs (:mod:`.spotcheck`: the first steps of two runs trained again from their
+   config and seed);
+5. writes the CSV after every submission (a crash or an interrupt keeps the rows graded so far) and,
+   at the end, flags submissions that share a seed or a run's history ("same runs as <student>").
 
-A submission that hangs is a row "time limit (N s)"; a corrupt, empty or unreadable one is a row with 0 and its
-reason. Scratch folders are removed.
+A submission that hangs is a row "time limit (N s)"; a corrupt, empty or unreadable one is a row
+with 0 and its reason. Scratch folders are removed.
 """
 from __future__ import annotations
 
@@ -39,22 +44,26 @@ from . import sandbox, spotcheck
 from .editions import BOOK, CHAPTERS, NEVER, _src, split_chapter
 from .student import RUNS
 
-MAX_UNPACKED_MB = 200       # a submission's files, unpacked (runs are ~10 kB each; checkpoints stay out)
+# a submission's files, unpacked (runs are ~10 kB each; checkpoints stay out)
+MAX_UNPACKED_MB = 200
 MAX_EXTRACT_MB = 20         # what the sandbox hands back
-PASSED_ON = ("IDMAP_ABLATION_SCALE",)  # the grader's settings the notebook sees too (the tests' quick scale)
+# the grader's settings the notebook sees too (the tests' quick scale)
+PASSED_ON = ("IDMAP_ABLATION_SCALE",)
 FREE_TEXT = ("prediction", "explanation")  # prefixes of the names whose text the CSV collects
-# The sandbox runs this grader's own library (sandbox.ROOT, pristine, the copy that scores): first on the path of
-# the extraction, which runs under `python -I`, and (PYTHONPATH) of the notebook's kernel
+# The sandbox runs this grader's own library (sandbox.ROOT, pristine, the copy that scores): first
+# on the path of the extraction, which runs under `python -I`, and (PYTHONPATH) of the notebook's
+# kernel
 LIBRARY_FIRST = f"import sys; sys.path.insert(0, {str(sandbox.ROOT)!r}); "
-PREFLIGHT = LIBRARY_FIRST + ("import idmap_lib, nbclient, ipykernel; from idmap_lib.checks import ablations, "
-                             "extract; print('ok')")
+PREFLIGHT = LIBRARY_FIRST + ("import idmap_lib, nbclient, ipykernel; from idmap_lib.checks import "
+                             "ablations, extract; print('ok')")
 
 
-# ---- what a chapter grades --------------------------------------------------------------------------------------
+# ---- what a chapter grades -----------------------------------------------------------------------
 
 def plan(chapter: str) -> dict:
-    """{"questions": [label, ...], "calls": [{"question", "check", "args": [source, ...], "name"}, ...]}: every grader
-    call of the chapter's grading cells, read from this checkout's chapter (not from the submission)."""
+    """{"questions": [label, ...], "calls": [{"question", "check", "args": [source, ...], "name"},
+    ...]}: every grader call of the chapter's grading cells, read from this checkout's chapter (not
+    from the submission)."""
     questions, calls = [], []
     nb = json.loads((BOOK / CHAPTERS[chapter]).read_text())
     for kind, part in split_chapter(nb):
@@ -63,27 +72,31 @@ def plan(chapter: str) -> dict:
         questions.append(part["label"])
         for source in part["grading"]:
             for stmt in ast.parse(source).body:
-                call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+                call = (stmt.value if isinstance(stmt, ast.Expr)
+                        and isinstance(stmt.value, ast.Call) else None)
                 if call is None or not isinstance(call.func, ast.Attribute):
                     continue
                 check = ast.unparse(call.func)
                 if check == "ablations.check" or check.startswith("checks.check_"):
                     args = [ast.unparse(a) for a in call.args]
                     name = ast.literal_eval(args[0]) if check == "ablations.check" else None
-                    calls.append({"question": part["label"], "check": check, "args": args, "name": name})
+                    calls.append({"question": part["label"], "check": check, "args": args,
+                                  "name": name})
     return {"questions": questions, "calls": calls}
 
 
 def chapter_of(autograder) -> str:
-    """The chapter an autograder zip (``assign``'s) grades: its ``otter_config.json``'s assignment name."""
+    """The chapter an autograder zip (``assign``'s) grades: its ``otter_config.json``'s assignment
+    name."""
     with zipfile.ZipFile(autograder) as z:
         name = json.loads(z.read("otter_config.json"))["assignment_name"]
     if name not in CHAPTERS:
-        raise ValueError(f"{autograder}: assignment {name!r} is none of this book's chapters ({', '.join(CHAPTERS)})")
+        raise ValueError(f"{autograder}: assignment {name!r} is none of this book's chapters "
+                         f"({', '.join(CHAPTERS)})")
     return name
 
 
-# ---- unpacking ------------------------------------------------------------------------------------------------
+# ---- unpacking -----------------------------------------------------------------------------------
 
 def unpack(sub: Path, scratch: Path) -> tuple[Path | None, str, list[str]]:
     """(the submission's notebook copied into `scratch`, or None; why not; what was left out)."""
@@ -92,7 +105,8 @@ def unpack(sub: Path, scratch: Path) -> tuple[Path | None, str, list[str]]:
         return None, "empty file", left_out
     if sub.suffix == ".zip":
         if not zipfile.is_zipfile(sub):
-            return None, "not a readable zip (corrupt or cut off): ask the student to export again", left_out
+            return None, ("not a readable zip (corrupt or cut off): ask the student to export "
+                          "again"), left_out
         try:
             with zipfile.ZipFile(sub) as z:
                 infos = z.infolist()
@@ -102,12 +116,14 @@ def unpack(sub: Path, scratch: Path) -> tuple[Path | None, str, list[str]]:
                     rel = Path(info.filename)
                     if info.is_dir():
                         continue
-                    if rel.is_absolute() or ".." in rel.parts or (info.external_attr >> 16) & 0o170000 == 0o120000:
+                    link = (info.external_attr >> 16) & 0o170000 == 0o120000
+                    if rel.is_absolute() or ".." in rel.parts or link:
                         left_out.append(f"{info.filename} (outside the submission, or a link)")
                         continue
                     if rel.name == ".OTTER_LOG":  # in every export of Otter's: a pickle, never read
                         continue
-                    if rel.name.lower().endswith(NEVER) or "checkpoints" in rel.parts or "__MACOSX" in rel.parts:
+                    if (rel.name.lower().endswith(NEVER) or "checkpoints" in rel.parts
+                            or "__MACOSX" in rel.parts):
                         left_out.append(info.filename)
                         continue
                     target = scratch / rel
@@ -131,9 +147,10 @@ def unpack(sub: Path, scratch: Path) -> tuple[Path | None, str, list[str]]:
 
 
 def strip_links(folder: Path) -> list[str]:
-    """Remove, without following any, every entry under `folder` that is not a plain folder or a plain file with
-    one name (symbolic links, hard links, devices, pipes, sockets: what a notebook could make to point the trusted
-    grader at a file of the instructor's or at the book's runs); returns their paths relative to `folder`."""
+    """Remove, without following any, every entry under `folder` that is not a plain folder or a
+    plain file with one name (symbolic links, hard links, devices, pipes, sockets: what a notebook
+    could make to point the trusted grader at a file of the instructor's or at the book's runs);
+    returns their paths relative to `folder`."""
     import stat
 
     gone = []
@@ -150,7 +167,8 @@ def strip_links(folder: Path) -> list[str]:
 
 
 def free_text(nb_path) -> dict:
-    """{name: text} of the prediction_.../explanation_... strings the notebook assigns (read, not run)."""
+    """{name: text} of the prediction_.../explanation_... strings the notebook assigns (read, not
+    run)."""
     found = {}
     for cell in json.loads(Path(nb_path).read_text())["cells"]:
         if cell.get("cell_type") != "code":
@@ -168,7 +186,7 @@ def free_text(nb_path) -> dict:
     return found
 
 
-# ---- marks, computed here -------------------------------------------------------------------------------------
+# ---- marks, computed here ------------------------------------------------------------------------
 
 def _decode(v):
     """A JSON value from the sandbox back to what the graders take (Ellipsis, inf, nan)."""
@@ -185,8 +203,9 @@ def _decode(v):
 
 @contextlib.contextmanager
 def _trusted():
-    """The graders as this process runs them for a submission: no book-runs exemption (IDMAP_CLASSROOM), the
-    grading mode on (nothing trains), their printed lines kept out of the grader's output."""
+    """The graders as this process runs them for a submission: no book-runs exemption
+    (IDMAP_CLASSROOM), the grading mode on (nothing trains), their printed lines kept out of the
+    grader's output."""
     saved = {k: os.environ.get(k) for k in ("IDMAP_CLASSROOM", "IDMAP_GRADING")}
     os.environ.pop("IDMAP_CLASSROOM", None)
     os.environ["IDMAP_GRADING"] = "1"
@@ -199,8 +218,9 @@ def _trusted():
 
 
 def submitted_runs(name: str, folder: Path) -> dict:
-    """{key: the recorded run or None} of ablation `name` in a submission's runs folder, found as ``ablations.run``
-    finds them (the folder's seed, any offered scale), read from the files by this process."""
+    """{key: the recorded run or None} of ablation `name` in a submission's runs folder, found as
+    ``ablations.run`` finds them (the folder's seed, any offered scale), read from the files by this
+    process."""
     from . import ablations
     seed = ablations.student_seed(folder) if folder.is_dir() else None
     if seed is None:
@@ -214,42 +234,52 @@ def _message(e: BaseException) -> str:
 
 
 def score(chapter_plan: dict, extracted: dict, runs_folder: Path, seed: int) -> dict:
-    """{question: (points, feedback, {run key: run} graded)} from the sandbox's values, graded by this checkout."""
+    """{question: (points, feedback, {run key: run} graded)} from the sandbox's values, graded by
+    this checkout."""
     from . import ablations, implementation
     got = {q: [] for q in chapter_plan["questions"]}
-    values = {(c.get("question"), c.get("check")): c for c in extracted.get("calls", []) if isinstance(c, dict)}
+    values = {(c.get("question"), c.get("check")): c for c in extracted.get("calls", [])
+              if isinstance(c, dict)}
     for call in chapter_plan["calls"]:
         q, v = call["question"], values.get((call["question"], call["check"]))
         if v is None:
-            got[q].append(("failed", "the notebook never reached this question's values (see 'reason')", {}))
+            got[q].append(("failed",
+                           "the notebook never reached this question's values (see 'reason')", {}))
             continue
         ablation = call["check"] == "ablations.check"
         runs = submitted_runs(call["name"], runs_folder) if ablation else {}
         try:
             with _trusted():
-                if "error" in v:  # the notebook did not define what its grading cell reads: runs missing, most often
-                    why = f"{', '.join(call['args'][1:])} could not be read: {str(v['error'])[:300]}"
+                # the notebook did not define what its grading cell reads: runs missing, most often
+                if "error" in v:
+                    why = (f"{', '.join(call['args'][1:])} could not be read: "
+                           f"{str(v['error'])[:300]}")
                     if ablation and any(r is None for r in runs.values()):
                         ablations.status(call["name"], runs, {}, None)  # raises "runs missing"
                     raise AssertionError(why)
                 if ablation:
-                    status = ablations.status(call["name"], runs, _decode(v.get("answers")), _decode(v.get("prediction")))
+                    status = ablations.status(call["name"], runs, _decode(v.get("answers")),
+                                              _decode(v.get("prediction")))
                 else:
-                    status = implementation.judge(call["check"].split(".")[-1], v.get("observation"), seed)
+                    status = implementation.judge(call["check"].split(".")[-1],
+                                                  v.get("observation"), seed)
             got[q].append((status, "" if status == "passed" else status, runs))
-        except Exception as e:  # noqa: BLE001 - the grader's verdict (AssertionError), or data it cannot read
+        # the grader's verdict (AssertionError), or data it cannot read
+        except Exception as e:  # noqa: BLE001
             got[q].append(("failed", _message(e), {} if "error" in v else runs))
     out = {}
     for q, results in got.items():
         ok = bool(results) and all(s == "passed" for s, _, _ in results)
         feedback = " | ".join(f for _, f, _ in results if f)
-        out[q] = (1.0 if ok else 0.0, feedback, {k: r for _, _, rs in results for k, r in rs.items() if r})
+        out[q] = (1.0 if ok else 0.0, feedback,
+                  {k: r for _, _, rs in results for k, r in rs.items() if r})
     return out
 
 
-# ---- one submission ---------------------------------------------------------------------------------------------
+# ---- one submission ------------------------------------------------------------------------------
 
-def _extract_in_sandbox(nb_path: Path, scratch: Path, chapter_plan: dict, seed: int, limits, isolate, hidden):
+def _extract_in_sandbox(nb_path: Path, scratch: Path, chapter_plan: dict, seed: int, limits,
+                        isolate, hidden):
     meta = scratch / ".idmap-grader"
     meta.mkdir()
     (meta / "plan.json").write_text(json.dumps({**chapter_plan, "seed": seed}))
@@ -257,12 +287,16 @@ def _extract_in_sandbox(nb_path: Path, scratch: Path, chapter_plan: dict, seed: 
     inside = Path(sandbox.WORK if isolate else scratch)
     out = inside / ".idmap-grader" / "values.json"
     cmd = [sys.executable, "-I", "-c", LIBRARY_FIRST + "from idmap_lib.checks.extract import main; "
-           "main(*sys.argv[1:4])", str(inside / rel), str(inside / ".idmap-grader" / "plan.json"), str(out)]
-    env = {"IDMAP_GRADING": "1", "IDMAP_RUNS": str(inside / rel.parent / RUNS), "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(sandbox.ROOT), **{k: os.environ[k] for k in PASSED_ON if k in os.environ}}
+           "main(*sys.argv[1:4])", str(inside / rel), str(inside / ".idmap-grader" / "plan.json"),
+           str(out)]
+    env = {"IDMAP_GRADING": "1", "IDMAP_RUNS": str(inside / rel.parent / RUNS),
+           "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": str(sandbox.ROOT),
+           **{k: os.environ[k] for k in PASSED_ON if k in os.environ}}
     outcome = sandbox.run(cmd, scratch, env=env, limits=limits, hidden=hidden, isolate=isolate)
     values = meta / "values.json"
-    if values.is_file() and not values.is_symlink() and values.stat().st_size <= MAX_EXTRACT_MB * 2 ** 20:
+    if (values.is_file() and not values.is_symlink()
+            and values.stat().st_size <= MAX_EXTRACT_MB * 2 ** 20):
         try:
             return outcome, json.loads(values.read_text())
         except ValueError:
@@ -270,27 +304,34 @@ def _extract_in_sandbox(nb_path: Path, scratch: Path, chapter_plan: dict, seed: 
     return outcome, {}
 
 
-def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=True, hidden=(), data=None,
+def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=True, hidden=(),
+              data=None,
               spot=2) -> dict:
     """One CSV row for submission `sub` (see the module's docstring)."""
-    row = {"student": sub.stem, "total": 0.0, "possible": float(len(chapter_plan["questions"])), "reason": ""}
+    row = {"student": sub.stem, "total": 0.0, "possible": float(len(chapter_plan["questions"])),
+           "reason": ""}
     scratch = Path(tempfile.mkdtemp(prefix="idmap-sub-"))
     try:
         nb_path, why, left_out = unpack(sub, scratch)
         if nb_path is None:
             row["reason"] = why
             return row
-        seed = random.SystemRandom().randrange(1, 2 ** 31)  # the implementation graders' inputs, fresh per submission
-        outcome, extracted = _extract_in_sandbox(nb_path, scratch, chapter_plan, seed, limits, isolate, hidden)
+        # the implementation graders' inputs, fresh per submission
+        seed = random.SystemRandom().randrange(1, 2 ** 31)
+        outcome, extracted = _extract_in_sandbox(nb_path, scratch, chapter_plan, seed, limits,
+                                                 isolate, hidden)
         reasons = []
-        links = strip_links(scratch)  # before this process reads one file the notebook may have written
+        # before this process reads one file the notebook may have written
+        links = strip_links(scratch)
         if links:
-            reasons.append(f"links or special files made by the notebook, removed unread: {', '.join(links[:5])}"
+            reasons.append(f"links or special files made by the notebook, removed unread: "
+                           f"{', '.join(links[:5])}"
                            + (" ..." if len(links) > 5 else ""))
         if outcome.timed_out:
             reasons.append(f"time limit ({limits.wall_s:.0f} s): the notebook did not finish")
         elif not extracted:
-            reasons.append("the notebook failed as a whole: " + " ".join(outcome.output.split())[-300:])
+            reasons.append("the notebook failed as a whole: "
+                           + " ".join(outcome.output.split())[-300:])
         runs_folder = nb_path.parent / RUNS
         marks = score(chapter_plan, extracted, runs_folder, seed)
         graded_runs = {}
@@ -299,24 +340,35 @@ def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=Tr
             if points:
                 graded_runs.update({f"{q}/{k}": (q, r) for k, r in runs.items()})
         copies = spotcheck.copied({k: r for k, (_, r) in graded_runs.items()}, book_runs())
-        for key, source in sorted(copies.items()):  # its history after the first steps is a book run's
+        # its history after the first steps is a book run's
+        for key, source in sorted(copies.items()):
             q = graded_runs[key][0]
-            row[q], row[f"{q}: feedback"] = 0.0, f"run {key} repeats a book run's history after its first steps"
+            row[q], row[f"{q}: feedback"] = (0.0,
+                                             f"run {key} repeats a book run's history after its "
+                                             f"first steps")
         if copies:
-            reasons.append(f"{len(copies)} run(s) copy the history of the book's runs ({Path(next(iter(copies.values()))).name})")
+            reasons.append(f"{len(copies)} run(s) copy the history of the book's runs "
+                           f"({Path(next(iter(copies.values()))).name})")
             graded_runs = {k: v for k, v in graded_runs.items() if k not in copies}
-        failures, row["spot check"] = spotcheck.check(graded_runs, k=spot, data=data, rng=random.Random(sub.stem))
-        if failures:  # all of a student's runs share one seed: one run not trained as recorded discredits them all
+        failures, row["spot check"] = spotcheck.check(graded_runs, k=spot, data=data,
+                                                      rng=random.Random(sub.stem))
+        # all of a student's runs share one seed: one run not trained as recorded discredits them
+        # all
+        if failures:
             key, _, detail = failures[0]
             for q in {q for q, _ in graded_runs.values()}:
                 row[q], row[f"{q}: feedback"] = 0.0, f"spot check: run {key} {detail}"
-            reasons.append("spot check failed: the runs were not trained as recorded, so none of them is graded")
+            reasons.append("spot check failed: the runs were not trained as recorded, so none of "
+                           "them is graded")
         row["total"] = sum(row[q] for q in chapter_plan["questions"])
-        aside = sorted(p.parent.name for p in (runs_folder / "set_aside").glob("*/*.json")) if runs_folder.is_dir() else []
+        aside = (sorted(p.parent.name for p in (runs_folder / "set_aside").glob("*/*.json"))
+                 if runs_folder.is_dir() else [])
         if aside:
-            reasons.append(f"runs set aside after a rewritten prediction: {', '.join(sorted(set(aside)))}")
+            reasons.append(f"runs set aside after a rewritten prediction: "
+                           f"{', '.join(sorted(set(aside)))}")
         if left_out:
-            reasons.append(f"not read: {', '.join(left_out[:5])}" + (" ..." if len(left_out) > 5 else ""))
+            reasons.append(f"not read: {', '.join(left_out[:5])}"
+                           + (" ..." if len(left_out) > 5 else ""))
         row["reason"] = "; ".join(reasons)
         row["seed"] = _seed_of(runs_folder)
         row["runs fingerprint"] = _fingerprint(graded_runs)
@@ -338,17 +390,19 @@ def _seed_of(folder: Path):
 @functools.cache
 def _book_runs() -> tuple:
     from .ablation_exercises import book_runs as folder
-    return tuple(json.loads(p.read_text()) | {"path": str(p)} for p in sorted(Path(folder()).glob("*.json")))
+    return tuple(json.loads(p.read_text()) | {"path": str(p)}
+                 for p in sorted(Path(folder()).glob("*.json")))
 
 
 def book_runs() -> list:
-    """The book's recorded classroom runs (data/classroom, seeds 0-2): what a forged submission copies."""
+    """The book's recorded classroom runs (data/classroom, seeds 0-2): what a forged submission
+    copies."""
     return list(_book_runs())
 
 
 def _fingerprint(graded_runs: dict) -> str:
-    """A short hash of the graded runs' histories after their first steps (equal for a copied runs folder, also
-    where the copier trained the first steps again: spotcheck.later_losses)."""
+    """A short hash of the graded runs' histories after their first steps (equal for a copied runs
+    folder, also where the copier trained the first steps again: spotcheck.later_losses)."""
     hist = sorted(json.dumps(spotcheck.later_losses(r)) for _, r in graded_runs.values())
     return hashlib.sha256("".join(hist).encode()).hexdigest()[:12] if hist else ""
 
@@ -358,12 +412,14 @@ def _flag_shared(rows):
     for r in rows:
         same = sorted({o["student"] for o in rows if o is not r and (
             (r.get("seed") is not None and o.get("seed") == r.get("seed")) or
-            (r.get("runs fingerprint") and o.get("runs fingerprint") == r.get("runs fingerprint")))})
+            (r.get("runs fingerprint")
+             and o.get("runs fingerprint") == r.get("runs fingerprint")))})
         r["flag"] = f"same runs as {', '.join(same)}" if same else ""
 
 
 def _write(rows, csv_path):
-    keys = list(dict.fromkeys(["student", "total", "possible", "flag", "reason"] + [k for r in rows for k in r]))
+    keys = list(dict.fromkeys(["student", "total", "possible", "flag", "reason"]
+                              + [k for r in rows for k in r]))
     tmp = Path(str(csv_path) + ".partial")
     with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
@@ -373,44 +429,51 @@ def _write(rows, csv_path):
 
 
 def preflight(limits=sandbox.Limits(), isolate=True, hidden=()):
-    """Before any submission: the sandbox imports the library, the notebook runner and the graders exactly as a
-    student's notebook will (an empty folder, the grader's Python); else one error that says what to fix, and no
-    student gets a 0 for the grader's environment."""
+    """Before any submission: the sandbox imports the library, the notebook runner and the graders
+    exactly as a student's notebook will (an empty folder, the grader's Python); else one error that
+    says what to fix, and no student gets a 0 for the grader's environment."""
     scratch = Path(tempfile.mkdtemp(prefix="idmap-preflight-"))
     try:
-        out = sandbox.run([sys.executable, "-I", "-c", PREFLIGHT], scratch, limits=limits, hidden=hidden,
+        out = sandbox.run([sys.executable, "-I", "-c", PREFLIGHT], scratch, limits=limits,
+                          hidden=hidden,
                           isolate=isolate)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if out.returncode != 0 or "ok" not in out.output:
         last = " ".join(out.output.split())[-300:] or "no output"
-        raise RuntimeError(f"the sandbox cannot import the library or the notebook runner ({last}): install the "
-                           f"book's environment where `{sys.executable}` finds it (make setup, or pip install -e . "
-                           f"and the packages of requirements-grading.txt), then grade again; nobody was graded")
+        raise RuntimeError(f"the sandbox cannot import the library or the notebook runner "
+                           f"({last}): install the book's environment where `{sys.executable}` "
+                           f"finds it (make setup, or pip install -e . and the packages of "
+                           f"requirements-grading.txt), then grade again; nobody was graded")
 
 
-def grade_folder(folder, autograder=None, csv_path="grades.csv", chapter=None, limits=sandbox.Limits(),
+def grade_folder(folder, autograder=None, csv_path="grades.csv", chapter=None,
+                 limits=sandbox.Limits(),
                  isolate=True, data=None, spot=2, ext=(".ipynb", ".zip"), progress=print):
-    """Grade every submission in `folder` (each file's stem is the student) into `csv_path`; the chapter is read
-    from `autograder` (the zip ``assign`` made) or given as `chapter`. `isolate=False` runs the students' code
-    without the sandbox (only where bubblewrap cannot run: see :mod:`.sandbox`). Returns the rows."""
+    """Grade every submission in `folder` (each file's stem is the student) into `csv_path`; the
+    chapter is read from `autograder` (the zip ``assign`` made) or given as `chapter`.
+    `isolate=False` runs the students' code without the sandbox (only where bubblewrap cannot run:
+    see :mod:`.sandbox`). Returns the rows."""
     chapter = chapter or chapter_of(autograder)
     why = isolate and sandbox.available()
     if why:
         raise RuntimeError(f"cannot grade safely here: {why}. Install bubblewrap, or grade on "
-                           f"Gradescope, or pass --no-sandbox to run the students' code with your rights "
-                           f"(time and memory limits only)")
+                           f"Gradescope, or pass --no-sandbox to run the students' code with your "
+                           f"rights (time and memory limits only)")
     if isolate and progress and sandbox.task_limit():
         progress(f"warning: {sandbox.task_limit()}")
     folder, csv_path = Path(folder).resolve(), Path(csv_path).resolve()
-    hidden = [p for p in {folder, csv_path.parent} if any(p.is_relative_to(b) for b in sandbox.binds())]
+    hidden = [p for p in {folder, csv_path.parent}
+              if any(p.is_relative_to(b) for b in sandbox.binds())]
     chapter_plan, rows = plan(chapter), []
     preflight(limits, isolate, hidden)
     for sub in sorted(p for p in folder.iterdir() if p.suffix in ext and p.is_file()):
         try:
             row = grade_one(sub, chapter_plan, limits, isolate, hidden, data, spot)
-        except Exception as e:  # noqa: BLE001 - one submission never stops the grading of the others
-            row = {"student": sub.stem, "total": 0.0, "possible": float(len(chapter_plan["questions"])),
+        # one submission never stops the grading of the others
+        except Exception as e:  # noqa: BLE001
+            row = {"student": sub.stem, "total": 0.0,
+                   "possible": float(len(chapter_plan["questions"])),
                    "reason": f"could not be graded: {_message(e)}"}
         rows.append(row)
         _flag_shared(rows)

@@ -1,25 +1,29 @@
-"""The editions of the exercise chapters, the LMS autograder package and batch grading, with Otter-Grader.
+"""The editions of the exercise chapters, the LMS autograder package and batch grading, with
+Otter-Grader.
 
-The book's chapters (``book/06_exercises.ipynb``, ``book/06_ablations.ipynb``) are the instructor edition:
-each exercise is a sphinx-exercise block (statement and starter cells), grading cells, and a dropdown
-solution block. :func:`otter_master` turns a chapter into an Otter-Grader *master notebook*:
+The book's chapters (``book/06_exercises.ipynb``, ``book/06_ablations.ipynb``) are the instructor
+edition: each exercise is a sphinx-exercise block (statement and starter cells), grading cells, and
+a dropdown solution block. :func:`otter_master` turns a chapter into an Otter-Grader *master
+notebook*:
 
-- every exercise becomes a question; a starter cell and the solution cell that defines the same names become
-  one Otter solution cell (a BEGIN SOLUTION NO PROMPT block, then a BEGIN PROMPT block: the student sees the
-  starter, the autograder runs the solution); other cells of the solution block (the book's discussion)
-  are left out;
-- every grading cell becomes an exception-based Otter test whose body is :func:`run_grading_cell`, i.e. the
-  graders of ``idmap_lib.checks`` (a grader that prints NOT ATTEMPTED fails the test); the student edition checks
-  each question once, with ``grader.check`` (which shows the graders' hints and never stops "Run all");
-- after the chapter's setup cell, a cell makes the grader, and the last cell makes the submission zip (both in
-  :mod:`.student`, which also runs on Colab, where Otter's client alone cannot);
-- cells tagged ``instructor`` or ``book-only`` (notes for instructors, sentences about the book's hidden
-  solutions) are left out.
+- every exercise becomes a question; a starter cell and the solution cell that defines the same
+  names become one Otter solution cell (a BEGIN SOLUTION NO PROMPT block, then a BEGIN PROMPT block:
+  the student sees the starter, the autograder runs the solution); other cells of the solution block
+  (the book's discussion) are left out;
+- every grading cell becomes an exception-based Otter test whose body is :func:`run_grading_cell`,
+  i.e. the graders of ``idmap_lib.checks`` (a grader that prints NOT ATTEMPTED fails the test); the
+  student edition checks each question once, with ``grader.check`` (which shows the graders' hints
+  and never stops "Run all");
+- after the chapter's setup cell, a cell makes the grader, and the last cell makes the submission
+  zip (both in :mod:`.student`, which also runs on Colab, where Otter's client alone cannot);
+- cells tagged ``instructor`` or ``book-only`` (notes for instructors, sentences about the book's
+  hidden solutions) are left out.
 
-``otter assign`` then writes the student notebook, its question tests and the autograder zip (Gradescope,
-Canvas via Gradescope, or ``otter run`` locally without Docker). :func:`publish` writes the student editions
-to ``book/student/<name>/`` (notebook and tests, committed), which the exercise pages' Colab button opens.
-Batch grading (each submission in its own sandbox, the marks computed by the trusted grader) is :mod:`.batch`.
+``otter assign`` then writes the student notebook, its question tests and the autograder zip
+(Gradescope, Canvas via Gradescope, or ``otter run`` locally without Docker). :func:`publish` writes
+the student editions to ``book/student/<name>/`` (notebook and tests, committed), which the exercise
+pages' Colab button opens. Batch grading (each submission in its own sandbox, the marks computed by
+the trusted grader) is :mod:`.batch`.
 """
 from __future__ import annotations
 
@@ -52,26 +56,30 @@ check_all_cell: false
 init_cell: false
 python_version: "3.11"
 """
-# The student edition's grader (instead of Otter's init cell, which imports otter and stops where it is missing, as
-# on Colab), right after the chapter's setup cell, which makes idmap_lib importable: see checks/student.py.
+# The student edition's grader (instead of Otter's init cell, which imports otter and stops where it
+# is missing, as on Colab), right after the chapter's setup cell, which makes idmap_lib importable:
+# see checks/student.py.
 INIT_CELL = """\
-# Grading: this notebook's grader (otter-grader, installed here where it is missing, as on Colab; nothing already
-# installed is changed). It needs the setup cell above.
+# Grading: this notebook's grader (otter-grader, installed here where it is missing, as on Colab;
+# nothing already installed is changed). It needs the setup cell above.
 from idmap_lib.checks.student import student_grader
 grader = student_grader("{name}")
 """
 SUBMIT_TEXT = """\
 ## Submission
 
-Run every cell in order first. The cell below makes the zip you hand in: your notebook{runs_text}. In Jupyter, save
-the notebook before you run it; on Colab it takes the notebook as it is open and downloads the zip."""
-RUNS_TEXT = (" and your runs folder (`idmap_runs`), which the grader reads instead of training again (without runs "
-             "the submission is still valid: the grader marks the missing runs and never trains them)")
+Run every cell in order first. The cell below makes the zip you hand in: your notebook{runs_text}.
+In Jupyter, save the notebook before you run it; on Colab it takes the notebook as it is open and
+downloads the zip."""
+RUNS_TEXT = (" and your runs folder (`idmap_runs`), which the grader reads instead of training "
+             "again (without runs the submission is still valid: the grader marks the missing runs "
+             "and never trains them)")
 SUBMIT_CELL = """\
 from idmap_lib.checks.student import submit
 submit(grader, "{name}", runs={runs})
 """
-SETUP_MARK = "# Setup."  # the first line of a chapter's setup cell (idmap_lib.book.page.repository.setup_cell)
+# the first line of a chapter's setup cell (idmap_lib.book.page.repository.setup_cell)
+SETUP_MARK = "# Setup."
 
 
 def _src(cell):
@@ -91,8 +99,9 @@ def _cell(kind, source, **extra):
 
 
 def _with_ids(cells):
-    """`cells`, each new one given the id nbformat 4.5 requires (stable, unique: its place; the book's cells keep
-    theirs). Without one a notebook reader warns now, and future nbformat versions refuse the notebook."""
+    """`cells`, each new one given the id nbformat 4.5 requires (stable, unique: its place; the
+    book's cells keep theirs). Without one a notebook reader warns now, and future nbformat versions
+    refuse the notebook."""
     for i, c in enumerate(cells):
         c.setdefault("id", f"idmap-{i:03d}")
     return cells
@@ -129,7 +138,8 @@ CHAPTER_LINK = re.compile(r"\]\((\d\d_\w+)\.ipynb(#[^)\s]*)?\)")
 
 
 def _site_links(text, site):
-    """Links to the book's chapters made absolute (pages of the site at `site`): the student edition lives elsewhere."""
+    """Links to the book's chapters made absolute (pages of the site at `site`): the student edition
+    lives elsewhere."""
     return CHAPTER_LINK.sub(lambda m: f"]({site}{m.group(1)}.html{m.group(2) or ''})", text)
 
 
@@ -139,15 +149,16 @@ def _label(text):
 
 
 def split_chapter(nb):
-    """The chapter as a list of parts: ("cell", cell) or ("exercise", {label, prompt, starters, grading,
-    solutions}), with the cells tagged instructor/book-only left out."""
+    """The chapter as a list of parts: ("cell", cell) or ("exercise", {label, prompt, starters,
+    grading, solutions}), with the cells tagged instructor/book-only left out."""
     parts, cur, where = [], None, None
     for cell in nb["cells"]:
         if _tags(cell) & DROP_TAGS:
             continue
         text = _src(cell)
         if cell["cell_type"] == "markdown" and "{exercise-start}" in text:
-            cur = {"label": _label(text), "prompt": [], "starters": [], "grading": [], "solutions": [], "after": []}
+            cur = {"label": _label(text), "prompt": [], "starters": [], "grading": [],
+                   "solutions": [], "after": []}
             parts.append(("exercise", cur))
             where = "exercise"
         if cell["cell_type"] == "markdown" and "{solution-start}" in text:
@@ -179,7 +190,8 @@ def _solution_for(starter, solutions):
     names = _defined(starter)
     for s in solutions:
         if names and names <= _defined(s):
-            body = "\n".join(ln for ln in s.splitlines() if not _is_grading(ln))  # the grading stays a test
+            # the grading stays a test
+            body = "\n".join(ln for ln in s.splitlines() if not _is_grading(ln))
             return body.strip()
     return None
 
@@ -189,7 +201,8 @@ def otter_master(src, dst, name=None):
     src, dst = Path(src), Path(dst)
     nb = json.loads(src.read_text())
     name = name or re.sub(r"^\d+_", "", src.stem)
-    runs = "ablations.run(" in src.read_text()  # a chapter that trains: the recorded runs go with the notebook
+    # a chapter that trains: the recorded runs go with the notebook
+    runs = "ablations.run(" in src.read_text()
     cells = [_cell("raw", ASSIGNMENT_CONFIG.format(name=name))]
     for kind, part in split_chapter(nb):
         if kind == "cell":
@@ -217,22 +230,28 @@ def otter_master(src, dst, name=None):
             cells.append(_cell("raw", "# BEGIN TESTS"))
             for i, g in enumerate(ex["grading"]):
                 cells.append(_cell("code", f"def test_{ex['label']}_{i}(env):\n"
-                                           f"    from idmap_lib.checks.editions import run_grading_cell\n"
-                                           f"    run_grading_cell(env, {g!r})"))
+                                           f"    from idmap_lib.checks.editions import "
+                                           f"run_grading_cell\n    run_grading_cell(env, {g!r})"))
             cells.append(_cell("raw", "# END TESTS"))
         cells.append(_cell("raw", "# END QUESTION"))
-        # one check per question: Otter's (its test runs the book's graders and shows their hints), not the book's
-        # grading cells too -- they raise on a wrong answer, and "Run all" would stop before the export
+        # one check per question: Otter's (its test runs the book's graders and shows their hints),
+        # not the book's grading cells too -- they raise on a wrong answer, and "Run all" would stop
+        # before the export
     if not any(INIT_CELL.format(name=name) == _src(c) for c in cells):
-        raise ValueError(f"{src.name} has no setup cell (a code cell starting {SETUP_MARK!r}): the grader needs it")
+        raise ValueError(f"{src.name} has no setup cell (a code cell starting {SETUP_MARK!r}): the "
+                         f"grader needs it")
     cells += [_cell("markdown", SUBMIT_TEXT.format(runs_text=RUNS_TEXT if runs else "")),
               _cell("code", SUBMIT_CELL.format(name=name, runs=runs))]
     from ..book.page.repository import site_url
 
-    hidden, site = {_src(c) for c in nb["cells"] if _tags(c) & {"remove-input", "hide-input"}}, site_url()
-    for c in cells:  # the text a cell shows or prints, in the student's folder or on Colab: links to the site
-        if c["cell_type"] == "code" and _src(c) in hidden:  # the site shows only its output: so do Jupyter and Colab
-            c["metadata"] = {**c.get("metadata", {}), "jupyter": {"source_hidden": True}, "cellView": "form"}
+    hidden, site = {_src(c) for c in nb["cells"]
+                    if _tags(c) & {"remove-input", "hide-input"}}, site_url()
+    # the text a cell shows or prints, in the student's folder or on Colab: links to the site
+    for c in cells:
+        # the site shows only its output: so do Jupyter and Colab
+        if c["cell_type"] == "code" and _src(c) in hidden:
+            c["metadata"] = {**c.get("metadata", {}), "jupyter": {"source_hidden": True},
+                             "cellView": "form"}
         c["source"] = _site_links(_src(c), site)
     nb["cells"] = _with_ids(cells)
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -241,7 +260,8 @@ def otter_master(src, dst, name=None):
 
 
 class _ToStatus(ast.NodeTransformer):
-    """checks.check_x(args) -> checks.check_x.status(args); ablations.check(args) -> ablations.status(args)."""
+    """checks.check_x(args) -> checks.check_x.status(args); ablations.check(args) ->
+    ablations.status(args)."""
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -255,8 +275,9 @@ class _ToStatus(ast.NodeTransformer):
 
 
 def run_grading_cell(env, source):
-    """Otter's test body: every grader call of a grading cell, run on the student's namespace `env`; each
-    must return "passed" (a failing grader raises its AssertionError with its hint; NOT ATTEMPTED fails)."""
+    """Otter's test body: every grader call of a grading cell, run on the student's namespace `env`;
+    each must return "passed" (a failing grader raises its AssertionError with its hint; NOT
+    ATTEMPTED fails)."""
     from idmap_lib import checks
     from idmap_lib.checks import ablations
     ns = {**dict(env or {}), "checks": checks, "ablations": ablations}
@@ -266,20 +287,23 @@ def run_grading_cell(env, source):
             try:
                 status = eval(compile(ast.Expression(call), "<grading cell>", "eval"), ns)
             except NameError as e:  # the cells that define it failed: say why, when it is the runs
-                asked = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id.startswith("runs_")}
+                asked = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)
+                         and n.id.startswith("runs_")}
                 missing = [f"{k}[{key!r}]" for k in sorted(asked) if isinstance(ns.get(k), dict)
                            for key, r in ns[k].items() if r is None]
                 if missing:
-                    raise AssertionError(f"runs missing: the submission has no recorded {', '.join(missing)}, so "
-                                         f"{e.name} could not be computed. Hint: hand in the notebook with its "
-                                         f"idmap_runs/ folder (the export cell zips both); a grader never trains") from e
+                    raise AssertionError(f"runs missing: the submission has no recorded "
+                                         f"{', '.join(missing)}, so {e.name} could not be "
+                                         f"computed. Hint: hand in the notebook with its "
+                                         f"idmap_runs/ folder (the export cell zips both); a "
+                                         f"grader never trains") from e
                 raise
             assert status == "passed", f"{ast.unparse(stmt.value)}: {status}"
         else:
             exec(compile(ast.Module([stmt], []), "<grading cell>", "exec"), ns)
 
 
-# ---- otter assign: the student edition and the autograder ---------------------------------------------------
+# ---- otter assign: the student edition and the autograder ----------------------------------------
 
 class AssignError(RuntimeError):
     """``otter assign`` failed; the message holds what Otter said (its output's last lines)."""
@@ -297,16 +321,18 @@ def _otter(*args, cwd=None, env=None):
 
 def assign(out="dist", chapters=None, run_tests=True):
     """Write, for each chapter, ``out/<name>/student/<name>.ipynb`` (the student edition) and
-    ``out/<name>/autograder/<name>-autograder_*.zip`` (the LMS package) with ``otter assign``, which (unless
-    `run_tests` is False) first grades the solutions with the book's recorded runs. A chapter whose assign fails
-    leaves nothing behind (its folder removed) and raises :class:`AssignError` with what Otter said.
-    Returns {name: {"student": path, "autograder": path, "master": path}}."""
+    ``out/<name>/autograder/<name>-autograder_*.zip`` (the LMS package) with ``otter assign``, which
+    (unless `run_tests` is False) first grades the solutions with the book's recorded runs. A
+    chapter whose assign fails leaves nothing behind (its folder removed) and raises
+    :class:`AssignError` with what Otter said. Returns {name: {"student": path, "autograder": path,
+    "master": path}}."""
     from .ablations import book_runs
 
     out = Path(out).resolve()
     made = {}
-    # The solutions' runs are the book's recorded ones: Otter grades them in a temporary copy of the autograder,
-    # whose copied library would look for data/classroom beside itself, so the folder is named (ablations.book_runs).
+    # The solutions' runs are the book's recorded ones: Otter grades them in a temporary copy of the
+    # autograder, whose copied library would look for data/classroom beside itself, so the folder is
+    # named (ablations.book_runs).
     classroom = str(book_runs().resolve())
     env = {**os.environ, "IDMAP_RUNS": classroom, "IDMAP_CLASSROOM": classroom}
     for name in chapters or CHAPTERS:
@@ -315,27 +341,33 @@ def assign(out="dist", chapters=None, run_tests=True):
         try:
             master = otter_master(BOOK / CHAPTERS[name], work / "master" / f"{name}.ipynb", name)
             shutil.copy(ROOT / "requirements-grading.txt", master.parent / "requirements.txt")
-            shutil.copytree(ROOT / "idmap_lib", master.parent / "idmap_lib",  # the graders travel in the zip
+            # the graders travel in the zip
+            shutil.copytree(ROOT / "idmap_lib", master.parent / "idmap_lib",
                             ignore=shutil.ignore_patterns("__pycache__"))
-            args = ["assign", str(master), str(work / "dist")] + ([] if run_tests else ["--no-run-tests"])
+            args = ["assign", str(master),
+                    str(work / "dist")] + ([] if run_tests else ["--no-run-tests"])
             _otter(*args, cwd=master.parent, env=env)
             zipped = next((work / "dist" / "autograder").glob("*.zip"))
             _lean_autograder(zipped, name)
         except BaseException:
-            shutil.rmtree(work, ignore_errors=True)  # never a half-made package an instructor could upload
+            # never a half-made package an instructor could upload
+            shutil.rmtree(work, ignore_errors=True)
             raise
-        made[name] = {"master": master, "student": work / "dist" / "student" / f"{name}.ipynb", "autograder": zipped}
+        made[name] = {"master": master, "student": work / "dist" / "student" / f"{name}.ipynb",
+                      "autograder": zipped}
     return made
 
 
 def student_edition_paths() -> dict:
-    """{chapter page: its published student edition, relative to book/} (the pages' Colab buttons)."""
+    """{chapter page: its published student edition, relative to book/} (the pages' Colab
+    buttons)."""
     return {Path(f).stem: f"student/{name}/{name}.ipynb" for name, f in CHAPTERS.items()}
 
 
 def publish(chapters=None, dest=None) -> list[Path]:
-    """Write the student editions (notebook and ``tests/``) to ``book/student/<name>/`` (or `dest`), with stable
-    cell ids, so that the committed copy changes only when the chapter does. Returns the files written."""
+    """Write the student editions (notebook and ``tests/``) to ``book/student/<name>/`` (or `dest`),
+    with stable cell ids, so that the committed copy changes only when the chapter does. Returns the
+    files written."""
     import tempfile
 
     from .student import PUBLISHED
@@ -357,39 +389,47 @@ def publish(chapters=None, dest=None) -> list[Path]:
     return written
 
 
-# What Otter's Gradescope image does that these graders do not need: a browser (its setup.sh always installs
-# Playwright's Chromium, for PDF exports; ours are off). torch comes as the CPU build (requirements-grading.txt):
-# PyPI's default wheel is the CUDA one, gigabytes an autograder never uses.
+# What Otter's Gradescope image does that these graders do not need: a browser (its setup.sh always
+# installs Playwright's Chromium, for PDF exports; ours are off). torch comes as the CPU build
+# (requirements-grading.txt): PyPI's default wheel is the CUDA one, gigabytes an autograder never
+# uses.
 BROWSER_LINE = "playwright install-deps && playwright install chromium"
 
-NEVER = (".otter_log", ".pkl", ".pickle", ".dill", ".pt", ".pth", ".npy", ".npz")  # pickles and weights: a grader never reads them
+# pickles and weights: a grader never reads them
+NEVER = (".otter_log", ".pkl", ".pickle", ".dill", ".pt", ".pth", ".npy", ".npz")
 
-# Gradescope runs the zip's run_otter.py. Ours grades the submission as the batch grades one (checks/gradescope.py:
-# the submission cleaned unread, the notebook run in a subprocess, every mark computed outside it by the zip's
-# own graders); Otter's runner, which scores in the student's kernel and loads Otter's log (a pickle), never runs.
-RUN_OTTER = """\"\"\"Gradescope's entry point (idmap_lib.checks.editions.RUN_OTTER): idmap_lib.checks.gradescope.\"\"\"
+# Gradescope runs the zip's run_otter.py. Ours grades the submission as the batch grades one
+# (checks/gradescope.py: the submission cleaned unread, the notebook run in a subprocess, every mark
+# computed outside it by the zip's own graders); Otter's runner, which scores in the student's
+# kernel and loads Otter's log (a pickle), never runs.
+RUN_OTTER = """\"\"\"Gradescope's entry point (idmap_lib.checks.editions.RUN_OTTER):
+idmap_lib.checks.gradescope.\"\"\"
 import os
 import sys
 
 base = os.environ.get("IDMAP_AUTOGRADER_DIR", "/autograder")
-sys.path.insert(0, os.path.join(base, "source", "files"))  # the zip's graders, before any other copy
+# the zip's graders, before any other copy
+sys.path.insert(0, os.path.join(base, "source", "files"))
 from idmap_lib.checks import gradescope  # noqa: E402
 
 gradescope.main(base, {chapter!r})
 """
-# What setup.sh adds: the environment's Python reachable by the unprivileged user the notebook runs as where
-# bubblewrap cannot (/root is 0700 in Gradescope's image), and bubblewrap where it installs.
+# What setup.sh adds: the environment's Python reachable by the unprivileged user the notebook runs
+# as where bubblewrap cannot (/root is 0700 in Gradescope's image), and bubblewrap where it
+# installs.
 SETUP_LINES = """
-# idmap: the notebook runs in a subprocess (checks/gradescope.py), as nobody where bubblewrap cannot run
+# idmap: the notebook runs in a subprocess (checks/gradescope.py), as nobody where bubblewrap
+# cannot run
 chmod o+x /root
 apt-get install -y bubblewrap || true
 """
 
 
 def _lean_autograder(zipped: Path, name: str):
-    """Rewrite the autograder zip in place: its setup.sh without the browser install (BROWSER_LINE) and with
-    SETUP_LINES, its run_otter.py grading outside the student's kernel (RUN_OTTER), and beside the library the
-    chapter (what its grading cells are) and the book's classroom runs (what a copied run is compared with)."""
+    """Rewrite the autograder zip in place: its setup.sh without the browser install (BROWSER_LINE)
+    and with SETUP_LINES, its run_otter.py grading outside the student's kernel (RUN_OTTER), and
+    beside the library the chapter (what its grading cells are) and the book's classroom runs (what
+    a copied run is compared with)."""
     import zipfile
 
     from .ablation_exercises import book_runs
@@ -410,8 +450,9 @@ def _lean_autograder(zipped: Path, name: str):
 
 
 def solved_notebook(src, dst):
-    """The chapter as a student who solved every exercise would submit it: each starter cell replaced by its
-    solution, the grading cells kept, the book's solution blocks and instructor cells left out (for tests)."""
+    """The chapter as a student who solved every exercise would submit it: each starter cell
+    replaced by its solution, the grading cells kept, the book's solution blocks and instructor
+    cells left out (for tests)."""
     nb = json.loads(Path(src).read_text())
     cells = []
     for kind, part in split_chapter(nb):

@@ -1,18 +1,22 @@
-"""Inside the sandbox: run a submitted notebook, then write what its grading cells would grade, as JSON.
+"""Inside the sandbox: run a submitted notebook, then write what its grading cells would grade, as
+JSON.
 
-``python -m idmap_lib.checks.extract NOTEBOOK PLAN OUT`` (started by :mod:`.batch` inside :mod:`.sandbox`) executes
-the notebook top to bottom in a fresh kernel (nbclient; errors allowed, each cell under a time limit), with
-``IDMAP_GRADING=1`` (nothing trains, ``ablations.grading``) and the runs folder ``./idmap_runs``. Then, in the same
-kernel, it evaluates the arguments of every grader call the PLAN lists (JSON: one entry per call, made by the
-trusted grader from the chapter) and writes them to OUT:
+``python -m idmap_lib.checks.extract NOTEBOOK PLAN OUT`` (started by :mod:`.batch` inside
+:mod:`.sandbox`) executes the notebook top to bottom in a fresh kernel (nbclient; errors allowed,
+each cell under a time limit), with ``IDMAP_GRADING=1`` (nothing trains, ``ablations.grading``) and
+the runs folder ``./idmap_runs``. Then, in the same kernel, it evaluates the arguments of every
+grader call the PLAN lists (JSON: one entry per call, made by the trusted grader from the chapter)
+and writes them to OUT:
 
-- ``ablations.check(name, runs, answers, prediction)``: the answers and the prediction, as JSON values (the runs are
-  not taken from the kernel: the trusted grader reads them from the submission's files);
-- ``checks.check_x(obj)``: ``implementation.observe("check_x", obj, seed)``, the outputs of the student's code on
-  the grader's inputs for the PLAN's seed.
+- ``ablations.check(name, runs, answers, prediction)``: the answers and the prediction, as JSON
+  values (the runs are not taken from the kernel: the trusted grader reads them from the
+  submission's files);
+- ``checks.check_x(obj)``: ``implementation.observe("check_x", obj, seed)``, the outputs of the
+  student's code on the grader's inputs for the PLAN's seed.
 
-Everything here runs beside the student's code and may be tampered with; it only carries data. The marks are
-computed from that data by the trusted grader (:mod:`.batch`), with its own copy of the graders.
+Everything here runs beside the student's code and may be tampered with; it only carries data. The
+marks are computed from that data by the trusted grader (:mod:`.batch`), with its own copy of the
+graders.
 """
 from __future__ import annotations
 
@@ -33,7 +37,8 @@ def __idmap_extract(plan, out):
             return v
         try:
             if isinstance(v, float) or hasattr(v, "__float__") and getattr(v, "ndim", 0) == 0:
-                if type(v).__name__ in ("bool_", "bool") or str(getattr(v, "dtype", "")) == "torch.bool":
+                if (type(v).__name__ in ("bool_", "bool")
+                        or str(getattr(v, "dtype", "")) == "torch.bool"):
                     return bool(v)
                 f = float(v)
                 return f if math.isfinite(f) else {"__float__": repr(f)}
@@ -54,10 +59,12 @@ def __idmap_extract(plan, out):
             got.append(item)
             continue
         if call["check"] == "ablations.check":
-            item["answers"], item["prediction"] = value(args[2]), value(args[3] if len(args) > 3 else None)
+            item["answers"] = value(args[2])
+            item["prediction"] = value(args[3] if len(args) > 3 else None)
         else:
             from idmap_lib.checks import implementation
-            item["observation"] = implementation.observe(call["check"].split(".")[-1], args[0], plan["seed"])
+            item["observation"] = implementation.observe(call["check"].split(".")[-1], args[0],
+                                                         plan["seed"])
         got.append(item)
     with open(out, "w") as f:
         json.dump({"calls": got}, f)
@@ -75,7 +82,8 @@ def main(notebook, plan_path, out, cell_timeout=300):
                             resources={"metadata": {"path": str(Path(notebook).parent)}})
     errors, cells = [], sum(c.cell_type == "code" for c in nb.cells)
 
-    def alive():  # (the kernel manager's is_alive is a coroutine: awaited here, or it would always be true)
+    # (the kernel manager's is_alive is a coroutine: awaited here, or it would always be true)
+    def alive():
         return bool(client.kc) and bool(run_sync(client.km.is_alive)())
 
     with client.setup_kernel():
@@ -84,12 +92,16 @@ def main(notebook, plan_path, out, cell_timeout=300):
                 continue
             try:
                 client.execute_cell(cell, i)
-            except Exception as e:  # a cell that times out or kills its kernel: noted, the rest still runs
+            # a cell that times out or kills its kernel: noted, the rest still runs
+            except Exception as e:
                 errors.append(f"cell {i}: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
                 if not alive():
                     break
-        if alive():  # the extraction runs as one more cell of the notebook (nbclient writes its outputs there)
-            nb.cells.append(nbformat.v4.new_code_cell(EXTRACT + f"\n__idmap_extract({plan!r}, {str(out)!r})\n"))
+        # the extraction runs as one more cell of the notebook (nbclient writes its outputs there)
+        if alive():
+            nb.cells.append(nbformat.v4.new_code_cell(EXTRACT
+                                                      + f"\n__idmap_extract({plan!r}, "
+                                                        f"{str(out)!r})\n"))
             client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
         else:
             errors.append("the kernel died: no values could be read")

@@ -1,43 +1,44 @@
-"""The graders' shared machinery, and grading in two halves: *observe* where the student's code runs, *judge*
-where the marks are computed.
+"""The graders' shared machinery, and grading in two halves: *observe* where the student's code
+runs, *judge* where the marks are computed.
 
 What every grader uses (the implementation and the ablation exercises):
 
-- :func:`grader` makes a check's notebook face: ``check(student)`` prints ``PASSED`` or ``NOT ATTEMPTED`` (the stub
-  still raises ``NotImplementedError``) or raises ``AssertionError``; ``check.status(student)`` returns "passed" or
-  "not attempted" instead (for batch grading);
-- :func:`fail` raises that ``AssertionError``: what differs, then a hint, each wrapped to :data:`WIDTH`;
-  :func:`say` prints a wrapped line; :func:`wrap` wraps one;
+- :func:`grader` makes a check's notebook face: ``check(student)`` prints ``PASSED`` or ``NOT
+  ATTEMPTED`` (the stub still raises ``NotImplementedError``) or raises ``AssertionError``;
+  ``check.status(student)`` returns "passed" or "not attempted" instead (for batch grading);
+- :func:`fail` raises that ``AssertionError``: what differs, then a hint, each wrapped to
+  :data:`WIDTH`; :func:`say` prints a wrapped line; :func:`wrap` wraps one;
 - :func:`one_thread`: the graders' tensors are tiny, one thread is fastest.
 
 Grading in two halves. A student can patch the graders in their own kernel (``I._close = lambda *a,
 **k: True``), so a batch grader must not compute marks there. Each implementation grader is split:
 
-- an **observer** ``observe(student, seed, note, **options)`` runs in the student's process (a sandbox): it
-  builds the grader's inputs from ``seed``, calls the student's code and records what it saw as a sequence of
-  *facts*, ``note(name, **fields)``, in the order the judge reads them. :func:`record` runs it and never lets
-  the student's exception out: the observation (a dict that ``json`` round-trips exactly, NaN and inf
-  included) is ::
+- an **observer** ``observe(student, seed, note, **options)`` runs in the student's process (a
+  sandbox): it builds the grader's inputs from ``seed``, calls the student's code and records what
+  it saw as a sequence of *facts*, ``note(name, **fields)``, in the order the judge reads them.
+  :func:`record` runs it and never lets the student's exception out: the observation (a dict that
+  ``json`` round-trips exactly, NaN and inf included) is ::
 
       {"check": "check_x", "seed": 0, "facts": [{"fact": name, ...fields}, ...],
-       "end": "done" | "not attempted" | "raised", "raised": {"type": "TypeError", "message": "..."}}
+       "end": "done" | "not attempted" | "raised",
+       "raised": {"type": "TypeError", "message": "..."}}
 
   ("raised" only when end is "raised"); the facts stop where the student's code raised.
-- a **judge** ``judge(tape, seed, **options) -> detail`` runs in the trusted grader: it rebuilds the reference
-  from ``seed`` and reads the facts in order from a :class:`Tape`, failing (:func:`fail`) with the grader's
-  messages. Reading past the last fact fails with the student's exception ("your code raised ...") or raises
-  ``NotImplementedError`` (not attempted), just where the one-process grader met it. :func:`read` runs a judge:
-  any observation the judge cannot read (a missing fact or field, a wrong type, a list too long, a tensor
-  whose data is not its shape) fails with "the grader could not read this submission's observation", never
-  a crash.
+- a **judge** ``judge(tape, seed, **options) -> detail`` runs in the trusted grader: it rebuilds the
+  reference from ``seed`` and reads the facts in order from a :class:`Tape`, failing (:func:`fail`)
+  with the grader's messages. Reading past the last fact fails with the student's exception ("your
+  code raised ...") or raises ``NotImplementedError`` (not attempted), just where the one-process
+  grader met it. :func:`read` runs a judge: any observation the judge cannot read (a missing fact or
+  field, a wrong type, a list too long, a tensor whose data is not its shape) fails with "the grader
+  could not read this submission's observation", never a crash.
 
-Encoded values in facts: :func:`encode` (a student's output: ``{"tensor": true, "type", "shape", "data"}``
-with the data as nested lists of float64, omitted above :data:`MAX_NUMEL` entries, or ``{"tensor": false,
-"type"}``), :func:`number` (a student's scalar: its type, repr, float value and type facts).
+Encoded values in facts: :func:`encode` (a student's output: ``{"tensor": true, "type", "shape",
+"data"}`` with the data as nested lists of float64, omitted above :data:`MAX_NUMEL` entries, or
+``{"tensor": false, "type"}``), :func:`number` (a student's scalar: its type, repr, float value and
+type facts).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import math
@@ -46,6 +47,7 @@ from collections import namedtuple
 
 import torch
 
+from ..engine.device import threads
 WIDTH = 96  # messages are wrapped to this many characters (the book's output boxes, terminals)
 MAX_FACTS = 200  # an observation's facts (the longest grader notes 17)
 MAX_NUMEL = 65536  # entries of one observed tensor kept (the graders' outputs have < 1000)
@@ -54,11 +56,12 @@ MAX_SEED = 2 ** 62  # seeds are 0 <= seed < MAX_SEED (the graders add small offs
 UNREADABLE = "the grader could not read this submission's observation"
 
 
-# ---- messages ------------------------------------------------------------------------------------------------
+# ---- messages ------------------------------------------------------------------------------------
 
 def wrap(text):
     """`text` wrapped to WIDTH characters, continuation lines indented."""
-    return textwrap.fill(text, WIDTH, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(text, WIDTH, subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def say(text):
@@ -67,38 +70,36 @@ def say(text):
 
 
 def fail(check, what, hint, cause=None):
-    """Raise the grader's AssertionError: "<check>: <what>" then "Hint: <hint>", each wrapped. `cause` (the
-    student's own exception, in their kernel) is chained so that its traceback shows."""
+    """Raise the grader's AssertionError: "<check>: <what>" then "Hint: <hint>", each wrapped.
+    `cause` (the student's own exception, in their kernel) is chained so that its traceback
+    shows."""
     error = AssertionError(wrap(f"{check}: {what}") + "\n" + wrap(f"Hint: {hint}"))
     if cause is None:
         raise error
     raise error from cause
 
 
-@contextlib.contextmanager
 def one_thread():
-    """The graders' tensors are tiny: one thread is much faster than several (per-op overhead), and leaves the
-    other cores alone."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+    """The graders' tensors are tiny: one thread is much faster than several (per-op overhead), and
+    leaves the other cores alone."""
+    return threads(1)
 
 
 def grader(thing):
-    """Decorator. The check prints PASSED and returns None, raises AssertionError, or (stub code that raises
-    NotImplementedError) prints NOT ATTEMPTED and returns None. `check.status(student)` does the same but returns
-    "passed" or "not attempted" (for batch grading). `thing` names what the student writes, for NOT ATTEMPTED."""
+    """Decorator. The check prints PASSED and returns None, raises AssertionError, or (stub code
+    that raises NotImplementedError) prints NOT ATTEMPTED and returns None. `check.status(student)`
+    does the same but returns "passed" or "not attempted" (for batch grading). `thing` names what
+    the student writes, for NOT ATTEMPTED."""
     def decorate(check):
         @functools.wraps(check)
         def status(student, *args, **kwargs):
             try:
                 with one_thread():
                     detail = check(student, *args, **kwargs)
-            except NotImplementedError as e:  # its message, where the check says what is still a stub
-                say(f"NOT ATTEMPTED {check.__name__}: " + (str(e) or f"{thing} still raises NotImplementedError "
+            # its message, where the check says what is still a stub
+            except NotImplementedError as e:
+                say(f"NOT ATTEMPTED {check.__name__}: "
+                    + (str(e) or f"{thing} still raises NotImplementedError "
                     "(the stub). Write it, then run this cell again."))
                 return "not attempted"
             say(f"PASSED {check.__name__}: {detail}")
@@ -113,10 +114,11 @@ def grader(thing):
     return decorate
 
 
-# ---- the observing half (the student's process) ----------------------------------------------------------------
+# ---- the observing half (the student's process) --------------------------------------------------
 
 def check_seed(seed):
-    """The seed every input and reference derives from: an int, 0 <= seed < MAX_SEED (the caller's, trusted)."""
+    """The seed every input and reference derives from: an int, 0 <= seed < MAX_SEED (the caller's,
+    trusted)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
         raise ValueError(f"seed must be an int in [0, 2**62), got {seed!r}")
     return seed
@@ -140,8 +142,9 @@ def _repr(value, limit=1000):
 
 
 def encode(value):
-    """A student's output as JSON: a tensor's shape and float64 data (nested lists; omitted when it has more
-    than MAX_NUMEL entries: the judge then needs only its shape), or the type of anything else."""
+    """A student's output as JSON: a tensor's shape and float64 data (nested lists; omitted when it
+    has more than MAX_NUMEL entries: the judge then needs only its shape), or the type of anything
+    else."""
     if not isinstance(value, torch.Tensor):
         return {"tensor": False, "type": type(value).__name__}
     t = value.detach()
@@ -151,8 +154,8 @@ def encode(value):
 
 
 def jsonable(value, depth=2):
-    """A small value (ints, strings, None, tuples of them: a layer's kernel size, padding...) as JSON, tuples as
-    lists; anything else as its repr."""
+    """A small value (ints, strings, None, tuples of them: a layer's kernel size, padding...) as
+    JSON, tuples as lists; anything else as its repr."""
     if isinstance(value, (tuple, list)) and depth > 0:
         return [jsonable(v, depth - 1) for v in value[:8]]
     if value is None or isinstance(value, (int, str)):
@@ -161,21 +164,22 @@ def jsonable(value, depth=2):
 
 
 def number(value):
-    """A student's scalar answer as JSON: its type and repr, float(value) (None if that fails), and whether it is
-    an int, a float, a tensor (with how many entries)."""
+    """A student's scalar answer as JSON: its type and repr, float(value) (None if that fails), and
+    whether it is an int, a float, a tensor (with how many entries)."""
     try:
         f = float(value)
     except Exception:  # noqa: BLE001 - TypeError, ValueError, OverflowError, a student's __float__
         f = None
     tensor = isinstance(value, torch.Tensor)
-    return {"type": type(value).__name__, "repr": _repr(value), "float": f, "is_int": isinstance(value, int),
+    return {"type": type(value).__name__, "repr": _repr(value), "float": f,
+            "is_int": isinstance(value, int),
             "is_float": isinstance(value, float), "numel": value.numel() if tensor else None}
 
 
 def record(check, observer, student, seed, **options):
-    """Run `observer(student, seed, note, **options)` and return (observation, the student's exception or None).
-    Never raises for the student's code: NotImplementedError ends the facts as "not attempted", any other
-    exception as "raised" (its type and message recorded)."""
+    """Run `observer(student, seed, note, **options)` and return (observation, the student's
+    exception or None). Never raises for the student's code: NotImplementedError ends the facts as
+    "not attempted", any other exception as "raised" (its type and message recorded)."""
     facts = []
 
     def note(name, **fields):
@@ -186,14 +190,15 @@ def record(check, observer, student, seed, **options):
         observer(student, seed, note, **options)
     except NotImplementedError:
         observation["end"] = "not attempted"
-    except Exception as e:  # noqa: BLE001 - the student's code: recorded, judged in the trusted process
+    # the student's code: recorded, judged in the trusted process
+    except Exception as e:  # noqa: BLE001
         observation["end"] = "raised"
         observation["raised"] = {"type": type(e).__name__, "message": _text(e, 300)}
         return observation, e
     return observation, None
 
 
-# ---- the judging half (the trusted process) --------------------------------------------------------------------
+# ---- the judging half (the trusted process) ------------------------------------------------------
 
 class Malformed(ValueError):
     """The observation is not what the judge reads (it comes from an untrusted process)."""
@@ -241,12 +246,14 @@ class Fact:
 
     def shape(self, key):
         v = self._get(key, (list,), "a list of sizes")
-        if len(v) > 8 or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2 ** 31 for d in v):
+        if len(v) > 8 or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2 ** 31
+                                 for d in v):
             raise Malformed(f"{self.where}: {key!r} is not a tensor shape")
         return tuple(v)
 
     def plain(self, key, depth=2):
-        """A small JSON value with its lists as tuples (ints, strings, at most `depth` levels of lists of 8)."""
+        """A small JSON value with its lists as tuples (ints, strings, at most `depth` levels of
+        lists of 8)."""
         def tup(v, d):
             if isinstance(v, list) and d > 0 and len(v) <= 8:
                 return tuple(tup(x, d - 1) for x in v)
@@ -261,8 +268,8 @@ class Fact:
                       f.flag("is_float"), f.integer("numel", none=True))
 
     def tensor(self, key):
-        """The student's output: a float64 tensor (a 'meta' one, only its shape, above MAX_NUMEL entries), or the
-        type name (a str) of what was not a tensor."""
+        """The student's output: a float64 tensor (a 'meta' one, only its shape, above MAX_NUMEL
+        entries), or the type name (a str) of what was not a tensor."""
         f = Fact(self._get(key, (dict,), "an encoded output"), f"{self.where}: {key!r}")
         if not f.flag("tensor"):
             return f.text("type")
@@ -272,7 +279,8 @@ class Fact:
             if n >= MAX_SEED:
                 raise Malformed(f"{f.where}: the shape {shape} is too large")
             return torch.empty(shape, dtype=torch.float64, device="meta")
-        return torch.tensor(_flatten(f._get("data", (list, int, float), "nested lists"), shape, f.where),
+        return torch.tensor(_flatten(f._get("data", (list, int, float), "nested lists"), shape,
+                                     f.where),
                             dtype=torch.float64).reshape(shape)
 
 
@@ -283,7 +291,8 @@ def _flatten(data, shape, where):
         if not all(isinstance(item, list) and len(item) == n for item in level):
             raise Malformed(f"{where}: the data is not nested lists of shape {shape}")
         level = [x for item in level for x in item]
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) < 2 ** 1000 for x in level):
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) < 2 ** 1000
+               for x in level):
         raise Malformed(f"{where}: the data holds something other than numbers")
     return [float(x) for x in level]
 
@@ -304,12 +313,14 @@ class Tape:
         if self.end not in ("done", "not attempted", "raised"):
             raise Malformed(f"its end {self.end!r} is not done, not attempted or raised")
         if self.end == "raised":
-            raised = Fact(top._get("raised", (dict,), "the exception's type and message"), "its 'raised'")
+            raised = Fact(top._get("raised", (dict,), "the exception's type and message"),
+                          "its 'raised'")
             self.raised = raised.text("type"), raised.text("message")
         self.check, self.cause, self.i = check, cause, 0
 
     def next(self, name):
-        """The next fact, which must be `name`; past the last one, the student's exception or NotImplementedError."""
+        """The next fact, which must be `name`; past the last one, the student's exception or
+        NotImplementedError."""
         if self.i < len(self.facts):
             self.i += 1
             fact = Fact(self.facts[self.i - 1], f"fact {self.i} ({name})")
@@ -318,7 +329,8 @@ class Tape:
             return fact
         if self.end == "raised":
             kind, message = self.raised
-            fail(self.check, f"your code raised {kind}: {message}", "call it yourself on a small input to see the "
+            fail(self.check, f"your code raised {kind}: {message}",
+                 "call it yourself on a small input to see the "
                  "traceback, fix it, then run this cell again.", self.cause)
         if self.end == "not attempted":
             raise NotImplementedError
@@ -331,8 +343,9 @@ class Tape:
 
 
 def read(check, judge, observation, seed, cause=None, **options):
-    """`judge(Tape(observation), seed, **options)` -> its detail; AssertionError (the grader's message, or
-    UNREADABLE for an observation it cannot read) or NotImplementedError (not attempted)."""
+    """`judge(Tape(observation), seed, **options)` -> its detail; AssertionError (the grader's
+    message, or UNREADABLE for an observation it cannot read) or NotImplementedError (not
+    attempted)."""
     check_seed(seed)
     try:
         tape = Tape(check, observation, seed, cause)
@@ -341,27 +354,31 @@ def read(check, judge, observation, seed, cause=None, **options):
         return detail
     except (AssertionError, NotImplementedError):
         raise
-    except Exception as e:  # noqa: BLE001 - Malformed, or a value the judge could not use: the submission's fault
-        fail(check, f"{UNREADABLE} ({_text(e, 300)})", "run the notebook again from the top (restart the kernel, "
+    # Malformed, or a value the judge could not use: the submission's fault
+    except Exception as e:  # noqa: BLE001
+        fail(check, f"{UNREADABLE} ({_text(e, 300)})",
+             "run the notebook again from the top (restart the kernel, "
              "run all) and hand it in again; if this persists, tell your instructor.")
 
 
 def graded(check, observer, judge, student, seed, **options):
-    """The one-process grader the notebook calls: judge(observe(student)) through a JSON round trip (what a batch
-    grader reads), the student's exception chained to a "your code raised" failure."""
+    """The one-process grader the notebook calls: judge(observe(student)) through a JSON round trip
+    (what a batch grader reads), the student's exception chained to a "your code raised" failure."""
     observation, raised = record(check, observer, student, seed, **options)
     return read(check, judge, json.loads(json.dumps(observation)), seed, raised, **options)
 
 
 def split(thing, observer):
-    """Decorator: a judge ``judge(tape, seed, **options)`` becomes the notebook's check ``check(student, seed=0,
-    **options)``, judge(observe(student)) in one process (:func:`graded`), with :func:`grader`'s PASSED / NOT
-    ATTEMPTED and ``.status``; ``check.observer`` and ``check.judge`` are the two halves. The judge's name is
-    the check's, its docstring the student's help."""
+    """Decorator: a judge ``judge(tape, seed, **options)`` becomes the notebook's check
+    ``check(student, seed=0, **options)``, judge(observe(student)) in one process (:func:`graded`),
+    with :func:`grader`'s PASSED / NOT ATTEMPTED and ``.status``; ``check.observer`` and
+    ``check.judge`` are the two halves. The judge's name is the check's, its docstring the student's
+    help."""
     def decorate(judge):
         def check(student, seed=0, **options):
             return graded(judge.__name__, observer, judge, student, seed, **options)
-        check.__name__, check.__qualname__, check.__doc__ = judge.__name__, judge.__qualname__, judge.__doc__
+        check.__name__, check.__qualname__, check.__doc__ = (judge.__name__, judge.__qualname__,
+                                                             judge.__doc__)
         check.__module__ = judge.__module__
         run = grader(thing)(check)
         run.observer, run.judge = observer, judge

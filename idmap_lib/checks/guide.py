@@ -1,8 +1,9 @@
-"""The instructor guide page: goals, expected outcomes (the book's measured seed spread), run times, commands.
+"""The instructor guide page: goals, expected outcomes (the book's measured seed spread), run times,
+commands.
 
 ``python -m idmap_lib.checks guide --out instructor_guide.md`` writes it; the book's page
-``book/06_instructor_guide.ipynb`` shows the same text. Every number comes from the library (the recorded
-runs' spread file, the configs); nothing is typed.
+``book/06_instructor_guide.ipynb`` shows the same text. Every number comes from the library (the
+recorded runs' spread file, the configs); nothing is typed.
 """
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ from .implementation import EXERCISES
 
 IMPLEMENTATION_GOALS = {
     "1 full pre-activation unit": ("01_residual_units", "PreActUnit(channels)",
-                                   "order BN, ReLU, conv inside F and nothing after the addition (Paper A Fig 4e)"),
+                                   "order BN, ReLU, conv inside F and nothing after the addition "
+                                   "(Paper A Fig 4e)"),
     "2 exclusive gating": ("01_residual_units", "exclusive_gating(x, Fx, W_g, b_g)",
-                           "read Fig 2(c) as a formula: which factor goes on which path, what the gate reads"),
-    "3a direct term": ("03_scaled_shortcuts", "direct_term(lams)", "Eqn 8's direct term is a product of the lambdas"),
-    "3b vanishing depth": ("03_scaled_shortcuts", "vanishing_depth(lam, eps)", "how fast lambda^L vanishes"),
+                           "read Fig 2(c) as a formula: which factor goes on which path, what the "
+                           "gate reads"),
+    "3a direct term": ("03_scaled_shortcuts", "direct_term(lams)",
+                       "Eqn 8's direct term is a product of the lambdas"),
+    "3b vanishing depth": ("03_scaled_shortcuts", "vanishing_depth(lam, eps)",
+                           "how fast lambda^L vanishes"),
     "4 gated residual": ("05_learning_identity", "GatedResidual(F)",
                          "Paper B's gate: one scalar k, ReLU(k), exactly the identity for k <= 0"),
     "5 truncation rate": ("04_relu_truncation", "truncation_rate(unit, x)",
@@ -23,25 +28,32 @@ IMPLEMENTATION_GOALS = {
 }
 
 ABLATION_GOALS = {
-    "constant_scaling": "see Eqn 8's product of lambdas in a real run: a shortcut scale below 1 removes the direct "
-                        "path of the gradient",
-    "exclusive_gate_bias": "see the gate's trade-off (the initial b_g sets both how close the shortcut is to the "
-                           "identity and how much of F passes), and explain why Paper A's choice of b_g, found at "
-                           "depth 110 after 64k steps, does not carry over to the classroom's much shallower net, "
-                           f"nor to the gpu scale's {ab.GPU_STEPS[len(ab.B_G)]} steps at depth 110 (an honest "
-                           "question: the book's classroom runs favour the gate that starts half open; at the gpu "
-                           "scale every gate is still near chance)",
-    "bn_after_addition": "see that anything on the path after the addition (here a BN) breaks the identity, and "
-                         "explain why Paper A's slow start, found in its ResNet-110, does not show reliably in a net "
-                         f"much shallower, nor in {ab.GPU_STEPS[2]} steps of ResNet-110 (an honest question: the "
+    "constant_scaling": "see Eqn 8's product of lambdas in a real run: a shortcut scale below 1 "
+                        "removes the direct path of the gradient",
+    "exclusive_gate_bias": "see the gate's trade-off (the initial b_g sets both how close the "
+                           "shortcut is to the identity and how much of F passes), and explain why "
+                           "Paper A's choice of b_g, found at depth 110 after 64k steps, does not "
+                           "carry over to the classroom's much shallower net, "
+                           f"nor to the gpu scale's {ab.GPU_STEPS[len(ab.B_G)]} steps at depth 110 "
+                           f"(an honest "
+                           "question: the book's classroom runs favour the gate that starts half "
+                           "open; at the gpu scale every gate is still near chance)",
+    "bn_after_addition": "see that anything on the path after the addition (here a BN) breaks the "
+                         "identity, and explain why Paper A's slow start, found in its ResNet-110, "
+                         "does not show reliably in a net "
+                         f"much shallower, nor in {ab.GPU_STEPS[2]} steps of ResNet-110 (an honest "
+                         f"question: the "
                          "book's runs end worse but do not reliably start slower)",
-    "plain_depth": "find the depth at which a plain net stops training, and explain why Paper B's gate, started at "
-                   "k = 1 where the gated layer is the plain layer, does not rescue it in a short training (an "
-                   "honest question: in the book's runs the gated net breaks at the same depth)",
-    "gate_depth": "read Paper B's Table 2 trend in their own runs: deeper gated nets keep k smaller",
-    "prune_by_k": "test the learned gates as a measure of each block's importance (prune without retraining, by k "
-                  "and at random), and explain why k is no such measure yet after a short training (an honest "
-                  "question: in the book's runs smallest-k pruning is worse than random)",
+    "plain_depth": "find the depth at which a plain net stops training, and explain why Paper B's "
+                   "gate, started at k = 1 where the gated layer is the plain layer, does not "
+                   "rescue it in a short training (an honest question: in the book's runs the "
+                   "gated net breaks at the same depth)",
+    "gate_depth": "read Paper B's Table 2 trend in their own runs: deeper gated nets keep k "
+                  "smaller",
+    "prune_by_k": "test the learned gates as a measure of each block's importance (prune without "
+                  "retraining, by k and at random), and explain why k is no such measure yet after "
+                  "a short training (an honest question: in the book's runs smallest-k pruning is "
+                  "worse than random)",
 }
 
 def _k_falls(t):
@@ -57,7 +69,8 @@ PAPER_EFFECT = {
     "exclusive_gate_bias": lambda t: t["loss_b-6_minus_b0"] < 0,
     # Paper A Fig 6 and Table 2: BN after the addition starts slower and ends worse
     "bn_after_addition": lambda t: t["slower_start"] and t["ends_worse"],
-    # Paper B Table 1 and its gate: plain nets break deep, and the gate lets the plain layers reach the identity
+    # Paper B Table 1 and its gate: plain nets break deep, and the gate lets the plain layers reach
+    # the identity
     "plain_depth": lambda t: t["plain_breaks_at"] is not None and (
         t["gated_breaks_at"] is None or t["gated_breaks_at"] > t["plain_breaks_at"]),
     # Paper B Table 2: the mean learned k falls with every step of depth
@@ -66,10 +79,11 @@ PAPER_EFFECT = {
     "prune_by_k": lambda t: t["greedy_beats_random"] and t["gated_prunes_better"],
 }
 
-# Whether an exercise shows the paper's effect, at each scale a student runs, in every seed the book recorded
-# (data/classroom). Where not, it is an honest question: its statement says, before the prediction, what the paper
-# found at its depth and length, what the book's runs show instead, and asks why. tests/test_ablation_effects.py
-# checks both on the recorded runs. The MNIST exercises' gpu scale is their classroom scale.
+# Whether an exercise shows the paper's effect, at each scale a student runs, in every seed the book
+# recorded (data/classroom). Where not, it is an honest question: its statement says, before the
+# prediction, what the paper found at its depth and length, what the book's runs show instead, and
+# asks why. tests/test_ablation_effects.py checks both on the recorded runs. The MNIST exercises'
+# gpu scale is their classroom scale.
 SHOWS_PAPER_EFFECT = {"constant_scaling": {"classroom": True, "gpu": True},
                       "exclusive_gate_bias": {"classroom": False, "gpu": False},
                       "bn_after_addition": {"classroom": False, "gpu": False},
@@ -79,22 +93,26 @@ SHOWS_PAPER_EFFECT = {"constant_scaling": {"classroom": True, "gpu": True},
 
 
 def recorded(name, scale="classroom"):
-    """The book's recorded runs of ablation `name` at `scale`, seed by seed: (seeds, {answer: [its value in each
-    seed]}), as the spread file has them (written from data/classroom by ``python -m idmap_lib.checks spread``;
-    tests/test_ablation_effects.py checks that they agree with the runs)."""
+    """The book's recorded runs of ablation `name` at `scale`, seed by seed: (seeds, {answer: [its
+    value in each seed]}), as the spread file has them (written from data/classroom by ``python -m
+    idmap_lib.checks spread``; tests/test_ablation_effects.py checks that they agree with the
+    runs)."""
     sp = ab.spread().get(ab.spread_key(name, scale)) or {}
     return sp.get("seeds", []), sp.get("answers_by_seed", {})
 
 
 def recorded_mean(name, key, metric, scale="classroom"):
-    """The mean over the book's seeds of one metric of run `key` of ablation `name` (the spread file)."""
+    """The mean over the book's seeds of one metric of run `key` of ablation `name` (the spread
+    file)."""
     return ab.spread()[ab.spread_key(name, scale)]["runs"][key]["mean"][metric]
 
 
 def shown(name, scale="classroom") -> list[bool]:
-    """Seed by seed: do the book's recorded runs of `name` at `scale` show the paper's effect (``PAPER_EFFECT``)?"""
+    """Seed by seed: do the book's recorded runs of `name` at `scale` show the paper's effect
+    (``PAPER_EFFECT``)?"""
     seeds, answers = recorded(name, scale)
-    return [bool(PAPER_EFFECT[name]({a: v[i] for a, v in answers.items()})) for i in range(len(seeds))]
+    return [bool(PAPER_EFFECT[name]({a: v[i] for a, v in answers.items()}))
+            for i in range(len(seeds))]
 
 
 def of_seeds(flags) -> str:
@@ -104,9 +122,10 @@ def of_seeds(flags) -> str:
 
 
 def scales_in_words(name, scale="classroom") -> dict:
-    """A scale of ablation `name` (default classroom) and the paper's recipe, in words, read from the configs of its
-    first run: {"net", "length", "paper_net", "paper_length"} -- the net (a CIFAR ResNet with its residual units; Paper B's
-    MNIST nets at the exercise's depths), and the steps with about how many epochs they are."""
+    """A scale of ablation `name` (default classroom) and the paper's recipe, in words, read from
+    the configs of its first run: {"net", "length", "paper_net", "paper_length"} -- the net (a CIFAR
+    ResNet with its residual units; Paper B's MNIST nets at the exercise's depths), and the steps
+    with about how many epochs they are."""
     from ..engine import recipes
     key, cfg = next(iter(ab.configs(name, 0, scale).items()))
     experiment, variant, _ = ab.ABLATIONS[name].runs[key]
@@ -124,9 +143,11 @@ def scales_in_words(name, scale="classroom") -> dict:
         n_train = 10 * sub["train_per_class"] if sub else whole
         e = c["steps"] * c["batch_size"] / n_train
         epochs = f"{e:.1f} epoch{'' if round(e, 1) == 1 else 's'}" if e < 10 else f"{e:.0f} epochs"
-        of = f"{n_train:,} of its {whole:,} training images" if sub else f"its {whole:,} training images"
+        of = (f"{n_train:,} of its {whole:,} training images" if sub
+              else f"its {whole:,} training images")
         return f"{c['steps']:,} steps of batch {c['batch_size']} (about {epochs} of {of})"
-    return {"net": net(cfg), "length": length(cfg), "paper_net": net(full), "paper_length": length(full)}
+    return {"net": net(cfg), "length": length(cfg), "paper_net": net(full),
+            "paper_length": length(full)}
 
 
 def _fmt(x, digits=3):
@@ -138,109 +159,142 @@ def _fmt(x, digits=3):
 
 
 def _own_scales(name):
-    """The offered scales that train their own runs (the MNIST exercises' gpu scale is their classroom one)."""
+    """The offered scales that train their own runs (the MNIST exercises' gpu scale is their
+    classroom one)."""
     return [sc for sc in ab.OFFERED if ab.resolve_scale(name, sc) == sc]
 
 
 def effect_in_words(name, scale="classroom") -> str:
-    """What the book's recorded seeds of `name` at `scale` show of the paper's effect, in a sentence."""
+    """What the book's recorded seeds of `name` at `scale` show of the paper's effect, in a
+    sentence."""
     flags = shown(name, scale)
     if not flags:
-        return (f"not recorded yet: `python -m idmap_lib.checks spread {name} --scale {scale}` (on a GPU, or hours "
+        return (f"not recorded yet: `python -m idmap_lib.checks spread {name} --scale {scale}` (on "
+                f"a GPU, or hours "
                 "on a CPU)")
     if SHOWS_PAPER_EFFECT[name][scale]:
-        return f"the book's runs show the paper's effect in every seed they recorded ({of_seeds(flags)})."
+        return (f"the book's runs show the paper's effect in every seed they recorded "
+                f"({of_seeds(flags)}).")
     return f"the book's runs show the paper's effect in {of_seeds(flags)}: not reliably."
 
 
 def _at_scale(name, scale) -> str:
-    """The guide's line on one scale of an exercise: what trains, and what the book's runs show there."""
+    """The guide's line on one scale of an exercise: what trains, and what the book's runs show
+    there."""
     w = scales_in_words(name, scale)
-    honest = "" if SHOWS_PAPER_EFFECT[name][scale] else (" The statement says so before the prediction and asks why "
-                                                          "the scale changes it (an honest question).")
-    return f"- **At the {scale} scale** ({w['net']}, {w['length']}): {effect_in_words(name, scale)}{honest}"
+    honest = "" if SHOWS_PAPER_EFFECT[name][scale] else (" The statement says so before the "
+                                                         "prediction and asks why "
+                                                          "the scale changes it (an honest "
+                                                          "question).")
+    return (f"- **At the {scale} scale** ({w['net']}, {w['length']}): "
+            f"{effect_in_words(name, scale)}{honest}")
 
 
 def scales_note(name) -> str:
-    """The paragraph an exercise's statement shows about its two scales: what each trains, where, for how long, and
-    what the book's recorded seeds show of the paper's effect at each (computed; Markdown)."""
+    """The paragraph an exercise's statement shows about its two scales: what each trains, where,
+    for how long, and what the book's recorded seeds show of the paper's effect at each (computed;
+    Markdown)."""
     t = ab.run_times(name)
     words = {sc: scales_in_words(name, sc) for sc in ab.OFFERED}
     return allow(t) + " " + _scales(name, t, words)
 
 
-LAPTOP_FACTOR = 2  # a laptop CPU, or this 2-core machine on a busy day, takes up to twice the idle timing
+# a laptop CPU, or this 2-core machine on a busy day, takes up to twice the idle timing
+LAPTOP_FACTOR = 2
 
 
 def allow(t) -> str:
-    """The one time a student plans by: 'Allow about N min on a laptop CPU and M min on a Colab GPU', from the
-    exercise's dedicated idle timing (times LAPTOP_FACTOR, whole minutes up) and the T4's derived time."""
+    """The one time a student plans by: 'Allow about N min on a laptop CPU and M min on a Colab
+    GPU', from the exercise's dedicated idle timing (times LAPTOP_FACTOR, whole minutes up) and the
+    T4's derived time."""
     import math
 
     when = str((t.get("cpu_measured") or {}).get("date", ""))[:10]
-    cpu = (f"about {math.ceil(LAPTOP_FACTOR * t['cpu_s'] / 60)} min on a laptop CPU (twice its time alone on an idle "
-           f"2-core machine, {when})" if t["cpu_s"] else "a CPU time not measured yet")
-    return (f"**Time.** Allow {cpu} and about {math.ceil(t['gpu']['s'] / 60)} min on a Colab GPU (the times under "
-            f"the book's tables are its own runs, several trained at once: not what one student waits).")
+    cpu = (f"about {math.ceil(LAPTOP_FACTOR * t['cpu_s'] / 60)} min on a laptop CPU (twice its "
+           f"time alone on an idle 2-core machine, "
+           f"{when})" if t["cpu_s"] else "a CPU time not measured yet")
+    return (f"**Time.** Allow {cpu} and about {math.ceil(t['gpu']['s'] / 60)} min on a Colab GPU "
+            f"(the times under the book's tables are its own runs, several trained at once: not "
+            f"what one student waits).")
 
 
 def _scales(name, t, words) -> str:
     from ..book.plan.run_times import timed_alone
 
-    cpu = f", {timed_alone(t['cpu_measured'])}" if t["cpu_s"] else ""  # not the runs of the table below: says so
+    # not the runs of the table below: says so
+    cpu = f", {timed_alone(t['cpu_measured'])}" if t["cpu_s"] else ""
     gpu = f", ~{t['gpu']['s'] / 60:.1f} min on a T4 ({t['gpu']['basis']})"
     if _own_scales(name) == ["classroom"]:
-        return (f"**Scale.** On a CPU and on a GPU alike this trains {words['classroom']['net']} for "
-                f"{words['classroom']['length']}{cpu}{gpu}: the paper's networks already. At this scale "
+        return (f"**Scale.** On a CPU and on a GPU alike this trains {words['classroom']['net']} "
+                f"for {words['classroom']['length']}{cpu}{gpu}: the paper's networks already. At "
+                f"this scale "
                 + effect_in_words(name))
     return " ".join([f"**Two scales.** `ablations.run` trains the *classroom* scale on a CPU "
-                     f"({words['classroom']['net']}, {words['classroom']['length']}{cpu}) and the *gpu* scale where a "
-                     f"GPU is ({words['gpu']['net']}, the papers' depth, {words['gpu']['length']}{gpu})."]
+                     f"({words['classroom']['net']}, {words['classroom']['length']}{cpu}) and the "
+                     f"*gpu* scale where a GPU is ({words['gpu']['net']}, the papers' depth, "
+                     f"{words['gpu']['length']}{gpu})."]
                     + [f"At the {sc} scale {effect_in_words(name, sc)}" for sc in ab.OFFERED])
 
 
-# What a full explanation says, per exercise: the key points an instructor marks against (RUBRIC). Each names the
-# paper's argument; the numbers come from the student's own runs, which the CSV shows beside the text.
+# What a full explanation says, per exercise: the key points an instructor marks against (RUBRIC).
+# Each names the paper's argument; the numbers come from the student's own runs, which the CSV shows
+# beside the text.
 MODEL_ANSWERS = {
-    "constant_scaling": "the shortcut scaled by lambda < 1 multiplies the direct term of x_L and of the gradient by "
-                        "lambda^(L-l) (Eqns 7-8), so the identity path no longer carries the signal: training loss "
-                        "higher than the identity's, in the student's own runs",
-    "exclusive_gate_bias": "b_g sets where the gate starts: very negative keeps the shortcut nearly whole and "
-                           "passes little of F, b_g = 0 halves the shortcut at the start (like scaling it by 0.5); "
-                           "the best b_g depends on depth and length, so Paper A's -6 need not win here",
-    "bn_after_addition": "a BN after the addition sits on the path itself: the shortcut is no longer an identity "
-                         "(f is not the identity, Eqns 4-5), so the signal is renormalised at every unit; Paper A "
-                         "sees a slow start at depth 110 (Fig 6) that a shallow net need not show",
-    "plain_depth": "without shortcuts a deeper plain net trains worse (Paper B Table 1: at d >= 50 it breaks), "
-                   "while the residual net of the same depth keeps its error: the identity path carries the signal",
-    "gate_depth": "the learned gate k falls as the net deepens (Paper B Table 2): deeper nets lean more on their "
-                  "identity, ReLU(k) F(x) + x with k near 0 being nearly the identity",
-    "prune_by_k": "a block with small k contributes little (ReLU(k) F), and k <= 0 is exactly the identity (Paper B "
-                  "Eqn 5): removing blocks smallest-k first costs less than at random (Fig 5)",
+    "constant_scaling": "the shortcut scaled by lambda < 1 multiplies the direct term of x_L and "
+                        "of the gradient by lambda^(L-l) (Eqns 7-8), so the identity path no "
+                        "longer carries the signal: training loss higher than the identity's, in "
+                        "the student's own runs",
+    "exclusive_gate_bias": "b_g sets where the gate starts: very negative keeps the shortcut "
+                           "nearly whole and passes little of F, b_g = 0 halves the shortcut at "
+                           "the start (like scaling it by 0.5); the best b_g depends on depth and "
+                           "length, so Paper A's -6 need not win here",
+    "bn_after_addition": "a BN after the addition sits on the path itself: the shortcut is no "
+                         "longer an identity (f is not the identity, Eqns 4-5), so the signal is "
+                         "renormalised at every unit; Paper A sees a slow start at depth 110 (Fig "
+                         "6) that a shallow net need not show",
+    "plain_depth": "without shortcuts a deeper plain net trains worse (Paper B Table 1: at d >= 50 "
+                   "it breaks), while the residual net of the same depth keeps its error: the "
+                   "identity path carries the signal",
+    "gate_depth": "the learned gate k falls as the net deepens (Paper B Table 2): deeper nets lean "
+                  "more on their identity, ReLU(k) F(x) + x with k near 0 being nearly the "
+                  "identity",
+    "prune_by_k": "a block with small k contributes little (ReLU(k) F), and k <= 0 is exactly the "
+                  "identity (Paper B Eqn 5): removing blocks smallest-k first costs less than at "
+                  "random (Fig 5)",
 }
-RUBRIC = [("1", "the runs and answers agree with the student's own recorded runs (the grader's mark)"),
-          ("1", "a prediction written before the run (kept with the runs, timestamped): marked for being a clear "
-                "prediction, not for being right"),
-          ("1", "the explanation says what the student's own runs show, with a number from their table"),
-          ("1", "the explanation gives the paper's mechanism (the model answer's key point), in their own words")]
+RUBRIC = [("1",
+           "the runs and answers agree with the student's own recorded runs (the grader's mark)"),
+          ("1",
+           "a prediction written before the run (kept with the runs, timestamped): marked for "
+           "being a clear prediction, not for being right"),
+          ("1",
+           "the explanation says what the student's own runs show, with a number from their table"),
+          ("1",
+           "the explanation gives the paper's mechanism (the model answer's key point), in their "
+           "own words")]
 SESSION = ["10 min: the theory chapter the exercise goes with (its figure, its slider)",
            "5 min: write the prediction, then run the exercise (its time is in its statement)",
-           "10 min while it trains: the chapter's recorded runs; then read one's own table and fill `answers`",
+           "10 min while it trains: the chapter's recorded runs; then read one's own table and "
+           "fill `answers`",
            "10 min: the explanation, then the grading cell (it names what disagrees with the runs)",
-           "repeat for a second exercise; 15 min at the end to compare seeds across the class (the seed spread)"]
+           "repeat for a second exercise; 15 min at the end to compare seeds across the class (the "
+           "seed spread)"]
 
 
 def marking() -> list[str]:
     """The guide's marks, rubric, model answers and session plan (Markdown lines)."""
     total = sum(int(p) for p, _ in RUBRIC)
     lines = ["## Marks, rubric and a session plan", "",
-             f"**Points per exercise: {total}.** The batch grader's CSV gives the first point per exercise; the "
-             "rest are the instructor's, from the prediction and explanation texts the same CSV carries.", "",
+             f"**Points per exercise: {total}.** The batch grader's CSV gives the first point per "
+             f"exercise; the "
+             "rest are the instructor's, from the prediction and explanation texts the same CSV "
+             "carries.", "",
              "| points | for |", "|---|---|", *[f"| {p} | {w} |" for p, w in RUBRIC], "",
              "**Model answers** (the key point an explanation should make):", ""]
     lines += [f"- **{name}**: {MODEL_ANSWERS[name]}." for name in ab.ABLATIONS]
-    lines += ["", "**A session of about two hours** (two exercises):", ""] + [f"{i}. {s}" for i, s in
-                                                                           enumerate(SESSION, 1)] + [""]
+    lines += ["", "**A session of about two hours** (two exercises):",
+              ""] + [f"{i}. {s}" for i, s in
+                  enumerate(SESSION, 1)] + [""]
     return lines
 
 
@@ -255,7 +309,8 @@ def _expected(name, scale="classroom"):
             parts.append(f"`{a}` {_fmt(mean)} ± {_fmt(sp['answers'][a], 2)}")
         else:
             parts.append(f"`{a}` " + " / ".join(_fmt(v) for v in vals))
-    return f"over seeds {', '.join(map(str, sp['seeds']))} (mean ± std, or each seed's): " + "; ".join(parts)
+    return (f"over seeds {', '.join(map(str, sp['seeds']))} (mean ± std, or each seed's): "
+            f"") + "; ".join(parts)
 
 
 def _chapter_link(chap: str) -> str:
@@ -265,137 +320,173 @@ def _chapter_link(chap: str) -> str:
 
 def instructor_guide(title=True) -> str:
     lines = (["# Instructor guide", ""] if title else []) + [
-             "Two kinds of exercises: **implementation** exercises (write a unit, a gate, a product; graded on "
-             "random inputs against the library, in seconds) and **ablation** exercises (change one thing, train "
-             "through the library, compare: predict, run, explain). The book's pages are the instructor edition; "
-             "the student edition and the autograder package are written by Otter-Grader from them.", "",
+             "Two kinds of exercises: **implementation** exercises (write a unit, a gate, a "
+             "product; graded on random inputs against the library, in seconds) and **ablation** "
+             "exercises (change one thing, train through the library, compare: predict, run, "
+             "explain). The book's pages are the instructor edition; the student edition and the "
+             "autograder package are written by Otter-Grader from them.", "",
              
              "## Implementation exercises ([chapter](06_exercises.ipynb))", "",
-             "| exercise | goes with | the student writes | goal | grader (in `idmap_lib.checks`) |",
+             "| exercise | goes with | the student writes | goal | grader (in `idmap_lib.checks`) "
+             "|",
              "|---|---|---|---|---|"]
     for ex, (name, check) in EXERCISES.items():
         chap, writes, goal = IMPLEMENTATION_GOALS[ex]
         lines.append(f"| {ex} | {_chapter_link(chap)} | `{writes}` | {goal} | `{check.__name__}` |")
-    lines += ["", "Each grader compares with the library's own module in float64 and names the common mistakes in "
-              "its hint (the post-activation order, a missing (1 - g) factor, a sum instead of a product, k "
-              "initialised to 0, a sigmoid gate, eval-mode BN...).", "",
+    lines += ["",
+              "Each grader compares with the library's own module in float64 and names the common "
+              "mistakes in its hint (the post-activation order, a missing (1 - g) factor, a sum "
+              "instead of a product, k initialised to 0, a sigmoid gate, eval-mode BN...).", "",
               "## Ablation exercises ([chapter](06_ablations.ipynb))", "",
-              "| exercise | goes with | changes | runs | classroom scale: CPU, the notebook's 2 threads (measured) "
-              "| gpu scale | gpu scale: Colab T4 |",
+              "| exercise | goes with | changes | runs | classroom scale: CPU, the notebook's 2 "
+              "threads (measured) | gpu scale | gpu scale: Colab T4 |",
               "|---|---|---|---|---|---|---|"]
     times = {name: ab.run_times(name) for name in ab.ABLATIONS}
     for name, a in ab.ABLATIONS.items():
         t = times[name]
-        cpu = f"{t['cpu_s'] / 60:.1f} min" if t["cpu_s"] else "not measured: `python -m idmap_lib.checks time`"
+        cpu = (f"{t['cpu_s'] / 60:.1f} min" if t["cpu_s"]
+               else "not measured: `python -m idmap_lib.checks time`")
         gpu = t["gpu"]
-        lines.append(f"| {name} | {_chapter_link(a.chapter)} | {a.changes} | {t['runs']} | {cpu} | {gpu['net']} | "
-                     f"{gpu['s'] / 60:.1f} min ({gpu['how']}) |")
-    when = sorted({(m["cpu"], m.get("cpu_count"), m["date"][:10]) for m in (t["cpu_measured"] for t in times.values())
+        lines.append(f"| {name} | {_chapter_link(a.chapter)} | {a.changes} | {t['runs']} | {cpu} | "
+                     f"{gpu['net']} | {gpu['s'] / 60:.1f} min ({gpu['how']}) |")
+    when = sorted({(m["cpu"], m.get("cpu_count"), m["date"][:10])
+                   for m in (t["cpu_measured"] for t in times.values())
                    if m})
-    lines += ["", "**Two scales.** The *classroom* scale is for a laptop CPU: depth-20 CIFAR nets, 150 steps, and "
-              "Paper B's MNIST nets for 400 steps. The *gpu* scale, which `ablations.run` takes where a CUDA GPU "
-              "is (Colab's T4), trains the papers' own network, ResNet-110, for as many steps as keep an "
-              f"exercise within {ab.GPU_BUDGET_S / 60:.0f} min on a T4; the MNIST exercises are the paper's nets "
-              "already, so their gpu scale is the classroom one. The grader grades each submission at the scale "
-              "its runs were trained at, so one class can mix both.", "",
-              "CPU times: each exercise trained once as its notebook runs it (all its runs together, at the threads "
-              "`ablations.run` picks: one for the MNIST MLPs, which gain little from a second and lose much beside "
-              "other work, every physical core for the CIFAR nets), by `python -m idmap_lib.checks time` on an "
-              "idle machine" + (f": {', '.join(f'a {n}-core {c} ({d})' for c, n, d in when)}" if when else "")
-              + ". They are training times (loading the data comes on top, once per session); a machine busy with other "
-              "work is slower, several times over when every core is taken, and the same machine varies from day "
-              "to day. T4 times are not measured: for ResNet-110 they are derived from the pace a lent H200 "
-              "measured, divided by the ratio of the two GPUs' memory bandwidths (these nets are bound by memory "
-              "traffic); for the MLPs they are estimated from an assumed throughput (`ablations.COLAB_IMG_PER_S`); "
+    lines += ["",
+              "**Two scales.** The *classroom* scale is for a laptop CPU: depth-20 CIFAR nets, 150 "
+              "steps, and Paper B's MNIST nets for 400 steps. The *gpu* scale, which "
+              "`ablations.run` takes where a CUDA GPU is (Colab's T4), trains the papers' own "
+              "network, ResNet-110, for as many steps as keep an "
+              f"exercise within {ab.GPU_BUDGET_S / 60:.0f} min on a T4; the MNIST exercises are "
+              f"the paper's nets "
+              "already, so their gpu scale is the classroom one. The grader grades each submission "
+              "at the scale its runs were trained at, so one class can mix both.", "",
+              "CPU times: each exercise trained once as its notebook runs it (all its runs "
+              "together, at the threads `ablations.run` picks: one for the MNIST MLPs, which gain "
+              "little from a second and lose much beside other work, every physical core for the "
+              "CIFAR nets), by `python -m idmap_lib.checks time` on an idle "
+              "machine" + (f": {', '.join(f'a {n}-core {c} ({d})' for c, n, d in when)}"
+                                if when else "")
+              + ". They are training times (loading the data comes on top, once per session); a "
+                "machine busy with other "
+              "work is slower, several times over when every core is taken, and the same machine "
+              "varies from day to day. T4 times are not measured: for ResNet-110 they are derived "
+              "from the pace a lent H200 measured, divided by the ratio of the two GPUs' memory "
+              "bandwidths (these nets are bound by memory traffic); for the MLPs they are "
+              "estimated from an assumed throughput (`ablations.COLAB_IMG_PER_S`); "
               f"both add {ab.COLAB_OVERHEAD_S:.0f} s for loading the data.", ""]
     for name, a in ab.ABLATIONS.items():
         lines += [f"### {name}: {a.title}", "", f"- **Paper**: {a.paper}.",
                   f"- **Goal**: {ABLATION_GOALS[name]}.",
                   *[_at_scale(name, sc) for sc in _own_scales(name)],
-                  f"- **Runs**: {', '.join(f'`{k}`' for k in a.runs)}; the baseline is `{a.baseline}`.",
+                  f"- **Runs**: {', '.join(f'`{k}`' for k in a.runs)}; the baseline is "
+                  f"`{a.baseline}`.",
                   "- **Answers**: " + "; ".join(f"`{k}`: {v}" for k, v in a.answers.items()) + ".",
                   *[f"- **Expected at the {sc} scale** (the book's runs) {_expected(name, sc)}."
                     for sc in _own_scales(name)], ""]
     lines += marking()
-    lines += ["**How an ablation is graded.** `ablations.check(name, runs, answers, prediction)`: every run of the "
-              "exercise is present and intact (its config hash), its config is the exercise's at the scale the "
-              "runs were trained at (classroom or gpu; a baseline, or runs of two scales mixed, are named as such), it finished (`ok`) or failed as a "
-              "result (`fail`), and every answer agrees with the student's own runs: readings to a small "
-              "tolerance, judgements (which is larger, which b_g is best) up to the seed spread above, within "
-              "which either answer is accepted. Predictions and explanations are collected, not graded.", "",
-              "**Runs that are the student's own.** Every student's runs train with their own seed, drawn once at "
-              "random and kept in their runs folder (`idmap_runs/seed.txt`, exported with the runs); the book's "
-              "recorded runs (`data/classroom`, in every clone) have seeds 0-2. A submitted run with one of the book's "
-              "seeds, one trained after another prediction than the notebook's, or one recorded before its "
-              "prediction is rejected, with that reason. The public site keeps the solutions (readers learn from "
-              "them): the *answers* of an exercise can be copied from it, but they must agree with the student's "
-              "own runs, and the runs cannot be copied. What the grader cannot see is who wrote the prediction and "
-              "the explanation: read those (the CSV has them) when they count.", "",
+    lines += ["**How an ablation is graded.** `ablations.check(name, runs, answers, prediction)`: "
+              "every run of the exercise is present and intact (its config hash), its config is "
+              "the exercise's at the scale the runs were trained at (classroom or gpu; a baseline, "
+              "or runs of two scales mixed, are named as such), it finished (`ok`) or failed as a "
+              "result (`fail`), and every answer agrees with the student's own runs: readings to a "
+              "small tolerance, judgements (which is larger, which b_g is best) up to the seed "
+              "spread above, within which either answer is accepted. Predictions and explanations "
+              "are collected, not graded.", "",
+              "**Runs that are the student's own.** Every student's runs train with their own "
+              "seed, drawn once at random and kept in their runs folder (`idmap_runs/seed.txt`, "
+              "exported with the runs); the book's recorded runs (`data/classroom`, in every "
+              "clone) have seeds 0-2. A submitted run with one of the book's seeds, one trained "
+              "after another prediction than the notebook's, or one recorded before its prediction "
+              "is rejected, with that reason. The public site keeps the solutions (readers learn "
+              "from them): the *answers* of an exercise can be copied from it, but they must agree "
+              "with the student's own runs, and the runs cannot be copied. What the grader cannot "
+              "see is who wrote the prediction and the explanation: read those (the CSV has them) "
+              "when they count.", "",
               "## The student edition and the autograder", "",
               "```bash",
-              "python -m idmap_lib.checks assign --out dist        # both chapters; --chapter ablations for one",
+              "python -m idmap_lib.checks assign --out dist        # both chapters; --chapter "
+              "ablations for one",
               "```", "",
-              "writes, per chapter, `dist/<chapter>/dist/student/<chapter>.ipynb` (no solutions, no instructor "
-              "notes; the grading cells still run and give hints) and `dist/<chapter>/dist/autograder/*.zip`, the "
-              "package Gradescope takes (Canvas and other LMSs through Gradescope). It uses `otter assign` "
-              "(Otter-Grader, pinned in requirements.txt); each graded cell of the book becomes an Otter test "
-              "whose body is the grader of `idmap_lib.checks`. The zip carries the library, so the graders are "
+              "writes, per chapter, `dist/<chapter>/dist/student/<chapter>.ipynb` (no solutions, "
+              "no instructor notes; the grading cells still run and give hints) and "
+              "`dist/<chapter>/dist/autograder/*.zip`, the package Gradescope takes (Canvas and "
+              "other LMSs through Gradescope). It uses `otter assign` (Otter-Grader, pinned in "
+              "requirements.txt); each graded cell of the book becomes an Otter test whose body is "
+              "the grader of `idmap_lib.checks`. The zip carries the library, so the graders are "
               "the book's. Its environment is Python 3.11 with the CPU build of torch (pinned in "
-              "`requirements-grading.txt`; grading trains nothing), and its setup installs no browser.", "",
-              "The student editions are also in the repository, `book/student/<chapter>/` (the notebook and its "
-              "`tests/`; `python -m idmap_lib.checks publish` writes them, and a test fails when a chapter changes "
-              "without it): the Colab button of each exercise page opens that edition, not the page. Hand out "
-              "either the Colab link or the student folder; both run as they are, in Jupyter and on Colab (the "
-              "setup cell installs what is missing, otter-grader included, and upgrades nothing).", "",
-              "Students submit the zip that the notebook's last cell makes: the notebook plus their recorded runs "
-              "(`idmap_runs/`), so the autograder reads the runs instead of training again. In Jupyter it is "
-              "Otter's export; on Colab, where Otter cannot export, the cell makes the same zip from the notebook "
-              "as it is open and downloads it.",
+              "`requirements-grading.txt`; grading trains nothing), and its setup installs no "
+              "browser.", "",
+              "The student editions are also in the repository, `book/student/<chapter>/` (the "
+              "notebook and its `tests/`; `python -m idmap_lib.checks publish` writes them, and a "
+              "test fails when a chapter changes without it): the Colab button of each exercise "
+              "page opens that edition, not the page. Hand out either the Colab link or the "
+              "student folder; both run as they are, in Jupyter and on Colab (the setup cell "
+              "installs what is missing, otter-grader included, and upgrades nothing).",
+              "",
+              "Students submit the zip that the notebook's last cell makes: the notebook plus "
+              "their recorded runs (`idmap_runs/`), so the autograder reads the runs instead of "
+              "training again. In Jupyter it is Otter's export; on Colab, where Otter cannot "
+              "export, the cell makes the same zip from the notebook as it is open and downloads "
+              "it.",
               "", "## Grading a class", "", "```bash",
-              "python -m idmap_lib.checks grade submissions/ --autograder dist/ablations/dist/autograder/*.zip "
-              "--csv grades.csv", "```", "",
-              "grades every `.ipynb` or `.zip` in the folder and writes one row per student, row by row as they "
-              "are graded: each question's score and its feedback (the grader's hint where it failed), the total, a "
-              "reason where a submission could not be graded (corrupt, empty, over its time limit: a row with 0, "
-              "never a stop for the others), the spot check of its runs, a flag where two submissions share a seed "
-              "or a run's history (\"same runs as ...\"), and every prediction and explanation as text for you to "
-              "read. Nothing trains while grading: a submission without its runs is graded \"runs missing\".", "",
-              "**Each submission runs in its own sandbox** ([bubblewrap](https://github.com/containers/bubblewrap), "
-              "Debian's and Ubuntu's package `bubblewrap`; `idmap_lib/checks/sandbox.py`): its notebook is executed "
-              "in a fresh process with nothing writable but a scratch copy of that one submission, no network, no "
-              "view of the other submissions, of the CSV or of your home, as an unprivileged user, under a time "
-              "limit (`--time-limit`, 600 s), a memory limit (`--memory`, 6144 MB a process) and a limit of 512 "
-              "processes and threads at once (a fork bomb stops there: a pids cgroup of its own where one can be "
-              "made, else RLIMIT_NPROC; graded as root with neither, `grade` says so before it starts); "
-              "everything it started is killed when it ends. Pickles in a submission (Otter's `.OTTER_LOG`) and checkpoints are "
-              "never unpacked.", "",
-              "**The marks are computed by the grader, not in the student's kernel.** The sandbox only hands back "
-              "values: each ablation's answers and prediction, and for the implementation exercises the outputs of "
-              "the student's code on inputs drawn from a fresh seed per submission. This checkout's graders then "
-              "judge them, with the runs read from the submission's own files. Monkeypatching the graders or Otter "
-              "inside the notebook changes nothing. **A spot check** trains the first steps of two of each "
-              "submission's runs again from their recorded config and seed (a few seconds each) and compares them "
-              "with what the run recorded: where a run does not reproduce (a seed edited, a classmate's run relabelled) "
-              "every exercise graded from the submission's runs gets 0, with that reason (its runs share one seed). It compares the training loss of each of the run's first 8 "
-              "steps: on the machine kind the run was trained on (CPU model, torch version, precision, threads) they "
-              "must agree bit for bit, which no other seed does; on another machine kind bf16 rounds differently, so "
-              "they are compared loosely and the CSV says \"weak test\" (`checks/spotcheck.py` gives the measured "
-              "spread): for the strong test, grade on the machine kind the class trained on. Runs trained on a GPU "
-              "are not compared on a CPU (the CSV says so).", "",
-              "**Where it runs.** Linux with bubblewrap: as above. Where bubblewrap cannot run (macOS, a container "
-              "without user namespaces) `grade` refuses, and `--no-sandbox` runs the students' code with your "
-              "rights (time and memory limits, marks still computed by the grader): only on a machine you can "
-              "throw away. On Gradescope each submission runs in its own container, and the zip's `run_otter.py` grades it "
-              "as `grade` grades one row: Otter's log (a pickle), every pickle or weights file and every link "
-              "removed unread, the notebook run in a subprocess (as the user `nobody` where bubblewrap cannot "
-              "run), every mark computed outside it with the zip's graders.", "",
-              "**What still cannot be stopped.** Code that calls the library's own reference (the implementation "
-              "exercises compare with it) passes; a fact only the student's process sees (whether their unit "
-              "changed its input in place) can be misreported by a notebook that patches torch; a student who trains runs for a classmate, with the classmate's "
-              "notebook, hands in runs that are really trained; a prediction rewritten after a first run is "
-              "allowed, and the old runs go with the submission (`idmap_runs/set_aside/`, named in the CSV's "
-              "reason): read the predictions and explanations when they count.", "",
-              "To try the autograder zip before uploading it to Gradescope, `tools/check_autograder.sh <zip> "
-              "submissions/ graded/` builds a fresh venv each time from nothing but the zip's `environment.yml` and "
-              "runs the zip's `run_otter.py` on each submission, laid out as Gradescope lays it out.", ""]
+              "python -m idmap_lib.checks grade submissions/ --autograder "
+              "dist/ablations/dist/autograder/*.zip --csv grades.csv", "```", "",
+              "grades every `.ipynb` or `.zip` in the folder and writes one row per student, row "
+              "by row as they are graded: each question's score and its feedback (the grader's "
+              "hint where it failed), the total, a reason where a submission could not be graded "
+              "(corrupt, empty, over its time limit: a row with 0, never a stop for the others), "
+              "the spot check of its runs, a flag where two submissions share a seed or a run's "
+              "history (\"same runs as ...\"), and every prediction and explanation as text for "
+              "you to read. Nothing trains while grading: a submission without its runs is graded "
+              "\"runs missing\".", "",
+              "**Each submission runs in its own sandbox** "
+              "([bubblewrap](https://github.com/containers/bubblewrap), Debian's and Ubuntu's "
+              "package `bubblewrap`; `idmap_lib/checks/sandbox.py`): its notebook is executed in a "
+              "fresh process with nothing writable but a scratch copy of that one submission, no "
+              "network, no view of the other submissions, of the CSV or of your home, as an "
+              "unprivileged user, under a time limit (`--time-limit`, 600 s), a memory limit "
+              "(`--memory`, 6144 MB a process) and a limit of 512 processes and threads at once (a "
+              "fork bomb stops there: a pids cgroup of its own where one can be made, else "
+              "RLIMIT_NPROC; graded as root with neither, `grade` says so before it starts); "
+              "everything it started is killed when it ends. Pickles in a submission (Otter's "
+              "`.OTTER_LOG`) and checkpoints are never unpacked.", "",
+              "**The marks are computed by the grader, not in the student's kernel.** The sandbox "
+              "only hands back values: each ablation's answers and prediction, and for the "
+              "implementation exercises the outputs of the student's code on inputs drawn from a "
+              "fresh seed per submission. This checkout's graders then judge them, with the runs "
+              "read from the submission's own files. Monkeypatching the graders or Otter inside "
+              "the notebook changes nothing. **A spot check** trains the first steps of two of "
+              "each submission's runs again from their recorded config and seed (a few seconds "
+              "each) and compares them with what the run recorded: where a run does not reproduce "
+              "(a seed edited, a classmate's run relabelled) every exercise graded from the "
+              "submission's runs gets 0, with that reason (its runs share one seed). It compares "
+              "the training loss of each of the run's first 8 steps: on the machine kind the run "
+              "was trained on (CPU model, torch version, precision, threads) they must agree bit "
+              "for bit, which no other seed does; on another machine kind bf16 rounds differently, "
+              "so they are compared loosely and the CSV says \"weak test\" (`checks/spotcheck.py` "
+              "gives the measured spread): for the strong test, grade on the machine kind the "
+              "class trained on. Runs trained on a GPU are not compared on a CPU (the CSV says "
+              "so).", "",
+              "**Where it runs.** Linux with bubblewrap: as above. Where bubblewrap cannot run "
+              "(macOS, a container without user namespaces) `grade` refuses, and `--no-sandbox` "
+              "runs the students' code with your rights (time and memory limits, marks still "
+              "computed by the grader): only on a machine you can throw away. On Gradescope each "
+              "submission runs in its own container, and the zip's `run_otter.py` grades it as "
+              "`grade` grades one row: Otter's log (a pickle), every pickle or weights file and "
+              "every link removed unread, the notebook run in a subprocess (as the user `nobody` "
+              "where bubblewrap cannot run), every mark computed outside it with the zip's "
+              "graders.", "",
+              "**What still cannot be stopped.** Code that calls the library's own reference (the "
+              "implementation exercises compare with it) passes; a fact only the student's process "
+              "sees (whether their unit changed its input in place) can be misreported by a "
+              "notebook that patches torch; a student who trains runs for a classmate, with the "
+              "classmate's notebook, hands in runs that are really trained; a prediction rewritten "
+              "after a first run is allowed, and the old runs go with the submission "
+              "(`idmap_runs/set_aside/`, named in the CSV's reason): read the predictions and "
+              "explanations when they count.", "",
+              "To try the autograder zip before uploading it to Gradescope, "
+              "`tools/check_autograder.sh <zip> submissions/ graded/` builds a fresh venv each "
+              "time from nothing but the zip's `environment.yml` and runs the zip's `run_otter.py` "
+              "on each submission, laid out as Gradescope lays it out.", ""]
     return "\n".join(lines)

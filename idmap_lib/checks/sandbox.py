@@ -1,19 +1,21 @@
-"""A sandbox for code the grader did not write: one student's notebook, run where it cannot reach anything else.
+"""A sandbox for code the grader did not write: one student's notebook, run where it cannot reach
+anything else.
 
-:func:`run` starts a command inside `bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``, Debian's
-package ``bubblewrap``): new user, PID, network, IPC and UTS namespaces (no network at all; it sees only its own
-processes), the root filesystem made of read-only binds of the system directories, the Python installation and the
-grader's checkout (the pristine library and the published tests), a private ``/tmp``, and one writable folder: the
-submission's own scratch copy, mounted at :data:`WORK`. It runs as an unprivileged user, with resource limits (address
-space, file size, CPU time, processes and threads at once) and a wall-clock limit; when it ends -- by itself, at its
-time limit, or with the grader -- the PID namespace ends with it, and every process it started is killed (a detached
-process cannot outlive it).
+:func:`run` starts a command inside `bubblewrap <https://github.com/containers/bubblewrap>`_
+(``bwrap``, Debian's package ``bubblewrap``): new user, PID, network, IPC and UTS namespaces (no
+network at all; it sees only its own processes), the root filesystem made of read-only binds of the
+system directories, the Python installation and the grader's checkout (the pristine library and the
+published tests), a private ``/tmp``, and one writable folder: the submission's own scratch copy,
+mounted at :data:`WORK`. It runs as an unprivileged user, with resource limits (address space, file
+size, CPU time, processes and threads at once) and a wall-clock limit; when it ends -- by itself, at
+its time limit, or with the grader -- the PID namespace ends with it, and every process it started
+is killed (a detached process cannot outlive it).
 
-Nothing else of the machine is visible: not the other submissions, not the CSV, not the instructor's home (only the
-folders :func:`binds` lists). Where bubblewrap cannot run (macOS; a container without user namespaces),
-:func:`available` says why and the batch grader refuses to run a student's code unless told ``--no-sandbox``, which
-keeps the limits and the kill but not the isolation (and, where the grader is root, runs it as ``nobody``: see
-the instructor guide).
+Nothing else of the machine is visible: not the other submissions, not the CSV, not the instructor's
+home (only the folders :func:`binds` lists). Where bubblewrap cannot run (macOS; a container without
+user namespaces), :func:`available` says why and the batch grader refuses to run a student's code
+unless told ``--no-sandbox``, which keeps the limits and the kill but not the isolation (and, where
+the grader is root, runs it as ``nobody``: see the instructor guide).
 """
 from __future__ import annotations
 
@@ -31,17 +33,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 WORK = "/submission"  # where the submission's scratch folder appears inside the sandbox
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# of /etc only what a dynamically linked Python and a local kernel need: never its secrets (/etc/shadow, ssh keys)
-ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
+# of /etc only what a dynamically linked Python and a local kernel need: never its secrets
+# (/etc/shadow, ssh keys)
+ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+       "/etc/nsswitch.conf",
        "/etc/hosts", "/etc/passwd", "/etc/group", "/etc/alternatives")
-HIDDEN_IN_CHECKOUT = (".git", ".vendor", "_build")  # the checkout's history and build outputs: nothing a notebook needs
+# the checkout's history and build outputs: nothing a notebook needs
+HIDDEN_IN_CHECKOUT = (".git", ".vendor", "_build")
 UNPRIVILEGED = 65534  # nobody
 
 
 @dataclass(frozen=True)
 class Limits:
     wall_s: float = 600.0      # the whole notebook, start to end
-    memory_mb: int = 6144      # address space of each process (torch's CPU build needs ~2 GB of it to import)
+    # address space of each process (torch's CPU build needs ~2 GB of it to import)
+    memory_mb: int = 6144
     file_mb: int = 256         # the largest file it may write
     cpu_s: int = 1200          # CPU seconds of each process
     tasks: int = 512           # processes and threads alive at once (a fork bomb stops there)
@@ -60,12 +66,14 @@ class Outcome:
 
 def _python_dirs() -> list[Path]:
     """The folders the grader's Python lives in: its installation and its virtual environment."""
-    dirs = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent.parent}
+    dirs = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
+            Path(sys.executable).resolve().parent.parent}
     return sorted(dirs)
 
 
 def binds() -> list[Path]:
-    """Every folder the sandbox sees (read-only) besides its own submission: the system, Python, the checkout."""
+    """Every folder the sandbox sees (read-only) besides its own submission: the system, Python, the
+    checkout."""
     return [Path(p) for p in SYSTEM + ETC if Path(p).exists()] + _python_dirs() + [ROOT]
 
 
@@ -75,7 +83,8 @@ def available() -> str | None:
     exe = shutil.which("bwrap")
     if not exe:
         return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    probe = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+    probe = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent",
+                            "true"],
                            capture_output=True, text=True)
     if probe.returncode:
         return f"bubblewrap cannot make namespaces here ({probe.stderr.strip()[:200]})"
@@ -83,13 +92,16 @@ def available() -> str | None:
 
 
 def _bwrap(workdir: Path, hidden: list[Path]) -> list[str]:
-    cmd = [shutil.which("bwrap"), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]  # first: binds go on top
+    # first: binds go on top
+    cmd = [shutil.which("bwrap"), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
     for d in binds():
         cmd += ["--ro-bind", str(d), str(d)]
     hidden = list(hidden) + [ROOT / h for h in HIDDEN_IN_CHECKOUT if (ROOT / h).is_dir()]
-    for h in hidden:  # grader folders that happen to lie inside a bound one (a submissions folder in the checkout)
+    # grader folders that happen to lie inside a bound one (a submissions folder in the checkout)
+    for h in hidden:
         cmd += ["--tmpfs", str(h)]
-    cmd += ["--bind", str(workdir), WORK, "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
+    cmd += ["--bind", str(workdir), WORK, "--unshare-all", "--die-with-parent", "--new-session",
+            "--as-pid-1",
             "--uid", str(UNPRIVILEGED), "--gid", str(UNPRIVILEGED), "--chdir", WORK, "--clearenv"]
     return cmd
 
@@ -108,8 +120,9 @@ def _own_tasks() -> int:
 
 
 def _pids_cgroup(tasks: int) -> Path | None:
-    """A pids cgroup of its own for one sandbox (cgroup v1's pids hierarchy, or v2), where this user may make
-    one: root ignores RLIMIT_NPROC, a cgroup's ``pids.max`` holds for everyone. None where none can be made."""
+    """A pids cgroup of its own for one sandbox (cgroup v1's pids hierarchy, or v2), where this user
+    may make one: root ignores RLIMIT_NPROC, a cgroup's ``pids.max`` holds for everyone. None where
+    none can be made."""
     for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
         d = base / f"idmap-sandbox-{os.getpid()}-{time.monotonic_ns()}"
         try:
@@ -131,8 +144,9 @@ def task_limit() -> str | None:
     if d or os.geteuid() != 0:
         _remove_cgroup(d)
         return None
-    return ("the sandbox's process count is not limited here: root ignores RLIMIT_NPROC and no pids cgroup can "
-            "be made (grade as an ordinary user, or where /sys/fs/cgroup/pids is writable)")
+    return ("the sandbox's process count is not limited here: root ignores RLIMIT_NPROC and no "
+            "pids cgroup can be made (grade as an ordinary user, or where /sys/fs/cgroup/pids is "
+            "writable)")
 
 
 def _remove_cgroup(d: Path | None) -> None:
@@ -145,9 +159,10 @@ def _remove_cgroup(d: Path | None) -> None:
 
 
 def _limit(limits: Limits, cgroup: Path | None, drop: bool = False):
-    """The child's limits, set before it runs bwrap: resources, its process count (a cgroup of its own, else
-    RLIMIT_NPROC over this user's tasks), its own process group; `drop`: it runs as UNPRIVILEGED (a grader that
-    is root and has no bubblewrap, as on Gradescope, never runs a student's code as root)."""
+    """The child's limits, set before it runs bwrap: resources, its process count (a cgroup of its
+    own, else RLIMIT_NPROC over this user's tasks), its own process group; `drop`: it runs as
+    UNPRIVILEGED (a grader that is root and has no bubblewrap, as on Gradescope, never runs a
+    student's code as root)."""
     nproc = None if cgroup else _own_tasks() + limits.tasks
 
     def apply():
@@ -170,10 +185,10 @@ def _limit(limits: Limits, cgroup: Path | None, drop: bool = False):
 
 def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limits(), hidden=(),
         isolate: bool = True) -> Outcome:
-    """Run `cmd` with `workdir` (made writable for the sandbox's user) as its only writable folder and working
-    directory, the environment `env` only (plus HOME and a PATH), under `limits`. `hidden`: folders inside
-    :func:`binds` the command must not see. `isolate=False` runs it without bubblewrap (limits and kill only,
-    as UNPRIVILEGED where this process is root)."""
+    """Run `cmd` with `workdir` (made writable for the sandbox's user) as its only writable folder
+    and working directory, the environment `env` only (plus HOME and a PATH), under `limits`.
+    `hidden`: folders inside :func:`binds` the command must not see. `isolate=False` runs it without
+    bubblewrap (limits and kill only, as UNPRIVILEGED where this process is root)."""
     workdir = Path(workdir).resolve()
     for p in [workdir, *workdir.rglob("*")]:
         if not p.is_symlink():
@@ -197,12 +212,14 @@ def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limit
     cgroup = _pids_cgroup(limits.tasks)
     drop = not isolate and os.geteuid() == 0
     try:
-        proc = subprocess.Popen(full, cwd=cwd, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(full, cwd=cwd, env=penv, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, preexec_fn=_limit(limits, cgroup, drop))
     except PermissionError as e:  # the unprivileged user cannot reach the grader's Python
         _remove_cgroup(cgroup)
-        return Outcome(126, time.monotonic() - t0, f"{e}: the user nobody (uid {UNPRIVILEGED}) must be able "
-                                                   f"to run it (chmod o+x on its folders, e.g. /root)")
+        return Outcome(126, time.monotonic() - t0,
+                       f"{e}: the user nobody (uid {UNPRIVILEGED}) must be able "
+                       f"to run it (chmod o+x on its folders, e.g. /root)")
     try:
         out, _ = proc.communicate(timeout=limits.wall_s)
         rc = proc.returncode

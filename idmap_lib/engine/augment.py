@@ -2,8 +2,8 @@
 
 "4 pixels are padded on each side, and a 32x32 crop is randomly sampled from the padded image or its
 horizontal flip." Done for a whole batch at once with one gather on the training device; the random
-offsets and flips come from a seeded ``torch.Generator`` (saved in checkpoints, so a resumed run draws the
-same crops).
+offsets and flips come from a seeded ``torch.Generator`` (saved in checkpoints, so a resumed run
+draws the same crops).
 """
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ import torch
 import torch.nn.functional as F
 
 
-def crop_flip(x: torch.Tensor, pad: int = 4, flip: bool = True, generator: torch.Generator | None = None,
+def crop_flip(x: torch.Tensor, pad: int = 4, flip: bool = True,
+              generator: torch.Generator | None = None,
               channels_last: bool = False) -> torch.Tensor:
-    """Random crop of every image from its zero-padded copy (pad each side) and random horizontal flip.
+    """Random crop of every image from its zero-padded copy (pad each side) and random horizontal
+    flip.
 
     x: (N, C, H, W) of any dtype. Returns (N, C, H, W); each output image equals an H x W window of
-    ``F.pad(x, [pad]*4)`` (mirrored left-right with probability 1/2 when `flip`). With ``channels_last`` the
-    result has channels-last strides (free: the gather produces N, H, W, C).
+    ``F.pad(x, [pad]*4)`` (mirrored left-right with probability 1/2 when `flip`). With
+    ``channels_last`` the result has channels-last strides (free: the gather produces N, H, W, C).
     """
     n, c, h, w = x.shape
     dev = x.device

@@ -1,5 +1,5 @@
-"""The data on the device: the whole uint8 dataset moved once, training batches gathered by index, normalised
-and augmented there (augment.py; no DataLoader, no PIL), and the test-set evaluation."""
+"""The data on the device: the whole uint8 dataset moved once, training batches gathered by index,
+normalised and augmented there (augment.py; no DataLoader, no PIL), and the test-set evaluation."""
 from __future__ import annotations
 
 import torch
@@ -19,17 +19,21 @@ def prepare_data(cfg, data, device):
         j = data_mod.stratified_subset(yte, sub["test_per_class"], seed)
         xtr, ytr, xte, yte = xtr[i], ytr[i], xte[j], yte[j]
     mean, std = data_mod.normalization(cfg["preprocess"], xtr)
-    return dict(x_train=xtr.to(device), y_train=ytr.to(device), x_test=xte.to(device), y_test=yte.to(device),
-                mean=mean.to(device), std=std.to(device), num_classes=d.num_classes, source=d.source)
+    return dict(x_train=xtr.to(device), y_train=ytr.to(device), x_test=xte.to(device),
+                y_test=yte.to(device),
+                mean=mean.to(device), std=std.to(device), num_classes=d.num_classes,
+                source=d.source)
 
 
 def normalise(D, x):
-    """uint8 images -> normalised floats of the default dtype (float32; a test may compute in float64)."""
+    """uint8 images -> normalised floats of the default dtype (float32; a test may compute in
+    float64)."""
     return x.to(torch.get_default_dtype()).div_(255).sub_(D["mean"]).div_(D["std"])
 
 
 def train_batch(D, idx, aug, gen, channels_last):
-    """Training batch: gather uint8 images by index, normalise, augment (pad + crop + flip) on the device."""
+    """Training batch: gather uint8 images by index, normalise, augment (pad + crop + flip) on the
+    device."""
     x = normalise(D, D["x_train"][idx])
     if aug:
         x = crop_flip(x, aug["pad"], aug["flip"], generator=gen, channels_last=channels_last)
@@ -47,8 +51,9 @@ def to_device(t, device):
 
 @torch.no_grad()
 def evaluate_sums(sums, n, D, device, ctx, batch=1000) -> list[tuple[float, float]]:
-    """Each of `n` models' test loss and error on D's test set: ``sums(x, y)`` gives one batch's loss sums (n,)
-    and wrong answers (n,). Sharded over DDP ranks, summed; the models in eval mode (the caller's)."""
+    """Each of `n` models' test loss and error on D's test set: ``sums(x, y)`` gives one batch's
+    loss sums (n,) and wrong answers (n,). Sharded over DDP ranks, summed; the models in eval mode
+    (the caller's)."""
     idx_all = torch.arange(len(D["y_test"]), device=device)[ctx.rank::ctx.world]
     acc = torch.zeros(n, 3, device=device, dtype=torch.float64)  # loss sum, errors, count
     for s in range(0, len(idx_all), batch):
@@ -63,7 +68,8 @@ def evaluate_sums(sums, n, D, device, ctx, batch=1000) -> list[tuple[float, floa
 
 
 def model_sums(model, dtype, channels_last, device):
-    """``evaluate_sums``'s `sums` for one model: its loss sum (1,) and wrong answers (1,) on a batch."""
+    """``evaluate_sums``'s `sums` for one model: its loss sum (1,) and wrong answers (1,) on a
+    batch."""
     def sums(x, y):
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
@@ -75,9 +81,11 @@ def model_sums(model, dtype, channels_last, device):
 
 
 def evaluate(model, D, dtype, channels_last, device, ctx, batch=1000):
-    """One model's test loss and error (BN in eval mode: the running statistics, not the batch's)."""
+    """One model's test loss and error (BN in eval mode: the running statistics, not the
+    batch's)."""
     was = model.training
     model.eval()
-    (loss, err), = evaluate_sums(model_sums(model, dtype, channels_last, device), 1, D, device, ctx, batch)
+    (loss, err), = evaluate_sums(model_sums(model, dtype, channels_last, device), 1, D, device, ctx,
+                                 batch)
     model.train(was)
     return loss, err

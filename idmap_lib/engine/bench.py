@@ -2,21 +2,22 @@
 
 (a) the engine (trainer.train): uint8 dataset on the device, batched on-device crop/flip, autocast
     (bf16 where supported), channels_last, device-side loss sums read every `log_every` steps;
-(b) the usual loop: a torchvision Dataset (torchvision's own CIFAR10 when downloaded into data/, else the
-    same uint8 arrays served exactly as torchvision.datasets.CIFAR10 does: PIL image per item) +
-    DataLoader with PIL transforms (RandomCrop(32, padding=4), RandomHorizontalFlip, ToTensor, Normalize),
-    fp32, NCHW, ``loss.item()`` every step.
+(b) the usual loop: a torchvision Dataset (torchvision's own CIFAR10 when downloaded into data/,
+    else the same uint8 arrays served exactly as torchvision.datasets.CIFAR10 does: PIL image per
+    item) + DataLoader with PIL transforms (RandomCrop(32, padding=4), RandomHorizontalFlip,
+    ToTensor, Normalize), fp32, NCHW, ``loss.item()`` every step.
 
 Each runs in its own fresh process (so peak memory is its own). Prints images/s of each (median and
-per-window figures: on a shared CPU other load makes single figures unreliable), their ratio,
-peak memory, and the projected wall time of the full ResNet-110 recipe (64k iterations x 128) measured
+per-window figures: on a shared CPU other load makes single figures unreliable), their ratio, peak
+memory, and the projected wall time of the full ResNet-110 recipe (64k iterations x 128) measured
 with the engine on this device.
 
     python -m idmap_lib bench [--steps 30] [--depth 20] [--data PATH] [--workers 2]
 
-``modes`` (``python -m idmap_lib bench --modes``) measures the engine's own options against each other at the
-full recipes' batch: eager, one CUDA graph per step, and two runs sharing the device (``train_many``), for
-ResNet-110 and ResNet-1001, with the projected time of each full recipe (64k iterations).
+``modes`` (``python -m idmap_lib bench --modes``) measures the engine's own options against each
+other at the full recipes' batch: eager, one CUDA graph per step, and two runs sharing the device
+(``train_many``), for ResNet-110 and ResNet-1001, with the projected time of each full recipe (64k
+iterations).
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ from PIL import Image
 from .device import format_duration
 
 
-WINDOW = 5  # steps per timing window; the median window is reported (the CPU here is shared and noisy)
+# steps per timing window; the median window is reported (the CPU here is shared and noisy)
+WINDOW = 5
 
 
 def _peak_rss_mb(children=False):
@@ -40,13 +42,15 @@ def _peak_rss_mb(children=False):
 
 
 def block_for(depth: int) -> str:
-    """The block Paper A uses at this depth: bottleneck for ResNet-164 and -1001, basic otherwise."""
+    """The block Paper A uses at this depth: bottleneck for ResNet-164 and -1001, basic
+    otherwise."""
     from ..models.networks import cifar_block
 
     return cifar_block(depth)[0]
 
 
-def _engine(depth, steps, warmup, batch_size, data, device, compile, cuda_graph=False, unit="full_preact"):
+def _engine(depth, steps, warmup, batch_size, data, device, compile, cuda_graph=False,
+            unit="full_preact"):
     import torch
 
     from .recipes import config, step_schedule
@@ -66,16 +70,19 @@ def _engine(depth, steps, warmup, batch_size, data, device, compile, cuda_graph=
     r = train(cfg, data=data, device=dev, progress=False, write_result=False, compile=compile,
               cuda_graph=cuda_graph)
     rates = [h["img_per_s"] for h in r["history"]["train"] if h["step"] > warmup]
-    out = {"img_per_s": statistics.median(rates), "img_per_s_windows": rates, "precision": r["precision"],
+    out = {"img_per_s": statistics.median(rates), "img_per_s_windows": rates,
+           "precision": r["precision"],
            "channels_last": r["channels_last"], "cuda_graph": r["cuda_graph"],
-           "peak_rss_mb": _peak_rss_mb(), "device": str(dev), "final_loss": r["final"]["train_loss"]}
+           "peak_rss_mb": _peak_rss_mb(), "device": str(dev),
+           "final_loss": r["final"]["train_loss"]}
     if dev.type == "cuda":
         out["peak_gpu_mb"] = torch.cuda.max_memory_allocated(dev) / 2 ** 20
     return out
 
 
 class ArrayCIFAR(torchvision.datasets.VisionDataset):
-    """torchvision.datasets.CIFAR10's __getitem__ (a PIL image per item) over the same uint8 arrays."""
+    """torchvision.datasets.CIFAR10's __getitem__ (a PIL image per item) over the same uint8
+    arrays."""
 
     def __init__(self, x, y, transform):
         super().__init__(None, transform=transform)
@@ -103,17 +110,20 @@ def _naive(depth, steps, warmup, batch_size, data, device, workers):
     dev = pick_device(device)
     d = data_mod.load("cifar10", data, verbose=False)
     mean, std = (t.flatten().tolist() for t in data_mod.normalization("mean_std", d.x_train))
-    tf = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(mean, std)])
+    tf = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(),
+                    T.Normalize(mean, std)])
     if d.source["kind"] == "torchvision":
         ds = torchvision.datasets.CIFAR10(d.source["root"], train=True, transform=tf)
     else:
         ds = ArrayCIFAR(d.x_train, d.y_train, tf)
-    loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True, num_workers=workers,
+    loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True,
+                                         num_workers=workers,
                                          drop_last=True, pin_memory=dev.type == "cuda",
                                          persistent_workers=workers > 0)
     torch.manual_seed(0)
-    model = build_model({"builder": "cifar_resnet", "kwargs": {"depth": depth, "unit": "full_preact",
-                                                               "block": block_for(depth)}}).to(dev)
+    model = build_model({"builder": "cifar_resnet",
+                         "kwargs": {"depth": depth, "unit": "full_preact",
+                                    "block": block_for(depth)}}).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
@@ -132,7 +142,8 @@ def _naive(depth, steps, warmup, batch_size, data, device, workers):
         opt.step()
         losses.append(loss.item())  # the usual per-step host sync
     rates.append(WINDOW * batch_size / (time.perf_counter() - t0))
-    out = {"img_per_s": statistics.median(rates), "img_per_s_windows": rates, "precision": "float32", "channels_last": False,
+    out = {"img_per_s": statistics.median(rates), "img_per_s_windows": rates,
+           "precision": "float32", "channels_last": False,
            "peak_rss_mb": _peak_rss_mb(), "peak_rss_workers_mb": _peak_rss_mb(children=True),
            "device": str(dev), "final_loss": float(np.mean(losses[-5:])), "num_workers": workers}
     if dev.type == "cuda":
@@ -159,40 +170,44 @@ def _in_process(fn, **kwargs):
             break
         except Exception:  # queue.Empty: is the child still working?
             if not p.is_alive():
-                raise RuntimeError(f"benchmark child {fn.__name__} died (exit code {p.exitcode}); see its "
-                                   f"traceback above") from None
+                raise RuntimeError(f"benchmark child {fn.__name__} died (exit code {p.exitcode}); "
+                                   f"see its traceback above") from None
     p.join()
     return out
 
 
-def main(steps=30, depth=20, batch_size=128, data=None, workers=2, device=None, compile=False, cuda_graph=False,
+def main(steps=30, depth=20, batch_size=128, data=None, workers=2, device=None, compile=False,
+         cuda_graph=False,
          warmup=5, projection_steps=10):
     steps = max(WINDOW, steps // WINDOW * WINDOW)
     warmup = max(WINDOW, warmup // WINDOW * WINDOW)
-    common = dict(depth=depth, steps=steps, warmup=warmup, batch_size=batch_size, data=data, device=device)
-    print(f"benchmark: CIFAR-10 pre-act ResNet-{depth}, batch {batch_size}, {steps} timed steps after "
-          f"{warmup} warm-up steps, each loop in a fresh process; img/s = median over windows of "
-          f"{WINDOW} steps", flush=True)
+    common = dict(depth=depth, steps=steps, warmup=warmup, batch_size=batch_size, data=data,
+                  device=device)
+    print(f"benchmark: CIFAR-10 pre-act ResNet-{depth}, batch {batch_size}, {steps} timed steps "
+          f"after {warmup} warm-up steps, each loop in a fresh process; img/s = median over "
+          f"windows of {WINDOW} steps", flush=True)
     a = _in_process(_engine, compile=compile, cuda_graph=cuda_graph, **common)
-    print(f"(a) engine: {a['img_per_s']:8.1f} img/s  [{a['precision']}, channels_last={a['channels_last']}, "
-          f"cuda_graph={a['cuda_graph']}, "
+    print(f"(a) engine: {a['img_per_s']:8.1f} img/s  [{a['precision']}, "
+          f"channels_last={a['channels_last']}, cuda_graph={a['cuda_graph']}, "
           f"{a['device']}]  peak RSS {a['peak_rss_mb']:.0f} MB"
           + (f", peak GPU {a['peak_gpu_mb']:.0f} MB" if "peak_gpu_mb" in a else ""), flush=True)
     b = _in_process(_naive, workers=workers, **common)
-    print(f"(b) naive:  {b['img_per_s']:8.1f} img/s  [fp32, NCHW, DataLoader+PIL, {workers} workers, .item() "
-          f"per step]  peak RSS {b['peak_rss_mb']:.0f} MB (+ workers {b['peak_rss_workers_mb']:.0f} MB)"
+    print(f"(b) naive:  {b['img_per_s']:8.1f} img/s  [fp32, NCHW, DataLoader+PIL, {workers} "
+          f"workers, .item() per step]  peak RSS {b['peak_rss_mb']:.0f} MB (+ workers "
+          f"{b['peak_rss_workers_mb']:.0f} MB)"
           + (f", peak GPU {b['peak_gpu_mb']:.0f} MB" if "peak_gpu_mb" in b else ""), flush=True)
     print(f"    windows (img/s): engine {[round(r) for r in a['img_per_s_windows']]}, "
           f"naive {[round(r) for r in b['img_per_s_windows']]}", flush=True)
     ratio = a["img_per_s"] / b["img_per_s"]
     best = max(a["img_per_s_windows"]) / max(b["img_per_s_windows"])
-    print(f"ratio engine / naive: {ratio:.2f}x (medians), {best:.2f}x (best windows: the least disturbed by "
-          f"other load on a shared machine)", flush=True)
+    print(f"ratio engine / naive: {ratio:.2f}x (medians), {best:.2f}x (best windows: the least "
+          f"disturbed by other load on a shared machine)", flush=True)
     p = _in_process(_engine, compile=compile, cuda_graph=cuda_graph,
                     **{**common, "depth": 110, "steps": projection_steps, "warmup": WINDOW})
     hours = 64000 * 128 / p["img_per_s"] / 3600
-    print(f"ResNet-110 with the engine: {p['img_per_s']:.1f} img/s -> projected full Paper A recipe "
-          f"(64k iterations x 128 = 8.19M images): {format_duration(hours * 3600)} on {p['device']}", flush=True)
+    print(f"ResNet-110 with the engine: {p['img_per_s']:.1f} img/s -> projected full Paper A "
+          f"recipe (64k iterations x 128 = 8.19M images): {format_duration(hours * 3600)} on "
+          f"{p['device']}", flush=True)
     return {"engine": a, "naive": b, "ratio": ratio, "ratio_best": best, "resnet110": p,
             "projected_resnet110_hours": hours}
 
@@ -223,8 +238,8 @@ MODE_RUNS = {  # (experiment, variants) at the full recipe: the Table 2 pair and
 
 
 def modes(data=None, depths=(110, 1001), steps=None, device=None):
-    """Eager vs CUDA graph vs two runs at once on this device; returns {depth: {mode: rate}} and prints the
-    projected minutes of one full recipe (and of the pair) for each."""
+    """Eager vs CUDA graph vs two runs at once on this device; returns {depth: {mode: rate}} and
+    prints the projected minutes of one full recipe (and of the pair) for each."""
     from .recipes import config
 
     steps = steps or {110: (60, 150), 1001: (16, 40)}
@@ -236,20 +251,24 @@ def modes(data=None, depths=(110, 1001), steps=None, device=None):
         n_eager, n_graph = steps[depth]
         log = max(n_eager // 4, 4)
         r = {"eager": _rate(cfgs[:1], n_eager, data, log, device=device),
-             "cuda_graph": _rate(cfgs[:1], n_graph, data, max(n_graph // 6, 4), device=device, cuda_graph=True),
-             "cuda_graph_x2": _rate(cfgs, n_graph, data, max(n_graph // 6, 4), device=device, cuda_graph=True)}
+             "cuda_graph": _rate(cfgs[:1], n_graph, data, max(n_graph // 6, 4), device=device,
+                                 cuda_graph=True),
+             "cuda_graph_x2": _rate(cfgs, n_graph, data, max(n_graph // 6, 4), device=device,
+                                    cuda_graph=True)}
         for mode, m in r.items():
             m["projected_full_min"] = round(total * B * m["runs"] / m["img_per_s_total"] / 60, 1)
-            print(f"ResNet-{depth} {mode:14s} {m['img_per_s_total']:9.0f} img/s  -> {m['runs']} full recipe(s) "
-                  f"({total} steps of {B}) in {m['projected_full_min']:.1f} min  [{m}]", flush=True)
+            print(f"ResNet-{depth} {mode:14s} {m['img_per_s_total']:9.0f} img/s  -> {m['runs']} "
+                  f"full recipe(s) ({total} steps of {B}) in {m['projected_full_min']:.1f} min  "
+                  f"[{m}]", flush=True)
         report[depth] = r
     return report
 
 
 def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
-    """Paper B's MNIST grid at one depth: its plain/ResNet/GResNet runs one after another through the engine
-    (``trainer.train``, its default precision) vs all of them as one stacked network (``stacked.py``), the
-    same number of steps each; prints images/s and the ratio, both measured here and now."""
+    """Paper B's MNIST grid at one depth: its plain/ResNet/GResNet runs one after another through
+    the engine (``trainer.train``, its default precision) vs all of them as one stacked network
+    (``stacked.py``), the same number of steps each; prints images/s and the ratio, both measured
+    here and now."""
     import torch
 
     from .data import load
@@ -264,23 +283,26 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     log = max(steps // 4, 2)
     alone = {k: _rate([c], steps, data, log)["img_per_s_total"]
              for k, c in zip(MNIST_KINDS, cfgs[::len(seeds)])}
-    s_alone = sum(len(seeds) * steps * c["batch_size"] / alone[c["model"]["kwargs"]["kind"]] for c in cfgs[::len(seeds)])
+    s_alone = sum(len(seeds) * steps * c["batch_size"] / alone[c["model"]["kwargs"]["kind"]]
+                  for c in cfgs[::len(seeds)])
     device = pick_device()
     loop = Loop(cfgs, data, stepper=Stacked, device=device, progress=False, write_result=False)
     s_stacked = _steps_only(loop, 3, steps)
     n = len(cfgs) * steps * cfgs[0]["batch_size"]
     report = {"depth": depth, "runs": len(cfgs), "steps": steps, "threads": torch.get_num_threads(),
               "alone_img_per_s": {k: round(v) for k, v in alone.items()},
-              "alone_img_per_s_total": round(n / s_alone), "stacked_img_per_s_total": round(n / s_stacked),
+              "alone_img_per_s_total": round(n / s_alone),
+              "stacked_img_per_s_total": round(n / s_stacked),
               "speedup": round(s_alone / s_stacked, 2), **provenance(device)}
-    print(f"MNIST d={depth}: {len(cfgs)} runs one after another {report['alone_img_per_s_total']} img/s, "
-          f"stacked {report['stacked_img_per_s_total']} img/s -> {report['speedup']}x", flush=True)
+    print(f"MNIST d={depth}: {len(cfgs)} runs one after another {report['alone_img_per_s_total']} "
+          f"img/s, stacked {report['stacked_img_per_s_total']} img/s -> "
+          f"{report['speedup']}x", flush=True)
     return report
 
 
 def _steps_only(loop, warmup, steps) -> float:
-    """Seconds `loop` takes for `steps` training steps after `warmup` ones: no log window, evaluation or
-    checkpoint inside the timing."""
+    """Seconds `loop` takes for `steps` training steps after `warmup` ones: no log window,
+    evaluation or checkpoint inside the timing."""
     loop.log_every = loop.checkpoint_every = 10 ** 9
     for _ in range(warmup):
         loop.advance()
@@ -293,8 +315,9 @@ def _steps_only(loop, warmup, steps) -> float:
 
 
 def grouped_conv(n=4, batch=128, reps=20, device=None):
-    """ResNet-110's 3x3 convolutions (16/32/64 channels at 32/16/8 pixels), N separate convolutions vs one
-    grouped convolution over the N models' channels (what a fused network runs); forward only."""
+    """ResNet-110's 3x3 convolutions (16/32/64 channels at 32/16/8 pixels), N separate convolutions
+    vs one grouped convolution over the N models' channels (what a fused network runs); forward
+    only."""
     import torch
     import torch.nn.functional as F
 
@@ -325,19 +348,24 @@ def grouped_conv(n=4, batch=128, reps=20, device=None):
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
             t[name] = (time.perf_counter() - t0) / reps
-        out[f"{c}ch_{hw}px"] = {"separate_ms": round(t["separate"] * 1e3, 3), "grouped_ms": round(t["grouped"] * 1e3, 3),
+        out[f"{c}ch_{hw}px"] = {"separate_ms": round(t["separate"] * 1e3, 3),
+                                "grouped_ms": round(t["grouped"] * 1e3, 3),
                                 "speedup": round(t["separate"] / t["grouped"], 2)}
-        print(f"3x3 conv, {c} channels at {hw}x{hw}, batch {batch}, N = {n}: separate {t['separate'] * 1e3:.2f} ms, "
-              f"grouped {t['grouped'] * 1e3:.2f} ms -> {t['separate'] / t['grouped']:.2f}x", flush=True)
+        print(f"3x3 conv, {c} channels at {hw}x{hw}, batch {batch}, N = {n}: separate "
+              f"{t['separate'] * 1e3:.2f} ms, grouped {t['grouped'] * 1e3:.2f} ms -> "
+              f"{t['separate'] / t['grouped']:.2f}x",
+              flush=True)
     return out
 
 
-def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activations", variant="full_preact-110",
+def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activations",
+          variant="full_preact-110",
           scale="cpu", data=None, device=None, cuda_graph=False):
-    """N seeds of one network one after another (each through the engine, ``trainer.train``) vs the N as one fused
-    network (``fused.py``), the same steps each, measured here and now; the recipe's batch, its network at
-    `depth`. Returns the img/s of each and their ratio (printed). On a CPU the default is ResNet-20, N = 4; a
-    GPU window runs ResNet-110 at N = 1, 2, 4, 8 (the full recipe's batch) with ``cuda_graph``."""
+    """N seeds of one network one after another (each through the engine, ``trainer.train``) vs the
+    N as one fused network (``fused.py``), the same steps each, measured here and now; the recipe's
+    batch, its network at `depth`. Returns the img/s of each and their ratio (printed). On a CPU the
+    default is ResNet-20, N = 4; a GPU window runs ResNet-110 at N = 1, 2, 4, 8 (the full recipe's
+    batch) with ``cuda_graph``."""
     import torch
 
     from .data import load
@@ -354,15 +382,18 @@ def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activation
     data = load(cfg_for(0)["dataset"], data)
     solo = _rate([cfg_for(0)], warmup + steps, data, max((warmup + steps) // 4, 1), device=device,
                  cuda_graph=cuda_graph)["img_per_s_total"]
-    report = {"depth": depth, "steps": steps, "batch_size": cfg_for(0)["batch_size"], "threads": torch.get_num_threads(),
+    report = {"depth": depth, "steps": steps, "batch_size": cfg_for(0)["batch_size"],
+              "threads": torch.get_num_threads(),
               "one_after_another_img_per_s": solo, "fused": {}}
     for n in ns:
-        run = FusedRun([cfg_for(s) for s in range(n)], data=data, device=device, progress=False, write_result=False,
+        run = FusedRun([cfg_for(s) for s in range(n)], data=data, device=device, progress=False,
+                       write_result=False,
                        cuda_graph=cuda_graph)
         # (and the graph's capture)
-        rate = n * steps * run.B / _steps_only(run, warmup + (GRAPH_WARMUP if cuda_graph else 0), steps)
+        rate = n * steps * run.B / _steps_only(run, warmup + (GRAPH_WARMUP if cuda_graph else 0),
+                                               steps)
         report["fused"][n] = {"img_per_s_total": round(rate, 1), "ratio": round(rate / solo, 2)}
-        print(f"ResNet-{depth}, N = {n}: one after another {solo:.0f} img/s, fused {rate:.0f} img/s in all -> "
-              f"{rate / solo:.2f}x", flush=True)
+        print(f"ResNet-{depth}, N = {n}: one after another {solo:.0f} img/s, fused {rate:.0f} "
+              f"img/s in all -> {rate / solo:.2f}x", flush=True)
     report.update(provenance(run.device))
     return report

@@ -1,17 +1,18 @@
 """Datasets as uint8 tensors: CIFAR-10, CIFAR-100, MNIST.
 
-Two sources, one result (`Data`: uint8 images N x C x H x W, int64 labels, and a record of the source):
+Two sources, one result (`Data`: uint8 images N x C x H x W, int64 labels, and a record of the
+source):
 
 * torchvision's normal download into ``data/`` (what readers, Colab and instructors get by default);
-* a local copy: an image-folder tree (``train/<class>/*.jpg``, ``test/<class>/*.jpg``) or a ``.tar.gz``
-  of one (the layout of ``../shared/data/*.tar.gz``), chosen by the ``data`` argument / ``--data`` option
-  or the ``IDMAP_DATA`` environment variable. It may name the tarball itself, an extracted tree, or a
-  directory holding ``<name>-jpeg.tar.gz`` / ``<name>-jpeg/`` / ``<name>/``.
+* a local copy: an image-folder tree (``train/<class>/*.jpg``, ``test/<class>/*.jpg``) or a
+  ``.tar.gz`` of one (the layout of ``../shared/data/*.tar.gz``), chosen by the ``data`` argument /
+  ``--data`` option or the ``IDMAP_DATA`` environment variable. It may name the tarball itself, an
+  extracted tree, or a directory holding ``<name>-jpeg.tar.gz`` / ``<name>-jpeg/`` / ``<name>/``.
 
-A local copy is decoded once into ``data/cache/<name>-<sha256 prefix>.pt`` (uint8 tensors); JPEGs are never
-decoded again, let alone per epoch. Preprocessing (Paper A: per-pixel mean subtraction; Wide ResNets:
-per-channel mean/std; MNIST: pixels / 255) is computed here and applied on the training device by the
-trainer, after the batch is gathered from the uint8 tensors.
+A local copy is decoded once into ``data/cache/<name>-<sha256 prefix>.pt`` (uint8 tensors); JPEGs
+are never decoded again, let alone per epoch. Preprocessing (Paper A: per-pixel mean subtraction;
+Wide ResNets: per-channel mean/std; MNIST: pixels / 255) is computed here and applied on the
+training device by the trainer, after the batch is gathered from the uint8 tensors.
 """
 from __future__ import annotations
 
@@ -37,16 +38,19 @@ DATASETS = {
     "mnist": ("MNIST", (1, 28, 28), [str(d) for d in range(10)]),
 }
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "mnist": 10}
-SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}  # (train, test) images
+# (train, test) images
+SIZES = {"cifar10": (50000, 10000), "cifar100": (50000, 10000), "mnist": (60000, 10000)}
 ENV_VAR = "IDMAP_DATA"
-_CHECKOUT = Path(__file__).resolve().parents[2]  # the repository checkout, when the package is used from one
+# the repository checkout, when the package is used from one
+_CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def data_root() -> Path:
-    """The library's data root (recorded results, checkpoints, weights, downloads, the decoded-dataset cache):
-    ``$IDMAP_ROOT``, else data/ of the repository checkout the package is used from (a clone on Colab, the
-    tests, the book build), else a folder of the user's own. Never the working directory: the same library
-    finds the same recorded runs wherever a notebook runs."""
+    """The library's data root (recorded results, checkpoints, weights, downloads, the
+    decoded-dataset cache): ``$IDMAP_ROOT``, else data/ of the repository checkout the package is
+    used from (a clone on Colab, the tests, the book build), else a folder of the user's own. Never
+    the working directory: the same library finds the same recorded runs wherever a notebook
+    runs."""
     if os.environ.get("IDMAP_ROOT"):
         return Path(os.environ["IDMAP_ROOT"])
     if (_CHECKOUT / "pyproject.toml").is_file():
@@ -79,7 +83,8 @@ class Data:
 # locating a local copy
 
 def _find_local(name: str, path: Path) -> Path | None:
-    """The tarball or tree for `name` at `path` (a tarball, a tree, or a directory holding either)."""
+    """The tarball or tree for `name` at `path` (a tarball, a tree, or a directory holding
+    either)."""
     if path.is_file():
         return path if path.name.endswith((".tar.gz", ".tgz", ".tar")) else None
     if not path.is_dir():
@@ -94,7 +99,8 @@ def _find_local(name: str, path: Path) -> Path | None:
 
 
 def _fingerprint(src: Path) -> str:
-    """sha256 of a tarball's bytes, or of a tree's file list with sizes (cheap, content-sensitive enough)."""
+    """sha256 of a tarball's bytes, or of a tree's file list with sizes (cheap, content-sensitive
+    enough)."""
     h = hashlib.sha256()
     if src.is_file():
         with open(src, "rb") as f:
@@ -141,7 +147,8 @@ def _decode_local(name: str, src: Path) -> dict:
     canonical = DATASETS[name][2]
     if canonical is not None:
         if sorted(classes) != sorted(canonical):
-            raise ValueError(f"{src}: class folders {classes} do not match {name}'s classes {canonical}")
+            raise ValueError(f"{src}: class folders {classes} do not match {name}'s classes "
+                             f"{canonical}")
         classes = canonical
     index = {c: i for i, c in enumerate(classes)}
     out = {}
@@ -178,7 +185,8 @@ def load_local(name: str, src: Path, root: Path = DEFAULT_ROOT, verbose: bool = 
         _atomic_save(d, cache)
         if verbose:
             LOG.info(f"decoded {len(d['y_train'])}+{len(d['y_test'])} images in {decode_s:.1f} s")
-    source = {"kind": "local", "path": str(Path(src).resolve()), "sha256": sha, "cache": str(cache.resolve())}
+    source = {"kind": "local", "path": str(Path(src).resolve()), "sha256": sha,
+              "cache": str(cache.resolve())}
     if decode_s is not None:
         source["decode_seconds"] = round(decode_s, 2)
     return Data(name, d["x_train"], d["y_train"], d["x_test"], d["y_test"], source)
@@ -203,8 +211,9 @@ def load(name: str, data: str | os.PathLike | None = None, root: str | os.PathLi
          verbose: bool = True) -> Data:
     """Load dataset `name` (cifar10, cifar100, mnist) as uint8 tensors.
 
-    Order: the explicit `data` path (``--data``), else ``$IDMAP_DATA`` if it holds this dataset, else
-    torchvision's download into `root`. With none working, one error names both ways to get the data.
+    Order: the explicit `data` path (``--data``), else ``$IDMAP_DATA`` if it holds this dataset,
+    else torchvision's download into `root`. With none working, one error names both ways to get the
+    data.
     """
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; valid: {sorted(DATASETS)}")
@@ -212,9 +221,9 @@ def load(name: str, data: str | os.PathLike | None = None, root: str | os.PathLi
     if data is not None:
         src = _find_local(name, Path(data))
         if src is None:
-            raise DataUnavailable(f"--data {data}: no {name} copy there (expected a .tar.gz or a tree "
-                                  f"train/<class>/*.jpg, test/<class>/*.jpg, or a directory holding "
-                                  f"{name}-jpeg.tar.gz)")
+            raise DataUnavailable(f"--data {data}: no {name} copy there (expected a .tar.gz or a "
+                                  f"tree train/<class>/*.jpg, test/<class>/*.jpg, or a directory "
+                                  f"holding {name}-jpeg.tar.gz)")
         return load_local(name, src, root, verbose)
     env = os.environ.get(ENV_VAR)
     if env:
@@ -225,11 +234,12 @@ def load(name: str, data: str | os.PathLike | None = None, root: str | os.PathLi
         return load_torchvision(name, root)
     except Exception as e:  # offline: URLError, RuntimeError, OSError ...
         raise DataUnavailable(
-            f"cannot get {name}: torchvision could not download it into {root.resolve()} ({type(e).__name__}: "
-            f"{e}) and no local copy was found{f' in {ENV_VAR}={env}' if env else ''}. Either connect to the "
-            f"internet so torchvision can download it, or point the environment variable {ENV_VAR} (or the "
-            f"--data option) at a local copy: a directory holding {name}-jpeg.tar.gz, the tarball itself, or "
-            f"an image-folder tree train/<class>/*.jpg, test/<class>/*.jpg.") from e
+            f"cannot get {name}: torchvision could not download it into {root.resolve()} "
+            f"({type(e).__name__}: {e}) and no local copy was "
+            f"found{f' in {ENV_VAR}={env}' if env else ''}. Either connect to the internet so "
+            f"torchvision can download it, or point the environment variable {ENV_VAR} (or the "
+            f"--data option) at a local copy: a directory holding {name}-jpeg.tar.gz, the tarball "
+            f"itself, or an image-folder tree train/<class>/*.jpg, test/<class>/*.jpg.") from e
 
 
 # ----------------------------------------------------------------------------------------------
@@ -269,6 +279,7 @@ def stratified_subset(y: torch.Tensor, per_class: int, seed: int) -> torch.Tenso
     for c in torch.unique(y).tolist():
         members = (y == c).nonzero().flatten()
         if len(members) < per_class:
-            raise ValueError(f"class {c} has {len(members)} examples, fewer than per_class={per_class}")
+            raise ValueError(f"class {c} has {len(members)} examples, fewer than "
+                             f"per_class={per_class}")
         idx.append(members[torch.randperm(len(members), generator=g)[:per_class]])
     return torch.cat(idx).sort().values

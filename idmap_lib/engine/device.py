@@ -1,16 +1,18 @@
-"""Where and in what precision a run computes, the process-wide switches it needs, and how long it takes.
+"""Where and in what precision a run computes, the process-wide switches it needs, and how long it
+takes.
 
-bf16 autocast where the hardware has it (GPUs of compute capability >= 8; CPUs with AVX512-BF16/AMX), fp16 with
-a GradScaler on older GPUs (e.g. Colab's T4), else fp32.
+bf16 autocast where the hardware has it (GPUs of compute capability >= 8; CPUs with
+AVX512-BF16/AMX), fp16 with a GradScaler on older GPUs (e.g. Colab's T4), else fp32.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
 
-# cuBLAS reads this when it is first initialised (the first matmul on a GPU, after any import): deterministic CUDA
-# runs need it, so it is set when the engine is imported, before a run can start.
+# cuBLAS reads this when it is first initialised (the first matmul on a GPU, after any import):
+# deterministic CUDA runs need it, so it is set when the engine is imported, before a run can start.
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
@@ -23,9 +25,9 @@ def pick_device(device=None) -> torch.device:
 def amp_dtype(device: torch.device, amp="auto"):
     """bf16 / fp16 / None (fp32) for autocast on `device`.
 
-    On CUDA bf16 needs compute capability >= 8 (Ampere and later): ``torch.cuda.is_bf16_supported()`` also
-    counts *emulated* bf16 and says yes on a T4 (7.5), where cuDNN has no bf16 convolutions; there fp16 with
-    a GradScaler is the fast path."""
+    On CUDA bf16 needs compute capability >= 8 (Ampere and later):
+    ``torch.cuda.is_bf16_supported()`` also counts *emulated* bf16 and says yes on a T4 (7.5), where
+    cuDNN has no bf16 convolutions; there fp16 with a GradScaler is the fast path."""
     if amp in (None, False, "fp32", "off"):
         return None
     if amp == "bf16":
@@ -49,9 +51,10 @@ def precision_name(dtype) -> str:
 
 
 def physical_cores(cpuinfo="/proc/cpuinfo") -> int:
-    """The cores this process may run on, a core's hyperthreads counted once (Colab's 2 vCPUs are one core's two
-    hyperthreads); where /proc/cpuinfo does not say, the CPUs it may run on."""
-    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    """The cores this process may run on, a core's hyperthreads counted once (Colab's 2 vCPUs are
+    one core's two hyperthreads); where /proc/cpuinfo does not say, the CPUs it may run on."""
+    allowed = (os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity")
+               else set(range(os.cpu_count() or 1)))
     cores, cpu = set(), {}
     try:
         with open(cpuinfo) as f:
@@ -61,7 +64,8 @@ def physical_cores(cpuinfo="/proc/cpuinfo") -> int:
                     cpu[key.strip()] = value.strip()
                 elif not line.strip() and cpu:
                     if int(cpu.get("processor", -1)) in allowed:
-                        cores.add((cpu.get("physical id"), cpu.get("core id", cpu.get("processor"))))
+                        cores.add((cpu.get("physical id"),
+                                   cpu.get("core id", cpu.get("processor"))))
                     cpu = {}
     except (OSError, ValueError):
         cores = set()
@@ -69,36 +73,53 @@ def physical_cores(cpuinfo="/proc/cpuinfo") -> int:
 
 
 def cpu_threads(cfgs) -> int:
-    """Threads to train the recipe configs `cfgs` with on a CPU ("auto"): one for Paper B's MLPs, whose 50-unit
-    layers gain little from a second thread and lose much beside any other work; else every physical core, never
-    more (a second hyperthread of one core only contends for it). Measured on a 2-core AMD EPYC (2026-12-02, the
-    classroom configs): an MLP (d = 50) step 14.7 ms at 1
-    thread and 11.4 ms at 2 on an idle machine, 11.6 ms and 51.7 ms beside one busy process; a ResNet-20 step
-    168 and 91 ms idle, 161 and 305 ms beside one busy process."""
+    """Threads to train the recipe configs `cfgs` with on a CPU ("auto"): one for Paper B's MLPs,
+    whose 50-unit layers gain little from a second thread and lose much beside any other work; else
+    every physical core, never more (a second hyperthread of one core only contends for it).
+    Measured on a 2-core AMD EPYC (2026-12-02, the classroom configs): an MLP (d = 50) step 14.7 ms
+    at 1 thread and 11.4 ms at 2 on an idle machine, 11.6 ms and 51.7 ms beside one busy process; a
+    ResNet-20 step 168 and 91 ms idle, 161 and 305 ms beside one busy process."""
     return 1 if all(c["model"]["builder"] == "mlp" for c in cfgs) else physical_cores()
 
 
+@contextlib.contextmanager
+def threads(n):
+    """torch's CPU threads set to `n` for a block (None: as they are), restored after: the one way
+    the library changes them for a piece of work (a chapter's kernel keeps its own setting,
+    ``physical_cores``, outside)."""
+    old = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(max(1, int(n)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 class EngineSettings:
-    """Process-wide switches a run needs, restored afterwards: deterministic algorithms, cudnn.benchmark, and on a
-    CPU the threads (`threads`: a number, "auto" for ``cpu_threads(cfgs)``, None to leave them as they are)."""
+    """Process-wide switches a run needs, restored afterwards: deterministic algorithms,
+    cudnn.benchmark, and on a CPU the threads (`threads`: a number, "auto" for
+    ``cpu_threads(cfgs)``, None to leave them as they are)."""
 
     def __init__(self, deterministic, device, threads=None, cfgs=()):
         self.deterministic, self.cuda = deterministic, pick_device(device).type == "cuda"
-        self.threads = None if self.cuda or threads is None else cpu_threads(cfgs) if threads == "auto" else int(threads)
+        self.threads = (None if self.cuda or threads is None else cpu_threads(cfgs)
+                        if threads == "auto" else int(threads))
 
     def __enter__(self):
-        self.saved = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark, torch.get_num_threads()
-        if self.deterministic:  # on CUDA a few kernels have no deterministic version: warn, don't stop
+        self.saved = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark)
+        # on CUDA a few kernels have no deterministic version: warn, don't stop
+        if self.deterministic:
             torch.use_deterministic_algorithms(True, warn_only=self.cuda)
         torch.backends.cudnn.benchmark = self.cuda and not self.deterministic
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
+        self.held = threads(self.threads)
+        self.held.__enter__()
         return self
 
     def __exit__(self, *exc):
         torch.use_deterministic_algorithms(self.saved[0])
         torch.backends.cudnn.benchmark = self.saved[1]
-        torch.set_num_threads(self.saved[2])
+        self.held.__exit__(*exc)
 
 
 def format_duration(seconds: float) -> str:

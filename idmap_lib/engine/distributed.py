@@ -1,10 +1,10 @@
 """DDP through PyTorch's own engine: ``torchrun --nproc_per_node=N -m idmap_lib train ...``.
 
-nccl on CUDA when every local process has a GPU of its own, else gloo on the CPU (on a one-GPU machine a
-second process would ask for ``cuda:1``, which does not exist; ``--device cpu`` also asks for the CPU).
-Every rank draws the same data permutation; the global batch of the recipe (e.g. 128) is split
-rank::world, so N processes see exactly the batches one process would (a DistributedSampler-equivalent
-sharding of the on-device index permutation). Only rank 0 writes.
+nccl on CUDA when every local process has a GPU of its own, else gloo on the CPU (on a one-GPU
+machine a second process would ask for ``cuda:1``, which does not exist; ``--device cpu`` also asks
+for the CPU). Every rank draws the same data permutation; the global batch of the recipe (e.g. 128)
+is split rank::world, so N processes see exactly the batches one process would (a
+DistributedSampler-equivalent sharding of the on-device index permutation). Only rank 0 writes.
 """
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ class Single:
 
 
 def use_cuda(local_world: int, device=None) -> bool:
-    """DDP on CUDA only if every local process gets its own GPU and no other device was asked for."""
+    """DDP on CUDA only if every local process gets its own GPU and no other device was asked
+    for."""
     if device is not None and torch.device(device).type != "cuda":
         return False
     return torch.cuda.is_available() and torch.cuda.device_count() >= local_world
@@ -49,8 +50,9 @@ class DDPContext(Single):
             torch.cuda.set_device(self.device)
         else:
             if torch.cuda.is_available() and device is None and local == 0:
-                print(f"DDP: {local_world} processes but {torch.cuda.device_count()} GPU(s) here: training on "
-                      f"the CPU (gloo); use --nproc_per_node={torch.cuda.device_count()} for the GPUs", flush=True)
+                print(f"DDP: {local_world} processes but {torch.cuda.device_count()} GPU(s) here: "
+                      f"training on the CPU (gloo); use "
+                      f"--nproc_per_node={torch.cuda.device_count()} for the GPUs", flush=True)
             self.backend, self.device = "gloo", torch.device("cpu")
             # share the cores between the local processes
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))

@@ -1,21 +1,24 @@
-"""The stepper of N runs of one architecture trained as one network: the models side by side (HFTA, MLSys
-2021). The N models as one network, and the optimizer over their stacked leaves: fused_models.py.
+"""The stepper of N runs of one architecture trained as one network: the models side by side (HFTA,
+MLSys 2021). The N models as one network, and the optimizer over their stacked leaves:
+fused_models.py.
 
-What stays per model, so that each trains exactly as it would alone (tests/test_engine_fused.py: every
-logged loss equal to its solo run's to 1e-9 over 20 steps in float64; in float32 to 1e-5 for the first
-windows, after which training amplifies the rounding of a grouped conv against a plain one):
-- its weights and batch statistics (BN in training mode updates each model's running statistics in place
-  through vmap); its initialisation (built after ``torch.manual_seed(seed)``, as ``solo.Solo``); its data
-  order and augmentation stream (the loop's, per run);
+What stays per model, so that each trains exactly as it would alone (tests/test_engine_fused.py:
+every logged loss equal to its solo run's to 1e-9 over 20 steps in float64; in float32 to 1e-5 for
+the first windows, after which training amplifies the rounding of a grouped conv against a plain
+one):
+- its weights and batch statistics (BN in training mode updates each model's running statistics in
+  place through vmap); its initialisation (built after ``torch.manual_seed(seed)``, as
+  ``solo.Solo``); its data order and augmentation stream (the loop's, per run);
 - its loss: the sum over models of each model's mean cross-entropy, so each gradient is its own; the
-  recipe's optimizer acts elementwise on the stacked leaves, the same update as on each model's tensors;
-- its status: a model whose loss turns non-finite is recorded "fail" and masked out of the sum from then
-  on; the others go on (every fused op keeps the models apart: a NaN in one slice stays there).
+  recipe's optimizer acts elementwise on the stacked leaves, the same update as on each model's
+  tensors;
+- its status: a model whose loss turns non-finite is recorded "fail" and masked out of the sum from
+  then on; the others go on (every fused op keeps the models apart: a NaN in one slice stays there).
 
-Checkpoints are the solo runs' own (loop.py): a fused run resumes solo and a solo one fused. Precision:
-fp32 or bf16 autocast; fp16 is refused (one GradScaler for N models would skip every model's step when one
-overflows). ``cuda_graph``: the whole fused step as one CUDA graph. The command line: ``train ... --seed
-0,1,2 --fused``. Not here: channels_last, torch.compile, DDP.
+Checkpoints are the solo runs' own (loop.py): a fused run resumes solo and a solo one fused.
+Precision: fp32 or bf16 autocast; fp16 is refused (one GradScaler for N models would skip every
+model's step when one overflows). ``cuda_graph``: the whole fused step as one CUDA graph. The
+command line: ``train ... --seed 0,1,2 --fused``. Not here: channels_last, torch.compile, DDP.
 """
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ import torch.nn.functional as F
 
 from .build import build_model, seeded_models
 from .device import amp_dtype, precision_name
-from .fused_models import (FusedModels, check_one_architecture, fuse_optimizer_state, fused_optimizer,
+from .fused_models import (FusedModels, check_one_architecture, fuse_optimizer_state,
+                           fused_optimizer,
                            unfuse_optimizer_state)
 from .loop import Loop, share_recipe, train_groups
 from .options import TrainOptions
@@ -55,12 +59,13 @@ class Fused:
         self.cfgs, self.n, self.device = cfgs, len(cfgs), device
         self.dtype = amp_dtype(device, cfgs[0].get("amp", o.amp))
         if self.dtype == torch.float16:
-            raise ValueError("fused runs do not train in fp16: one GradScaler for N models would skip every "
-                             "model's step when one overflows; use amp='bf16' or 'fp32'")
+            raise ValueError("fused runs do not train in fp16: one GradScaler for N models would "
+                             "skip every model's step when one overflows; use amp='bf16' or 'fp32'")
         self.models, self.torch_rng = seeded_models(cfgs)
         self.fused = FusedModels(self.models, device)
         self.graph_on = bool(o.cuda_graph) and device.type == "cuda"
-        self.note = "" if self.graph_on or not o.cuda_graph else " (no CUDA graph: CUDA graphs need a CUDA device)"
+        self.note = ("" if self.graph_on or not o.cuda_graph
+                     else " (no CUDA graph: CUDA graphs need a CUDA device)")
         self.opt = fused_optimizer(self.fused, self.models[0], cfgs[0]["optimizer"], device,
                                    capturable=self.graph_on)
 
@@ -80,7 +85,8 @@ class Fused:
                             cache_enabled=not self.graph_on):
             out = self.fused(x)
             loss = torch.vmap(F.cross_entropy)(out.to(torch.get_default_dtype()), y)
-        torch.where(alive, loss, torch.zeros_like(loss)).sum().backward()  # an ended run learns no more
+        # an ended run learns no more
+        torch.where(alive, loss, torch.zeros_like(loss)).sum().backward()
         self.opt.step()
         return loss.detach(), (out.detach().argmax(-1) != y).sum(1)
 
@@ -88,15 +94,18 @@ class Fused:
         self.fused.eval()
 
     def test_sums(self, x, y):
-        """One test batch's loss sums (N,) and wrong answers (N,): every model on the same images."""
+        """One test batch's loss sums (N,) and wrong answers (N,): every model on the same
+        images."""
         with torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype is not None):
             out = self.fused(x, shared=True)
-        ce = lambda o: F.cross_entropy(o.to(torch.get_default_dtype()), y, reduction="sum")  # noqa: E731
+        ce = lambda o: F.cross_entropy(o.to(torch.get_default_dtype()), y,
+                                       reduction="sum")  # noqa: E731
         return torch.vmap(ce)(out), (out.argmax(-1) != y).sum(1)
 
     def states(self):
         opt = self.opt.state_dict()
-        return [(self.fused.unfuse_one(r), unfuse_optimizer_state(opt, r), None) for r in range(self.n)]
+        return [(self.fused.unfuse_one(r), unfuse_optimizer_state(opt, r), None)
+                for r in range(self.n)]
 
     def load(self, cks, live):
         self.fused.load([ck["model"] for ck in cks])
@@ -107,7 +116,8 @@ class Fused:
                 [opts[i] if i in live else ref for i in range(self.n)]))
 
     def trained(self):
-        """The N trained networks, each a model of its config with its fused weights and statistics."""
+        """The N trained networks, each a model of its config with its fused weights and
+        statistics."""
         import copy
 
         return self.fused.solo_models([copy.deepcopy(m) for m in self.models])
@@ -121,10 +131,12 @@ def FusedRun(cfgs, data=None, options: TrainOptions | None = None, **changes) ->
     return Loop(cfgs, data, options, stepper=Fused, **changes)
 
 
-def train_fused(cfgs: list[dict], data=None, options: TrainOptions | None = None, **changes) -> list[dict]:
-    """Train N configs of one recipe and one architecture (seeds; scalar variants) as one fused network;
-    one result per config: ``trainer.train``'s plus ``fused`` (how many ran together). The options mean
-    what they mean for ``train`` (not ``NOT_FUSED``). A run whose loss turns non-finite is recorded "fail"
-    at that step; the others go on."""
-    Fused.check(cfgs, TrainOptions.of(options, **changes))  # before the data is loaded: a refusal is free
+def train_fused(cfgs: list[dict], data=None, options: TrainOptions | None = None,
+                **changes) -> list[dict]:
+    """Train N configs of one recipe and one architecture (seeds; scalar variants) as one fused
+    network; one result per config: ``trainer.train``'s plus ``fused`` (how many ran together). The
+    options mean what they mean for ``train`` (not ``NOT_FUSED``). A run whose loss turns non-finite
+    is recorded "fail" at that step; the others go on."""
+    # before the data is loaded: a refusal is free
+    Fused.check(cfgs, TrainOptions.of(options, **changes))
     return train_groups([(cfgs, Fused)], data, options, **changes)

@@ -1,5 +1,6 @@
-"""Ctrl-C while runs train: acted on between two steps, so that the checkpoint holds a whole step, and
-said in one line (``TrainingInterrupted``) instead of a traceback ending inside torch. train_many uses both."""
+"""Ctrl-C while runs train: acted on between two steps, so that the checkpoint holds a whole step,
+and said in one line (``TrainingInterrupted``) instead of a traceback ending inside torch.
+train_many uses both."""
 from __future__ import annotations
 
 import signal
@@ -7,18 +8,19 @@ import threading
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during training, after every unfinished run's checkpoint was written: still a KeyboardInterrupt (a
-    notebook's "Run all" stops there, a script exits), shown by IPython as its one line instead of a traceback."""
+    """Ctrl-C during training, after every unfinished run's checkpoint was written: still a
+    KeyboardInterrupt (a notebook's "Run all" stops there, a script exits), shown by IPython as its
+    one line instead of a traceback."""
 
     def _render_traceback_(self):  # IPython's hook for an exception's own rendering
         return [str(self)]
 
 
 class DeferredInterrupt:
-    """Ctrl-C (a notebook's stop button) while runs train: noted by the signal handler and acted on between two
-    steps, so that the checkpoint holds a whole step (an interrupt inside the optimizer's step would leave half the
-    weights updated). A second Ctrl-C interrupts at once. Only in the main thread of a single process (DDP ranks
-    would stop at different steps)."""
+    """Ctrl-C (a notebook's stop button) while runs train: noted by the signal handler and acted on
+    between two steps, so that the checkpoint holds a whole step (an interrupt inside the
+    optimizer's step would leave half the weights updated). A second Ctrl-C interrupts at once. Only
+    in the main thread of a single process (DDP ranks would stop at different steps)."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled and threading.current_thread() is threading.main_thread()

@@ -1,16 +1,18 @@
 """The training loop: the lifecycle of N >= 1 runs trained together, whatever trains them.
 
-A *stepper* holds the network(s) and the optimizer and takes one step on a batch; everything else about a
-run is here, once: its data order and augmentation stream, the learning rate, the log windows and the
-divergence rule, evaluation and checkpoint cadence, resume, Ctrl-C, progress and the result. The steppers:
+A *stepper* holds the network(s) and the optimizer and takes one step on a batch; everything else
+about a run is here, once: its data order and augmentation stream, the learning rate, the log
+windows and the divergence rule, evaluation and checkpoint cadence, resume, Ctrl-C, progress and the
+result. The steppers:
 
 - ``solo.Solo``: one network (DDP, CUDA graph, GradScaler, channels_last, torch.compile);
 - ``fused.Fused``: N runs of one architecture as one network through vmap (HFTA);
 - ``stacked.Stacked``: Paper B's MNIST MLPs of one depth as one stacked network.
 
-Every run keeps its own generators and state, so it trains as it would alone. A checkpoint is one file per
-run in one format (checkpoint_dir/<run name>.pt), whichever stepper wrote it. ``train_groups`` is the one
-entry: the per-run lock, several groups interleaved a step at a time, Ctrl-C keeping a checkpoint.
+Every run keeps its own generators and state, so it trains as it would alone. A checkpoint is one
+file per run in one format (checkpoint_dir/<run name>.pt), whichever stepper wrote it.
+``train_groups`` is the one entry: the per-run lock, several groups interleaved a step at a time,
+Ctrl-C keeping a checkpoint.
 """
 from __future__ import annotations
 
@@ -36,24 +38,27 @@ from .results import FIRST_STEPS, config_hash, provenance, run_name, save_result
 
 
 # recipe keys that runs trained together share (the seed is free; the model as the stepper allows)
-SAME = ("dataset", "steps", "batch_size", "schedule", "optimizer", "preprocess", "augment", "subset",
+SAME = ("dataset", "steps", "batch_size", "schedule", "optimizer", "preprocess", "augment",
+        "subset",
         "log_every", "eval_every", "divergence")
 
 
 def share_recipe(cfgs, what):
-    """The configs share their recipe (SAME) and are each one run: else a ValueError saying which."""
+    """The configs share their recipe (SAME) and are each one run: else a ValueError saying
+    which."""
     if not cfgs:
         raise ValueError("nothing to train: no configs")
     for key in SAME:
         if len({repr(c.get(key)) for c in cfgs}) > 1:
-            raise ValueError(f"{what} runs must share their recipe; they differ in {key!r}: group them by it")
+            raise ValueError(f"{what} runs must share their recipe; they differ in {key!r}: group "
+                             f"them by it")
     if len({config_hash(c) for c in cfgs}) < len(cfgs):
         raise ValueError(f"the same run (config and seed) appears twice in one {what} group")
 
 
 class Loop(GraphedStep):
-    """N runs of one recipe, trained by one `stepper` (a class: ``solo.Solo`` and the like) a step at a
-    time: ``advance`` until ``done``, then ``finish`` -> one result per run."""
+    """N runs of one recipe, trained by one `stepper` (a class: ``solo.Solo`` and the like) a step
+    at a time: ``advance`` until ``done``, then ``finish`` -> one result per run."""
 
     def __init__(self, cfgs, data=None, options=None, stepper=None, **changes):
         o = self.opts = TrainOptions.of(options, **changes)
@@ -126,8 +131,10 @@ class Loop(GraphedStep):
         self.steps_window = 0
         at = min(self.step + GRAPH_WARMUP + 2, self.stop)  # timed after the first steps
         self._probe = {"at": at, "until": min(at + 10, self.stop)}
-        self.rng = self._rng_state()  # this group's global RNG (dropout): swapped in by train_groups
-        from tqdm.auto import tqdm  # (here: `import idmap_lib` works before a chapter's setup installs it)
+        # this group's global RNG (dropout): swapped in by train_groups
+        self.rng = self._rng_state()
+        # (here: `import idmap_lib` works before a chapter's setup installs it)
+        from tqdm.auto import tqdm
 
         name = run_name(c) + (f" and {self.n - 1} more" if self.n > 1 else "")
         self.bar = tqdm(total=self.total, initial=self.step, disable=not self.show,
@@ -136,7 +143,9 @@ class Loop(GraphedStep):
 
     # ------------------------------------------------------------------ small helpers
     def _on_stream(self):
-        return torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext()
+        if self.stream is None:
+            return contextlib.nullcontext()
+        return torch.cuda.stream(self.stream)
 
     def _say(self, msg):
         if self.show:
@@ -187,9 +196,9 @@ class Loop(GraphedStep):
                     torch.cuda.set_rng_state(cuda[rank], self.device)
         except (RuntimeError, ValueError, KeyError, IndexError) as e:
             raise CheckpointError(
-                f"the checkpoint(s) in {self.paths[0].parent} do not fit this model/optimizer/device ({e}); "
-                f"written by a different recipe, library version or kind of device: delete them or run "
-                f"without --resume") from e
+                f"the checkpoint(s) in {self.paths[0].parent} do not fit this "
+                f"model/optimizer/device ({e}); written by a different recipe, library version or "
+                f"kind of device: delete them or run without --resume") from e
         pos = {cks[i]["data"]["pos"] for i in live}
         self.pos = pos.pop() if pos else cks[0]["data"]["pos"]
         self.perm = [ck["data"]["perm"].to(self.device, torch.int64) for ck in cks]
@@ -205,14 +214,16 @@ class Loop(GraphedStep):
         if moved:
             self.moves.append({"step": self.step, "from": f"{kind[0]} {kind[1]}",
                                "to": f"{now[0]} {now[1]}"})
-        where = self.paths[0] if self.n == 1 else f"{self.n} checkpoints from {self.paths[0].parent}"
+        where = (self.paths[0] if self.n == 1
+                 else f"{self.n} checkpoints from {self.paths[0].parent}")
         self._say(f"resumed {where} at step {self.step}/{self.total}" + (
             f", moved from {kind[0]} {kind[1]} to {now[0]} {now[1]}: no longer bit-exact"
             if moved else ""))
 
     def _checkpoint_due(self):
-        """``checkpoint_minutes``: a checkpoint every so many minutes of wall time too (a Colab disconnect
-        loses at most that much). Not under DDP: the ranks' clocks would disagree about a collective."""
+        """``checkpoint_minutes``: a checkpoint every so many minutes of wall time too (a Colab
+        disconnect loses at most that much). Not under DDP: the ranks' clocks would disagree about a
+        collective."""
         m = self.opts.checkpoint_minutes
         return bool(m) and self.ctx.world == 1 and time.perf_counter() - self.t_checkpoint >= 60 * m
 
@@ -236,11 +247,13 @@ class Loop(GraphedStep):
                 "world_size": ctx.world, "device_type": self.device.type,
                 "precision": precision_name(self.stepper.dtype), "step": self.step,
                 "model": model, "optimizer": optimizer,
-                "scheduler": {"kind": "pure function of the step (recipes.lr_at)", "step": self.step},
+                "scheduler": {"kind": "pure function of the step (recipes.lr_at)",
+                              "step": self.step},
                 "scaler": scaler,
                 "rng": {"torch": torch_now if one else [self.stepper.torch_rng[r]], "cuda": cuda,
                         "order": self.gen_order[r].get_state(), "augment": aug[r]},
-                "data": {"perm": self.perm[r].to(torch.int32).cpu(), "pos": self.pos},  # int32: half
+                # int32: half
+                "data": {"perm": self.perm[r].to(torch.int32).cpu(), "pos": self.pos},
                 "acc": self.acc[r].cpu().clone(), "first": self.first[r].cpu().clone(),
                 "history": self.histories[r], "elapsed": self.elapsed[r],
                 "status": self.status[r], "fail": self.fails[r], "moves": self.moves})
@@ -273,7 +286,8 @@ class Loop(GraphedStep):
             ctx, aug = self.ctx, self.cfgs[0].get("augment") or None
             idx = [p[self.pos:self.pos + self.B][ctx.rank::ctx.world] for p in self.perm]
             self.pos += self.B
-            xs = [train_batch(self.D, i, aug, g, self.stepper.cl) for i, g in zip(idx, self.gen_aug)]
+            xs = [train_batch(self.D, i, aug, g, self.stepper.cl)
+                  for i, g in zip(idx, self.gen_aug)]
             x, y = self.stepper.batch(xs, [self.D["y_train"][i] for i in idx])
             # forward, backward, update: eager or replayed as one CUDA graph
             self._step_on(x, y, lr)
@@ -313,7 +327,8 @@ class Loop(GraphedStep):
         self.bar.update(self.step - self.bar.n)
         self.bar.set_postfix(loss=f"{loss_sum / n:.3f}" if n else "-", img_s=f"{rate:.0f}")
         self._say(f"{run_name(self.cfgs[0])}: step {self.step}{loss}, {rate:.0f} img/s"
-                  + (" in all" if self.n > 1 else "") + f" -> the remaining {left} steps{stop} take "
+                  + (" in all" if self.n > 1 else "")
+                  + f" -> the remaining {left} steps{stop} take "
                   f"about {format_duration(self.projected_s)} on this {self.device.type} "
                   f"(plus evaluations)")
 
@@ -355,7 +370,8 @@ class Loop(GraphedStep):
             self.status = ["ok" if s == "running" else s for s in self.status]
 
     def evaluate(self, batch=1000) -> list[tuple[float, float]]:
-        """Every run's test loss and error, BN on its running statistics (sharded over DDP ranks)."""
+        """Every run's test loss and error, BN on its running statistics (sharded over DDP
+        ranks)."""
         self.stepper.eval()
         out = evaluate_sums(self.stepper.test_sums, self.n, self.D, self.device, self.ctx, batch)
         self.stepper.train()
@@ -396,13 +412,14 @@ def train_groups(groups, data=None, options: TrainOptions | None = None, **chang
 
 
 def train_loops(groups, data=None, options: TrainOptions | None = None, **changes) -> list[Loop]:
-    """Train groups of runs, each group ``(cfgs, stepper)`` one ``Loop``, interleaved a step at a time;
-    returns the finished loops (their ``results``, their ``stepper``'s trained networks).
+    """Train groups of runs, each group ``(cfgs, stepper)`` one ``Loop``, interleaved a step at a
+    time; returns the finished loops (their ``results``, their ``stepper``'s trained networks).
 
-    On CUDA each group issues its work on its own stream, so several small networks share one GPU. Each
-    group draws from its own global RNG streams (dropout), as if it ran alone. One process at a time
-    trains a run into a checkpoint folder (``runlock``). Ctrl-C (a notebook's stop button) stops at the end
-    of the step under way, writes every unfinished run's checkpoint and raises ``TrainingInterrupted``."""
+    On CUDA each group issues its work on its own stream, so several small networks share one GPU.
+    Each group draws from its own global RNG streams (dropout), as if it ran alone. One process at a
+    time trains a run into a checkpoint folder (``runlock``). Ctrl-C (a notebook's stop button)
+    stops at the end of the step under way, writes every unfinished run's checkpoint and raises
+    ``TrainingInterrupted``."""
     opts = TrainOptions.of(options, **changes)
     cfgs = [c for g, _ in groups for c in g]
     d = opts.checkpoint_dir
@@ -411,7 +428,8 @@ def train_loops(groups, data=None, options: TrainOptions | None = None, **change
         if not isinstance(data, data_mod.Data):  # each dataset loaded once for all groups
             data = {k: data_mod.load(k, data) for k in sorted({c["dataset"] for c in cfgs})}
         with EngineSettings(opts.deterministic, opts.device, opts.threads, cfgs):
-            loops = [Loop(g, data if isinstance(data, data_mod.Data) else data[g[0]["dataset"]], opts,
+            loops = [Loop(g, data if isinstance(data, data_mod.Data) else data[g[0]["dataset"]],
+                          opts,
                           stepper=kind) for g, kind in groups]
             several = len(loops) > 1
             with DeferredInterrupt(all(lp.ctx.world == 1 for lp in loops)) as interrupt:
@@ -437,7 +455,8 @@ def _interrupted(left):
         lp.checkpoint()
         lp.bar.close()
     lp = left[0]
-    kept = (f"checkpoint{'s' if len(left) > 1 or lp.n > 1 else ''} kept ({lp.paths[0].parent}); run "
-            f"the cell (or the command, with --resume) again to go on from there" if lp.paths else
+    kept = (f"checkpoint{'s' if len(left) > 1 or lp.n > 1 else ''} kept ({lp.paths[0].parent}); "
+            f"run the cell (or the command, with --resume) again to go on from "
+            f"there" if lp.paths else
             "no checkpoint folder, so nothing was kept")
     raise TrainingInterrupted(f"interrupted at step {lp.step} of {lp.total}: {kept}")

@@ -1,23 +1,25 @@
 """Every experiment of both papers as data, at three scales, and the learning-rate schedules.
 
-``config(experiment, variant, scale, seed)`` returns one plain, JSON-able dict; the trainer reads nothing
-else, and its sha256 (see results.py) names the result. ``EXPERIMENTS[name]["variants"]`` lists the
-variants; each experiment names a ``baseline``.
+``config(experiment, variant, scale, seed)`` returns one plain, JSON-able dict; the trainer reads
+nothing else, and its sha256 (see results.py) names the result. ``EXPERIMENTS[name]["variants"]``
+lists the variants; each experiment names a ``baseline``.
 
 Scales
 - ``full``: the paper's recipe (Paper A appendix; Paper B Sec 4), for a GPU.
-- ``cpu``: the CPU scale. The same networks at their real depth (the papers are about depth: at depth 20
-  their effects are absent by construction), smaller in width where a CPU needs it (ResNet-164 and -1001:
-  every channel count x 1/4), in data (a stratified 20k/2k subset) and in steps (400 of batch 128; 128 for
-  ResNet-1001), with the paper's schedule shape and a warm-up that *ramps* the lr from 0.01 to 0.1 (see CPU,
-  CPU_WHY). It cannot reproduce the papers' final errors; claims.py says what each claim can be tested for here.
-- ``cpu_step_warmup``: the CPU scale as it was first recorded, with the paper's abrupt warm-up (lr 0.01, then
-  0.1 in one step at 25 % of the run). At 400 steps that jump is a shock the paper's 64,000 do not have (the
-  original ResNet-110 spikes and 2 of 3 seeds end at chance): kept as the probe that chose ``cpu`` (chapter 11),
-  as the data of our lr-jump claim, and as the base of the classroom exercises (checks/ablations.py).
+- ``cpu``: the CPU scale. The same networks at their real depth (the papers are about depth: at
+  depth 20 their effects are absent by construction), smaller in width where a CPU needs it
+  (ResNet-164 and -1001: every channel count x 1/4), in data (a stratified 20k/2k subset) and in
+  steps (400 of batch 128; 128 for ResNet-1001), with the paper's schedule shape and a warm-up that
+  *ramps* the lr from 0.01 to 0.1 (see CPU, CPU_WHY). It cannot reproduce the papers' final errors;
+  claims.py says what each claim can be tested for here.
+- ``cpu_step_warmup``: the CPU scale as it was first recorded, with the paper's abrupt warm-up (lr
+  0.01, then 0.1 in one step at 25 % of the run). At 400 steps that jump is a shock the paper's
+  64,000 do not have (the original ResNet-110 spikes and 2 of 3 seeds end at chance): kept as the
+  probe that chose ``cpu`` (chapter 11), as the data of our lr-jump claim, and as the base of the
+  classroom exercises (checks/ablations.py).
 
-Where the papers are silent, the choice and the reason sit next to the value (``why`` entries: they are
-kept in the config for the reader but left out of the hash).
+Where the papers are silent, the choice and the reason sit next to the value (``why`` entries: they
+are kept in the config for the reader but left out of the hash).
 """
 from __future__ import annotations
 
@@ -34,28 +36,30 @@ def lr_at(schedule: dict, step: int) -> float:
     """Learning rate at iteration `step` (0-based) of `schedule`.
 
     kind "step": ``base / divisor ** (number of milestones <= step)``, except during the warm-up
-    (``step < warmup_steps``): ``warmup_lr`` (Paper A: 0.01 for iterations < 400, then 0.1, /10 at 32000 and
-    48000), or with ``warmup: "linear"`` a ramp from ``warmup_lr`` at step 0 towards ``base`` (Goyal et al.
-    2017's gradual warm-up; ours, for the CPU scale). Training stops at ``total``, so asking for step >= total
-    is an error. kind "constant": ``base``.
+    (``step < warmup_steps``): ``warmup_lr`` (Paper A: 0.01 for iterations < 400, then 0.1, /10 at
+    32000 and 48000), or with ``warmup: "linear"`` a ramp from ``warmup_lr`` at step 0 towards
+    ``base`` (Goyal et al. 2017's gradual warm-up; ours, for the CPU scale). Training stops at
+    ``total``, so asking for step >= total is an error. kind "constant": ``base``.
     """
     total = schedule["total"]
     if not 0 <= step < total:
-        raise ValueError(f"step {step} is outside the schedule: training runs iterations 0..{total - 1} "
-                         f"and stops at {total}")
+        raise ValueError(f"step {step} is outside the schedule: training runs iterations "
+                         f"0..{total - 1} and stops at {total}")
     if schedule["kind"] == "constant":
         return schedule["base"]
     if schedule["kind"] != "step":
         raise ValueError(f"unknown schedule kind {schedule['kind']!r}; valid: step, constant")
     if step < schedule.get("warmup_steps", 0):
         if schedule.get("warmup") == "linear":
-            return schedule["warmup_lr"] + (schedule["base"] - schedule["warmup_lr"]) * step / schedule["warmup_steps"]
+            lo, hi = schedule["warmup_lr"], schedule["base"]
+            return lo + (hi - lo) * step / schedule["warmup_steps"]
         return schedule["warmup_lr"]
     n = sum(step >= m for m in schedule["milestones"])
     return schedule["base"] / schedule["divisor"] ** n  # exact decimals: 0.1 / 10 == 0.01
 
 
-def step_schedule(total, base, divisor, fractions=None, milestones=None, warmup_steps=0, warmup_lr=None,
+def step_schedule(total, base, divisor, fractions=None, milestones=None, warmup_steps=0,
+                  warmup_lr=None,
                   warmup="step"):
     ms = list(milestones) if milestones is not None else [round(f * total) for f in fractions]
     s = {"kind": "step", "total": total, "base": base, "divisor": divisor, "milestones": ms}
@@ -69,48 +73,59 @@ def step_schedule(total, base, divisor, fractions=None, milestones=None, warmup_
 # ----------------------------------------------------------------------------------------------
 # the recipes (hyperparameters of each family, at each scale)
 
-# The CPU scale: the papers' networks at their real depth -- the papers are about depth, and at depth 20 their
-# effects are absent by construction -- smaller in width (bottleneck nets only), data and steps.
+# The CPU scale: the papers' networks at their real depth -- the papers are about depth, and at
+# depth 20 their effects are absent by construction -- smaller in width (bottleneck nets only), data
+# and steps.
 CPU = {
     "steps": 400, "warmup_steps": 100, "train_per_class": 2000, "test_per_class": 200,
     "log_every": 10, "eval_every": 100,
 }
-CPU_WIDTH = {164: 0.25, 1001: 0.25}  # bottleneck nets: every channel count x 1/4 (ResNet-110/32: paper's)
-CPU_STEPS = {1001: 128}  # ResNet-1001 x 1/4 (~10k small ops a step) trains at ~21 img/s here: <= 15 min a run
+# bottleneck nets: every channel count x 1/4 (ResNet-110/32: paper's)
+CPU_WIDTH = {164: 0.25, 1001: 0.25}
+# ResNet-1001 x 1/4 (~10k small ops a step) trains at ~21 img/s here: <= 15 min a run
+CPU_STEPS = {1001: 128}
 CPU_WHY = ("CPU scale: the paper's depth{width}; {steps} steps of batch 128 on a stratified subset "
-           "(2000 train + 200 test images per class, ~{epochs:.1f} epochs); the paper's schedule shape with the "
-           "warm-up as a linear ramp: lr from 0.01 up to 0.1 over the first {warmup} steps (Goyal et al. 2017), "
-           "then 0.1, /10 at 50 % and 75 %. The paper jumps from 0.01 to 0.1 in one step after 400 of 64,000 "
-           "iterations, with ~60,000 left to recover; at 25 % of a 400-step run the same jump is a shock the "
-           "paper's schedule does not have (the original ResNet-110's loss spikes and most seeds end at chance: "
-           "the runs of the superseded step warm-up, which chapter 11 shows), so the CPU scale ramps. Only a non-finite "
-           "loss stops a run early.")
-CPU_STEP_WHY = ("CPU scale with the paper's abrupt warm-up (superseded by the ramp of the cpu scale): the paper's "
-                "depth{width}; {steps} steps of batch 128 on a stratified subset (2000 train + 200 test images per "
-                "class, ~{epochs:.1f} epochs); lr 0.01 for the first {warmup} steps (a quarter of the run, at every depth), "
-                "then 0.1 in one step, /10 at 50 % and 75 %; only a non-finite loss stops a run early.")
-JUMP_PROBE = "cpu_step_warmup"  # the lr-jump probe: the CPU scale with the paper's abrupt step warm-up
+           "(2000 train + 200 test images per class, ~{epochs:.1f} epochs); the paper's schedule "
+           "shape with the warm-up as a linear ramp: lr from 0.01 up to 0.1 over the first "
+           "{warmup} steps (Goyal et al. 2017), then 0.1, /10 at 50 % and 75 %. The paper jumps "
+           "from 0.01 to 0.1 in one step after 400 of 64,000 iterations, with ~60,000 left to "
+           "recover; at 25 % of a 400-step run the same jump is a shock the paper's schedule does "
+           "not have (the original ResNet-110's loss spikes and most seeds end at chance: the runs "
+           "of the superseded step warm-up, which chapter 11 shows), so the CPU scale ramps. Only "
+           "a non-finite loss stops a run early.")
+CPU_STEP_WHY = ("CPU scale with the paper's abrupt warm-up (superseded by the ramp of the cpu "
+                "scale): the paper's depth{width}; {steps} steps of batch 128 on a stratified "
+                "subset (2000 train + 200 test images per class, ~{epochs:.1f} epochs); lr 0.01 "
+                "for the first {warmup} steps (a quarter of the run, at every depth), then 0.1 in "
+                "one step, /10 at 50 % and 75 %; only a non-finite loss stops a run early.")
+# the lr-jump probe: the CPU scale with the paper's abrupt step warm-up
+JUMP_PROBE = "cpu_step_warmup"
 CPU_SCALES = ("cpu", JUMP_PROBE)
-CLAIM_SCALES = ("cpu", "full")  # where the claims are judged: the CPU scale, the full recipe (the probe is a claim's own)
+# where the claims are judged: the CPU scale, the full recipe (the probe is a claim's own)
+CLAIM_SCALES = ("cpu", "full")
 SCALES = ("cpu", JUMP_PROBE, "full")
 SCALE_WORDS = {"cpu": "CPU scale", JUMP_PROBE: "CPU scale, step warm-up (the lr-jump probe)",
                "full": "full recipe"}
 
 
 def cpu_paper_a(depth, dataset="cifar10", warmup="linear"):
-    """The CPU-scale schedule and data of a Paper A net of `depth` (see CPU): the lr ramps over the warm-up
-    (warmup="linear": scale ``cpu``) or steps at its end as in the paper (warmup="step": ``cpu_step_warmup``).
-    CIFAR-100 has 500 training images per class, so its subset is 400 + 40 per class (the same 40k + 4k images)."""
+    """The CPU-scale schedule and data of a Paper A net of `depth` (see CPU): the lr ramps over the
+    warm-up (warmup="linear": scale ``cpu``) or steps at its end as in the paper (warmup="step":
+    ``cpu_step_warmup``). CIFAR-100 has 500 training images per class, so its subset is 400 + 40 per
+    class (the same 40k + 4k images)."""
     steps = CPU_STEPS.get(depth, CPU["steps"])
     warmup_steps = CPU["warmup_steps"] * steps // CPU["steps"]
     width = CPU_WIDTH.get(depth, 1)
     why = (CPU_WHY if warmup == "linear" else CPU_STEP_WHY).format(
         width=f", every channel count x {width:g}" if width != 1 else " and width",
         steps=steps, warmup=warmup_steps, epochs=steps * 128 / (10 * CPU["train_per_class"]))
-    return dict(steps=steps, log_every=CPU["log_every"], eval_every=min(CPU["eval_every"], steps // 2),
-                schedule=step_schedule(steps, 0.1, 10, fractions=[0.5, 0.75], warmup_steps=warmup_steps,
+    return dict(steps=steps, log_every=CPU["log_every"],
+                eval_every=min(CPU["eval_every"], steps // 2),
+                schedule=step_schedule(steps, 0.1, 10, fractions=[0.5, 0.75],
+                                       warmup_steps=warmup_steps,
                                        warmup_lr=0.01, warmup=warmup),
-                subset={"train_per_class": CPU["train_per_class"], "test_per_class": CPU["test_per_class"]}
+                subset={"train_per_class": CPU["train_per_class"],
+                        "test_per_class": CPU["test_per_class"]}
                 if dataset != "cifar100" else {"train_per_class": 400, "test_per_class": 40},
                 why={"scale": why})
 
@@ -118,10 +133,13 @@ def cpu_paper_a(depth, dataset="cifar10", warmup="linear"):
 def _paper_a(scale, depth, dataset):
     """Paper A appendix (= ResNet v1 CIFAR recipe)."""
     if scale == "full":
-        sched = step_schedule(64000, 0.1, 10, milestones=[32000, 48000], warmup_steps=400, warmup_lr=0.01)
+        sched = step_schedule(64000, 0.1, 10, milestones=[32000, 48000], warmup_steps=400,
+                              warmup_lr=0.01)
         return dict(steps=64000, schedule=sched, subset=None, log_every=100, eval_every=2000,
-                    why={"schedule": "Paper A: lr 0.01 for 400 iterations, then 0.1, /10 at 32k and 48k, stop at 64k",
-                         "eval_every": "unstated; every 2000 iterations on the full test set (cheap on a GPU)"})
+                    why={"schedule": "Paper A: lr 0.01 for 400 iterations, then 0.1, /10 at 32k "
+                                     "and 48k, stop at 64k",
+                         "eval_every": "unstated; every 2000 iterations on the full test set "
+                                       "(cheap on a GPU)"})
     return cpu_paper_a(depth, dataset, warmup="linear" if scale == "cpu" else "step")
 
 
@@ -134,9 +152,11 @@ AUG = {"pad": 4, "flip": True}
 SGD_A = {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 1e-4}
 
 
-def paper_a_cifar(depth, unit, shortcut="identity", block=None, dataset="cifar10", scale="full", swap=None,
+def paper_a_cifar(depth, unit, shortcut="identity", block=None, dataset="cifar10", scale="full",
+                  swap=None,
                   **shortcut_options):
-    """Paper A's CIFAR recipe for `unit` at `depth`; `swap` (a key of SWAPS) changes one part of the unit alone."""
+    """Paper A's CIFAR recipe for `unit` at `depth`; `swap` (a key of SWAPS) changes one part of the
+    unit alone."""
     num_classes = 100 if dataset == "cifar100" else 10
     kw = {"depth": depth, "unit": unit, "shortcut": shortcut, "num_classes": num_classes}
     if swap is not None:
@@ -146,33 +166,39 @@ def paper_a_cifar(depth, unit, shortcut="identity", block=None, dataset="cifar10
     if scale != "full" and CPU_WIDTH.get(depth, 1) != 1:
         kw["width_scale"] = CPU_WIDTH[depth]
     kw.update(shortcut_options)
-    cfg = _base(dataset, {"builder": "cifar_resnet", "kwargs": kw}, dict(SGD_A), "per_pixel_mean", AUG)
+    cfg = _base(dataset, {"builder": "cifar_resnet", "kwargs": kw}, dict(SGD_A), "per_pixel_mean",
+                AUG)
     cfg.update(_paper_a(scale, depth, dataset))
     return cfg
 
 
 def _cpu_paper_b(fractions, divisor, what):
-    """Paper B's CIFAR recipes at the CPU scale: the data and steps of CPU, Paper B's schedule (no warm-up, so
-    nothing to ramp: both CPU scales are the same training)."""
+    """Paper B's CIFAR recipes at the CPU scale: the data and steps of CPU, Paper B's schedule (no
+    warm-up, so nothing to ramp: both CPU scales are the same training)."""
     steps = CPU["steps"]
     return dict(steps=steps, schedule=step_schedule(steps, 0.1, divisor, fractions=fractions),
-                subset={"train_per_class": CPU["train_per_class"], "test_per_class": CPU["test_per_class"]},
+                subset={"train_per_class": CPU["train_per_class"],
+                        "test_per_class": CPU["test_per_class"]},
                 log_every=CPU["log_every"], eval_every=CPU["eval_every"],
-                why={"scale": f"CPU scale: {what}; {steps} steps of batch 128 on a stratified subset (2000 train + "
-                              f"200 test images per class); Paper B's schedule shape (no warm-up: it states none)"})
+                why={"scale": f"CPU scale: {what}; {steps} steps of batch 128 on a stratified "
+                              f"subset (2000 train + 200 test images per class); Paper B's "
+                              f"schedule shape (no warm-up: it states none)"})
 
 
 def paper_b_resnet(gated, k_decay, scale="full"):
-    """Paper B Table 3, pre-activation ResNet-32 (n=5): SGD Nesterov 0.9, wd 1e-4, /10 at 50% and 75%."""
+    """Paper B Table 3, pre-activation ResNet-32 (n=5): SGD Nesterov 0.9, wd 1e-4, /10 at 50% and
+    75%."""
     opt = {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-4,
            "decay_gates": k_decay}
-    kw = {"depth": 32, "unit": "full_preact", "shortcut": "identity", "num_classes": 10, "gated": gated}
+    kw = {"depth": 32, "unit": "full_preact", "shortcut": "identity", "num_classes": 10,
+          "gated": gated}
     cfg = _base("cifar10", {"builder": "cifar_resnet", "kwargs": kw}, opt, "per_pixel_mean", AUG)
     if scale == "full":
         cfg.update(steps=64000, schedule=step_schedule(64000, 0.1, 10, fractions=[0.5, 0.75]),
                    subset=None, log_every=100, eval_every=2000,
-                   why={"steps": "unstated in Paper B; 64k iterations (~164 epochs) = Paper A's length, whose "
-                                 "50%/75% milestones (32k/48k) match fb.resnet.torch's epochs 81/122",
+                   why={"steps": "unstated in Paper B; 64k iterations (~164 epochs) = Paper A's "
+                                 "length, whose 50%/75% milestones (32k/48k) match "
+                                 "fb.resnet.torch's epochs 81/122",
                         "preprocess": "Paper B: mean subtraction (per-pixel, as Paper A)"})
     else:
         cfg.update(_cpu_paper_b(fractions=[0.5, 0.75], divisor=10, what="ResNet-32"))
@@ -180,7 +206,8 @@ def paper_b_resnet(gated, k_decay, scale="full"):
 
 
 def paper_b_wrn(gated, scale="full", k_decay=False, dataset="cifar10"):
-    """Paper B Table 3-4, WRN-28-10 + dropout 0.3: SGD Nesterov 0.9, wd 5e-4, lr 0.1 /5 at 30/60/80%."""
+    """Paper B Table 3-4, WRN-28-10 + dropout 0.3: SGD Nesterov 0.9, wd 5e-4, lr 0.1 /5 at
+    30/60/80%."""
     opt = {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 5e-4,
            "decay_gates": k_decay}
     kw = {"depth": 28, "widen": 10, "dropout": 0.3, "gated": gated,
@@ -192,47 +219,58 @@ def paper_b_wrn(gated, scale="full", k_decay=False, dataset="cifar10"):
         total = 200 * (SIZES[dataset][0] // 128)  # 200 epochs of CIFAR's 50,000 training images
         cfg.update(steps=total, schedule=step_schedule(total, 0.1, 5, fractions=[0.3, 0.6, 0.8]),
                    subset=None, log_every=100, eval_every=2000,
-                   why={"steps": "unstated in Paper B; 200 epochs (Zagoruyko & Komodakis' WRN recipe, whose "
-                                 "lr drops at epochs 60/120/160 are exactly Paper B's 30/60/80%)",
+                   why={"steps": "unstated in Paper B; 200 epochs (Zagoruyko & Komodakis' WRN "
+                                 "recipe, whose lr drops at epochs 60/120/160 are exactly Paper "
+                                 "B's 30/60/80%)",
                         "momentum": "Nesterov 0.9 as WRN's recipe and Paper B's ResNet runs",
-                        "augment": "pad 4 with zeros + crop + flip (Paper B, as Paper A); the WRN code pads "
-                                   "by reflection, which Paper B does not say it used"})
+                        "augment": "pad 4 with zeros + crop + flip (Paper B, as Paper A); the WRN "
+                                   "code pads by reflection, which Paper B does not say it used"})
     else:
         cfg.update(_cpu_paper_b(fractions=[0.3, 0.6, 0.8], divisor=5,
-                                   what="WRN-28-1: the depth of WRN-28-10, a tenth of its width (36.5M -> 0.37M)"))
+                                   what="WRN-28-1: the depth of WRN-28-10, a tenth of its width "
+                                        "(36.5M -> 0.37M)"))
     return cfg
 
 
 def paper_b_mnist(kind, d, scale="full", defaults="torch"):
     """Paper B Sec 4.1: Linear(784->50), d layers of 50 (plain / resnet / gresnet), NAdam lr 0.002
-    momentum 0.9, 100 epochs, batch 128, pixels / 255. defaults="keras": Keras's initialisation and BN
-    settings instead of PyTorch's (models/mlp.py; Paper B states neither)."""
-    opt = {"name": "nadam", "lr": 0.002, "betas": [0.9, 0.999], "weight_decay": 0.0, "decay_gates": False}
+    momentum 0.9, 100 epochs, batch 128, pixels / 255. defaults="keras": Keras's initialisation and
+    BN settings instead of PyTorch's (models/mlp.py; Paper B states neither)."""
+    opt = {"name": "nadam", "lr": 0.002, "betas": [0.9, 0.999], "weight_decay": 0.0,
+           "decay_gates": False}
     kwargs = {"kind": kind, "d": d, "width": 50, "num_classes": 10}
     if defaults != "torch":
         kwargs["defaults"] = defaults
     cfg = _base("mnist", {"builder": "mlp", "kwargs": kwargs}, opt, "scale", None)
-    why = {"optimizer": "Nadam as Keras (schedule_decay 0.004 = torch NAdam momentum_decay 4e-3), beta1 = "
-                        "Paper B's momentum 0.9, beta2 0.999 (Keras default; unstated)",
-           "init": "unstated in Paper B; the library's: PyTorch's default for linear layers (uniform "
-                   "+-1/sqrt(fan_in), as Torch7's), BN weight 1 and bias 0" if defaults == "torch" else
-                   "unstated in Paper B; Keras's defaults (a probe of that choice): Glorot-uniform linear "
-                   "weights, BN epsilon 1e-3 and momentum 0.99 (PyTorch 0.01), BN weight 1 and bias 0",
+    why = {"optimizer": "Nadam as Keras (schedule_decay 0.004 = torch NAdam momentum_decay 4e-3), "
+                        "beta1 = Paper B's momentum 0.9, beta2 0.999 (Keras default; unstated)",
+           "init": "unstated in Paper B; the library's: PyTorch's default for linear layers "
+                   "(uniform +-1/sqrt(fan_in), as Torch7's), BN weight 1 and bias "
+                   "0" if defaults == "torch"
+                   else
+                   "unstated in Paper B; Keras's defaults (a probe of that choice): Glorot-uniform "
+                   "linear weights, BN epsilon 1e-3 and momentum 0.99 (PyTorch 0.01), BN weight 1 "
+                   "and bias 0",
            "augment": "none (Paper B mentions none for MNIST)"}
     if scale == "full":
         total = 100 * (60000 // 128)
-        cfg.update(steps=total, schedule={"kind": "constant", "total": total, "base": 0.002}, subset=None,
+        cfg.update(steps=total, schedule={"kind": "constant", "total": total, "base": 0.002},
+                   subset=None,
                    log_every=100, eval_every=468 * 5, why=why)
     else:
         cfg.update(steps=400, schedule={"kind": "constant", "total": 400, "base": 0.002},
-                   subset={"train_per_class": 5000, "test_per_class": 500}, log_every=20, eval_every=100,
-                   why={**why, "scale": "CPU scale: the paper's network (same d), 400 steps (~1 epoch of a "
-                                        "50k stratified subset), 5k test images; ~10-30 s on 2 CPU cores"})
+                   subset={"train_per_class": 5000, "test_per_class": 500}, log_every=20,
+                   eval_every=100,
+                   why={**why,
+                        "scale": "CPU scale: the paper's network (same d), 400 steps (~1 epoch of "
+                                 "a 50k stratified subset), 5k test images; ~10-30 s on 2 CPU "
+                                 "cores"})
     return cfg
 
 
 MNIST_KINDS = ("plain", "resnet", "gresnet")  # Paper B Sec 4.1: the three nets of each depth
-KERAS_PROBE = ("gresnet_keras",)  # chapter 10's probe: the GResNet with Keras's initialisation and BN settings
+# chapter 10's probe: the GResNet with Keras's initialisation and BN settings
+KERAS_PROBE = ("gresnet_keras",)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -240,9 +278,12 @@ KERAS_PROBE = ("gresnet_keras",)  # chapter 10's probe: the GResNet with Keras's
 
 def _table1():
     v = {"original": dict(shortcut="identity"),
-         "constant_scaling-0-1": dict(shortcut="constant_scaling", shortcut_scale=0.0, residual_scale=1.0),
-         "constant_scaling-0.5-1": dict(shortcut="constant_scaling", shortcut_scale=0.5, residual_scale=1.0),
-         "constant_scaling-0.5-0.5": dict(shortcut="constant_scaling", shortcut_scale=0.5, residual_scale=0.5),
+         "constant_scaling-0-1": dict(shortcut="constant_scaling", shortcut_scale=0.0,
+                                      residual_scale=1.0),
+         "constant_scaling-0.5-1": dict(shortcut="constant_scaling", shortcut_scale=0.5,
+                                        residual_scale=1.0),
+         "constant_scaling-0.5-0.5": dict(shortcut="constant_scaling", shortcut_scale=0.5,
+                                          residual_scale=0.5),
          "exclusive_gating-b0": dict(shortcut="exclusive_gating", gate_bias=0.0),
          "exclusive_gating-b-6": dict(shortcut="exclusive_gating", gate_bias=-6.0),
          "exclusive_gating-b-7": dict(shortcut="exclusive_gating", gate_bias=-7.0),
@@ -250,7 +291,8 @@ def _table1():
          "shortcut_only_gating-b-6": dict(shortcut="shortcut_only_gating", gate_bias=-6.0),
          "conv1x1": dict(shortcut="conv1x1"),
          "dropout-0.5": dict(shortcut="dropout", p=0.5)}
-    return {k: (lambda scale, o=o: paper_a_cifar(110, "original", scale=scale, **o)) for k, o in v.items()}
+    return {k: (lambda scale, o=o: paper_a_cifar(110, "original", scale=scale, **o))
+            for k, o in v.items()}
 
 
 
@@ -260,15 +302,19 @@ def _table2():
             for d in (110, 164) for u in UNITS}
 
 
-# The book's interventions (not in the papers): one part of a unit changed at a time, so that the swaps, not the
-# units' several differences at once, say which part carries an effect (chapter "Why pre-activation helps").
+# The book's interventions (not in the papers): one part of a unit changed at a time, so that the
+# swaps, not the units' several differences at once, say which part carries an effect (chapter "Why
+# pre-activation helps").
 SWAPS = {
     "final_bn_relu": {"kwargs": {"final": "bn_relu"},
-                      "words": "a final BN-ReLU before the pool: the classifier reads a normalised input"},
+                      "words": "a final BN-ReLU before the pool: the classifier reads a normalised "
+                               "input"},
     "no_final": {"kwargs": {"final": "none"},
-                 "words": "no final BN-ReLU: the classifier reads the un-normalised sum of every unit"},
+                 "words": "no final BN-ReLU: the classifier reads the un-normalised sum of every "
+                          "unit"},
     "zero_gamma": {"kwargs": {"zero_gamma": True},
-                   "words": "every branch's last BN starts at scale 0: F = 0 at initialisation (Goyal et al. 2017)"},
+                   "words": "every branch's last BN starts at scale 0: F = 0 at initialisation "
+                            "(Goyal et al. 2017)"},
 }
 SWAPPED = {  # (unit, swap) -> the depths it is trained at
     ("original", "final_bn_relu"): (110, 1001), ("relu_preact", "final_bn_relu"): (110,),
@@ -277,19 +323,22 @@ SWAPPED = {  # (unit, swap) -> the depths it is trained at
 
 
 FP32 = ("original-110", "full_preact-110", "original+final_bn_relu-110", "full_preact+no_final-110",
-        "original-1001", "full_preact-1001")  # the precision check: these rows again in float32, ``row@fp32``
+        # the precision check: these rows again in float32, ``row@fp32``
+        "original-1001", "full_preact-1001")
 
 
 def _swaps():
-    """The units of Table 2 at 110 layers and of Fig 1 at 1001 (the same trainings: results.training_hash), each
-    swap of SWAPPED, named ``unit+swap-depth``, and the rows of FP32 again in float32 (``amp``: the recipe names its
-    precision; every CPU run elsewhere is bf16 autocast, where the identity path sums in an 8-bit mantissa)."""
+    """The units of Table 2 at 110 layers and of Fig 1 at 1001 (the same trainings:
+    results.training_hash), each swap of SWAPPED, named ``unit+swap-depth``, and the rows of FP32
+    again in float32 (``amp``: the recipe names its precision; every CPU run elsewhere is bf16
+    autocast, where the identity path sums in an 8-bit mantissa)."""
     v = {f"{u}-110": (lambda scale, u=u: paper_a_cifar(110, u, scale=scale)) for u in UNITS}
     v.update({f"{u}-1001": (lambda scale, u=u: paper_a_cifar(1001, u, scale=scale))
               for u in ("original", "full_preact")})
     for (u, swap), depths in SWAPPED.items():
         for d in depths:
-            v[f"{u}+{swap}-{d}"] = lambda scale, u=u, d=d, swap=swap: paper_a_cifar(d, u, scale=scale, swap=swap)
+            v[f"{u}+{swap}-{d}"] = (lambda scale, u=u, d=d, swap=swap:
+                                    paper_a_cifar(d, u, scale=scale, swap=swap))
     for row in FP32:
         v[f"{row}@fp32"] = lambda scale, f=v[row]: {**f(scale), "amp": "fp32"}
     return v
@@ -301,7 +350,8 @@ def _table3():
         dataset = "cifar10" if ds == "c10" else "cifar100"
         if ds == "c10":
             for u in ("original", "full_preact"):
-                out[f"c10-110-single-{u}"] = (lambda scale, u=u: paper_a_cifar(110, u, block="single", scale=scale))
+                out[f"c10-110-single-{u}"] = (lambda scale, u=u:
+                                              paper_a_cifar(110, u, block="single", scale=scale))
         for d in depths:
             for u in ("original", "full_preact"):
                 out[f"{ds}-{d}-{u}"] = (lambda scale, d=d, u=u, dataset=dataset:
@@ -312,94 +362,134 @@ def _table3():
 EXPERIMENTS = {
     "a_table1_shortcuts": {
         "title": "Paper A Table 1: shortcut variants on the original ResNet-110 (CIFAR-10)",
-        "variants": _table1(), "baseline": "original"},
+        "variants": _table1(),
+        "baseline": "original",
+    },
     "a_table2_activations": {
         "title": "Paper A Table 2: activation variants, ResNet-110 and ResNet-164 (CIFAR-10)",
-        "variants": _table2(), "baseline": "full_preact-110"},
+        "variants": _table2(),
+        "baseline": "full_preact-110",
+    },
     "a_table3_preact": {
-        "title": "Paper A Table 3: original vs pre-activation units (CIFAR-10/100, incl. 1-layer skip)",
-        "variants": _table3(), "baseline": "c10-110-full_preact"},
+        "title": "Paper A Table 3: original vs pre-activation units (CIFAR-10/100, incl. 1-layer "
+        "skip)",
+        "variants": _table3(),
+        "baseline": "c10-110-full_preact",
+    },
     "a_swaps": {
-        "title": "The book's interventions on Paper A's units: one part swapped at a time (ResNet-110, ResNet-1001)",
-        "variants": _swaps(), "baseline": "full_preact-110"},
+        "title": "The book's interventions on Paper A's units: one part swapped at a time "
+        "(ResNet-110, ResNet-1001)",
+        "variants": _swaps(),
+        "baseline": "full_preact-110",
+    },
     "b_mnist": {
         "title": "Paper B Table 1-2: plain / ResNet / gated ResNet MLPs on MNIST at depth d",
-        "variants": {**{f"{k}-d{d}": (lambda scale, k=k, d=d: paper_b_mnist(k, d, scale))
-                        for d in (2, 10, 20, 50, 100) for k in MNIST_KINDS},
-                     # our probe of Paper B's unstated settings (chapter 10): the GResNet with Keras's defaults
-                     **{f"gresnet_keras-d{d}": (lambda scale, d=d: paper_b_mnist("gresnet", d, scale, "keras"))
-                        for d in (2, 10, 20, 50, 100)}},
-        "baseline": "gresnet-d10"},
+        "variants": {
+            **{
+                f"{k}-d{d}": (lambda scale, k=k, d=d: paper_b_mnist(k, d, scale))
+                for d in (2, 10, 20, 50, 100)
+                for k in MNIST_KINDS
+            },
+            # our probe of Paper B's unstated settings (chapter 10): the GResNet with
+            # Keras's defaults
+            **{
+                f"gresnet_keras-d{d}": (
+                    lambda scale, d=d: paper_b_mnist("gresnet", d, scale, "keras")
+                )
+                for d in (2, 10, 20, 50, 100)
+            },
+        },
+        "baseline": "gresnet-d10",
+    },
     "b_resnet32": {
         "title": "Paper B Table 3: pre-activation ResNet-32, original vs gated (CIFAR-10)",
-        "variants": {"original": lambda scale: paper_b_resnet(False, False, scale),
-                     "gated": lambda scale: paper_b_resnet(True, False, scale),
-                     "gated-k_decay": lambda scale: paper_b_resnet(True, True, scale)},
-        "baseline": "original"},
+        "variants": {
+            "original": lambda scale: paper_b_resnet(False, False, scale),
+            "gated": lambda scale: paper_b_resnet(True, False, scale),
+            "gated-k_decay": lambda scale: paper_b_resnet(True, True, scale),
+        },
+        "baseline": "original",
+    },
     "b_wrn": {
-        "title": "Paper B Tables 3-4: Wide ResNet 28-10 + dropout, plain vs gated (CIFAR-10, CIFAR-100)",
-        "variants": {"plain": lambda scale: paper_b_wrn(False, scale),
-                     "gated": lambda scale: paper_b_wrn(True, scale),
-                     "gated-k_decay": lambda scale: paper_b_wrn(True, scale, k_decay=True),
-                     "c100-plain": lambda scale: paper_b_wrn(False, scale, dataset="cifar100"),
-                     "c100-gated": lambda scale: paper_b_wrn(True, scale, dataset="cifar100")},
-        "baseline": "plain"},
+        "title": "Paper B Tables 3-4: Wide ResNet 28-10 + dropout, plain vs gated (CIFAR-10, "
+        "CIFAR-100)",
+        "variants": {
+            "plain": lambda scale: paper_b_wrn(False, scale),
+            "gated": lambda scale: paper_b_wrn(True, scale),
+            "gated-k_decay": lambda scale: paper_b_wrn(True, scale, k_decay=True),
+            "c100-plain": lambda scale: paper_b_wrn(False, scale, dataset="cifar100"),
+            "c100-gated": lambda scale: paper_b_wrn(True, scale, dataset="cifar100"),
+        },
+        "baseline": "plain",
+    },
 }
 
 
-# The ablation exercises' scales (checks/ablation_exercises.py), as overrides of a recipe scale (``recipe_scale``,
-# default the lr-jump probe's). classroom: what a class runs in minutes on a laptop CPU (not the chapters' CPU
-# scale, which keeps the papers' depth): depth-20 CIFAR nets for 150 steps with a 10-step warm-up, the paper's
-# MNIST nets for 400 steps, and the rule that also fails a run stuck at chance after a quarter of its steps.
-# gpu: the papers' networks on Colab's T4, <= 2 min an exercise: the CIFAR exercises at the recipe's depth on the
-# CPU scale's data and ramped schedule (a 0.01 -> 0.1 jump would be a shock the paper's 64k steps do not have,
-# chapter 11), for as many steps as the T4's pace allows the exercise's runs (EXERCISE_GPU_STEPS); the MNIST
-# exercises are the paper's networks already, so their gpu scale *is* their classroom scale (same runs, same
-# hash). quick: the tests' end-to-end runs (a few steps of small batches: that everything runs).
+# The ablation exercises' scales (checks/ablation_exercises.py), as overrides of a recipe scale
+# (``recipe_scale``, default the lr-jump probe's). classroom: what a class runs in minutes on a
+# laptop CPU (not the chapters' CPU scale, which keeps the papers' depth): depth-20 CIFAR nets for
+# 150 steps with a 10-step warm-up, the paper's MNIST nets for 400 steps, and the rule that also
+# fails a run stuck at chance after a quarter of its steps. gpu: the papers' networks on Colab's T4,
+# <= 2 min an exercise: the CIFAR exercises at the recipe's depth on the CPU scale's data and ramped
+# schedule (a 0.01 -> 0.1 jump would be a shock the paper's 64k steps do not have, chapter 11), for
+# as many steps as the T4's pace allows the exercise's runs (EXERCISE_GPU_STEPS); the MNIST
+# exercises are the paper's networks already, so their gpu scale *is* their classroom scale (same
+# runs, same hash). quick: the tests' end-to-end runs (a few steps of small batches: that everything
+# runs).
 STUCK_AT_CHANCE = {"grace_fraction": 0.25, "chance_margin": 0.01}
-EXERCISE_QUICK = {"steps": 4, "batch_size": 16, "subset": {"train_per_class": 8, "test_per_class": 4}}
-EXERCISE_GPU_STEPS = {2: 250, 4: 125}  # runs in an exercise -> steps of each (2 x 250 x 128 images on a T4)
-EXERCISE_MNIST_SCALES = {"classroom": {"steps": 400, "divergence": STUCK_AT_CHANCE}, "gpu": {"same_as": "classroom"},
+EXERCISE_QUICK = {"steps": 4, "batch_size": 16, "subset": {"train_per_class": 8,
+                                                           "test_per_class": 4}}
+# runs in an exercise -> steps of each (2 x 250 x 128 images on a T4)
+EXERCISE_GPU_STEPS = {2: 250, 4: 125}
+EXERCISE_MNIST_SCALES = {"classroom": {"steps": 400, "divergence": STUCK_AT_CHANCE},
+                         "gpu": {"same_as": "classroom"},
                          "quick": EXERCISE_QUICK}
 
 
 def exercise_cifar_scales(runs: int) -> dict:
-    """The CIFAR exercises' scales for an exercise of `runs` runs (its gpu scale's steps depend on them)."""
+    """The CIFAR exercises' scales for an exercise of `runs` runs (its gpu scale's steps depend on
+    them)."""
     steps = EXERCISE_GPU_STEPS[runs]
-    return {"classroom": {"steps": 150, "depth": 20, "warmup_steps": 10, "divergence": STUCK_AT_CHANCE},
+    return {"classroom": {"steps": 150, "depth": 20, "warmup_steps": 10,
+                          "divergence": STUCK_AT_CHANCE},
             "gpu": {"steps": steps, "recipe_scale": "cpu", "warmup_steps": steps // 4},
             "quick": {**EXERCISE_QUICK, "depth": 20}}
 
 
-def config(experiment: str, variant: str, scale: str = "cpu", seed: int = 0, overrides: dict | None = None) -> dict:
-    """The complete, JSON-able configuration of one run; `overrides` (an exercise's scale and change: ``_override``)
-    change it in one place, here."""
+def config(experiment: str, variant: str, scale: str = "cpu", seed: int = 0,
+           overrides: dict | None = None) -> dict:
+    """The complete, JSON-able configuration of one run; `overrides` (an exercise's scale and
+    change: ``_override``) change it in one place, here."""
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r}; valid: {', '.join(EXPERIMENTS)}")
     variants = EXPERIMENTS[experiment]["variants"]
     if variant not in variants:
-        raise ValueError(f"unknown variant {variant!r} of {experiment}; valid: {', '.join(variants)}")
+        raise ValueError(f"unknown variant {variant!r} of {experiment}; valid: "
+                         f"{', '.join(variants)}")
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
     cfg = copy.deepcopy(variants[variant](scale))
     cfg.update(experiment=experiment, variant=variant, scale=scale, seed=int(seed))
-    # What ends a run early as "fail": only a non-finite loss. A net stuck near chance early on is a finding
-    # (Fig 1 is about the original ResNet-1001 starting slowly), judged at the end against Paper A's meaning of
-    # "fail" (test error > 20 % after the full recipe) or, at the CPU scale, by the claims' tests (claims.py).
+    # What ends a run early as "fail": only a non-finite loss. A net stuck near chance early on is a
+    # finding (Fig 1 is about the original ResNet-1001 starting slowly), judged at the end against
+    # Paper A's meaning of "fail" (test error > 20 % after the full recipe) or, at the CPU scale, by
+    # the claims' tests (claims.py).
     cfg.setdefault("divergence", {"grace_fraction": None})
     return _override(cfg, overrides) if overrides else cfg
 
 
 def _override(cfg: dict, o: dict) -> dict:
-    """`cfg` changed by `o`: ``model`` (network keyword arguments), ``depth``, ``steps`` (the schedule's milestones
-    and warm-up rescaled, a log window a fifteenth of the run, one evaluation at its end), ``subset``,
-    ``batch_size``, ``warmup_steps``, ``divergence``, and the labels ``variant``, ``scale``, ``why``."""
+    """`cfg` changed by `o`: ``model`` (network keyword arguments), ``depth``, ``steps`` (the
+    schedule's milestones and warm-up rescaled, a log window a fifteenth of the run, one evaluation
+    at its end), ``subset``, ``batch_size``, ``warmup_steps``, ``divergence``, and the labels
+    ``variant``, ``scale``, ``why``."""
     cfg["model"]["kwargs"].update(o.get("model", {}))
     if "depth" in o:
         cfg["model"]["kwargs"]["depth"] = o["depth"]
     if "steps" in o:
         steps = o["steps"]
-        cfg.update(steps=steps, schedule=_rescaled(cfg["schedule"], steps), log_every=max(1, steps // 15),
+        cfg.update(steps=steps, schedule=_rescaled(cfg["schedule"], steps),
+                   log_every=max(1, steps // 15),
                    eval_every=steps)
     for key in ("variant", "scale", "batch_size"):
         if key in o:
@@ -415,7 +505,8 @@ def _override(cfg: dict, o: dict) -> dict:
 
 
 def _rescaled(s: dict, steps: int) -> dict:
-    """Schedule `s` over `steps` steps: its milestones at the same fractions, its warm-up at most a tenth."""
+    """Schedule `s` over `steps` steps: its milestones at the same fractions, its warm-up at most a
+    tenth."""
     s = copy.deepcopy(s)
     old, s["total"] = s["total"], steps
     if s["kind"] == "step":
@@ -426,18 +517,21 @@ def _rescaled(s: dict, steps: int) -> dict:
 
 
 def recorded_scale(cfg: dict) -> str | None:
-    """The scale of today's recipes whose run of this experiment, variant and seed trains exactly what `cfg`
-    trains (its labels aside: the first CPU scale was called "shrunk"), or None if none does (a stale run)."""
+    """The scale of today's recipes whose run of this experiment, variant and seed trains exactly
+    what `cfg` trains (its labels aside: the first CPU scale was called "shrunk"), or None if none
+    does (a stale run)."""
     from .results import training_hash
 
     h = training_hash(cfg)
-    return next((s for s in SCALES if training_hash(config(cfg["experiment"], cfg["variant"], s, cfg["seed"])) == h),
+    return next((s for s in SCALES if training_hash(config(cfg["experiment"], cfg["variant"], s,
+                                                           cfg["seed"])) == h),
                 None)
 
 
 def mnist_configs(d, seeds, kinds=MNIST_KINDS) -> list:
-    """Paper B's MNIST runs of depth d at the full recipe (Sec 4.1, Tables 1-2), kind by kind and seed by seed:
-    what trains together as one stacked network (stacked.py, mnist_grid.py) and what ``bench --stacked`` times."""
+    """Paper B's MNIST runs of depth d at the full recipe (Sec 4.1, Tables 1-2), kind by kind and
+    seed by seed: what trains together as one stacked network (stacked.py, mnist_grid.py) and what
+    ``bench --stacked`` times."""
     return [config("b_mnist", f"{k}-d{d}", "full", int(s)) for k in kinds for s in seeds]
 
 

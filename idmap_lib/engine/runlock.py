@@ -1,10 +1,12 @@
-"""One process at a time trains a run: two notebooks, two tabs or a notebook and a command that train the
-same run into the same checkpoint folder would each write its checkpoint over the other's, at half the speed.
+"""One process at a time trains a run: two notebooks, two tabs or a notebook and a command that
+train the same run into the same checkpoint folder would each write its checkpoint over the other's,
+at half the speed.
 
-``hold(paths)`` takes an exclusive lock on ``<checkpoint>.lock`` beside each run's checkpoint (``fcntl.flock``: the
-operating system lets it go when the process ends, however it ends, so a crashed kernel never leaves a stale lock);
-a run whose lock another process holds is refused with one line naming that process and what to do. Where the
-platform has no ``fcntl`` (Windows) nothing is locked.
+``hold(paths)`` takes an exclusive lock on ``<checkpoint>.lock`` beside each run's checkpoint
+(``fcntl.flock``: the operating system lets it go when the process ends, however it ends, so a
+crashed kernel never leaves a stale lock); a run whose lock another process holds is refused with
+one line naming that process and what to do. Where the platform has no ``fcntl`` (Windows) nothing
+is locked.
 """
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ class RunInUse(RuntimeError):
 
 @contextlib.contextmanager
 def hold(checkpoints):
-    """Hold the lock of every checkpoint path in `checkpoints` (None entries: runs without a checkpoint folder, not
-    locked) while the block runs; RunInUse if another process holds one."""
+    """Hold the lock of every checkpoint path in `checkpoints` (None entries: runs without a
+    checkpoint folder, not locked) while the block runs; RunInUse if another process holds one."""
     try:
         import fcntl
     except ImportError:  # no advisory locks here: train unlocked
@@ -34,7 +36,8 @@ def hold(checkpoints):
         yield
     finally:
         for f, lock in held:
-            lock.unlink(missing_ok=True)  # while still held: a process that opened it before finds it gone (_take)
+            # while still held: a process that opened it before finds it gone (_take)
+            lock.unlink(missing_ok=True)
             f.close()                     # closing lets the lock go
 
 
@@ -49,13 +52,15 @@ def _take(lock: Path, run: str, fcntl):
             f.seek(0)
             who = f.read().strip() or "another process"
             f.close()
-            raise RunInUse(f"{run} is being trained now by {who} (the same runs folder, in another notebook, tab or "
-                           f"command): wait for it to finish, or stop it, then run this again") from None
+            raise RunInUse(f"{run} is being trained now by {who} (the same runs folder, in another "
+                           f"notebook, tab or command): wait for it to finish, or stop it, then "
+                           f"run this again") from None
         try:
             same = os.fstat(f.fileno()).st_ino == os.stat(lock).st_ino
         except FileNotFoundError:
             same = False
-        if same:  # (else the holder let it go and removed it between our open and our lock: take the new one)
+        # (else the holder let it go and removed it between our open and our lock: take the new one)
+        if same:
             f.seek(0)
             f.truncate()
             f.write(f"process {os.getpid()}")

@@ -1,6 +1,7 @@
-"""The stepper of one network (``loop.Loop``'s default): the recipe's model and optimizer, its precision
-(bf16 autocast where the hardware has it, fp16 + GradScaler on older GPUs, else fp32), channels_last for
-conv nets, torch.compile, DDP under torchrun (distributed.py) and the whole step as one CUDA graph."""
+"""The stepper of one network (``loop.Loop``'s default): the recipe's model and optimizer, its
+precision (bf16 autocast where the hardware has it, fp16 + GradScaler on older GPUs, else fp32),
+channels_last for conv nets, torch.compile, DDP under torchrun (distributed.py) and the whole step
+as one CUDA graph."""
 from __future__ import annotations
 
 import torch
@@ -38,7 +39,8 @@ class Solo:
         self.graph_on = bool(o.cuda_graph) and self.graph_note is None
         self.want_graph = bool(o.cuda_graph)
         self.opt = build_optimizer(model, cfg["optimizer"], device, capturable=self.graph_on)
-        self.test_sums = model_sums(model, self.dtype, self.cl, device)  # a test batch's loss sum, wrong answers
+        # a test batch's loss sum, wrong answers
+        self.test_sums = model_sums(model, self.dtype, self.cl, device)
         self.model = ctx.wrap(model) if ctx.world > 1 else model
         self.fwd = torch.compile(self.model) if o.compile else self.model
         if ctx.world > 1:  # the same init everywhere (above), each rank its own dropout masks
@@ -51,8 +53,10 @@ class Solo:
             return "CUDA graphs need a CUDA device"
         if self.scaler is not None and self.cfg["optimizer"]["name"] != "sgd":
             # fused SGD skips an overflowing step on the device (GradScaler hands it found_inf); any
-            # other optimizer's GradScaler.step reads found_inf on the host: a sync a graph cannot hold
-            return "fp16 + GradScaler needs a host sync per step with this optimizer (fused SGD has none)"
+            # other optimizer's GradScaler.step reads found_inf on the host: a sync a graph cannot
+            # hold
+            return ("fp16 + GradScaler needs a host sync per step with this optimizer (fused SGD "
+                    "has none)")
         if self.ctx.world > 1:
             return "DDP steps are kept eager"
         if self.compile:
@@ -64,7 +68,8 @@ class Solo:
         return (f"{self.device}" + (f" ({torch.cuda.get_device_name(self.device)})" if cuda else "")
                 + f", {precision_name(self.dtype)}" + (" + GradScaler" if self.scaler else "")
                 + (", channels_last" if self.cl else "") + (", CUDA graph" if self.graph_on else "")
-                + (f" (no CUDA graph: {self.graph_note})" if self.want_graph and not self.graph_on else "")
+                + (f" (no CUDA graph: {self.graph_note})" if self.want_graph and not self.graph_on
+                   else "")
                 + (", compiled" if self.compile else ""))
 
     def train(self):
@@ -78,7 +83,8 @@ class Solo:
         with torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype is not None,
                             cache_enabled=not self.graph_on):
             out = self.fwd(x)
-            loss = F.cross_entropy(out.to(torch.get_default_dtype()), y)  # float32 unless a test asks
+            # float32 unless a test asks
+            loss = F.cross_entropy(out.to(torch.get_default_dtype()), y)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.step(self.opt)

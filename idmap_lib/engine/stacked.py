@@ -1,16 +1,18 @@
-"""Many of Paper B's MNIST networks trained at once, as one stacked network (Paper B Sec 4.1, Tables 1-2).
+"""Many of Paper B's MNIST networks trained at once, as one stacked network (Paper B Sec 4.1, Tables
+1-2).
 
-A Paper B MLP has layers of 50 units: a step is a few hundred tiny operations, so one run leaves the CPU mostly
-idle between them. ``StackedMLP`` holds R networks of the same depth d -- plain, ResNet and GResNet, any seeds --
-as stacked tensors: one batched matrix product per layer for all R (``torch.bmm``), one batch-norm call over R x 50
-channels, one optimizer over seven tensors. Each network keeps its own weights, batch statistics, data order and
-loss, so each trains exactly as it would alone (tested against ``trainer.train``): NAdam and batch norm act
-elementwise or per channel, and the summed loss gives each network the gradient of its own.
+A Paper B MLP has layers of 50 units: a step is a few hundred tiny operations, so one run leaves the
+CPU mostly idle between them. ``StackedMLP`` holds R networks of the same depth d -- plain, ResNet
+and GResNet, any seeds -- as stacked tensors: one batched matrix product per layer for all R
+(``torch.bmm``), one batch-norm call over R x 50 channels, one optimizer over seven tensors. Each
+network keeps its own weights, batch statistics, data order and loss, so each trains exactly as it
+would alone (tested against ``trainer.train``): NAdam and batch norm act elementwise or per channel,
+and the summed loss gives each network the gradient of its own.
 
-One unified block covers the three kinds (d middle layers, in blocks of two):
-``h <- s * h + g * F(h)`` with F = two Dot-BN-ReLU layers and, per network, s = 0, g = 1 (plain: F(h)),
-s = 1, g = 1 (ResNet: h + F(h)) or s = 1, g = ReLU(k) (GResNet, Eqn (5) of Paper B) -- exact in floating point
-(0 * h = 0, 1 * h = h).
+One unified block covers the three kinds (d middle layers, in blocks of two): ``h <- s * h + g *
+F(h)`` with F = two Dot-BN-ReLU layers and, per network, s = 0, g = 1 (plain: F(h)), s = 1, g = 1
+(ResNet: h + F(h)) or s = 1, g = ReLU(k) (GResNet, Eqn (5) of Paper B) -- exact in floating point (0
+* h = 0, 1 * h = h).
 """
 from __future__ import annotations
 
@@ -29,12 +31,14 @@ from .results import run_name
 
 KINDS = ("plain", "resnet", "gresnet")
 # training options a stack does not take (train does): it trains in float32 on one device, eagerly
-NOT_STACKED = ("compile", "channels_last", "move", "checkpoint_minutes", "on_log", "cuda_graph", "deterministic",
+NOT_STACKED = ("compile", "channels_last", "move", "checkpoint_minutes", "on_log", "cuda_graph",
+               "deterministic",
                "threads")
 
 
 def _layers(net, kind):
-    """The (Linear, BatchNorm1d) pairs of a ``mlp()`` net's d middle layers, in order, and its gates k."""
+    """The (Linear, BatchNorm1d) pairs of a ``mlp()`` net's d middle layers, in order, and its gates
+    k."""
     mids = list(net)[2:-1]
     if kind == "plain":
         return [(m[0], m[1]) for m in mids], []
@@ -43,7 +47,8 @@ def _layers(net, kind):
 
 
 class StackedMLP(nn.Module):
-    """R Paper B MLPs (``mlp(kind, d)`` of kinds in KINDS, one d and width) as one module on (R, B, 784) input."""
+    """R Paper B MLPs (``mlp(kind, d)`` of kinds in KINDS, one d and width) as one module on (R, B,
+    784) input."""
 
     def __init__(self, nets, kinds):
         super().__init__()
@@ -51,7 +56,8 @@ class StackedMLP(nn.Module):
             raise ValueError("StackedMLP needs one kind per network, and at least one network")
         bad = sorted({k for k in kinds if k not in KINDS})
         if bad:
-            raise ValueError(f"StackedMLP stacks the kinds {', '.join(KINDS)}; got {', '.join(bad)}")
+            raise ValueError(f"StackedMLP stacks the kinds {', '.join(KINDS)}; got "
+                             f"{', '.join(bad)}")
         layers = [_layers(n, k) for n, k in zip(nets, kinds)]
         d = {len(p) for p, _ in layers}
         if len(d) != 1:
@@ -62,27 +68,39 @@ class StackedMLP(nn.Module):
         stack = lambda ts: torch.stack([t.detach().clone() for t in ts])  # noqa: E731
         first = [n[1] for n in nets]  # the input layer Dot-BN-ReLU
         bns = [[f[1] for f in first]] + [[p[i][1] for p, _ in layers] for i in range(self.d)]
-        self.w_in = nn.Parameter(stack([f[0].weight.t() for f in first]))                       # (R, in, C)
-        self.w = nn.Parameter(stack([stack([p[i][0].weight.t() for p, _ in layers]) for i in range(self.d)]))
-        self.bn_w = nn.Parameter(stack([torch.cat([b.weight for b in row]) for row in bns]))    # (d+1, R*C)
+        # (R, in, C)
+        self.w_in = nn.Parameter(stack([f[0].weight.t() for f in first]))
+        self.w = nn.Parameter(stack([stack([p[i][0].weight.t() for p, _ in layers])
+                                     for i in range(self.d)]))
+        # (d+1, R*C)
+        self.bn_w = nn.Parameter(stack([torch.cat([b.weight for b in row]) for row in bns]))
         self.bn_b = nn.Parameter(stack([torch.cat([b.bias for b in row]) for row in bns]))
-        self.register_buffer("bn_mean", stack([torch.cat([b.running_mean for b in row]) for row in bns]))
-        self.register_buffer("bn_var", stack([torch.cat([b.running_var for b in row]) for row in bns]))
+        self.register_buffer("bn_mean",
+                             stack([torch.cat([b.running_mean for b in row]) for row in bns]))
+        self.register_buffer("bn_var",
+                             stack([torch.cat([b.running_var for b in row]) for row in bns]))
         self.register_buffer("bn_count", torch.zeros((), dtype=torch.long))
         self.momentum, self.eps = bns[0][0].momentum, bns[0][0].eps
         nb = self.d // 2
-        self.k = nn.Parameter(torch.stack([torch.stack([k.detach().clone() for k in ks]) if ks else torch.ones(nb)
-                                           for _, ks in layers]))                               # (R, d/2)
-        self.w_out = nn.Parameter(stack([n[-1].weight.t() for n in nets]))                     # (R, C, 10)
-        self.b_out = nn.Parameter(stack([n[-1].bias[None] for n in nets]))                     # (R, 1, 10)
-        self.register_buffer("shortcut", torch.tensor([float(k != "plain") for k in kinds]).view(-1, 1, 1))
+        self.k = nn.Parameter(torch.stack([torch.stack([k.detach().clone() for k in ks]) if ks
+                                           else torch.ones(nb)
+                                           # (R, d/2)
+                                           for _, ks in layers]))
+        # (R, C, 10)
+        self.w_out = nn.Parameter(stack([n[-1].weight.t() for n in nets]))
+        # (R, 1, 10)
+        self.b_out = nn.Parameter(stack([n[-1].bias[None] for n in nets]))
+        self.register_buffer("shortcut",
+                             torch.tensor([float(k != "plain") for k in kinds]).view(-1, 1, 1))
         self.register_buffer("gated", torch.tensor([k == "gresnet" for k in kinds]).view(-1, 1))
 
     def _layer(self, h, w, i):
-        """Dot-BN-ReLU for all R networks: (R, B, in) -> (R, B, C); BN over each network's own C channels."""
+        """Dot-BN-ReLU for all R networks: (R, B, in) -> (R, B, C); BN over each network's own C
+        channels."""
         R, B = h.shape[:2]
         h = torch.bmm(h, w).transpose(0, 1).reshape(B, R * self.C)
-        h = F.batch_norm(h, self.bn_mean[i], self.bn_var[i], self.bn_w[i], self.bn_b[i], self.training,
+        h = F.batch_norm(h, self.bn_mean[i], self.bn_var[i], self.bn_w[i], self.bn_b[i],
+                         self.training,
                          self.momentum, self.eps)
         return F.relu(h).view(B, R, self.C).transpose(0, 1)
 
@@ -100,7 +118,8 @@ class StackedMLP(nn.Module):
 
     @torch.no_grad()
     def unstack(self, nets):
-        """Write each network's weights, gates and batch statistics back into `nets` (as given to __init__)."""
+        """Write each network's weights, gates and batch statistics back into `nets` (as given to
+        __init__)."""
         for r, (net, kind) in enumerate(zip(nets, self.kinds)):
             for t, name, view in _views(net, kind, r, self.C):
                 t.copy_(view(getattr(self, name)))
@@ -119,8 +138,8 @@ class StackedMLP(nn.Module):
 
 
 def _views(net, kind, r, C):
-    """(tensor of `net`, name of the stacked tensor, its view for network r) for every parameter and batch
-    statistic of a ``mlp()`` net: how the stack lays each one out."""
+    """(tensor of `net`, name of the stacked tensor, its view for network r) for every parameter and
+    batch statistic of a ``mlp()`` net: how the stack lays each one out."""
     pairs, ks = _layers(net, kind)
     sl, out = slice(r * C, (r + 1) * C), []
     for i, (lin, bn) in enumerate([(net[1][0], net[1][1])] + pairs):
@@ -130,28 +149,30 @@ def _views(net, kind, r, C):
                         ("running_var", "bn_var")):
             out.append((getattr(bn, a), name, lambda t, i=i: t[i, sl]))
     out += [(k, "k", lambda t, j=j: t[r, j]) for j, k in enumerate(ks)]
-    return out + [(net[-1].weight, "w_out", lambda t: t[r].t()), (net[-1].bias, "b_out", lambda t: t[r, 0])]
+    return out + [(net[-1].weight, "w_out", lambda t: t[r].t()),
+                  (net[-1].bias, "b_out", lambda t: t[r, 0])]
 
 
 def check_stackable(cfgs):
-    """The configs can train as one stack: MNIST MLPs of kinds in KINDS, one depth and width, one recipe."""
+    """The configs can train as one stack: MNIST MLPs of kinds in KINDS, one depth and width, one
+    recipe."""
     share_recipe(cfgs, "stacked")
     for c in cfgs:
         m = c["model"]
         if m["builder"] != "mlp" or m["kwargs"]["kind"] not in KINDS:
-            raise ValueError(f"{run_name(c)}: only Paper B's MLPs ({', '.join(KINDS)}) train stacked; train it "
-                             f"with trainer.train")
+            raise ValueError(f"{run_name(c)}: only Paper B's MLPs ({', '.join(KINDS)}) train "
+                             f"stacked; train it with trainer.train")
         if c["optimizer"]["name"] != "nadam" or c["optimizer"].get("weight_decay", 0.0):
-            raise ValueError(f"{run_name(c)}: stacked training implements NAdam without weight decay (Paper B's "
-                             f"MNIST recipe); train it with trainer.train")
+            raise ValueError(f"{run_name(c)}: stacked training implements NAdam without weight "
+                             f"decay (Paper B's MNIST recipe); train it with trainer.train")
     for key in ("d", "width", "num_classes", "defaults"):
         if len({c["model"]["kwargs"].get(key) for c in cfgs}) > 1:
             raise ValueError(f"stacked runs must share the network's {key}; group them by it")
 
 
 class Stacked:
-    """R MLPs as one ``StackedMLP`` and one optimizer over its tensors; float32 (tiny matrices gain nothing
-    from bf16), eager."""
+    """R MLPs as one ``StackedMLP`` and one optimizer over its tensors; float32 (tiny matrices gain
+    nothing from bf16), eager."""
 
     ddp, cl, dtype, graph_on = False, False, None, False
 
@@ -177,10 +198,13 @@ class Stacked:
         return torch.stack(xs), torch.stack(ys)
 
     def step(self, x, y, alive):
-        """Every network's forward, backward and update; each one's loss (R,) and wrong answers (R,)."""
+        """Every network's forward, backward and update; each one's loss (R,) and wrong answers
+        (R,)."""
         out = self.model(x)
-        loss = F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view(y.shape).mean(1)
-        torch.where(alive, loss, torch.zeros_like(loss)).sum().backward()  # a diverged run gets no gradient
+        loss = F.cross_entropy(out.flatten(0, 1), y.flatten(),
+                               reduction="none").view(y.shape).mean(1)
+        # a diverged run gets no gradient
+        torch.where(alive, loss, torch.zeros_like(loss)).sum().backward()
         self.opt.step()
         return loss.detach(), (out.detach().argmax(-1) != y).sum(1)
 
@@ -188,15 +212,17 @@ class Stacked:
         self.model.eval()
 
     def test_sums(self, x, y):
-        """One test batch's loss sums (R,) and wrong answers (R,): every network on the same images."""
+        """One test batch's loss sums (R,) and wrong answers (R,): every network on the same
+        images."""
         x = x.flatten(1)
         out = self.model(x.expand(self.R, *x.shape).contiguous())
         ce = F.cross_entropy(out.flatten(0, 1), y.repeat(self.R), reduction="none")
         return ce.view(self.R, -1).sum(1), (out.argmax(-1) != y).sum(1)
 
     def _slots(self, nets):
-        """Per network r of `nets`: (r, its own optimizer, unstepped: the layout of its checkpoint's state, and
-        [(index, stacked tensor, view of r's slice)] for its parameters in that optimizer's order)."""
+        """Per network r of `nets`: (r, its own optimizer, unstepped: the layout of its checkpoint's
+        state, and [(index, stacked tensor, view of r's slice)] for its parameters in that
+        optimizer's order)."""
         for r, net in enumerate(nets):
             solo = build_optimizer(net, self.cfgs[r]["optimizer"])
             views = {id(t): (getattr(self.model, name), view) for t, name, view in
@@ -212,7 +238,8 @@ class Stacked:
             sd = solo.state_dict()
             for i, big, view in slots:
                 st = self.opt.state.get(big, {})
-                sd["state"][i] = {k: (view(v) if k in PER_ELEMENT_STATE else v).clone() if torch.is_tensor(v) else v
+                sd["state"][i] = {k: (view(v) if k in PER_ELEMENT_STATE else v).clone()
+                                  if torch.is_tensor(v) else v
                                   for k, v in st.items()}
             for g in sd["param_groups"]:
                 g["lr"] = lr
@@ -250,12 +277,14 @@ class Stacked:
 
 
 def train_stacked(cfgs: list[dict], data=None, options: TrainOptions | None = None, **changes):
-    """Train Paper B MNIST configs (``recipes.paper_b_mnist``) of one depth together; returns (results, nets).
+    """Train Paper B MNIST configs (``recipes.paper_b_mnist``) of one depth together; returns
+    (results, nets).
 
-    Each result is ``trainer.train``'s plus ``stacked`` (how many ran together, and their names); each net
-    is the trained ``mlp()`` network. The options are ``train``'s, but for ``NOT_STACKED``. The recipe's
-    divergence rule ends a run "fail" (it then stops learning); the others go on. Checkpoints are the
-    runs' own (loop.py): max_steps stops early with one per run, nothing recorded."""
+    Each result is ``trainer.train``'s plus ``stacked`` (how many ran together, and their names);
+    each net is the trained ``mlp()`` network. The options are ``train``'s, but for ``NOT_STACKED``.
+    The recipe's divergence rule ends a run "fail" (it then stops learning); the others go on.
+    Checkpoints are the runs' own (loop.py): max_steps stops early with one per run, nothing
+    recorded."""
     Stacked.check(cfgs, TrainOptions.of(options, **changes))
     loop, = train_loops([(cfgs, Stacked)], data, options, **changes)
     return loop.results, loop.stepper.nets

@@ -1,10 +1,12 @@
-"""The models: residual units, shortcuts and networks of He et al. 2016 (Paper A, "Identity Mappings in Deep
-Residual Networks") and Savarese et al. 2016 (Paper B, "Learning Identity Mappings with Residual Gates").
+"""The models: residual units, shortcuts and networks of He et al. 2016 (Paper A, "Identity Mappings
+in Deep Residual Networks") and Savarese et al. 2016 (Paper B, "Learning Identity Mappings with
+Residual Gates").
 
 The bottom layer: it imports nothing from the engine or the book (tests/test_layers.py).
 
 - registry.py: the names of all variants, with the figure each comes from;
-- units.py: residual units (Paper A Fig 4, Paper B's gated units); shortcuts.py: shortcuts (Paper A Fig 2);
+- units.py: residual units (Paper A Fig 4, Paper B's gated units); shortcuts.py: shortcuts (Paper A
+  Fig 2);
 - networks.py: CIFAR, Wide and ImageNet ResNets; mlp.py: Paper B's MNIST nets; init.py: He init;
 - introspect.py: residual units, gates, identity point and layout of a network;
 - pruning.py: removing residual blocks without retraining (Paper B Figs 5, 7).
@@ -19,5 +21,6 @@ from .networks import cifar_resnet, imagenet_resnet, wide_resnet
 from .registry import BLOCKS, FINALS, MLP_KINDS, SHORTCUTS, UNITS
 from .units import make_unit
 
-__all__ = ["UNITS", "SHORTCUTS", "BLOCKS", "FINALS", "MLP_KINDS", "cifar_resnet", "wide_resnet", "mlp", "imagenet_resnet",
+__all__ = ["UNITS", "SHORTCUTS", "BLOCKS", "FINALS", "MLP_KINDS", "cifar_resnet", "wide_resnet",
+           "mlp", "imagenet_resnet",
            "make_unit", "residual_units", "zero_residuals", "gates", "unit_layout"]

@@ -8,26 +8,28 @@ from .units import GatedLayer, ResidualUnit
 
 
 def residual_units(model):
-    """The residual units of `model` in forward order; each maps its input x_l to its output x_{l+1}."""
+    """The residual units of `model` in forward order; each maps its input x_l to its output
+    x_{l+1}."""
     return [m for m in model.modules() if isinstance(m, ResidualUnit)]
 
 
 def weight_layers(unit):
-    """The weight layers (convolutions, linear layers) of a residual unit in the order its modules are held:
-    the residual branch F first, then the shortcut's (a projection, a gate's 1x1 conv)."""
+    """The weight layers (convolutions, linear layers) of a residual unit in the order its modules
+    are held: the residual branch F first, then the shortcut's (a projection, a gate's 1x1 conv)."""
     return [m for m in unit.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
 
 
 def post_relu(unit):
-    """The ReLU of a unit's f (``unit.post``): its input is y_l = h(x_l) + F(x_l) (Eqn 1), what f truncates; None
-    where f has no ReLU (pre-activation units: f is the identity)."""
+    """The ReLU of a unit's f (``unit.post``): its input is y_l = h(x_l) + F(x_l) (Eqn 1), what f
+    truncates; None where f has no ReLU (pre-activation units: f is the identity)."""
     relus = [m for m in unit.post.modules() if isinstance(m, nn.ReLU)]
     return relus[-1] if relus else None
 
 
 def gates(model):
     """Paper B's gate scalars k of a gated model, in forward order (empty if not gated)."""
-    return [m.k for m in model.modules() if isinstance(m, (ResidualUnit, GatedLayer)) and m.k is not None]
+    return [m.k for m in model.modules() if isinstance(m, (ResidualUnit, GatedLayer))
+            and m.k is not None]
 
 
 @torch.no_grad()
@@ -38,7 +40,8 @@ def zero_residuals(model):
     so F(x) = 0 for any x while the rest of the network is untouched. Returns `model`.
     """
     for unit in residual_units(model):
-        last = [m for m in unit.residual.modules() if any(True for _ in m.parameters(recurse=False))]
+        last = [m for m in unit.residual.modules()
+                if any(True for _ in m.parameters(recurse=False))]
         if not last:
             raise ValueError("a residual branch without weights cannot be zeroed")
         for p in last[-1].parameters(recurse=False):
@@ -59,7 +62,8 @@ def _op(m):
     if isinstance(m, nn.Linear):
         return f"linear, {m.out_features}"
     if isinstance(m, ZeroPad):
-        return f"subsample /{m.stride}, zero-pad +{m.extra}" if m.extra else f"subsample /{m.stride}"
+        return (f"subsample /{m.stride}, zero-pad "
+                f"+{m.extra}") if m.extra else f"subsample /{m.stride}"
     return type(m).__name__
 
 

@@ -61,7 +61,8 @@ class Shortcut(nn.Module):
 
 
 class ConstantScaling(Shortcut):
-    """Fig 2(b), Table 1 rows 2-4: y = shortcut_scale * h(s) + residual_scale * r (Eqn 6 with λ constant)."""
+    """Fig 2(b), Table 1 rows 2-4: y = shortcut_scale * h(s) + residual_scale * r (Eqn 6 with λ
+    constant)."""
 
     def __init__(self, h, shortcut_scale, residual_scale):
         super().__init__(h)
@@ -73,10 +74,12 @@ class ConstantScaling(Shortcut):
 
 
 class Gate(nn.Module):
-    """g(x) = sigmoid(W_g x + b_g), W_g a 1x1 convolution (Paper A Sec 3.1); b_g starts at gate_bias.
+    """g(x) = sigmoid(W_g x + b_g), W_g a 1x1 convolution (Paper A Sec 3.1); b_g starts at
+    gate_bias.
 
-    The 1x1 conv keeps its bias (b_g is the bias Table 1 initialises) and has no BN after it: Paper A's
-    formula has none, and a BN would undo the initial b_g (its output mean is learned from zero)."""
+    The 1x1 conv keeps its bias (b_g is the bias Table 1 initialises) and has no BN after it: Paper
+    A's formula has none, and a BN would undo the initial b_g (its output mean is learned from
+    zero)."""
 
     def __init__(self, in_channels, out_channels, stride, gate_bias):
         super().__init__()

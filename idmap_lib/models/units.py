@@ -27,7 +27,8 @@ PREACT_PLACEMENTS = {
 
 
 class ResidualUnit(nn.Module):
-    """x_{l+1} = f(h(x_l) + [ReLU(k)] F(x_l)) -- Paper A Eqns 1-2; with `gated`, Paper B Eqn for u."""
+    """x_{l+1} = f(h(x_l) + [ReLU(k)] F(x_l)) -- Paper A Eqns 1-2; with `gated`, Paper B Eqn for
+    u."""
 
     def __init__(self, residual, shortcut, preact=None, post=None, gated=False):
         super().__init__()
@@ -46,7 +47,8 @@ class ResidualUnit(nn.Module):
 
 
 class GatedLayer(nn.Module):
-    """Paper B Sec 3: any layer u = f(x) becomes u = g(k) f(x) + (1 - g(k)) x, g = ReLU, k = 1 at start."""
+    """Paper B Sec 3: any layer u = f(x) becomes u = g(k) f(x) + (1 - g(k)) x, g = ReLU, k = 1 at
+    start."""
 
     def __init__(self, layer):
         super().__init__()
@@ -60,7 +62,8 @@ class GatedLayer(nn.Module):
 
 STRIDE_PLACEMENTS = {
     "first": "on the first weight layer (the official CIFAR code, resnet-1k-layers)",
-    "3x3": "on the 3x3 conv of a bottleneck (fb.resnet.torch's ImageNet nets); = first for other blocks",
+    "3x3": "on the 3x3 conv of a bottleneck (fb.resnet.torch's ImageNet nets); = first for other "
+           "blocks",
 }
 
 
@@ -108,7 +111,8 @@ def _post(unit, channels):
 
 
 def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_channels=16, stride=1,
-              block="basic", gated=False, *, projection=None, preact=None, dropout=0.0, stride_at="first",
+              block="basic", gated=False, *, projection=None, preact=None, dropout=0.0,
+              stride_at="first",
               **shortcut_opts):
     """One convolutional residual unit: any Fig 4 `unit` x any Fig 2 `shortcut`, in `block` form.
 
@@ -119,7 +123,8 @@ def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_chann
         and for dimension-changing units), or "none" (input already activated). Default: "shared"
         when dimensions change, else "residual".
     dropout: Wide-ResNet dropout between the convolutions (Paper B), not the Fig 2(f) shortcut `p`.
-    stride_at: "first" (default, official CIFAR code) or "3x3" (fb.resnet.torch's ImageNet bottlenecks).
+    stride_at: "first" (default, official CIFAR code) or "3x3" (fb.resnet.torch's ImageNet
+    bottlenecks).
     """
     choose(unit, UNITS, "unit")
     choose(block, BLOCKS, "block")
@@ -144,8 +149,9 @@ def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_chann
         n = len(_pre(unit, in_channels))
         shared, ops = (nn.Sequential(*ops[:n]) if preact == "shared" else None), ops[n:]
 
-    # BN after a projection wherever the unit puts BN after its weight layers (Fig 4 a-d; fb.resnet.torch);
-    # full pre-activation's projection is a bare 1x1 conv (the official pre-activation code)
+    # BN after a projection wherever the unit puts BN after its weight layers (Fig 4 a-d;
+    # fb.resnet.torch); full pre-activation's projection is a bare 1x1 conv (the official
+    # pre-activation code)
     sc = make_shortcut(shortcut, in_channels, out_channels, stride, projection,
                        bn=unit != "full_preact", options=options)
     module = ResidualUnit(nn.Sequential(*ops), sc, shared, _post(unit, out_channels), gated)

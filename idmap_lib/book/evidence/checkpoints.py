@@ -1,6 +1,7 @@
-"""The committed checkpoints of full-recipe runs (data/checkpoints/, trained on a lent GPU), the weights of the
-finished ones (``data/gpu/<window>/weights-<run>.pt``, as the window brought them back) and the trained networks
-loaded from either (``trained_model``), with the test images they are probed on (``test_images``; chapter 8).
+"""The committed checkpoints of full-recipe runs (data/checkpoints/, trained on a lent GPU), the
+weights of the finished ones (``data/gpu/<window>/weights-<run>.pt``, as the window brought them
+back) and the trained networks loaded from either (``trained_model``), with the test images they are
+probed on (``test_images``; chapter 8).
 """
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from .reports import hardware, net_name
 
 
 def committed_checkpoint(cfg, checkpoint_dir=None):
-    """The checkpoint of this config's run under `checkpoint_dir` (default data/checkpoints/), loaded on the
-    CPU, and its path -- by its name, else a checkpoint of the same training under other labels (Table 1's
-    original is Table 2's original-110); (None, path) if there is none."""
+    """The checkpoint of this config's run under `checkpoint_dir` (default data/checkpoints/),
+    loaded on the CPU, and its path -- by its name, else a checkpoint of the same training under
+    other labels (Table 1's original is Table 2's original-110); (None, path) if there is none."""
     import torch
 
 
@@ -29,14 +30,16 @@ def committed_checkpoint(cfg, checkpoint_dir=None):
 
 
 def finished_weights(cfg, weights_dir=None):
-    """The weights of this config's finished run (``{"config", "config_hash", "model"}``) from a GPU window's folder
-    under `weights_dir` (default data/gpu/), loaded on the CPU, by name or by what it trains; None if none."""
+    """The weights of this config's finished run (``{"config", "config_hash", "model"}``) from a GPU
+    window's folder under `weights_dir` (default data/gpu/), loaded on the CPU, by name or by what
+    it trains; None if none."""
     import torch
 
 
     folder = Path(weights_dir or paths.GPU)
     path = next(iter(sorted(folder.glob(f"*/weights-{results.run_name(cfg)}.pt"))), None)
-    path = path or _checkpoints_by_training(folder, "*/weights-*.pt").get(results.training_hash(cfg))
+    path = (path or _checkpoints_by_training(folder,
+                                             "*/weights-*.pt").get(results.training_hash(cfg)))
     return None if path is None else torch.load(path, map_location="cpu", weights_only=True)
 
 
@@ -53,15 +56,17 @@ def _checkpoints_by_training_at(folder: Path, pattern: str, stamp: tuple) -> dic
 
 
 def _checkpoints_by_training(folder: Path, pattern: str = "*.pt") -> dict:
-    """training hash -> checkpoint file in `folder` matching `pattern` (read again only when one changed)."""
+    """training hash -> checkpoint file in `folder` matching `pattern` (read again only when one
+    changed)."""
     files = sorted(folder.glob(pattern))
-    return _checkpoints_by_training_at(folder, pattern, tuple((str(p), p.stat().st_mtime_ns) for p in files))
+    return _checkpoints_by_training_at(folder, pattern,
+                                       tuple((str(p), p.stat().st_mtime_ns) for p in files))
 
 
 def trained_model(experiment, variant, scale="full", seed=0, checkpoint_dir=None, weights_dir=None):
-    """The network of a run in eval mode, with its committed checkpoint's weights (under way) or its finished
-    weights; a line saying which step of which recipe on which device they come from; and that step.
-    (None, why, 0) if there is neither."""
+    """The network of a run in eval mode, with its committed checkpoint's weights (under way) or its
+    finished weights; a line saying which step of which recipe on which device they come from; and
+    that step. (None, why, 0) if there is neither."""
     from ...engine.build import build_model
 
     cfg = recipes.config(experiment, variant, scale, seed)
@@ -72,15 +77,17 @@ def trained_model(experiment, variant, scale="full", seed=0, checkpoint_dir=None
     net = build_model((ck or done)["config"]["model"])
     net.load_state_dict((ck or done)["model"])
     if ck is not None:
-        return net.eval(), (f"{net_name(cfg)} after {ck['step']:,} of {cfg['steps']:,} steps of the paper's "
-                            f"recipe ({ck['device_type']}, {ck['precision']})"), ck["step"]
+        return net.eval(), (f"{net_name(cfg)} after {ck['step']:,} of {cfg['steps']:,} steps of "
+                            f"the paper's recipe ({ck['device_type']}, "
+                            f"{ck['precision']})"), ck["step"]
     r = results.find_result(cfg) or {}
     return net.eval(), (f"{net_name(cfg)} after the paper's whole recipe ({cfg['steps']:,} steps; "
                         f"{hardware(r)}, {r.get('precision', '?')})"), cfg["steps"]
 
 
 def test_images(experiment, variant, n=256, data=None):
-    """The first n test images of a recipe's dataset, normalised as that recipe trains, with their labels."""
+    """The first n test images of a recipe's dataset, normalised as that recipe trains, with their
+    labels."""
     import torch
 
     from ...engine.batches import prepare_data

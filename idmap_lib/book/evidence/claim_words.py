@@ -1,9 +1,10 @@
-"""The claims in words, for a reader: each claim's readable title (``TITLES``), one plain sentence of what its runs
-show (``sentence``, computed from claims.evaluate: the same numbers as the claims table, without identifiers, d or
-intervals), the table of both (``in_words``: what chapters 7-11 show first; the full ``verdicts.claims_table`` is
-folded under it), and the page's one "Run these yourself" block (``run_yourself``: the commands, the full-recipe
-queue). A claim about the paper's final error read at a CPU scale gets no verdict: its sentence says what the short
-runs show, "after N steps", and that the final error needs the full recipe (rule.NEEDS_FULL).
+"""The claims in words, for a reader: each claim's readable title (``TITLES``), one plain sentence
+of what its runs show (``sentence``, computed from claims.evaluate: the same numbers as the claims
+table, without identifiers, d or intervals), the table of both (``in_words``: what chapters 7-11
+show first; the full ``verdicts.claims_table`` is folded under it), and the page's one "Run these
+yourself" block (``run_yourself``: the commands, the full-recipe queue). A claim about the paper's
+final error read at a CPU scale gets no verdict: its sentence says what the short runs show, "after
+N steps", and that the final error needs the full recipe (rule.NEEDS_FULL).
 """
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from .metrics import PERCENT, shown_as
 from .rule import NEEDS_FULL, NOT_TESTABLE, side_of
 from .tables import OURS, num
 
-TITLES = {  # one readable line per claim (claims.CLAIMS + claims.PROBES): the row a reader sees first
+# one readable line per claim (claims.CLAIMS + claims.PROBES): the row a reader sees first
+TITLES = {
     "t1_identity_best": "The identity shortcut beats every modified shortcut",
     "t1_fail_rows_far_behind": "Scaled, b_g = 0 gated and dropout shortcuts fall far behind",
     "t1_gating_bias": "Exclusive gating trains only with its gates nearly shut on F",
-    "t1_shortcut_only_gating_near_identity": "Shortcut-only gating at b_g = −6 is close to the identity",
+    "t1_shortcut_only_gating_near_identity": "Shortcut-only gating at b_g = −6 is close to the "
+                                             "identity",
     "t2_full_preact_best": "Full pre-activation is the best of the five units",
     "t2_bn_after_add_worst": "BN after addition is the worst unit",
     "fig6_bn_after_add_slow_start": "BN after addition is slow to start (Fig 6)",
-    "fig1_1001_original_slow_start": "At 1001 layers the original unit starts slowly, pre-activation quickly",
+    "fig1_1001_original_slow_start": "At 1001 layers the original unit starts slowly, "
+                                     "pre-activation quickly",
     "t3_preact_1layer_skip": "Pre-activation helps with 1-layer residual units too",
     "s42_preact164_regularises": "Pre-activation ResNet-164 regularises",
     "lr_jump_preact_tolerates": "Only full pre-activation trains through the lr jump",
@@ -37,19 +41,26 @@ TITLES = {  # one readable line per claim (claims.CLAIMS + claims.PROBES): the r
     "probe_keras_k_d100": "Keras's defaults give a larger k (d = 100)",
     "probe_keras_err_d10": "Keras's defaults give a lower error (d = 10)",
     "swap_jump_original_final_bn_relu": "The original unit with a final BN-ReLU, at the lr jump",
-    "swap_jump_full_preact_no_final": "Full pre-activation without its final BN-ReLU, at the lr jump",
-    "swap_jump_original_zero_gamma": "The original unit with its branches off at init, at the lr jump",
-    "swap_jump_relu_preact_final_bn_relu": "ReLU-only pre-activation with a final BN-ReLU, at the lr jump",
+    "swap_jump_full_preact_no_final": "Full pre-activation without its final BN-ReLU, at the lr "
+                                      "jump",
+    "swap_jump_original_zero_gamma": "The original unit with its branches off at init, at the lr "
+                                     "jump",
+    "swap_jump_relu_preact_final_bn_relu": "ReLU-only pre-activation with a final BN-ReLU, at the "
+                                           "lr jump",
     "swap_jump_bn_after_add": "BN after addition, at the lr jump",
-    "swap_start_original_final_bn_relu_1001": "The original ResNet-1001 with a final BN-ReLU, at the start",
-    "swap_start_full_preact_no_final_1001": "Full pre-activation ResNet-1001 without its final BN-ReLU, at the start",
+    "swap_start_original_final_bn_relu_1001": "The original ResNet-1001 with a final BN-ReLU, at "
+                                              "the start",
+    "swap_start_full_preact_no_final_1001": "Full pre-activation ResNet-1001 without its final "
+                                            "BN-ReLU, at the start",
     "row_jump_relu_preact": "ReLU-only pre-activation between the two references, at the lr jump",
     "row_jump_relu_before_add": "ReLU before addition between the two references, at the lr jump",
     "fp32_lr_jump": "In float32: the lr jump and its classifier swaps",
     "fp32_fig1_start": "In float32: the start at 1001 layers",
 }
 
-WORDS = {  # variant -> words, where its key does not read as English; (experiment, variant) where it depends on it
+# variant -> words, where its key does not read as English; (experiment, variant) where it depends
+# on it
+WORDS = {
     "original+final_bn_relu-110": "the original unit + final BN-ReLU",
     "relu_preact+final_bn_relu-110": "ReLU-only pre-activation + final BN-ReLU",
     "full_preact+no_final-110": "full pre-activation without final BN-ReLU",
@@ -57,32 +68,45 @@ WORDS = {  # variant -> words, where its key does not read as English; (experime
     "original-1001": "the original ResNet-1001", "full_preact-1001": "pre-activation ResNet-1001",
     "original+final_bn_relu-1001": "the original ResNet-1001 + final BN-ReLU",
     "full_preact+no_final-1001": "pre-activation ResNet-1001 without final BN-ReLU",
-    "original": "the identity shortcut", "original-110": "the original unit", "full_preact-110": "full pre-activation",
+    "original": "the identity shortcut", "original-110": "the original unit",
+    "full_preact-110": "full pre-activation",
     "bn_after_add-110": "BN after addition", "relu_before_add-110": "ReLU before addition",
     "relu_preact-110": "ReLU-only pre-activation", "original-164": "the original ResNet-164",
     "full_preact-164": "pre-activation ResNet-164", "c10-1001-original": "the original ResNet-1001",
-    "c10-1001-full_preact": "pre-activation ResNet-1001", "c10-110-single-original": "the original unit",
-    "c10-110-single-full_preact": "pre-activation", ("b_resnet32", "original"): "the ungated ResNet-32",
+    "c10-1001-full_preact": "pre-activation ResNet-1001",
+    "c10-110-single-original": "the original unit",
+    "c10-110-single-full_preact": "pre-activation",
+    ("b_resnet32", "original"): "the ungated ResNet-32",
     "gated": "the gated net", "constant_scaling-0-1": "the shortcut scaled by 0",
-    "constant_scaling-0.5-1": "the shortcut scaled by 0.5", "constant_scaling-0.5-0.5": "both paths scaled by 0.5",
-    "exclusive_gating-b0": "exclusive gating at b_g = 0", "exclusive_gating-b-6": "exclusive gating at b_g = −6",
-    "exclusive_gating-b-7": "exclusive gating at b_g = −7", "shortcut_only_gating-b0": "shortcut-only gating at b_g = 0",
-    "shortcut_only_gating-b-6": "shortcut-only gating at b_g = −6", "conv1x1": "the 1×1-convolution shortcut",
-    "dropout-0.5": "the dropout shortcut", "gated-k_decay": "the gated net with weight decay on k", "plain": "the ungated WRN",
+    "constant_scaling-0.5-1": "the shortcut scaled by 0.5",
+    "constant_scaling-0.5-0.5": "both paths scaled by 0.5",
+    "exclusive_gating-b0": "exclusive gating at b_g = 0",
+    "exclusive_gating-b-6": "exclusive gating at b_g = −6",
+    "exclusive_gating-b-7": "exclusive gating at b_g = −7",
+    "shortcut_only_gating-b0": "shortcut-only gating at b_g = 0",
+    "shortcut_only_gating-b-6": "shortcut-only gating at b_g = −6",
+    "conv1x1": "the 1×1-convolution shortcut",
+    "dropout-0.5": "the dropout shortcut", "gated-k_decay": "the gated net with weight decay on k",
+    "plain": "the ungated WRN",
 }
-METRIC_SHORT = {"test_err": "test error", "train_loss": "training loss", "steps_to_80": "steps to 80 % train error",
+METRIC_SHORT = {"test_err": "test error", "train_loss": "training loss",
+                "steps_to_80": "steps to 80 % train error",
                 "lr_jump_rise": "loss rise at the jump", "mean_k": "mean k", "pruned_half_random":
-                "error with half the blocks removed", "pruned_greedy": "error pruning by smallest k",
+                "error with half the blocks removed",
+                "pruned_greedy": "error pruning by smallest k",
                 "pruned_random": "error pruning at random"}
-VERDICT_WORDS = {"reproduced": "as claimed (reproduced)", "contradicted": "the other way round (contradicted)",
+VERDICT_WORDS = {"reproduced": "as claimed (reproduced)",
+                 "contradicted": "the other way round (contradicted)",
                  "inconclusive": "too close for these seeds to call (inconclusive)",
-                 NOT_TESTABLE: "not testable here: a side's runs had nothing to show (stuck before the jump)",
+                 NOT_TESTABLE: "not testable here: a side's runs had nothing to show (stuck before "
+                               "the jump)",
                  NEEDS_FULL: "data, not a verdict: the final error needs the full recipe",
                  "not run yet": "not run yet"}
 
 
 def words(experiment, variant) -> str:
-    """A variant in words: 'the original unit' for original-110; the key itself where it reads (conv1x1)."""
+    """A variant in words: 'the original unit' for original-110; the key itself where it reads
+    (conv1x1)."""
     if variant.endswith("@fp32"):
         return words(experiment, variant[:-len("@fp32")]) + " in float32"
     w = WORDS.get((experiment, variant)) or WORDS.get(variant)
@@ -97,8 +121,8 @@ def words(experiment, variant) -> str:
 
 
 def compared(claim, test) -> str:
-    """One comparison in words: "the identity shortcut vs the dropout shortcut"; two readings of one variant:
-    "the GResNet (d = 100): error pruning by smallest k vs error pruning at random"."""
+    """One comparison in words: "the identity shortcut vs the dropout shortcut"; two readings of one
+    variant: "the GResNet (d = 100): error pruning by smallest k vs error pruning at random"."""
     e = claim.experiment
     if test.metric_b:
         return (f"{words(e, test.a)}: {METRIC_SHORT.get(test.metric, test.metric)} vs "
@@ -113,7 +137,9 @@ def _val(metric, x) -> str:
 
 def _gap(metric, x) -> str:
     unit, fmt = shown_as(metric)
-    return num(unit * x, fmt if metric in PERCENT or fmt == ".0f" else ".2f") + (" points" if metric in PERCENT else "")
+    return num(unit * x,
+               fmt if metric in PERCENT or fmt == ".0f"
+               else ".2f") + (" points" if metric in PERCENT else "")
 
 
 def parts_in_words(claim, v) -> list[str]:
@@ -121,9 +147,15 @@ def parts_in_words(claim, v) -> list[str]:
     e = claim.experiment
     done = [(t, r) for t, r in v.parts if "d" in r]
     out = []
-    if done and len({t.a for t, _ in done}) == 1 and len(done) > 1 and all(t.kind == "better" for t, _ in done):
+    if (
+        done
+        and len({t.a for t, _ in done}) == 1
+        and len(done) > 1
+        and all(t.kind == "better" for t, _ in done)
+    ):
         t0, r0 = done[0]
-        out.append(f"{words(e, t0.a)} has a {METRIC_SHORT.get(t0.metric, t0.metric)} of {_val(t0.metric, r0['mean_a'])}")
+        out.append(f"{words(e, t0.a)} has a {METRIC_SHORT.get(t0.metric, t0.metric)} of "
+                   f"{_val(t0.metric, r0['mean_a'])}")
         ahead = [(t, r) for t, r in done if side_of(r) > 0]
         behind = [(t, r) for t, r in done if side_of(r) < 0]
         close = [(t, r) for t, r in done if side_of(r) == 0]
@@ -138,20 +170,22 @@ def parts_in_words(claim, v) -> list[str]:
             out.append(", ".join(f"{words(e, t.b)} is {_gap(t.metric, -r['d'] - t.margin)} better"
                                  for t, r in behind))
         if close:
-            out.append(", ".join(words(e, t.b) for t, _ in close) + (" are" if len(close) > 1 else " is") + " too close to it to judge")
+            out.append(", ".join(words(e, t.b) for t, _ in close)
+                       + (" are" if len(close) > 1 else " is") + " too close to it to judge")
     else:
         for t, r in done:
             a, b = words(e, t.a), words(e, t.metric_b or t.b)
             if t.metric_b:
-                a, b = f"{METRIC_SHORT.get(t.metric, t.metric)}", METRIC_SHORT.get(t.metric_b, t.metric_b)
+                a, b = (f"{METRIC_SHORT.get(t.metric, t.metric)}",
+                        METRIC_SHORT.get(t.metric_b, t.metric_b))
                 out.append(f"{words(e, t.a)}'s {a} is {_val(t.metric, r['mean_a'])}, its {b} "
                            f"{_val(t.metric_b, r['mean_b'])}")
                 continue
             never = r.get("censored", (0, 0))[1]
-            out.append(f"{METRIC_SHORT.get(t.metric, t.metric)}: {a} {_val(t.metric, r['mean_a'])}, "
-                       f"{b} {_val(t.metric, r['mean_b'])}"
-                       + (f" (never below 80 % in {never} of {r['n'][1]} seeds: counted at the run's length, by "
-                          f"ranks)" if never else ""))
+            out.append(f"{METRIC_SHORT.get(t.metric, t.metric)}: {a} "
+                       f"{_val(t.metric, r['mean_a'])}, {b} {_val(t.metric, r['mean_b'])}"
+                       + (f" (never below 80 % in {never} of {r['n'][1]} seeds: counted at the "
+                          f"run's length, by ranks)" if never else ""))
     stuck = {}
     for t, r in v.parts:
         for side, k, n in zip("ab", r.get("excluded", (0, 0)), r.get("n", (0, 0))):
@@ -159,18 +193,20 @@ def parts_in_words(claim, v) -> list[str]:
                 total = n + k if "d" in r else n
                 stuck.setdefault(getattr(t, side), f"{k} of {total}")
     if len(stuck) > 2:
-        out.append(f"{len(stuck)} were stuck at chance before the jump in some or all of their seeds, left out ("
+        out.append(f"{len(stuck)} were stuck at chance before the jump in some or all of their "
+                   f"seeds, left out ("
                    + "; ".join(f"{words(e, s)}: {k}" for s, k in stuck.items()) + ")")
     elif stuck:
-        out.append(" and ".join(f"{words(e, s)} was stuck at chance before the jump in {k} seeds" for s, k in stuck.items())
+        out.append(" and ".join(f"{words(e, s)} was stuck at chance before the jump in {k} seeds"
+                                for s, k in stuck.items())
                    + " (left out)")
     return out
 
 
 def sentence(key, scale=None, out_dir=None) -> str:
-    """One plain sentence of what a claim's runs show, computed: 'After 400 steps the identity shortcut has a test
-    error of 47.9 %; 5 of the others (...) are 23-30 points behind it; ...: data, not a verdict: the final error needs
-    the full recipe.'"""
+    """One plain sentence of what a claim's runs show, computed: 'After 400 steps the identity
+    shortcut has a test error of 47.9 %; 5 of the others (...) are 23-30 points behind it; ...:
+    data, not a verdict: the final error needs the full recipe.'"""
     c = claims.CLAIMS_BY_KEY[key]
     scale = scale or c.scale
     v = claims.evaluate(c, scale, out_dir)
@@ -181,22 +217,25 @@ def sentence(key, scale=None, out_dir=None) -> str:
     said = parts_in_words(c, v)
     body = "; ".join(said) if said else "no comparison has its seeds yet"
     said = VERDICT_WORDS[v.verdict]
-    if c.by == "ours" and v.verdict in OURS:  # the book's own hypothesis: supported or not, never "reproduced"
-        said = said.replace(f"({v.verdict})", f"({OURS[v.verdict]})").replace("as claimed", "as we expected")
+    # the book's own hypothesis: supported or not, never "reproduced"
+    if c.by == "ours" and v.verdict in OURS:
+        said = said.replace(f"({v.verdict})",
+                            f"({OURS[v.verdict]})").replace("as claimed", "as we expected")
     return f"{lead}, {body}: {said}."
 
 
 def in_words(keys, scale=None, out_dir=None):
-    """The claims a reader sees first: one row per claim, its readable title, the verdict and what the runs show
-    (``sentence``); the full ``verdicts.claims_table`` (identifiers, tests, d, intervals, per-part evidence) is
-    folded below it on the page."""
+    """The claims a reader sees first: one row per claim, its readable title, the verdict and what
+    the runs show (``sentence``); the full ``verdicts.claims_table`` (identifiers, tests, d,
+    intervals, per-part evidence) is folded below it on the page."""
     import pandas as pd
 
     rows = []
     for k in keys:
         c = claims.CLAIMS_BY_KEY[k]
         v = claims.evaluate(c, scale, out_dir).verdict
-        rows.append({"claim": TITLES[k], "source": c.source, "verdict": OURS.get(v, v) if c.by == "ours" else v,
+        rows.append({"claim": TITLES[k], "source": c.source,
+                     "verdict": OURS.get(v, v) if c.by == "ours" else v,
                      "what the runs show": sentence(k, scale, out_dir)})
     return pd.DataFrame(rows).set_index("claim")
 
@@ -214,19 +253,23 @@ def _span(metric, xs) -> str:
 
 
 def tally(key, scale=None, out_dir=None) -> dict:
-    """A claim's numbers for a chapter's opening sentences (the chapter writes the words, these are computed):
-    steps, verdict, the compared sides' means (formatted, in %, steps or loss), and for a claim whose parts share
-    their side a: the others that are worse (``worse``, ``worse_range``), better, too close to judge, and those that
-    did not train (``stuck``, left out); ``a_span``/``b_span`` over every part; ``never``: runs of b counted at the
-    run's length because they never reached the threshold (steps_to_80)."""
+    """A claim's numbers for a chapter's opening sentences (the chapter writes the words, these are
+    computed): steps, verdict, the compared sides' means (formatted, in %, steps or loss), and for a
+    claim whose parts share their side a: the others that are worse (``worse``, ``worse_range``),
+    better, too close to judge, and those that did not train (``stuck``, left out);
+    ``a_span``/``b_span`` over every part; ``never``: runs of b counted at the run's length because
+    they never reached the threshold (steps_to_80)."""
     c = claims.CLAIMS_BY_KEY[key]
     scale = scale or c.scale
     v = claims.evaluate(c, scale, out_dir)
     from ...engine import recipes
     e, done = c.experiment, [(t, r) for t, r in v.parts if "d" in r]
-    out = {"verdict": v.verdict, "steps": next((f"{r['steps']:,}" for _, r in v.parts if r.get("steps")), "–"),
-           "full_steps": f"{recipes.config(e, c.variants[0], 'full')['steps']:,}", "parts": len(v.parts),
-           "worse": [], "better": [], "close": [], "worse_range": "", "a": "–", "b": "–", "a_span": "–", "b_span": "–",
+    out = {"verdict": v.verdict,
+           "steps": next((f"{r['steps']:,}" for _, r in v.parts if r.get("steps")), "–"),
+           "full_steps": f"{recipes.config(e, c.variants[0], 'full')['steps']:,}",
+           "parts": len(v.parts),
+           "worse": [], "better": [], "close": [], "worse_range": "", "a": "–", "b": "–",
+           "a_span": "–", "b_span": "–",
            "never": 0, "n_b": 0}
     if done:
         t0, r0 = done[0]
@@ -253,6 +296,26 @@ def tally(key, scale=None, out_dir=None) -> dict:
     return out
 
 
+def paper_b_opening(mnist, cifar, out_dir=None) -> str:
+    """Chapter 10's opening (Markdown): Paper B's MNIST claims at its own recipe, `mnist` in the
+    order plain nets break deep, the GResNet beats the ResNet, k falls with depth, pruning by
+    smallest k beats random, the GResNet survives random pruning; then the verdicts of its CIFAR
+    claims `cifar` at the CPU scale."""
+    p, g, k, greedy, half = (tally(x, out_dir=out_dir) for x in mnist)
+    table3 = listed(sorted({tally(x, out_dir=out_dir)["verdict"] for x in cifar}))
+    what = "depth breaks plain networks and not residual ones"
+    head = (f"{what}, gated or not" if p["verdict"] == "reproduced"
+            else f"that {what} is *{p['verdict']}*")
+    return (
+        f"**At Paper B's own MNIST recipe, {head}.** Plain nets of 50 and 100 layers end at "
+        f"{p['b_span']} test error, residual ones at {p['a_span']} (*{p['verdict']}*); the "
+        f"100-layer GResNet against the ResNet, {g['a']} against {g['b']}, is *{g['verdict']}*; "
+        f"with half their blocks removed at random ({half['a']} against {half['b']}, the figure) "
+        f"it is *{half['verdict']}*. Their gates learn what Paper B says: the mean k falls with "
+        f"depth (*{k['verdict']}*) and pruning by smallest k beats pruning at random "
+        f"(*{greedy['verdict']}*). Table 3's CIFAR claims at the CPU scale: *{table3}*.")
+
+
 def listed(items, empty="none") -> str:
     """'a', 'a and b', 'a, b and c'."""
     items = list(items)
@@ -262,9 +325,10 @@ def listed(items, empty="none") -> str:
 
 
 def jump_in_words(key="lr_jump_preact_tolerates", out_dir=None) -> str:
-    """What the lr-jump claim's runs show, in nats a reader can picture (the claim itself compares them on its log
-    scale): each unit's median rise over its seeds, the verdict of each comparison, and the units whose runs were
-    still at chance when the lr jumped (left out: their rise says nothing of tolerance)."""
+    """What the lr-jump claim's runs show, in nats a reader can picture (the claim itself compares
+    them on its log scale): each unit's median rise over its seeds, the verdict of each comparison,
+    and the units whose runs were still at chance when the lr jumped (left out: their rise says
+    nothing of tolerance)."""
     import statistics
 
     from .metrics import lr_jump_rise, stuck_before_jump
@@ -285,13 +349,14 @@ def jump_in_words(key="lr_jump_preact_tolerates", out_dir=None) -> str:
     ra, _, na = rises(a)
     if not ra:
         return "Not run yet: the claims table below lists its missing runs."
-    out = [f"{words(e, a)}'s training loss rises by a median of {statistics.median(ra):.2f} nats ({na} seeds)"]
+    out = ([f"{words(e, a)}'s training loss rises by a median of {statistics.median(ra):.2f} nats "
+            f"({na} seeds)"])
     stuck_words = []
     for t, r in v.parts:
         rb, stuck, nb = rises(t.b)
         if stuck == nb and nb:
-            stuck_words.append(f"{words(e, t.b)} was still at chance when the lr jumped in {stuck} of {nb} seeds, so "
-                               f"its rise is not read (*{r['verdict']}*)")
+            stuck_words.append(f"{words(e, t.b)} was still at chance when the lr jumped in {stuck} "
+                               f"of {nb} seeds, so its rise is not read (*{r['verdict']}*)")
         elif rb:
             out.append(f"{words(e, t.b)}'s by {statistics.median(rb):.2f} (*{r['verdict']}*)")
     return "; ".join(out) + (". " + "; ".join(stuck_words) if stuck_words else "") + "."

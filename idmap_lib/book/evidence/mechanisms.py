@@ -1,19 +1,22 @@
-"""Three cheap mechanism experiments: *why* pre-activation helps, measured on the papers' networks at
-their real depth, each tested by a claim fixed before its numbers were read (MECHANISM_CLAIMS, rule.compare).
+"""Three cheap mechanism experiments: *why* pre-activation helps, measured on the papers' networks
+at their real depth, each tested by a claim fixed before its numbers were read (MECHANISM_CLAIMS,
+rule.compare).
 
-- ``forward_signal`` (chapter 3, Paper A Eqns 6-8): chapter 3's stack of 1000 λ-scaled full pre-activation units
-  at initialisation; per unit the rms of x_l, the share of x_L that its direct term λ^(L-l) x_l carries
-  (‖λ^(L-l) x_l‖ / ‖x_L‖), the size of the residual branch beside the scaled shortcut (‖F(x_l)‖ / ‖λ x_l‖) and the
-  gradient ratio ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖ (probes.unit_gradient_norms).
-- ``training_forwards`` (chapters 4, 8, 9; Paper A Sec 4.2): the forwards of the first steps of a CPU-scale
-  training (the lr-jump probe's recipe, ``cpu_step_warmup``, so these are the very runs that later meet the jump);
-  per unit the std of every weight layer's input ("the inputs to all weight layers have been normalized") and, for
-  units with f = ReLU, the fraction of negative entries of y_l = h(x_l) + F(x_l) (what f truncates); also the std
-  of the classifier's input and of the logits.
+- ``forward_signal`` (chapter 3, Paper A Eqns 6-8): chapter 3's stack of 1000 λ-scaled full
+  pre-activation units at initialisation; per unit the rms of x_l, the share of x_L that its direct
+  term λ^(L-l) x_l carries (‖λ^(L-l) x_l‖ / ‖x_L‖), the size of the residual branch beside the
+  scaled shortcut (‖F(x_l)‖ / ‖λ x_l‖) and the gradient ratio ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖
+  (probes.unit_gradient_norms).
+- ``training_forwards`` (chapters 4, 8, 9; Paper A Sec 4.2): the forwards of the first steps of a
+  CPU-scale training (the lr-jump probe's recipe, ``cpu_step_warmup``, so these are the very runs
+  that later meet the jump); per unit the std of every weight layer's input ("the inputs to all
+  weight layers have been normalized") and, for units with f = ReLU, the fraction of negative
+  entries of y_l = h(x_l) + F(x_l) (what f truncates); also the std of the classifier's input and of
+  the logits.
 
-Every measurement is recorded like a run, one JSON under data/mechanisms/ (results.save_result: config, its hash,
-hardware, versions, git commit, seed, date), looked up by what it measures and computed only when missing
-(``measured``).
+Every measurement is recorded like a run, one JSON under data/mechanisms/ (results.save_result:
+config, its hash, hardware, versions, git commit, seed, date), looked up by what it measures and
+computed only when missing (``measured``).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from functools import partial
 import torch
 
 from ...engine import paths, recipes
+from ...engine.device import threads
 from ...engine.results import config_hash, find_result, provenance, save_result
 from ...models.introspect import post_relu, residual_units, weight_layers
 from ...models.shortcuts import ConstantScaling, Shortcut
@@ -34,20 +38,24 @@ from .seeds import SEEDS
 
 MECH_DIR = paths.MECHANISMS
 LAMS = (0.5, 0.9, 1.0, 1.1)
-STACK = {"depth": 1000, "channels": 4, "size": 8, "batch": 4}  # chapter 3's stack (probes.gradient_decay)
+# chapter 3's stack (probes.gradient_decay)
+STACK = {"depth": 1000, "channels": 4, "size": 8, "batch": 4}
 UNITS = ("original", "relu_preact", "full_preact")
 DEPTHS = (110, 1001)
-# the forwards recorded: the number of updates made before each (0 = initialisation); ResNet-1001 x 1/4 costs
-# ~6 s a step on the 2 shared cores here, so it gets fewer (the whole set: ~15 CPU minutes)
+# the forwards recorded: the number of updates made before each (0 = initialisation); ResNet-1001 x
+# 1/4 costs ~6 s a step on the 2 shared cores here, so it gets fewer (the whole set: ~15 CPU
+# minutes)
 AT = {110: (0, 1, 2, 5, 10, 19), 1001: (0, 1, 2, 5)}
-SCALE = recipes.JUMP_PROBE  # the lr-jump probe's recipe: lr 0.01 up to the jump (step 100; 32 for ResNet-1001)
+# the lr-jump probe's recipe: lr 0.01 up to the jump (step 100; 32 for ResNet-1001)
+SCALE = recipes.JUMP_PROBE
 
 
 # ----------------------------------------------------------------------------------------------
 # measuring
 
 def tensor_std(x) -> float:
-    """std of every entry of `x` (batch, channels and positions together; population form, no n-1)."""
+    """std of every entry of `x` (batch, channels and positions together; population form, no
+    n-1)."""
     return float(x.detach().float().std(correction=0))
 
 
@@ -57,14 +65,18 @@ def negative_fraction(x) -> float:
 
 
 def _direct_scales(units):
-    """λ_i of each unit's shortcut h(x) = λ_i x, for Eqn 7's direct term; an error where h is not a scalar."""
+    """λ_i of each unit's shortcut h(x) = λ_i x, for Eqn 7's direct term; an error where h is not a
+    scalar."""
     lams = []
     for k, u in enumerate(units):
         sc = u.shortcut
-        if type(sc) not in (Shortcut, ConstantScaling) or not isinstance(sc.h, torch.nn.Identity) or \
-                not isinstance(u.post, torch.nn.Identity) or not isinstance(u.preact, torch.nn.Identity):
-            raise ValueError(f"Eqn 7's direct term needs h(x) = λx and f identity, but unit {k} has shortcut "
-                             f"{type(sc).__name__}: use a same-shape stack (probes.lambda_stack)")
+        if type(sc) not in (Shortcut,
+                            ConstantScaling) or not isinstance(sc.h, torch.nn.Identity) or \
+                not isinstance(u.post,
+                               torch.nn.Identity) or not isinstance(u.preact, torch.nn.Identity):
+            raise ValueError(f"Eqn 7's direct term needs h(x) = λx and f identity, but unit {k} "
+                             f"has shortcut {type(sc).__name__}: use a same-shape stack "
+                             f"(probes.lambda_stack)")
         lam = getattr(sc, "shortcut_scale", 1.0)
         if lam <= 0:
             raise ValueError(f"unit {k} has λ = {lam}: the direct term's share needs λ > 0")
@@ -73,15 +85,17 @@ def _direct_scales(units):
 
 
 def signal_along(model, x, seed=0) -> dict:
-    """Forward signal and gradient of a same-shape stack of units x_{l+1} = λ_l x_l + F(x_l) (Eqn 6), BN on batch
-    statistics: per l = 0..L, rms(x_l) and log10 ‖(∏_{i=l}^{L-1} λ_i) x_l‖ / ‖x_L‖ (the share of x_L its direct
-    term carries, Eqn 7); per unit l < L, ‖F(x_l)‖ / ‖λ_l x_l‖; per l, log10 ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖ (Eqn 8;
-    E = <v, x_L>, v ~ N(0, 1) seeded). Logs, so that λ^1000 neither over- nor underflows."""
+    """Forward signal and gradient of a same-shape stack of units x_{l+1} = λ_l x_l + F(x_l) (Eqn
+    6), BN on batch statistics: per l = 0..L, rms(x_l) and log10 ‖(∏_{i=l}^{L-1} λ_i) x_l‖ / ‖x_L‖
+    (the share of x_L its direct term carries, Eqn 7); per unit l < L, ‖F(x_l)‖ / ‖λ_l x_l‖; per l,
+    log10 ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖ (Eqn 8; E = <v, x_L>, v ~ N(0, 1) seeded). Logs, so that λ^1000
+    neither over- nor underflows."""
     units = probes._units(model)
     lams = _direct_scales(units)
     xs, fs = [], []
     hooks = [u.register_forward_pre_hook(lambda m, a: xs.append(a[0].detach())) for u in units]
-    hooks += [u.residual.register_forward_hook(lambda m, a, o: fs.append(o.detach())) for u in units]
+    hooks += [u.residual.register_forward_hook(lambda m, a, o: fs.append(o.detach()))
+              for u in units]
     hooks.append(units[-1].register_forward_hook(lambda m, a, o: xs.append(o.detach())))
     probes._forward_once(model, x, hooks)
     norm = [float(t.double().norm()) for t in xs]
@@ -89,30 +103,34 @@ def signal_along(model, x, seed=0) -> dict:
     after = [sum(log_lam[l:]) for l in range(len(units) + 1)]  # log10 ∏_{i>=l} λ_i
     grads = probes.unit_gradient_norms(model, x, seed=seed)
     return {"rms": [n / math.sqrt(xs[0].numel()) for n in norm],
-            "log10_share": [after[l] + math.log10(norm[l]) - math.log10(norm[-1]) for l in range(len(norm))],
-            "branch_ratio": [float(f.double().norm()) / (lams[l] * norm[l]) for l, f in enumerate(fs)],
+            "log10_share": [after[l] + math.log10(norm[l]) - math.log10(norm[-1])
+                            for l in range(len(norm))],
+            "branch_ratio": [float(f.double().norm()) / (lams[l] * norm[l])
+                             for l, f in enumerate(fs)],
             "log10_grad_ratio": [math.log10(float(g / grads[-1])) for g in grads]}
 
 
 def forward_signal(lam, seed, depth=STACK["depth"], channels=STACK["channels"], size=STACK["size"],
                    batch=STACK["batch"]) -> dict:
-    """``signal_along`` in chapter 3's network: `depth` full pre-activation units with h(x) = λx (float64,
-    probes.lambda_stack), on probes.probe_input, both of `seed`."""
+    """``signal_along`` in chapter 3's network: `depth` full pre-activation units with h(x) = λx
+    (float64, probes.lambda_stack), on probes.probe_input, both of `seed`."""
     model = probes.lambda_stack(depth, lam, channels=channels, seed=seed)
     return signal_along(model, probes.probe_input(channels, size, batch, seed=seed), seed=seed)
 
 
 class Watch:
-    """Forward pre-hooks on every weight layer of `model`'s residual units, on each unit's f = ReLU and on the
-    classifier: while ``on``, a forward records per unit the std of each weight layer's input (``stds``: a list
-    per unit, residual branch first, then the shortcut's projection), the fraction of negative entries of
-    y_l = h(x_l) + F(x_l) (``negative``: None where f has no ReLU), and the std of the classifier's input and
-    output (``fc_in``, ``logits``). ``remove`` takes the hooks off."""
+    """Forward pre-hooks on every weight layer of `model`'s residual units, on each unit's f = ReLU
+    and on the classifier: while ``on``, a forward records per unit the std of each weight layer's
+    input (``stds``: a list per unit, residual branch first, then the shortcut's projection), the
+    fraction of negative entries of y_l = h(x_l) + F(x_l) (``negative``: None where f has no ReLU),
+    and the std of the classifier's input and output (``fc_in``, ``logits``). ``remove`` takes the
+    hooks off."""
 
     def __init__(self, model):
         units = residual_units(model)
         if not units:
-            raise ValueError("the model has no residual units to watch (idmap_lib.residual_units found none)")
+            raise ValueError("the model has no residual units to watch (idmap_lib.residual_units "
+                             "found none)")
         self.on, self.hooks = False, []
         self.stds = [[None] * len(weight_layers(u)) for u in units]
         self.negative = [None] * len(units)
@@ -139,8 +157,10 @@ class Watch:
             self.fc_in, self.logits, self.on = tensor_std(args[0]), tensor_std(out), False
 
     def snapshot(self) -> dict:
-        return {"weight_input_std": [list(s) for s in self.stds], "negative_fraction": list(self.negative),
-                "fc_input_std": getattr(self, "fc_in", None), "logits_std": getattr(self, "logits", None)}
+        return {"weight_input_std": [list(s) for s in self.stds],
+                "negative_fraction": list(self.negative),
+                "fc_input_std": getattr(self, "fc_in", None),
+                "logits_std": getattr(self, "logits", None)}
 
     def remove(self):
         for h in self.hooks:
@@ -148,14 +168,17 @@ class Watch:
 
 
 def variant_of(depth, unit):
-    """(experiment, variant) of the recipe that trains `unit` at `depth`: Paper A Table 2 (110) or Table 3 (1001)."""
-    return ("a_table2_activations", f"{unit}-110") if depth == 110 else ("a_table3_preact", f"c10-{depth}-{unit}")
+    """(experiment, variant) of the recipe that trains `unit` at `depth`: Paper A Table 2 (110) or
+    Table 3 (1001)."""
+    return ("a_table2_activations",
+            f"{unit}-110") if depth == 110 else ("a_table3_preact", f"c10-{depth}-{unit}")
 
 
 def training_forwards(recipe, at, data=None, watch=None) -> dict:
-    """Train `recipe` (the engine's Run: its data, bf16 autocast, schedule and seed) for max(at) + 1 steps and
-    record, in the forward of each step whose number of updates so far is in `at`, what `watch` (a Watch class,
-    default ``Watch``; its ``snapshot`` is taken after that step's backward) sees."""
+    """Train `recipe` (the engine's Run: its data, bf16 autocast, schedule and seed) for max(at) + 1
+    steps and record, in the forward of each step whose number of updates so far is in `at`, what
+    `watch` (a Watch class, default ``Watch``; its ``snapshot`` is taken after that step's backward)
+    sees."""
     from ...engine import data as data_mod
     from ...engine.trainer import Run
 
@@ -169,7 +192,8 @@ def training_forwards(recipe, at, data=None, watch=None) -> dict:
             step, watch.on = run.step, run.step in at
             run.advance()
             if step in at:
-                out.append({"step": step, "lr": recipes.lr_at(recipe["schedule"], step), **watch.snapshot()})
+                out.append({"step": step, "lr": recipes.lr_at(recipe["schedule"], step),
+                            **watch.snapshot()})
     finally:
         watch.remove()
     return {"forwards": out, "precision": str(run.stepper.dtype).replace("torch.", ""),
@@ -180,52 +204,55 @@ def training_forwards(recipe, at, data=None, watch=None) -> dict:
 # recording: one JSON a measurement, looked up by what it measures
 
 def forward_spec(lam, seed) -> dict:
-    return {"experiment": "mech_forward_signal", "variant": f"lam{lam:g}", "scale": "init", "seed": int(seed),
-            "network": {"builder": "probes.lambda_stack", "unit": "full_preact", "lam": float(lam), **STACK,
+    return {"experiment": "mech_forward_signal", "variant": f"lam{lam:g}", "scale": "init",
+            "seed": int(seed),
+            "network": {"builder": "probes.lambda_stack", "unit": "full_preact", "lam": float(lam),
+                        **STACK,
                         "dtype": "float64", "bn": "batch statistics"}}
 
 
 def recipe_of(depth, unit, seed) -> dict:
-    """The CPU-scale recipe (SCALE) of `unit` at `depth` (recipes.config); ReLU-only pre-activation has no Table 3
-    row at depth 1001, so its recipe is built the same way (recipes.paper_a_cifar) under that table's labels."""
+    """The CPU-scale recipe (SCALE) of `unit` at `depth` (recipes.config); ReLU-only pre-activation
+    has no Table 3 row at depth 1001, so its recipe is built the same way (recipes.paper_a_cifar)
+    under that table's labels."""
     experiment, variant = variant_of(depth, unit)
     if variant in recipes.EXPERIMENTS[experiment]["variants"]:
         return recipes.config(experiment, variant, SCALE, seed)
     cfg = recipes.paper_a_cifar(depth, unit, scale=SCALE)
-    cfg.update(experiment=experiment, variant=variant, scale=SCALE, seed=int(seed), divergence={"grace_fraction": None})
+    cfg.update(experiment=experiment, variant=variant, scale=SCALE, seed=int(seed),
+               divergence={"grace_fraction": None})
     return cfg
 
 
 def training_spec(depth, unit, seed) -> dict:
-    return {"experiment": "mech_training_forwards", "variant": f"{unit}-{depth}", "scale": SCALE, "seed": int(seed),
+    return {"experiment": "mech_training_forwards", "variant": f"{unit}-{depth}", "scale": SCALE,
+            "seed": int(seed),
             "recipe": recipe_of(depth, unit, seed), "at": list(AT[depth]), "threads": 1}
 
 
 def measured(spec, out_dir=None, compute=True, data=None, measure=None):
-    """The record of `spec` in `out_dir` (default data/mechanisms/), or, when missing and `compute`, measured now
-    (on one thread, nice'd by the caller), saved and returned; None when missing and not `compute`. `measure`:
-    (spec, data) -> values, for a measurement another module defines (jump_watch.py)."""
+    """The record of `spec` in `out_dir` (default data/mechanisms/), or, when missing and `compute`,
+    measured now (on one thread, nice'd by the caller), saved and returned; None when missing and
+    not `compute`. `measure`: (spec, data) -> values, for a measurement another module defines
+    (jump_watch.py)."""
     out_dir = out_dir or MECH_DIR
     found = find_result(spec, out_dir, same_training=False)
     if found is not None or not compute:
         return found
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with threads(1):
         t0 = time.perf_counter()
         if measure is not None:
             values = measure(spec, data)
         elif spec["experiment"] == "mech_forward_signal":
             n = spec["network"]
-            values = forward_signal(n["lam"], spec["seed"], n["depth"], n["channels"], n["size"], n["batch"])
+            values = forward_signal(n["lam"], spec["seed"], n["depth"], n["channels"], n["size"],
+                                    n["batch"])
         elif spec["experiment"] == "mech_training_forwards":
             values = training_forwards(spec["recipe"], spec["at"], data)
         else:
             raise ValueError(f"unknown measurement {spec['experiment']!r}")
         rec = {"config": spec, "config_hash": config_hash(spec), "values": values,
                "wall_s": time.perf_counter() - t0, **provenance("cpu")}
-    finally:
-        torch.set_num_threads(threads)
     rec["path"] = str(save_result(rec, out_dir, indent=None))
     return rec
 
@@ -241,7 +268,8 @@ def measure_missing(seeds=SEEDS, out_dir=None, say=print):
 
     data, out = None, []
     for spec in all_specs(seeds):
-        if measured(spec, out_dir, compute=False) is None and spec["experiment"] == "mech_training_forwards":
+        if measured(spec, out_dir,
+                    compute=False) is None and spec["experiment"] == "mech_training_forwards":
             data = data or data_mod.load("cifar10")
         rec = measured(spec, out_dir, data=data)
         say(f"{spec['experiment']} {spec['variant']} s{spec['seed']}: {rec['wall_s']:.0f} s")
@@ -270,13 +298,17 @@ METRICS = {
     "log10_grad_ratio_0": lambda r: r["values"]["log10_grad_ratio"][0],
     "input_std_spread_init": lambda r: _spread(r["values"]["forwards"][0]["weight_input_std"]),
     "input_std_spread_last": lambda r: _spread(r["values"]["forwards"][-1]["weight_input_std"]),
-    "truncation_mean": lambda r: statistics.fmean(_forward_at(r, TRUNCATION_STEP)["negative_fraction"]),
+    "truncation_mean": lambda r: statistics.fmean(
+        _forward_at(r, TRUNCATION_STEP)["negative_fraction"]
+    ),
 }
 METRIC_WORDS = {
-    "log10_share_x0": "log10 of the share of x_L that x_0's direct term λ^L x_0 carries (‖λ^L x_0‖ / ‖x_L‖)",
+    "log10_share_x0": "log10 of the share of x_L that x_0's direct term λ^L x_0 carries (‖λ^L x_0‖ "
+                      "/ ‖x_L‖)",
     "log10_branch_ratio_last": "log10 ‖F(x_l)‖ / ‖λ x_l‖ at the deepest unit",
     "log10_grad_ratio_0": "log10 ‖∂E/∂x_0‖ / ‖∂E/∂x_L‖ over the 1000 units",
-    "input_std_spread_init": "log10 (largest / smallest) std of a weight layer's input, over all units, at init",
+    "input_std_spread_init": "log10 (largest / smallest) std of a weight layer's input, over all "
+                             "units, at init",
     "input_std_spread_last": "the same spread in the last forward recorded",
     "truncation_mean": f"mean over units of the fraction of y_l < 0, {TRUNCATION_STEP} steps in",
 }
@@ -289,27 +321,32 @@ def _b(a, b, metric, margin=0.0):
 
 MECHANISM_CLAIMS = [
     {"key": "m_direct_term_vanishes", "chapter": 3, "source": "Paper A Eqns 7-8",
-     "words": "Under λ < 1 the direct term λ^(L-l) x_l carries a vanishing share of x_L: over 1000 units more "
-              "than 10 orders of magnitude below the share it keeps at λ = 1.",
+     "words": "Under λ < 1 the direct term λ^(L-l) x_l carries a vanishing share of x_L: over 1000 "
+              "units more than 10 orders of magnitude below the share it keeps at λ = 1.",
      "tests": tuple(_b(f"lam{lam:g}", "lam1", "log10_share_x0", margin=10) for lam in (0.9, 0.5))},
-    {"key": "m_branches_keep_size", "chapter": 3, "source": "ours (resolving chapter 3's λ < 1 gradient)",
-     "words": "Under λ < 1 the residual branches do not fade with depth: at the deepest unit ‖F(x_l)‖ / ‖λ x_l‖ is "
-              "larger than at λ = 1, where x_l grows with depth and each BN-fed branch adds a shrinking part.",
+    {"key": "m_branches_keep_size", "chapter": 3,
+     "source": "ours (resolving chapter 3's λ < 1 gradient)",
+     "words": "Under λ < 1 the residual branches do not fade with depth: at the deepest unit "
+              "‖F(x_l)‖ / ‖λ x_l‖ is larger than at λ = 1, where x_l grows with depth and each "
+              "BN-fed branch adds a shrinking part.",
      "tests": tuple(_b("lam1", f"lam{lam:g}", "log10_branch_ratio_last") for lam in (0.9, 0.5))},
-    {"key": "m_gradient_through_branches", "chapter": 3, "source": "ours (chapter 3's measurement, at init)",
-     "words": "With the direct path gone (λ < 1) the gradient travels through those branches and grows more "
-              "over the 1000 units than at λ = 1.",
+    {"key": "m_gradient_through_branches", "chapter": 3,
+     "source": "ours (chapter 3's measurement, at init)",
+     "words": "With the direct path gone (λ < 1) the gradient travels through those branches and "
+              "grows more over the 1000 units than at λ = 1.",
      "tests": tuple(_b("lam1", f"lam{lam:g}", "log10_grad_ratio_0") for lam in (0.9, 0.5))},
     {"key": "m_normalised_weight_inputs", "chapter": 8, "source": "Paper A Sec 4.2",
-     "words": "Only full pre-activation feeds every weight layer a normalised input: in ResNet-110 and "
-              "ResNet-1001 the ratio of the largest to the smallest std of a weight layer's input, over all units, "
-              "is more than 2 times smaller than in the original unit and in ReLU-only pre-activation, at "
-              "initialisation and in the last forward recorded.",
+     "words": "Only full pre-activation feeds every weight layer a normalised input: in ResNet-110 "
+              "and ResNet-1001 the ratio of the largest to the smallest std of a weight layer's "
+              "input, over all units, is more than 2 times smaller than in the original unit and "
+              "in ReLU-only pre-activation, at initialisation and in the last forward recorded.",
      "tests": tuple(_b(f"full_preact-{d}", f"{u}-{d}", f"input_std_spread_{w}", margin=TWO)
-                    for d in DEPTHS for w in ("init", "last") for u in ("original", "relu_preact"))},
+                    for d in DEPTHS for w in ("init", "last")
+                    for u in ("original", "relu_preact"))},
     {"key": "m_truncation_grows_with_depth", "chapter": 4, "source": "Paper A Sec 4.2",
-     "words": "The original unit's ReLU after the addition truncates y_l = x_l + F(x_l) more often in ResNet-1001 "
-              "than in ResNet-110 (in the first steps of training: all this scale measures).",
+     "words": "The original unit's ReLU after the addition truncates y_l = x_l + F(x_l) more often "
+              "in ResNet-1001 than in ResNet-110 (in the first steps of training: all this scale "
+              "measures).",
      "tests": (_b("original-110", "original-1001", "truncation_mean"),)},
 ]
 
@@ -317,22 +354,24 @@ MECHANISM_CLAIMS = [
 def _records(variant, experiment, seeds, out_dir):
     spec = {"mech_forward_signal": lambda s: forward_spec(float(variant[3:]), s),
             "mech_training_forwards": lambda s: training_spec(int(variant.rsplit("-", 1)[1]),
-                                                              variant.rsplit("-", 1)[0], s)}[experiment]
+                                                              variant.rsplit("-", 1)[0],
+                                                              s)}[experiment]
     return [r for r in (measured(spec(s), out_dir, compute=False) for s in seeds) if r is not None]
 
 
 def _verdict(claim, values, min_seeds=None):
     kw = {} if min_seeds is None else {"min_seeds": min_seeds}
-    parts = holm([(t, compare(t, xa, xb, scale="cpu", **kw)) for t, (xa, xb) in zip(claim["tests"], values)])
+    parts = holm([(t, compare(t, xa, xb, scale="cpu", **kw))
+                  for t, (xa, xb) in zip(claim["tests"], values)])
     return combine([r["verdict"] for _, r in parts]), parts
 
 
 def evaluate(claim, seeds=SEEDS, out_dir=None) -> dict:
-    """A mechanism claim's verdict by the claims' own evaluation (claims.evaluate): each comparison by rule.compare
-    on the per-seed values of its metric (the recorded measurements; a missing one leaves it 'not run yet'), the
-    parts corrected for their number by Holm's step-down, combined by rule.combine, the smallest resolvable
-    difference beside each, and the verdict read again without each single record in turn (``fragile``: the
-    (variant, seed) whose removal changes it)."""
+    """A mechanism claim's verdict by the claims' own evaluation (claims.evaluate): each comparison
+    by rule.compare on the per-seed values of its metric (the recorded measurements; a missing one
+    leaves it 'not run yet'), the parts corrected for their number by Holm's step-down, combined by
+    rule.combine, the smallest resolvable difference beside each, and the verdict read again without
+    each single record in turn (``fragile``: the (variant, seed) whose removal changes it)."""
     experiment = "mech_forward_signal" if claim["chapter"] == 3 else "mech_training_forwards"
     recs, values = {}, []
     for t in claim["tests"]:
@@ -345,7 +384,8 @@ def evaluate(claim, seeds=SEEDS, out_dir=None) -> dict:
         for v, rs in recs.items():
             for i, r in enumerate(rs):
                 drop = [tuple([x for j, x in enumerate(side) if not (name == v and j == i)]
-                              for side, name in zip(vals, (t.a, t.b))) for t, vals in zip(claim["tests"], values)]
+                              for side, name in zip(vals, (t.a, t.b)))
+                              for t, vals in zip(claim["tests"], values)]
                 without = _verdict(claim, drop, min_seeds=2)[0]
                 if without != verdict:
                     fragile.append((v, r["config"]["seed"], without))

@@ -1,11 +1,13 @@
-"""The papers' published numbers as data, keyed like ``recipes.EXPERIMENTS`` (experiment -> variant).
+"""The papers' published numbers as data, keyed like ``recipes.EXPERIMENTS`` (experiment ->
+variant).
 
 Every value is copied from the papers' tables (checked against their full texts, see
-``shared/reference/papers.md``); the book prints them beside our runs, labelled as the papers'.
-An entry is ``{"value": float | "fail", "unit": "test error %", "source": "Paper A Table 1", "remark": str}``;
-Paper B's gated MNIST nets also carry ``mean_k`` (Paper B Table 2, the mean learned gate k).
+``shared/reference/papers.md``); the book prints them beside our runs, labelled as the papers'. An
+entry is ``{"value": float | "fail", "unit": "test error %", "source": "Paper A Table 1", "remark":
+str}``; Paper B's gated MNIST nets also carry ``mean_k`` (Paper B Table 2, the mean learned gate k).
 
-"fail" is Paper A's word for a run whose test error stayed above 20% (Table 1); the paper gives no number.
+"fail" is Paper A's word for a run whose test error stayed above 20% (Table 1); the paper gives no
+number.
 """
 from __future__ import annotations
 
@@ -30,10 +32,13 @@ PAPER = {
     # Paper A Table 1: shortcut variants on the original ResNet-110, CIFAR-10
     "a_table1_shortcuts": {
         "original": _e(6.61, _A1, f"Fig 2(a); {_MEDIAN}"),
-        "constant_scaling-0-1": _e(FAIL, _A1, f"Fig 2(b), shortcut x0, F x1: a plain net; {FAIL_MEANING}"),
+        "constant_scaling-0-1": _e(FAIL, _A1,
+                                   f"Fig 2(b), shortcut x0, F x1: a plain net; {FAIL_MEANING}"),
         "constant_scaling-0.5-1": _e(FAIL, _A1, f"Fig 2(b), shortcut x0.5, F x1; {FAIL_MEANING}"),
-        "constant_scaling-0.5-0.5": _e(12.35, _A1, "Fig 2(b), shortcut x0.5, F x0.5: frozen gating"),
-        "exclusive_gating-b0": _e(FAIL, _A1, f"Fig 2(c), init b_g = 0 (0 to -5 all fail); {FAIL_MEANING}"),
+        "constant_scaling-0.5-0.5": _e(12.35, _A1,
+                                       "Fig 2(b), shortcut x0.5, F x0.5: frozen gating"),
+        "exclusive_gating-b0": _e(FAIL, _A1,
+                                  f"Fig 2(c), init b_g = 0 (0 to -5 all fail); {FAIL_MEANING}"),
         "exclusive_gating-b-6": _e(8.70, _A1, "Fig 2(c), init b_g = -6"),
         "exclusive_gating-b-7": _e(9.81, _A1, "Fig 2(c), init b_g = -7"),
         "shortcut_only_gating-b0": _e(12.86, _A1, "Fig 2(d), init b_g = 0"),
@@ -56,20 +61,23 @@ PAPER = {
     },
     # Paper A Table 3: original vs pre-activation, CIFAR-10 and CIFAR-100
     "a_table3_preact": {
-        "c10-110-single-original": _e(9.90, _A3, "CIFAR-10, ResNet-110 with 1-layer skip, original unit"),
-        "c10-110-single-full_preact": _e(8.91, _A3, "CIFAR-10, ResNet-110 with 1-layer skip, pre-activation"),
+        "c10-110-single-original": _e(9.90, _A3,
+                                      "CIFAR-10, ResNet-110 with 1-layer skip, original unit"),
+        "c10-110-single-full_preact": _e(8.91, _A3,
+                                         "CIFAR-10, ResNet-110 with 1-layer skip, pre-activation"),
         "c10-110-original": _e(6.61, _A3, "CIFAR-10, ResNet-110, original unit"),
         "c10-110-full_preact": _e(6.37, _A3, "CIFAR-10, ResNet-110, pre-activation"),
         "c10-164-original": _e(5.93, _A3, "CIFAR-10, ResNet-164, original unit"),
         "c10-164-full_preact": _e(5.46, _A3, "CIFAR-10, ResNet-164, pre-activation"),
         "c10-1001-original": _e(7.61, _A3, "CIFAR-10, ResNet-1001, original unit"),
         "c10-1001-full_preact": _e(4.92, _A3, "CIFAR-10, ResNet-1001, pre-activation (median of 5; "
-                                              "mean 4.89 ± 0.14, Table 4)"),
+                                   "mean 4.89 ± 0.14, Table 4)"),
         "c100-164-original": _e(25.16, _A3, "CIFAR-100, ResNet-164, original unit"),
         "c100-164-full_preact": _e(24.33, _A3, "CIFAR-100, ResNet-164, pre-activation"),
         "c100-1001-original": _e(27.82, _A3, "CIFAR-100, ResNet-1001, original unit"),
-        "c100-1001-full_preact": _e(22.71, _A3, "CIFAR-100, ResNet-1001, pre-activation (median of 5; "
-                                               "mean 22.68 ± 0.22, Table 4)"),
+        "c100-1001-full_preact": _e(22.71, _A3,
+                                    "CIFAR-100, ResNet-1001, pre-activation (median of 5; "
+                                    "mean 22.68 ± 0.22, Table 4)"),
     },
     # Paper B Table 1 (MNIST test error %) and Table 2 (mean learned k of the gated nets)
     "b_mnist": {},
@@ -99,8 +107,11 @@ for _d, _errs in _B_MNIST.items():
             _entry["mean_k"] = _B_MEAN_K[_d]
             _entry["remark"] += f"; mean learned k {_B_MEAN_K[_d]} (Paper B Table 2)"
         PAPER["b_mnist"][f"{_kind}-d{_d}"] = _entry
-    # chapter 10's probe trains Paper B's GResNet with Keras's defaults: the paper's number is the GResNet's
-    PAPER["b_mnist"][f"gresnet_keras-d{_d}"] = {**_entry, "remark": _entry["remark"] + " (the paper's GResNet; "
+    # chapter 10's probe trains Paper B's GResNet with Keras's defaults: the paper's number is the
+    # GResNet's
+    PAPER["b_mnist"][f"gresnet_keras-d{_d}"] = {**_entry,
+                                                "remark": _entry["remark"]
+                                                + " (the paper's GResNet; "
                                                 "ours with Keras's initialisation and BN settings)"}
 del _d, _errs, _kind, _err, _entry
 
@@ -113,19 +124,22 @@ def paper_number(experiment: str, variant: str) -> dict | None:
 
 
 def source(experiment: str, variants=None) -> str:
-    """The tables an experiment's numbers come from ("Paper A Table 1" ...): of the `variants` shown where given
-    (b_wrn's CIFAR-100 rows, Table 4, are not among its CPU-scale runs); "" when none of them has a number."""
+    """The tables an experiment's numbers come from ("Paper A Table 1" ...): of the `variants` shown
+    where given (b_wrn's CIFAR-100 rows, Table 4, are not among its CPU-scale runs); "" when none of
+    them has a number."""
     entries = PAPER[experiment].values() if variants is None else \
         [PAPER[experiment][v] for v in variants if v in PAPER[experiment]]
     return " / ".join(sorted({e["source"] for e in entries}))
 
 
 def printed(experiment: str, variant: str) -> str:
-    """The paper's number as the book prints it: '6.61' (2 decimals, as the papers print them), Paper A's 'fail', or
-    '–' where the paper reports none."""
+    """The paper's number as the book prints it: '6.61' (2 decimals, as the papers print them),
+    Paper A's 'fail', or '–' where the paper reports none."""
     value = (paper_number(experiment, variant) or {}).get("value", "–")
     return value if isinstance(value, str) else f"{value:.2f}"
-# The interventions (recipes.SWAPS) are the book's: the paper's numbers only for the units it trained (Table 2's
-# ResNet-110 units, Table 3's ResNet-1001), and none for a swapped unit.
-PAPER["a_swaps"] = {**{v: PAPER["a_table2_activations"][v] for v in PAPER["a_table2_activations"] if v.endswith("-110")},
-                    **{f"{u}-1001": PAPER["a_table3_preact"][f"c10-1001-{u}"] for u in ("original", "full_preact")}}
+# The interventions (recipes.SWAPS) are the book's: the paper's numbers only for the units it
+# trained (Table 2's ResNet-110 units, Table 3's ResNet-1001), and none for a swapped unit.
+PAPER["a_swaps"] = {**{v: PAPER["a_table2_activations"][v] for v in PAPER["a_table2_activations"]
+                       if v.endswith("-110")},
+                    **{f"{u}-1001": PAPER["a_table3_preact"][f"c10-1001-{u}"]
+                       for u in ("original", "full_preact")}}

@@ -1,16 +1,18 @@
-"""Why pre-activation helps, decided by intervention (the chapter "Why pre-activation helps"): every unit and every
-swap of one part (recipes.SWAPS) is a row with the properties it has by construction (``PROPERTIES``) and the
-outcomes its runs show (``outcome``: through the lr jump, at the start of ResNet-1001); each candidate mechanism is a
-property, and its status is computed from whether that property predicts the outcomes across all rows whose outcome
-the runs decide (``status``): **necessary** (no row without it has the outcome), **sufficient** (every row with it
-has the outcome), both, **neither**, or **not testable at this scale** -- with the rows that decide it. Nothing here
-is typed: a status changes when the recorded runs do.
+"""Why pre-activation helps, decided by intervention (the chapter "Why pre-activation helps"): every
+unit and every swap of one part (recipes.SWAPS) is a row with the properties it has by construction
+(``PROPERTIES``) and the outcomes its runs show (``outcome``: through the lr jump, at the start of
+ResNet-1001); each candidate mechanism is a property, and its status is computed from whether that
+property predicts the outcomes across all rows whose outcome the runs decide (``status``):
+**necessary** (no row without it has the outcome), **sufficient** (every row with it has the
+outcome), both, **neither**, or **not testable at this scale** -- with the rows that decide it.
+Nothing here is typed: a status changes when the recorded runs do.
 
-A row's outcome comes from two comparisons fixed before its runs (claims.SWAP_CLAIMS, claims.ROW_CLAIMS, and for the
-two reference units the lr-jump and Fig 1 claims): is its rise at the jump (its steps to 80 % at 1001 layers) below
-the original unit's, and is it above full pre-activation's? Below the original and not above full pre-activation:
-it *tolerates* the jump (it *starts*); above full pre-activation and not below the original: it *fails*; both: *in
-between*; a row whose runs were stuck at chance before the jump: *stuck before the jump* (its own outcome, never
+A row's outcome comes from two comparisons fixed before its runs (claims.SWAP_CLAIMS,
+claims.ROW_CLAIMS, and for the two reference units the lr-jump and Fig 1 claims): is its rise at the
+jump (its steps to 80 % at 1001 layers) below the original unit's, and is it above full
+pre-activation's? Below the original and not above full pre-activation: it *tolerates* the jump (it
+*starts*); above full pre-activation and not below the original: it *fails*; both: *in between*; a
+row whose runs were stuck at chance before the jump: *stuck before the jump* (its own outcome, never
 tolerance); otherwise *open*.
 """
 from __future__ import annotations
@@ -20,11 +22,12 @@ from dataclasses import dataclass
 from ..page import figure_style
 from .claims import CLAIMS_BY_KEY, evaluate
 
-# The interventions' design (claims.SWAP_CLAIMS): every unit and swap as a row, each with the properties it has by
-# construction. Each candidate mechanism is a hypothesis "property P is what lets a unit train through the lr jump
-# (or start at 1001 layers)": it predicts that the rows with P do and the rows without P do not. Fixed with the swap
-# claims, before any swap run was trained; a property is then *necessary* if no row without it has the outcome,
-# *sufficient* if every row with it has the outcome, each judged only on rows whose outcome the runs decide.
+# The interventions' design (claims.SWAP_CLAIMS): every unit and swap as a row, each with the
+# properties it has by construction. Each candidate mechanism is a hypothesis "property P is what
+# lets a unit train through the lr jump (or start at 1001 layers)": it predicts that the rows with P
+# do and the rows without P do not. Fixed with the swap claims, before any swap run was trained; a
+# property is then *necessary* if no row without it has the outcome, *sufficient* if every row with
+# it has the outcome, each judged only on rows whose outcome the runs decide.
 PROPERTY_WORDS = {
     "clean_path": "a clean additive path (h and f identity, Eqns 4-5)",
     "bn_every_conv": "BN in front of every convolution (inputs normalised, Sec 4.2)",
@@ -32,7 +35,8 @@ PROPERTY_WORDS = {
     "branch_zero_at_init": "branches switched off at initialisation (zero gamma)",
 }
 PROPERTY_SHORT = {"clean_path": "clean path", "bn_every_conv": "BN before every conv",
-                  "normalised_classifier": "normalised classifier input", "branch_zero_at_init": "branches off at init"}
+                  "normalised_classifier": "normalised classifier input",
+                  "branch_zero_at_init": "branches off at init"}
 PROPERTIES = {  # row (a_swaps variant) -> the properties it has by construction
     "original-110": (),
     "bn_after_add-110": ("bn_every_conv", "normalised_classifier"),
@@ -55,7 +59,8 @@ OUTCOMES = {  # what a row can show, per test: (the good outcome, the bad one)
 }
 ROWS = {"jump": tuple(r for r in PROPERTIES if r.endswith("-110")),
         "start": tuple(r for r in PROPERTIES if r.endswith("-1001"))}
-REFERENCE = {"jump": ("original-110", "full_preact-110"), "start": ("original-1001", "full_preact-1001")}
+REFERENCE = {"jump": ("original-110", "full_preact-110"),
+             "start": ("original-1001", "full_preact-1001")}
 
 
 def _part(claim_key, index, out_dir):
@@ -65,8 +70,8 @@ def _part(claim_key, index, out_dir):
 
 
 def _comparisons(row, test, out_dir):
-    """The row's two comparisons: (below the original?, above full pre-activation?), each (verdict, result) or
-    None where the row is that reference itself."""
+    """The row's two comparisons: (below the original?, above full pre-activation?), each (verdict,
+    result) or None where the row is that reference itself."""
     original, full = REFERENCE[test]
     ref_claim = LR_JUMP if test == "jump" else FIG1
     ref_index = 0  # both reference claims hold full pre-activation against the original first
@@ -86,8 +91,9 @@ def row_claim(row, test) -> str:
 
 
 def outcome(row, test="jump", out_dir=None) -> dict:
-    """{"outcome", "below", "above"} of one row: its outcome in words (OUTCOMES, "in between", "stuck before the
-    jump", "open", "not run yet") and the verdicts of its two comparisons ("–" where the row is that reference)."""
+    """{"outcome", "below", "above"} of one row: its outcome in words (OUTCOMES, "in between",
+    "stuck before the jump", "open", "not run yet") and the verdicts of its two comparisons ("–"
+    where the row is that reference)."""
     below, above = _comparisons(row, test, out_dir)
     good, bad = OUTCOMES[test]
     # the row is side a of "below the original" and side b of "above full pre-activation"
@@ -99,15 +105,18 @@ def outcome(row, test="jump", out_dir=None) -> dict:
     elif any(c[0] == "not testable here" and c[1].get("excluded", (0, 0))[i] for c, i in mine):
         word = "stuck before the jump"
     else:
-        word = "in between" if is_below and is_above else good if is_below else bad if is_above else "open"
-    return {"outcome": word, "below": below[0] if below else "–", "above": above[0] if above else "–"}
+        word = ("in between" if is_below and is_above else good if is_below else bad if is_above
+                else "open")
+    return {"outcome": word, "below": below[0] if below else "–",
+            "above": above[0] if above else "–"}
 
 
 def outcomes(test="jump", out_dir=None) -> dict:
     return {r: outcome(r, test, out_dir) for r in ROWS[test]}
 
 
-STATUSES = ("necessary and sufficient", "sufficient, not necessary", "necessary, not sufficient", "neither",
+STATUSES = ("necessary and sufficient", "sufficient, not necessary", "necessary, not sufficient",
+            "neither",
             "sufficient; necessity not tested here", "not sufficient; necessity not tested here",
             "necessary; sufficiency not tested here", "not necessary; sufficiency not tested here",
             "sufficient; necessity open", "not sufficient; necessity open",
@@ -116,38 +125,46 @@ STATUSES = ("necessary and sufficient", "sufficient, not necessary", "necessary,
 
 
 def parent_of(row: str) -> str | None:
-    """The unit a swapped row was made from (``unit+swap-depth`` -> ``unit-depth``); None for a unit itself."""
+    """The unit a swapped row was made from (``unit+swap-depth`` -> ``unit-depth``); None for a unit
+    itself."""
     name, depth = row.rsplit("-", 1)
     return f"{name.split('+')[0]}-{depth}" if "+" in name else None
 
 
 def status(prop, found: dict, test="jump") -> dict:
-    """The status of property `prop`, decided only by the swaps that change that one part (a row and its parent that
-    differ in `prop` alone): *sufficient* where adding it turned a failing unit into one with the good outcome of
-    `test` (``rescued``), *not sufficient* where it did not (``not_rescued``); *necessary* where removing it made a
-    unit with the good outcome fail (``broke``), *not necessary* where the unit kept it (``kept``). Units that differ
-    in several parts never decide it: with no such swap decided it is *not testable at this scale* (no swap of that
-    part exists) or *open* (its runs do not decide it yet); a half decided says whether the other half's swap is
-    *open* or *not tested here*."""
+    """The status of property `prop`, decided only by the swaps that change that one part (a row and
+    its parent that differ in `prop` alone): *sufficient* where adding it turned a failing unit into
+    one with the good outcome of `test` (``rescued``), *not sufficient* where it did not
+    (``not_rescued``); *necessary* where removing it made a unit with the good outcome fail
+    (``broke``), *not necessary* where the unit kept it (``kept``). Units that differ in several
+    parts never decide it: with no such swap decided it is *not testable at this scale* (no swap of
+    that part exists) or *open* (its runs do not decide it yet); a half decided says whether the
+    other half's swap is *open* or *not tested here*."""
     good, bad = OUTCOMES[test]
     out = {k: [] for k in ("rescued", "not_rescued", "broke", "kept")}
-    pending = {"add": False, "remove": False}  # a swap of that direction whose runs do not decide it yet
+    # a swap of that direction whose runs do not decide it yet
+    pending = {"add": False, "remove": False}
     swaps = [(parent_of(r), r) for r in found if parent_of(r) in found and
              set(PROPERTIES[r]) ^ set(PROPERTIES[parent_of(r)]) == {prop}]
     for parent, row in swaps:
         o_parent, o_row = found[parent]["outcome"], found[row]["outcome"]
-        if prop in PROPERTIES[row] and o_parent == bad and o_row in (good, bad):  # added to a failing unit
+        # added to a failing unit
+        if prop in PROPERTIES[row] and o_parent == bad and o_row in (good, bad):
             out["rescued" if o_row == good else "not_rescued"].append(row)
-        elif prop not in PROPERTIES[row] and o_parent == good and o_row in (good, bad):  # taken from one that copes
+        # taken from one that copes
+        elif prop not in PROPERTIES[row] and o_parent == good and o_row in (good, bad):
             out["broke" if o_row == bad else "kept"].append(row)
         else:
             pending["add" if prop in PROPERTIES[row] else "remove"] = True
-    add = "sufficient" if out["rescued"] and not out["not_rescued"] else "not sufficient" if out["not_rescued"] else ""
-    rem = "necessary" if out["broke"] and not out["kept"] else "not necessary" if out["kept"] else ""
+    add = ("sufficient" if out["rescued"] and not out["not_rescued"] else "not sufficient"
+           if out["not_rescued"] else "")
+    rem = ("necessary" if out["broke"] and not out["kept"] else "not necessary" if out["kept"]
+           else "")
     if add and rem:
         out["status"] = {("sufficient", "necessary"): "necessary and sufficient",
                          ("sufficient", "not necessary"): "sufficient, not necessary",
-                         ("not sufficient", "necessary"): "necessary, not sufficient"}.get((add, rem), "neither")
+                         ("not sufficient",
+                          "necessary"): "necessary, not sufficient"}.get((add, rem), "neither")
     elif add:
         out["status"] = f"{add}; necessity {'open' if pending['remove'] else 'not tested here'}"
     elif rem:
@@ -163,49 +180,58 @@ class Mechanism:
     title: str
     words: str               # the mechanism, as the paper (or the later work) argues it
     where: str               # the chapter and figure that show it (Markdown link)
-    prop: str | None = None  # the property it names (PROPERTIES); None: no swap at this scale tests it
+    # the property it names (PROPERTIES); None: no swap at this scale tests it
+    prop: str | None = None
     why_not: str = ""        # why no swap here tests it (prop None)
     by: str = ""             # who offers it
 
 
 MECHANISMS = (
     Mechanism("clean_path", "The clean additive path",
-              "With an identity shortcut and an identity after the addition, x_L = x_l + the sum of the residual "
-              "functions (Eqn 4) and the gradient reaching any unit has a direct term of 1 (Eqn 5).",
+              "With an identity shortcut and an identity after the addition, x_L = x_l + the sum "
+              "of the residual functions (Eqn 4) and the gradient reaching any unit has a direct "
+              "term of 1 (Eqn 5).",
               "[chapter 2](02_propagation.ipynb): the gradient at every unit, and its direct term",
               "clean_path", by="Paper A (its reason for easier optimisation, Sec 3-4.1)"),
     Mechanism("normalised_inputs", "Normalised inputs to every convolution",
-              "In full pre-activation every convolution reads a BN-ReLU output; in the original unit and in ReLU-only "
-              "pre-activation the first convolution of each unit reads the un-normalised sum of every branch before it.",
+              "In full pre-activation every convolution reads a BN-ReLU output; in the original "
+              "unit and in ReLU-only pre-activation the first convolution of each unit reads the "
+              "un-normalised sum of every branch before it.",
               "[chapter 8](08_activations.ipynb): the std of every weight layer's input, per unit",
-              "bn_every_conv", by="Paper A, as its reason for *regularisation* (Sec 4.2); this book tests it for "
-                                  "optimisation"),
+              "bn_every_conv",
+              by="Paper A, as its reason for *regularisation* (Sec 4.2); this book tests it for "
+                 "optimisation"),
     Mechanism("classifier_input", "A normalised signal into the classifier",
-              "Full pre-activation ends in a BN-ReLU before the pool, so the classifier (the one weight layer no BN "
-              "follows, whose step grows with its input's square) reads a normalised input; the original unit's "
-              "classifier reads the un-normalised sum of every unit.",
+              "Full pre-activation ends in a BN-ReLU before the pool, so the classifier (the one "
+              "weight layer no BN follows, whose step grows with its input's square) reads a "
+              "normalised input; the original unit's classifier reads the un-normalised sum of "
+              "every unit.",
               "[chapter 8](08_activations.ipynb): the std of the classifier's input",
-              "normalised_classifier", by="this book (a consequence of Paper A's final BN-ReLU, Sec 4.1)"),
+              "normalised_classifier",
+              by="this book (a consequence of Paper A's final BN-ReLU, Sec 4.1)"),
     Mechanism("identity_bias", "Branches down-weighted at initialisation",
-              "A BN-fed branch on an un-normalised path is down-weighted with depth at initialisation, so a deep net "
-              "starts close to a shallow one (De & Smith 2020; SkipInit, Fixup, zero gamma).",
+              "A BN-fed branch on an un-normalised path is down-weighted with depth at "
+              "initialisation, so a deep net starts close to a shallow one (De & Smith 2020; "
+              "SkipInit, Fixup, zero gamma).",
               "[chapter 3](03_scaled_shortcuts.ipynb): the branch beside the path, unit by unit",
               "branch_zero_at_init", by="De & Smith 2020; Goyal et al. 2017 (zero gamma)"),
     Mechanism("truncation", "Less ReLU truncation as depth grows",
-              "The original unit's ReLU after the addition truncates y_l = x_l + F(x_l); Paper A (Sec 4.2) argues "
-              "this is more frequent at 1000 layers, once trained.",
+              "The original unit's ReLU after the addition truncates y_l = x_l + F(x_l); Paper A "
+              "(Sec 4.2) argues this is more frequent at 1000 layers, once trained.",
               "[chapter 4](04_relu_truncation.ipynb): the fraction of y_l < 0 per unit",
-              why_not="Paper A's remark is about trained networks; a swap that removes the ReLU after the addition "
-                      "is ReLU-only pre-activation's path, not one part alone", by="Paper A (Sec 4.2)"),
+              why_not="Paper A's remark is about trained networks; a swap that removes the ReLU "
+                      "after the addition is ReLU-only pre-activation's path, not one part alone",
+                      by="Paper A (Sec 4.2)"),
 )
 MECHANISMS_BY_KEY = {m.key: m for m in MECHANISMS}
 
 
 def assess(mechanism: Mechanism, found=None, out_dir=None) -> dict:
-    """{test: status dict} of one mechanism over both tests (``status``); {"status": "not testable at this scale"}
-    for a mechanism no swap tests."""
+    """{test: status dict} of one mechanism over both tests (``status``); {"status": "not testable
+    at this scale"} for a mechanism no swap tests."""
     if mechanism.prop is None:
-        return {t: {"status": "not testable at this scale", "rescued": [], "not_rescued": [], "broke": [], "kept": []}
+        return {t: {"status": "not testable at this scale", "rescued": [], "not_rescued": [],
+                    "broke": [], "kept": []}
                 for t in OUTCOMES}
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     return {t: status(mechanism.prop, found[t], t) for t in OUTCOMES}
@@ -217,7 +243,8 @@ def assess_all(out_dir=None) -> dict:
 
 
 def swap_table(out_dir=None):
-    """The page's table: one row a unit or swap, its properties (a tick each) and its two outcomes."""
+    """The page's table: one row a unit or swap, its properties (a tick each) and its two
+    outcomes."""
     import pandas as pd
     from .claim_words import words
 
@@ -233,8 +260,8 @@ def swap_table(out_dir=None):
 
 
 def table(assessed=None):
-    """One row a mechanism: who offers it, its status at the lr jump and at the start of ResNet-1001, with the rows
-    that decide it, and where the book shows it."""
+    """One row a mechanism: who offers it, its status at the lr jump and at the start of
+    ResNet-1001, with the rows that decide it, and where the book shows it."""
     import pandas as pd
     from .claim_words import words
 
@@ -253,14 +280,15 @@ def table(assessed=None):
             row[label] = s["status"] + (f" ({'; '.join(why)})" if why else "")
         row["shown in"] = m.where
         if m.why_not:
-            row["at the lr jump"] = row["at 1001 layers"] = f"not testable at this scale: {m.why_not}"
+            row["at the lr jump"] = row["at 1001 layers"] = (f"not testable at this scale: "
+                f"{m.why_not}")
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def in_words(assessed=None) -> str:
-    """Each mechanism's status at the lr jump, in one sentence (for the chapter's opening answer and chapters 4
-    and 9)."""
+    """Each mechanism's status at the lr jump, in one sentence (for the chapter's opening answer and
+    chapters 4 and 9)."""
     assessed = assessed or assess_all()
     out = []
     for m in MECHANISMS:
@@ -269,39 +297,49 @@ def in_words(assessed=None) -> str:
 
 
 def answer(assessed=None, found=None, out_dir=None) -> str:
-    """The chapter's opening answer, computed: what full pre-activation buys at this scale (the reference rows'
-    outcomes), then what the swaps say of each mechanism, and which rows are still open or missing."""
+    """The chapter's opening answer, computed: what full pre-activation buys at this scale (the
+    reference rows' outcomes), then what the swaps say of each mechanism, and which rows are still
+    open or missing."""
     from .claim_words import listed
 
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
     full, orig = (found["jump"][r]["outcome"] for r in ("full_preact-110", "original-110"))
     start, slow = (found["start"][r]["outcome"] for r in ("full_preact-1001", "original-1001"))
-    buys = (f"At this scale full pre-activation {full} and the original unit {orig.replace(' the jump', ' it')}; at "
-            f"1001 layers pre-activation {start} and the original {slow}.")
+    buys = (f"At this scale full pre-activation {full} and the original unit "
+            f"{orig.replace(' the jump', ' it')}; at 1001 layers pre-activation {start} and the "
+            f"original {slow}.")
     by = {}
     for m in MECHANISMS:
-        by.setdefault(assessed[m.key]["jump"]["status"], []).append(m.title[0].lower() + m.title[1:])
+        by.setdefault(assessed[m.key]["jump"]["status"],
+                      []).append(m.title[0].lower() + m.title[1:])
     why = "; ".join(f"{listed(ms)}: **{st}**" for st, ms in by.items())
-    decisive = [m for m in MECHANISMS if assessed[m.key]["jump"]["status"] == "necessary and sufficient"]
-    plain = (f" **In plain words:** of the parts swapped so far, {decisive[0].title[0].lower() + decisive[0].title[1:]}"
-             f" is the one that decides whether a unit trains through the jump (adding it rescued a failing unit, "
-             f"removing it broke one that coped)." if len(decisive) == 1 else "")
-    waiting = [r for t in OUTCOMES for r, o in found[t].items() if o["outcome"] in ("not run yet", "open")]
-    rest = (f" Still undecided: {len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)."
+    decisive = [m for m in MECHANISMS
+                if assessed[m.key]["jump"]["status"] == "necessary and sufficient"]
+    plain = (f" **In plain words:** of the parts swapped so far, "
+             f"{decisive[0].title[0].lower() + decisive[0].title[1:]} is the one that decides "
+             f"whether a unit trains through the jump (adding it rescued a failing unit, removing "
+             f"it broke one that coped)." if len(decisive) == 1 else "")
+    waiting = [r for t in OUTCOMES for r, o in found[t].items()
+               if o["outcome"] in ("not run yet", "open")]
+    rest = (f" Still undecided: {len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table "
+            f"says which)."
             if waiting else "")
-    return f"**What it buys.** {buys} **Why, one part swapped at a time** (at the lr jump): {why}.{plain}{rest}"
+    return (f"**What it buys.** {buys} **Why, one part swapped at a time** (at the lr jump): "
+            f"{why}.{plain}{rest}")
 
 
-ROW_PX, GAP_PX = 30, 70  # a row: its label above its markers; the gap holds an axis and the next panel's title
+# a row: its label above its markers; the gap holds an axis and the next panel's title
+ROW_PX, GAP_PX = 30, 70
 
 
 def key_figure(out_dir=None):
-    """The chapter's figure: every row's runs, one marker a seed, in its unit's colour (palette.py; a swap in its
-    parent's colour with its own marker), each row labelled in words above its markers across the plot's width
-    (readable on a phone). Top: how far the training loss rises when the lr jumps (ResNet-110, the lr-jump probe; a
-    cross: stuck at chance before the jump). Bottom: steps until the training error first falls below 80 %
-    (ResNet-1001; a hollow marker: never within the run, drawn at its length). Returns (figure, values)."""
+    """The chapter's figure: every row's runs, one marker a seed, in its unit's colour (palette.py;
+    a swap in its parent's colour with its own marker), each row labelled in words above its markers
+    across the plot's width (readable on a phone). Top: how far the training loss rises when the lr
+    jumps (ResNet-110, the lr-jump probe; a cross: stuck at chance before the jump). Bottom: steps
+    until the training error first falls below 80 % (ResNet-1001; a hollow marker: never within the
+    run, drawn at its length). Returns (figure, values)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -315,7 +353,8 @@ def key_figure(out_dir=None):
     heights = [ROW_PX * len(ROWS[t]) for t in OUTCOMES]
     plot = sum(heights) + GAP_PX
     fig = make_subplots(rows=2, cols=1, row_heights=heights, vertical_spacing=GAP_PX / plot,
-                        subplot_titles=("ResNet-110: rise at the lr jump", "ResNet-1001: steps to 80 %"))
+                        subplot_titles=("ResNet-110: rise at the lr jump",
+                                        "ResNet-1001: steps to 80 %"))
     values = {}
     for row, test in ((1, "jump"), (2, "start")):
         for i, r in enumerate(ROWS[test]):
@@ -331,22 +370,30 @@ def key_figure(out_dir=None):
             y = ROW_PX * (i + 1) - 8
             marks = [("x-thin" if test == "jump" else f"{sym}-open") if o else sym for o in odd]
             fig.add_trace(go.Scatter(x=xs, y=[y] * len(xs), mode="markers", showlegend=False,
-                                     marker={"size": 9, "color": c, "symbol": marks, "opacity": 0.85,
+                                     marker={"size": 9, "color": c, "symbol": marks,
+                                             "opacity": 0.85,
                                              "line": {"width": 1.5, "color": c}},
-                                     hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>"), row=row, col=1)
+                                     hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>"), row=row,
+                                     col=1)
             axis = "" if row == 1 else "2"
             fig.add_annotation(text=name, xref=f"x{axis} domain",
-                               yref=f"y{axis}", x=0, y=y - 7, xanchor="left", yanchor="bottom", showarrow=False,
+                               yref=f"y{axis}", x=0, y=y - 7, xanchor="left", yanchor="bottom",
+                               showarrow=False,
                                font=figure_style.FONT)
-        fig.update_yaxes(range=[heights[row - 1], 0], showticklabels=False, showgrid=False, zeroline=False,
+        fig.update_yaxes(range=[heights[row - 1], 0], showticklabels=False, showgrid=False,
+                         zeroline=False,
                          fixedrange=True, row=row, col=1)
-    fig.update_xaxes(type="log", dtick=1, title_text="0.1 + rise, nats (log)", row=1, col=1, title_standoff=2)
-    fig.update_xaxes(title_text="steps (never: at the run's length)", row=2, col=1, title_standoff=2)
-    fig.update_layout(height=plot + 110, margin={"l": 10, "r": 10, "t": 40, "b": 50}, font=figure_style.FONT)
+    fig.update_xaxes(type="log", dtick=1, title_text="0.1 + rise, nats (log)", row=1, col=1,
+                     title_standoff=2)
+    fig.update_xaxes(title_text="steps (never: at the run's length)", row=2, col=1,
+                     title_standoff=2)
+    fig.update_layout(height=plot + 110, margin={"l": 10, "r": 10, "t": 40, "b": 50},
+                      font=figure_style.FONT)
     for a in fig.layout.annotations:
         if a.text in ("ResNet-110: rise at the lr jump", "ResNet-1001: steps to 80 %"):
             a.update(font=figure_style.FONT, xref="paper", x=0, xanchor="left")
-    fig.update_layout(meta={"alt": key_figure_alt(values)})  # its text alternative (figure_style.alt_text)
+    # its text alternative (figure_style.alt_text)
+    fig.update_layout(meta={"alt": key_figure_alt(values)})
     return fig, values
 
 
@@ -356,7 +403,9 @@ def key_figure_alt(values) -> str:
 
     from .claim_words import words
 
-    parts = {t: "; ".join(f"{words('a_swaps', r)} {statistics.median(values[r]):.3g}" for r in ROWS[t] if values[r])
+    parts = {t: "; ".join(f"{words('a_swaps', r)} {statistics.median(values[r]):.3g}"
+                          for r in ROWS[t] if values[r])
              for t in OUTCOMES}
-    return (f"Median over seeds of 0.1 + the rise of the training loss at the lr jump, in nats: {parts['jump']}. "
-            f"Median steps until ResNet-1001's training error is below 80 %: {parts['start']}.")
+    return (f"Median over seeds of 0.1 + the rise of the training loss at the lr jump, in nats: "
+            f"{parts['jump']}. Median steps until ResNet-1001's training error is below 80 %: "
+            f"{parts['start']}.")

@@ -1,8 +1,9 @@
-"""The claims' verdicts on the page: ``claims_table`` (each claim, its test, verdict and evidence), ``forest`` (each
-comparison's d with its 95 % interval), ``verdict_changes`` between two scales, and the notes that qualify a
-verdict: runs that ended at chance (``at_chance``, ``stuck_note``: metrics.ended_at_chance, the one definition) and
-what a contradicted claim's seeds show (``contradiction_note``). A claim about the paper's end read at a CPU scale
-has no verdict (needs the full recipe): its numbers are shown as a short run's data, "after N steps", in the neutral
+"""The claims' verdicts on the page: ``claims_table`` (each claim, its test, verdict and evidence),
+``forest`` (each comparison's d with its 95 % interval), ``verdict_changes`` between two scales, and
+the notes that qualify a verdict: runs that ended at chance (``at_chance``, ``stuck_note``:
+metrics.ended_at_chance, the one definition) and what a contradicted claim's seeds show
+(``contradiction_note``). A claim about the paper's end read at a CPU scale has no verdict (needs
+the full recipe): its numbers are shown as a short run's data, "after N steps", in the neutral
 colour of that verdict. The verdicts themselves come from claims.evaluate (the rule: rule.py).
 """
 from __future__ import annotations
@@ -18,28 +19,32 @@ from .tables import VERDICT_COLOURS, drop_if_empty, num
 
 
 def _evidence(test, res, same_a=False) -> str:
-    """'a 41.0 ± 1.0 vs b 61.0 ± 1.0; d = 20.0 [16.9, 23.1]' (a said once for a run of parts that share it), with
-    'after 400 steps: ' before a short run's data (no verdict: rule.needs_full); where a side did not train, what
-    it was."""
+    """'a 41.0 ± 1.0 vs b 61.0 ± 1.0; d = 20.0 [16.9, 23.1]' (a said once for a run of parts that
+    share it), with 'after 400 steps: ' before a short run's data (no verdict: rule.needs_full);
+    where a side did not train, what it was."""
     if "d" not in res:
         return _not_trained(test, res)
     unit, fmt = shown_as(test.metric)
     a, b = (test.metric, test.metric_b) if test.metric_b else (test.a, test.b)
-    if res.get("test") == "ranks":  # a censored metric: medians, the runs that never got there, the exact test
+    # a censored metric: medians, the runs that never got there, the exact test
+    if res.get("test") == "ranks":
         n = {k: num(unit * res[k], fmt) for k in ("mean_a", "mean_b", "d", "lo", "hi")}
         never = res.get("censored", (0, 0))
-        never = f"; never reached: {never[0]} and {never[1]} of {res['n'][0]} and {res['n'][1]}" if any(never) else ""
-        return (f"median {a} {n['mean_a']} vs {b} {n['mean_b']}{never}; shift {n['d']} [{n['lo']}, {n['hi']}], "
-                f"exact rank test p = {res['p']:.3f}")
+        never = (f"; never reached: {never[0]} and {never[1]} of {res['n'][0]} and {res['n'][1]}"
+                 if any(never) else "")
+        return (f"median {a} {n['mean_a']} vs {b} {n['mean_b']}{never}; shift {n['d']} [{n['lo']}, "
+                f"{n['hi']}], exact rank test p = {res['p']:.3f}")
     n = {k: num(unit * res[k], fmt) for k in ("mean_a", "sd_a", "mean_b", "sd_b", "d", "lo", "hi")}
     head = "" if same_a else f"{a} {n['mean_a']} ± {n['sd_a']} "
     short = f"after {res['steps']} steps: " if res.get("short_run") and res.get("steps") else ""
     seeds = "" if tuple(res["n"]) == (len(SEEDS),) * 2 else " ({} vs {} seeds)".format(*res["n"])
-    return f"{short}{head}vs {b} {n['mean_b']} ± {n['sd_b']}; d = {n['d']} [{n['lo']}, {n['hi']}]{seeds}"
+    return (f"{short}{head}vs {b} {n['mean_b']} ± {n['sd_b']}; d = {n['d']} [{n['lo']}, "
+            f"{n['hi']}]{seeds}")
 
 
 def _not_trained(test, res) -> str:
-    """A part without numbers because a side's runs were left out: 'b stuck before the jump in 3 of 3 seeds'."""
+    """A part without numbers because a side's runs were left out: 'b stuck before the jump in 3 of
+    3 seeds'."""
     ex = res.get("excluded")
     if not ex or not any(ex):
         return ""
@@ -48,19 +53,22 @@ def _not_trained(test, res) -> str:
     return f"{test.a} vs {test.b}: " + "; ".join(sides)
 
 
-FULL_PARTS = 2  # a claim of more comparisons shows the ones that decide it in full, the rest summed up
+# a claim of more comparisons shows the ones that decide it in full, the rest summed up
+FULL_PARTS = 2
 
 
 def _summable(t, r) -> bool:
-    """A part that a long claim sums up: reproduced, or a short run's data whose interval lies above 0."""
-    return "d" in r and t.kind == "better" and (r["verdict"] == "reproduced" or (r.get("short_run") and side_of(r) > 0))
+    """A part that a long claim sums up: reproduced, or a short run's data whose interval lies above
+    0."""
+    return ("d" in r and t.kind == "better" and (r["verdict"] == "reproduced"
+                                                 or (r.get("short_run") and side_of(r) > 0)))
 
 
 def _evidence_of(parts) -> list[str]:
-    """Each comparison's evidence; for a claim of more than FULL_PARTS comparisons, the ones that are not
-    reproduced in full (they decide an inconclusive or contradicted verdict) and the reproduced ones (a short run's:
-    those whose interval lies above 0) summed up in one line (their names and the range of d; each interval is in
-    the forest plot)."""
+    """Each comparison's evidence; for a claim of more than FULL_PARTS comparisons, the ones that
+    are not reproduced in full (they decide an inconclusive or contradicted verdict) and the
+    reproduced ones (a short run's: those whose interval lies above 0) summed up in one line (their
+    names and the range of d; each interval is in the forest plot)."""
     done = [(t, r) for t, r in parts if "d" in r]
     summed = [(t, r) for t, r in done if _summable(t, r)] if len(done) > FULL_PARTS else []
     if len(summed) < 2 or len({bool(r.get("short_run")) for _, r in summed}) > 1:
@@ -79,25 +87,28 @@ def _evidence_of(parts) -> list[str]:
         names = ", ".join(t.metric_b or t.b for t, _ in summed) if len(sides) == 1 else \
             ", ".join(f"{t.a} vs {t.metric_b or t.b}" for t, _ in summed)
         head = f"{sides.pop()} vs " if len(sides) == 1 else ""
-        names = f" ({names})" if len(summed) <= 3 else " (the test's other variants)"  # many: the test names them
+        # many: the test names them
+        names = f" ({names})" if len(summed) <= 3 else " (the test's other variants)"
         short = summed[0][1].get("short_run")
         each = f"after {summed[0][1]['steps']} steps" if short else "each reproduced"
-        out.append(f"{head}{len(summed)} more, {each}{names}: d = {min(ds):{fmt}} to {max(ds):{fmt}}, "
-                   f"every interval above 0 (the forest plot)")
+        out.append(f"{head}{len(summed)} more, {each}{names}: d = {min(ds):{fmt}} to "
+                   f"{max(ds):{fmt}}, every interval above 0 (the forest plot)")
     return out
 
 
 def _left_out(parts) -> str:
-    """Per part, the seeds of each side left out for what they did ('a 1 of 5 left out: stuck before the jump') and
-    those counted at the run's length ('b 3 of 3 never reached, counted at the run's length, by ranks'); '' when
-    every run gave its value."""
+    """Per part, the seeds of each side left out for what they did ('a 1 of 5 left out: stuck before
+    the jump') and those counted at the run's length ('b 3 of 3 never reached, counted at the run's
+    length, by ranks'); '' when every run gave its value."""
     out = []
     for t, r in parts:
         ex, cens, n = r.get("excluded", (0, 0)), r.get("censored", (0, 0)), r.get("n")
-        total = [k + m for k, m in zip(ex, n)] if "d" in r else list(n)  # n counts the kept runs once tested
+        # n counts the kept runs once tested
+        total = [k + m for k, m in zip(ex, n)] if "d" in r else list(n)
         words = [f"{getattr(t, s)} {k} of {total[i]} left out: stuck before the jump"
                  for i, (s, k) in enumerate(zip("ab", ex)) if k]
-        words += [f"{getattr(t, s)} {k} of {total[i]} never reached, counted at the run's length (by ranks)"
+        words += [f"{getattr(t, s)} {k} of {total[i]} never reached, counted at the run's length "
+                  f"(by ranks)"
                   for i, (s, k) in enumerate(zip("ab", cens)) if k]
         if words:
             out.append("; ".join(words))
@@ -105,8 +116,8 @@ def _left_out(parts) -> str:
 
 
 def _power(claim, parts) -> str:
-    """Per part, the smallest difference its seeds resolve beside the paper's gap: 'resolves 2.1, paper 0.34:
-    cannot resolve at this scale'."""
+    """Per part, the smallest difference its seeds resolve beside the paper's gap: 'resolves 2.1,
+    paper 0.34: cannot resolve at this scale'."""
     out = []
     for t, r in parts:
         if "resolvable" not in r:
@@ -124,24 +135,27 @@ def _power(claim, parts) -> str:
 
 
 def tested_for(claim, scale) -> str:
-    """What a claim's verdict at `scale` says, in words (ABOUT): an 'end' or 'converged' claim at a CPU scale gets
-    none (its numbers are a short run's data)."""
+    """What a claim's verdict at `scale` says, in words (ABOUT): an 'end' or 'converged' claim at a
+    CPU scale gets none (its numbers are a short run's data)."""
     short = [a for a in claim.about if a in ("end", "converged")] if scale != "full" else []
     words = [ABOUT[a] for a in claim.about if a not in short]
     if short:
         steps = recipes.config(claim.experiment, claim.variants[0], scale)["steps"]
-        what = " and ".join({"end": "the end of the paper's recipe", "converged": "its converged end"}[a] for a in short)
-        words.insert(0, f"{what}: {NEEDS_FULL}; the numbers are data after {steps} steps, no verdict")
+        what = " and ".join({"end": "the end of the paper's recipe",
+                             "converged": "its converged end"}[a] for a in short)
+        words.insert(0,
+                     f"{what}: {NEEDS_FULL}; the numbers are data after {steps} steps, no verdict")
     return "; ".join(words)
 
 
 def claims_table(keys=None, scale=None, out_dir=None):
-    """One row per claim: where it comes from, its words, its pre-registered test, our verdict and the
-    evidence (means ± sd over seeds, the difference d with its 95 % interval; a short run's data labelled 'after N
-    steps'), the seeds left out because they did not train, the smallest difference the seeds resolve beside the
-    paper's gap, the single seed whose removal changes the verdict, and what the verdict can say at this scale
-    (``tested_for``). scale: default each claim's own (Paper A's and Paper B's CIFAR claims: the CPU scale; Paper
-    B's MNIST claims: the full recipe)."""
+    """One row per claim: where it comes from, its words, its pre-registered test, our verdict and
+    the evidence (means ± sd over seeds, the difference d with its 95 % interval; a short run's data
+    labelled 'after N steps'), the seeds left out because they did not train, the smallest
+    difference the seeds resolve beside the paper's gap, the single seed whose removal changes the
+    verdict, and what the verdict can say at this scale (``tested_for``). scale: default each
+    claim's own (Paper A's and Paper B's CIFAR claims: the CPU scale; Paper B's MNIST claims: the
+    full recipe)."""
     import pandas as pd
 
     rows = []
@@ -158,44 +172,51 @@ def claims_table(keys=None, scale=None, out_dir=None):
                      "one seed changes it": fragile,
                      "missing runs": sum(len(s) for _, s in v.missing)})
     df = pd.DataFrame(rows).set_index("claim")
-    for col in ("left out or censored", "resolves (the paper's gap)", "one seed changes it", "missing runs"):
+    for col in ("left out or censored", "resolves (the paper's gap)", "one seed changes it",
+                "missing runs"):
         df = drop_if_empty(df, col)
     return df
 
 
 def _at(claim, scale, out_dir) -> str:
-    """A claim's verdict at `scale`; for one it cannot test there, where its short run's intervals of *a better than b*
-    lie (data, not a verdict)."""
+    """A claim's verdict at `scale`; for one it cannot test there, where its short run's intervals
+    of *a better than b* lie (data, not a verdict)."""
     v = claims.evaluate(claim, scale, out_dir)
     short = [r for t, r in v.parts if r.get("short_run") and "d" in r and t.kind == "better"]
     if v.verdict != NEEDS_FULL or not short:
         return v.verdict
-    where = {"above 0": sum(side_of(r) > 0 for r in short), "across 0": sum(side_of(r) == 0 for r in short),
+    where = {"above 0": sum(side_of(r) > 0 for r in short),
+             "across 0": sum(side_of(r) == 0 for r in short),
              "below 0": sum(side_of(r) < 0 for r in short)}
     return f"{v.verdict} (after {short[0]['steps']} steps, intervals: " + \
         ", ".join(f"{k} {w}" for w, k in where.items() if k) + ")"
 
 
 def verdict_changes(keys, before=recipes.JUMP_PROBE, after="cpu", out_dir=None):
-    """The claims' verdicts read at two scales by today's rule, side by side (for a claim neither can test, where
-    the short run's intervals lie: data, not a verdict), with what drove a change where it can be measured: the
-    compared runs whose number of seeds at chance differs between the two scales."""
+    """The claims' verdicts read at two scales by today's rule, side by side (for a claim neither
+    can test, where the short run's intervals lie: data, not a verdict), with what drove a change
+    where it can be measured: the compared runs whose number of seeds at chance differs between the
+    two scales."""
     import pandas as pd
 
     rows = []
     for k in keys:
         c = claims.CLAIMS_BY_KEY[k]
-        counts = {s: {name: (n, runs) for name, n, runs, _ in sum(at_chance(c.experiment, c.variants, s, out_dir=out_dir), [])}
+        counts = {s: {name: (n, runs)
+                      for name, n, runs, _ in sum(at_chance(c.experiment, c.variants, s,
+                                                            out_dir=out_dir), [])}
                   for s in (before, after)}
 
         def seeds(s, v):
             return "{} of {}".format(*counts[s][v]) if v in counts[s] else "none"
 
-        moved = [f"{v}: {seeds(before, v)} seeds → {seeds(after, v)}" for v in sorted(set(counts[before]) | set(counts[after]))
+        moved = [f"{v}: {seeds(before, v)} seeds → {seeds(after, v)}"
+                 for v in sorted(set(counts[before]) | set(counts[after]))
                  if counts[before].get(v, (0,))[0] != counts[after].get(v, (0,))[0]]
         rows.append({"claim": k, recipes.SCALE_WORDS[before]: _at(c, before, out_dir),
                      recipes.SCALE_WORDS[after]: _at(c, after, out_dir),
-                     f"runs at chance ({recipes.SCALE_WORDS[before]} → {recipes.SCALE_WORDS[after]}), where they differ":
+                     f"runs at chance ({recipes.SCALE_WORDS[before]} → "
+                     f"{recipes.SCALE_WORDS[after]}), where they differ":
                          "; ".join(moved) or "the same"})
     return pd.DataFrame(rows).set_index("claim")
 
@@ -206,24 +227,30 @@ def verdict_counts(df) -> dict:
 
 
 def counts_in_words(df, where) -> str:
-    """'**CPU scale**: of 15 claims, reproduced 6, contradicted 1, ...' for a ``claims_table`` (Markdown)."""
+    """'**CPU scale**: of 15 claims, reproduced 6, contradicted 1, ...' for a ``claims_table``
+    (Markdown)."""
     n = verdict_counts(df)
-    return f"**{where}**: of {len(df)} claims, " + ", ".join(f"{k} {v}" for v, k in n.items() if k) + "."
+    return f"**{where}**: of {len(df)} claims, " + ", ".join(f"{k} {v}" for v, k in n.items()
+                                                             if k) + "."
 
 
-ROW_CHARS = 42  # a row label's line at most: ~310 px at 13 px, what a phone's plot holds (plotly does not wrap)
-LINE_PX, DOT_PX, TOP_PX = 17, 34, 8  # a label line; a row's interval and seeds; room under a panel's title
-GAP_PX, BOTTOM_PX = 96, 56  # between panels: the x ticks, the axis title, the next panel's title; under the last
+# a row label's line at most: ~310 px at 13 px, what a phone's plot holds (plotly does not wrap)
+ROW_CHARS = 42
+# a label line; a row's interval and seeds; room under a panel's title
+LINE_PX, DOT_PX, TOP_PX = 17, 34, 8
+# between panels: the x ticks, the axis title, the next panel's title; under the last
+GAP_PX, BOTTOM_PX = 96, 56
 
 
 def forest(keys=None, scale=None, out_dir=None, title=None):
-    """Each comparison's effect d with its 95 % interval (Welch's t), one row per comparison and a panel per
-    metric: right of 0 is the paper's direction. Colour: the comparison's verdict; a short run's data on a claim
-    about the paper's end (no verdict: needs the full recipe) in its neutral colour, labelled "after N steps".
-    Beside it, every seed: one seed of a (or b) against the other side's mean -- their mean is d, so one seed that
-    carries d stands out. Each row is labelled in words above its interval, across the plot's width (the claim's
-    title where a claim's rows begin, then "a vs b"), in lines short enough for a phone: a y axis's labels left of
-    the plot would leave a phone's plot no width, or be cut off."""
+    """Each comparison's effect d with its 95 % interval (Welch's t), one row per comparison and a
+    panel per metric: right of 0 is the paper's direction. Colour: the comparison's verdict; a short
+    run's data on a claim about the paper's end (no verdict: needs the full recipe) in its neutral
+    colour, labelled "after N steps". Beside it, every seed: one seed of a (or b) against the other
+    side's mean -- their mean is d, so one seed that carries d stands out. Each row is labelled in
+    words above its interval, across the plot's width (the claim's title where a claim's rows begin,
+    then "a vs b"), in lines short enough for a phone: a y axis's labels left of the plot would
+    leave a phone's plot no width, or be cut off."""
     import textwrap
 
     import plotly.graph_objects as go
@@ -238,21 +265,26 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
     if not rows:
         fig = go.Figure()
         fig.update_layout(figure_style.LAYOUT, height=160)
-        return figure_style.title(fig, title or "Effects with their intervals", "no comparison has its seeds yet")
+        return figure_style.title(fig, title or "Effects with their intervals",
+                                  "no comparison has its seeds yet")
 
     def wrapped(text, bold=False):
         lines = textwrap.wrap(text, ROW_CHARS)
         return [f"<b>{x}</b>" if bold else x for x in lines]
 
-    panels = []  # per metric: its rows as (label lines, y of the dot, item), y in px from the panel's top
+    # per metric: its rows as (label lines, y of the dot, item), y in px from the panel's top
+    panels = []
     for metric, items in rows.items():
-        y, out, head = TOP_PX, [], None  # head: the claim whose rows these are, and the note its title carries
+        # head: the claim whose rows these are, and the note its title carries
+        y, out, head = TOP_PX, [], None
         for c, short, r, t in items:
             label = cw.compared(c, t).replace("*", "")
-            if head is None or head[0] != c.key:  # a claim's first row here: its title, then the comparison
+            # a claim's first row here: its title, then the comparison
+            if head is None or head[0] != c.key:
                 head = (c.key, short)
                 lines = wrapped(cw.TITLES.get(c.key, c.key) + short, bold=True) + wrapped(label)
-            else:  # a further row of it: the comparison, and its note where the title's is not its own
+            # a further row of it: the comparison, and its note where the title's is not its own
+            else:
                 lines = wrapped(label + (short if short != head[1] else ""))
             y += LINE_PX * len(lines) + DOT_PX / 2
             out.append((lines, y, (c, label + short, r, t)))
@@ -266,44 +298,58 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
         unit, fmt = shown_as(metric)
         for lines, y, (c, label, r, t) in out:
             d, lo, hi = (unit * r[k] for k in ("d", "lo", "hi"))
-            for side, xs in (("a", r["xa"]), ("b", r["xb"])):  # each seed against the other side's mean
+            # each seed against the other side's mean
+            for side, xs in (("a", r["xa"]), ("b", r["xb"])):
                 if t.kind == "better":
                     per = [r["mean_b"] - x - t.margin for x in xs] if side == "a" else \
                         [x - r["mean_a"] - t.margin for x in xs]
                 else:
-                    per = [x - r["mean_b"] for x in xs] if side == "a" else [r["mean_a"] - x for x in xs]
-                fig.add_trace(go.Scatter(x=[unit * v for v in per], y=[y] * len(per), mode="markers",
-                                         showlegend=False, marker={"size": 6, "color": "grey", "opacity": 0.6,
-                                                                   "symbol": "circle-open" if side == "a" else "x-thin",
-                                                                   "line": {"width": 1, "color": "grey"}},
-                                         hovertemplate=f"{label}<br>one seed of {getattr(t, side)} against the "
-                                                       f"other side's mean: %{{x:{fmt}}}<extra></extra>"), i, 1)
-            fig.add_trace(go.Scatter(x=[d], y=[y], mode="markers", showlegend=False, name=f"{c.key}: {label}",
+                    per = ([x - r["mean_b"] for x in xs] if side == "a"
+                           else [r["mean_a"] - x for x in xs])
+                fig.add_trace(go.Scatter(x=[unit * v for v in per], y=[y] * len(per),
+                                         mode="markers",
+                                         showlegend=False,
+                                         marker={"size": 6, "color": "grey", "opacity": 0.6,
+                                                 "symbol": "circle-open" if side == "a"
+                                                 else "x-thin",
+                                                 "line": {"width": 1, "color": "grey"}},
+                                         hovertemplate=f"{label}<br>one seed of {getattr(t, side)} "
+                                                       f"against the other side's mean: "
+                                                       f"%{{x:{fmt}}}<extra></extra>"), i, 1)
+            fig.add_trace(go.Scatter(x=[d], y=[y], mode="markers", showlegend=False,
+                                     name=f"{c.key}: {label}",
                                      marker={"size": 10, "color": VERDICT_COLOURS[r["verdict"]],
                                              "line": {"color": "black", "width": 1}},
                                      error_x={"type": "data", "symmetric": False, "array": [hi - d],
                                               "arrayminus": [d - lo], "color": "black"},
-                                     hovertemplate=f"{label}<br>d = {num(d, fmt)} [{num(lo, fmt)}, {num(hi, fmt)}], "
+                                     hovertemplate=f"{label}<br>d = {num(d, fmt)} [{num(lo, fmt)}, "
+                                                   f"{num(hi, fmt)}], "
                                                    f"{r['verdict']}<extra></extra>"), i, 1)
             axis = "" if i == 1 else str(i)
-            fig.add_annotation(text="<br>".join(lines), xref=f"x{axis} domain", yref=f"y{axis}", x=0, y=y,
-                               yshift=DOT_PX / 2 - 6, xanchor="left", yanchor="bottom", align="left",
+            fig.add_annotation(text="<br>".join(lines), xref=f"x{axis} domain", yref=f"y{axis}",
+                               x=0, y=y,
+                               yshift=DOT_PX / 2 - 6, xanchor="left", yanchor="bottom",
+                               align="left",
                                showarrow=False, font=figure_style.FONT)
         fig.add_vline(x=0, line_color="grey", row=i, col=1)
-        fig.update_yaxes(range=[h, 0], showticklabels=False, showgrid=False, zeroline=False, fixedrange=True,
+        fig.update_yaxes(range=[h, 0], showticklabels=False, showgrid=False, zeroline=False,
+                         fixedrange=True,
                          row=i, col=1)
     figure_style.title(fig, title or "Effects with their 95 % intervals",
-                       "right of the line: the paper's direction (d = b − a − any margin); colour: the verdict (pale "
-                       "blue: none, a short run's data); grey: each seed (o: a, x: b) against the other side's mean")
+                       "right of the line: the paper's direction (d = b − a − any margin); colour: "
+                       "the verdict (pale blue: none, a short run's data); grey: each seed (o: a, "
+                       "x: b) against the other side's mean")
     top = fig.layout.margin.t
-    fig.update_layout(figure_style.LAYOUT, height=top + BOTTOM_PX + plot, margin={"l": 20, "r": 20, "b": BOTTOM_PX})
+    fig.update_layout(figure_style.LAYOUT, height=top + BOTTOM_PX + plot,
+                      margin={"l": 20, "r": 20, "b": BOTTOM_PX})
     return fig
 
 
 def at_chance(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None):
-    """The variants with a recorded run that ended at chance, as (own, schedule): lists of (variant, runs at
-    chance, runs, the paper's number) -- `own` where the paper marks the variant "fail" (error > 20 % after its
-    full recipe), `schedule` where the paper trains it to a low error (the short schedule's kind of failure)."""
+    """The variants with a recorded run that ended at chance, as (own, schedule): lists of (variant,
+    runs at chance, runs, the paper's number) -- `own` where the paper marks the variant "fail"
+    (error > 20 % after its full recipe), `schedule` where the paper trains it to a low error (the
+    short schedule's kind of failure)."""
     own, schedule = [], []
     for v in variants:
         runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
@@ -316,32 +362,39 @@ def at_chance(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None):
 
 
 def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None) -> str:
-    """Which variants ended a run at chance at this scale, and whether that is the paper's kind of failure
-    or the short schedule's (``at_chance``). Markdown; empty when no recorded run ended at chance."""
+    """Which variants ended a run at chance at this scale, and whether that is the paper's kind of
+    failure or the short schedule's (``at_chance``). Markdown; empty when no recorded run ended at
+    chance."""
     def label(v, n, runs, p):
-        return f"**{v}** ({n} of {runs} seeds; the paper: " + (f"{p:.2f} %" if isinstance(p, float) else str(p)) + ")"
+        return f"**{v}** ({n} of {runs} seeds; the paper: " + (f"{p:.2f} %" if isinstance(p, float)
+                                                               else str(p)) + ")"
 
-    own, schedule = ([label(*x) for x in xs] for xs in at_chance(experiment, variants, scale, seeds, out_dir))
+    own, schedule = ([label(*x) for x in xs] for xs in at_chance(experiment, variants, scale, seeds,
+                                                                 out_dir))
     out = []
     if own:
-        out.append("Ended at chance, as the paper's own runs *fail* (error > 20 % after the full recipe): "
+        out.append("Ended at chance, as the paper's own runs *fail* (error > 20 % after the full "
+                   "recipe): "
                    + ", ".join(own) + ".")
     if schedule:
-        out.append("Ended at chance **at this scale only**: " + ", ".join(schedule) + ". The paper trains these "
-                   "to a low error, so this is the short run's kind of failure, not the paper's: such a run did not "
-                   "train and is no evidence, so every comparison leaves it out (the claims table counts it, under "
-                   "*did not train*). What happened to each seed at the lr change is said below the curves.")
+        out.append("Ended at chance **at this scale only**: " + ", ".join(schedule)
+                   + ". The paper trains these "
+                   "to a low error, so this is the short run's kind of failure, not the paper's: "
+                   "such a run did not train and is no evidence, so every comparison leaves it out "
+                   "(the claims table counts it, under *did not train*). What happened to each "
+                   "seed at the lr change is said below the curves.")
     if out:  # what "at chance" means here: the training loss, not the test error
-        out.append(f"*At chance*: the run diverged, or its final training loss is within {100 * (1 - AT_CHANCE):.0f} % "
-                   "of ln C (C classes), where it began; a run can learn its training data and still test near "
-                   "chance, which this does not count.")
+        out.append(f"*At chance*: the run diverged, or its final training loss is within "
+                   f"{100 * (1 - AT_CHANCE):.0f} % "
+                   "of ln C (C classes), where it began; a run can learn its training data and "
+                   "still test near chance, which this does not count.")
     return "\n\n".join(out)
 
 
 def contradiction_note(keys, out_dir=None, scale=None) -> str:
-    """For each of the claims `keys` that its scale contradicts: the part that does it, its per-seed values, and
-    the paper's own numbers for the two variants (what the paper's recipe separates, by how much). Markdown, computed
-    from the recorded runs; empty when none is contradicted."""
+    """For each of the claims `keys` that its scale contradicts: the part that does it, its per-seed
+    values, and the paper's own numbers for the two variants (what the paper's recipe separates, by
+    how much). Markdown, computed from the recorded runs; empty when none is contradicted."""
     lines = []
     for key in keys:
         claim = claims.CLAIMS_BY_KEY[key]
@@ -354,20 +407,23 @@ def contradiction_note(keys, out_dir=None, scale=None) -> str:
             each = {side: ", ".join(num(unit * x, fmt) for x in res[f"x{side}"]) for side in "ab"}
             d, lo, hi = (num(unit * res[k], fmt) for k in ("d", "lo", "hi"))
             pa, pb = (paper_numbers.paper_number(claim.experiment, x) or {} for x in (t.a, t.b))
-            paper = (f" The paper, after its whole recipe: {t.a} {pa['value']:.2f} %, {t.b} {pb['value']:.2f} % "
-                     f"({abs(pa['value'] - pb['value']):.2f} points apart)."
-                     if isinstance(pa.get("value"), float) and isinstance(pb.get("value"), float) else "")
-            lines.append(f"- **{key}** is contradicted at the {recipes.SCALE_WORDS[scale or claim.scale]} by its part "
-                         f"*{t.words()}*: it holds the other way round, d = {d} [{lo}, {hi}] over the seeds "
+            paper = (f" The paper, after its whole recipe: {t.a} {pa['value']:.2f} %, {t.b} "
+                     f"{pb['value']:.2f} % ({abs(pa['value'] - pb['value']):.2f} points apart)."
+                     if isinstance(pa.get("value"), float) and isinstance(pb.get("value"), float)
+                     else "")
+            lines.append(f"- **{key}** is contradicted at the "
+                         f"{recipes.SCALE_WORDS[scale or claim.scale]} by its part *{t.words()}*: "
+                         f"it holds the other way round, d = {d} [{lo}, {hi}] over the seeds "
                          f"recorded ({t.a}: {each['a']}{u}; {t.b}: {each['b']}{u}).{paper}")
     return "\n".join(lines)
 
 
 def opposite_note(keys, out_dir=None, scale=None) -> str:
-    """For each short-run part of the claims `keys` (a claim about the end of the paper's recipe, read after a few
-    hundred steps: no verdict) whose interval lies wholly on the other side of the paper's direction: what it shows
-    and what it does not. Such a part cannot contradict the paper (the run is early training); for a training loss it
-    is faster optimisation, not the end the paper describes. Markdown; empty when there is none."""
+    """For each short-run part of the claims `keys` (a claim about the end of the paper's recipe,
+    read after a few hundred steps: no verdict) whose interval lies wholly on the other side of the
+    paper's direction: what it shows and what it does not. Such a part cannot contradict the paper
+    (the run is early training); for a training loss it is faster optimisation, not the end the
+    paper describes. Markdown; empty when there is none."""
     from .claim_words import compared
 
     lines = []
@@ -379,17 +435,20 @@ def opposite_note(keys, out_dir=None, scale=None) -> str:
                 continue
             unit, fmt = shown_as(t.metric)
             d, lo, hi = (num(unit * res[k], fmt) for k in ("d", "lo", "hi"))
-            early = ("faster optimisation early on, not the converged end Paper A's regularisation is about"
-                     if t.metric == "train_loss" else "early training, not the end of the paper's recipe")
-            lines.append(f"- After {res['steps']} steps, *{METRIC_WORDS[t.metric]}: {compared(claim, t)}* lies "
-                         f"wholly the other way round (d = {d} [{lo}, {hi}]): {early}. No verdict: "
-                         f"{NEEDS_FULL}.")
+            early = ("faster optimisation early on, not the converged end Paper A's regularisation "
+                     "is about"
+                     if t.metric == "train_loss"
+                     else "early training, not the end of the paper's recipe")
+            lines.append(f"- After {res['steps']} steps, *{METRIC_WORDS[t.metric]}: "
+                         f"{compared(claim, t)}* lies wholly the other way round (d = {d} [{lo}, "
+                         f"{hi}]): {early}. No verdict: {NEEDS_FULL}.")
     return "\n".join(lines)
 
 
 def open_claims_words(keys_by_scale: dict, out_dir=None) -> str:
-    """What a page's claims leave open, by scale ({scale in words: claim keys}): the claims with no verdict at
-    that scale, those tested and not reproduced (with their verdicts), and how to read both."""
+    """What a page's claims leave open, by scale ({scale in words: claim keys}): the claims with no
+    verdict at that scale, those tested and not reproduced (with their verdicts), and how to read
+    both."""
     words = []
     for scale, keys in keys_by_scale.items():
         table = claims_table(keys, out_dir=out_dir)
@@ -400,11 +459,13 @@ def open_claims_words(keys_by_scale: dict, out_dir=None) -> str:
             words.append(f"No verdict at the {scale} (*{NEEDS_FULL}*): "
                          + "; ".join(f"**{cw.TITLES[k]}**" for k in data.index) + ".")
         if not tested.empty:
-            words.append(f"At the {scale}, every claim it can test was reproduced." if not_yet.empty else
+            words.append(f"At the {scale}, every claim it can test was reproduced." if not_yet.empty
+                         else
                          f"Not reproduced (yet) at the {scale}: "
-                         + "; ".join(f"**{cw.TITLES[k]}** ({v})" for k, v in not_yet["verdict"].items()) + ".")
+                         + "; ".join(f"**{cw.TITLES[k]}** ({v})"
+                                     for k, v in not_yet["verdict"].items()) + ".")
     return " ".join(words + [
-        "At the CPU scale a claim about the final error *needs the full recipe*: its numbers are a short run's "
-        "data. An *inconclusive* verdict means our seeds could not separate the two sides (the folded claims "
-        "table sets the smallest difference they can resolve beside the paper's gap); *not run yet* lists its "
-        "missing runs there."])
+        "At the CPU scale a claim about the final error *needs the full recipe*: its numbers are a "
+        "short run's data. An *inconclusive* verdict means our seeds could not separate the two "
+        "sides (the folded claims table sets the smallest difference they can resolve beside the "
+        "paper's gap); *not run yet* lists its missing runs there."])

@@ -1,9 +1,9 @@
 """The blocks that chapters 7-10 repeat, one function each, so that a chapter calls one function per
 experiment instead of a cell per piece:
 
-- ``claims``: an experiment's claims in words, then in full (folded: the tests, d with its 95 % interval, each
-  part's evidence), the forest of their effects, and the notes on runs that ended at chance or on a claim
-  contradicted;
+- ``claims``: an experiment's claims in words, then in full (folded: the tests, d with its 95 %
+  interval, each part's evidence), the forest of their effects, and the notes on runs that ended at
+  chance or on a claim contradicted;
 - ``full_recipe``: where the paper's whole recipe stands for the page's runs, in words and curves.
 
 Headings and the number-free prose around them stay Markdown in the chapter.
@@ -21,23 +21,25 @@ NO_STUCK = "No recorded run of this page ended at chance."
 
 
 def fold(html: str, label: str = FOLD) -> str:
-    """`html` folded under `label`: a details element (the book's fold style; a native fold in Jupyter
-    and Colab, where a cell's hide tags do nothing), opened by a click or Enter; a wide table in it scrolls
-    inside the fold (the fold itself clips)."""
-    return (f'<details class="admonition hide above-output idmap-fold"><summary><p class="admonition-title">'
-            f'{label}</p></summary><div style="max-width: 100%; overflow-x: auto">{html}</div></details>')
+    """`html` folded under `label`: a details element (the book's fold style; a native fold in
+    Jupyter and Colab, where a cell's hide tags do nothing), opened by a click or Enter; a wide
+    table in it scrolls inside the fold (the fold itself clips)."""
+    return (f'<details class="admonition hide above-output idmap-fold"><summary><p '
+            f'class="admonition-title">{label}</p></summary><div style="max-width: 100%; '
+            f'overflow-x: auto">{html}</div></details>')
 
 
 def claims(keys, experiments=(), forest=None, contradictions=False) -> None:
-    """Show claims `keys`: in words, in full (folded), their forest when `forest` (its title) is given, the
-    contradiction notes when asked, and which runs of `experiments` ended at chance."""
+    """Show claims `keys`: in words, in full (folded), their forest when `forest` (its title) is
+    given, the contradiction notes when asked, and which runs of `experiments` ended at chance."""
     display(styled(claim_words.in_words(keys)))
     table = verdicts.claims_table(keys)
     display(HTML(fold(styled(table).to_html())))
     if forest:
         verdicts.forest(keys, title=forest).show()
     if contradictions:
-        notes = [verdicts.contradiction_note(keys) or "No claim of this page is contradicted at the CPU scale.",
+        notes = [verdicts.contradiction_note(keys)
+                 or "No claim of this page is contradicted at the CPU scale.",
                  verdicts.opposite_note(keys)]
         display(Markdown("\n\n".join(filter(None, notes))))
     if experiments:
@@ -46,9 +48,9 @@ def claims(keys, experiments=(), forest=None, contradictions=False) -> None:
 
 
 def full_recipe(experiment, shown, started_only=False):
-    """Where the paper's whole recipe stands for `shown` (variants): each run's state in words beside the
-    paper's number, then the curves (of only the runs finished or under way, if `started_only`); both from
-    one reading of the runs."""
+    """Where the paper's whole recipe stands for `shown` (variants): each run's state in words
+    beside the paper's number, then the curves (of only the runs finished or under way, if
+    `started_only`); both from one reading of the runs."""
     runs = recipe.full_recipe_runs(experiment, shown)
     if started_only and runs:
         shown = [v for v in shown if v in runs]

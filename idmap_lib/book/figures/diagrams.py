@@ -3,8 +3,9 @@
 `draw_units` takes `unit_layout(unit)` dicts (see introspect.py), so a drawing shows exactly the ops
 the code runs: x_l enters at the top; the shortcut h runs down the left, the gate g(x) (Fig 2c, d)
 in the middle and the residual branch F on the right; both meet at the addition, then f, then
-x_{l+1}. The gate's path is dashed, in the sigmoid's colour. The factors on each path (Table 1's "on shortcut" / "on F" columns) are written beside the
-arrows. The SVG is self-contained: it shows in the static book, in Jupyter and in Colab.
+x_{l+1}. The gate's path is dashed, in the sigmoid's colour. The factors on each path (Table 1's "on
+shortcut" / "on F" columns) are written beside the arrows. The SVG is self-contained: it shows in
+the static book, in Jupyter and in Colab.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def _box(x, y, op):
     )
 
 
-GATE_COLOR = COLORS["sigmoid"][1]   # the gate's path g(x) (Fig 2c, d): dashed, in the sigmoid's colour
+# the gate's path g(x) (Fig 2c, d): dashed, in the sigmoid's colour
+GATE_COLOR = COLORS["sigmoid"][1]
 
 
 def _line(x1, y1, x2, y2, dashed=False, arrow=True, color="#333"):
@@ -99,7 +101,8 @@ def _panel(layout, title, x0, add_y, top):
     out = [_text(x0 + width / 2, top, escape(title), size=13, weight="bold")]
 
     y = top + 22
-    out.append(_text(xm, y + 4, "x<tspan baseline-shift='sub' font-size='9'>l</tspan>", 14, italic=True))
+    out.append(_text(xm, y + 4, "x<tspan baseline-shift='sub' font-size='9'>l</tspan>", 14,
+                     italic=True))
     y += 12
     out.append(_line(xm, y, xm, y + GAP))
     y += GAP
@@ -152,7 +155,8 @@ def _panel(layout, title, x0, add_y, top):
     # addition, then f, then x_{l+1}
     out.append(_line(xs, add_y, xm - 9, add_y))
     out.append(_line(xr, add_y, xm + 9, add_y))
-    out.append(f"<circle cx='{xm:.1f}' cy='{add_y:.1f}' r='9' fill='white' stroke='#333' stroke-width='1.3'/>")
+    out.append(f"<circle cx='{xm:.1f}' cy='{add_y:.1f}' r='9' fill='white' stroke='#333' "
+               f"stroke-width='1.3'/>")
     out.append(_text(xm, add_y + 5, "+", 15, weight="bold"))
     y = add_y + 9
     out.append(_line(xm, y, xm, y + GAP))
@@ -175,7 +179,8 @@ def _row(layouts, titles):
         return sum(_box_h(op) + GAP for op in ops)
 
     longest = max(
-        height(l["preact"]) + max(height(l["residual"]), height(l["shortcut"]), height(l["gate"]) + 16)
+        height(l["preact"]) + max(height(l["residual"]), height(l["shortcut"]),
+                                  height(l["gate"]) + 16)
         for l in layouts
     )
     add_y = head + longest + GAP + 26
@@ -211,8 +216,8 @@ def draw_units(layouts, titles=None, per_row=3):
         width, height = max(width, w), height + h + 10
     height -= 10
     defs = ("<defs><marker id='idmap-arrow' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='7' "
-            "markerHeight='7' orient='auto-start-reverse'><path d='M0,0 L10,5 L0,10 z' fill='#333'/>"
-            "</marker></defs>")
+            "markerHeight='7' orient='auto-start-reverse'><path d='M0,0 L10,5 L0,10 z' "
+            "fill='#333'/></marker></defs>")
     return (f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {width:.0f} {height:.0f}' "
             f"width='{width:.0f}' height='{height:.0f}' style='max-width:100%;height:auto'>"
             f"{defs}{''.join(rows)}</svg>")

@@ -1,6 +1,6 @@
-"""The paper's full recipe on the page: where each run stands (``full_scale_status``: finished, under way from its
-committed checkpoint, or the command, with the time one run takes) and its curves over the whole recipe
-(``full_recipe_curves``) beside the paper's final error.
+"""The paper's full recipe on the page: where each run stands (``full_scale_status``: finished,
+under way from its committed checkpoint, or the command, with the time one run takes) and its curves
+over the whole recipe (``full_recipe_curves``) beside the paper's final error.
 """
 from __future__ import annotations
 
@@ -18,15 +18,17 @@ PAPER_A = ("a_table1_shortcuts", "a_table2_activations", "a_table3_preact")  # P
 
 
 def _checkpoints_readme() -> str:
-    """A link to data/checkpoints/README.md (how to resume a run under way) in the book's repository."""
+    """A link to data/checkpoints/README.md (how to resume a run under way) in the book's
+    repository."""
     from ..page.repository import repository_url
 
-    return f'<a href="{repository_url()}/blob/main/data/checkpoints/README.md">data/checkpoints/README.md</a>'
+    readme = "data/checkpoints/README.md"
+    return f'<a href="{repository_url()}/blob/main/{readme}">{readme}</a>'
 
 
 def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
-    """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the command, and
-    the time one run takes (``run_times``: measured on an H200, derived for a T4)."""
+    """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the
+    command, and the time one run takes (``run_times``: measured on an H200, derived for a T4)."""
     from ..plan.run_times import derived_note, full_recipe_time
 
     import pandas as pd
@@ -36,17 +38,20 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
         cfg = recipes.config(experiment, v, "full", seed)
         r = results.find_result(cfg, out_dir)
         lossy = lossy or (r is not None and lossy_copy(r))
-        row = {"variant": v, "network": net_name(cfg),  # a number, or Paper A's "fail": text either way
+        # a number, or Paper A's "fail": text either way
+        row = {"variant": v, "network": net_name(cfg),
                "paper: error %": paper_numbers.printed(experiment, v)}
         c = None if r is not None else committed_checkpoint(cfg, checkpoint_dir)[0]
         if r is not None:
-            row.update({"ours: error %": f"{100 * final_test_err(r):.2f}", "state": f"finished on {hardware(r)}"})
+            row.update({"ours: error %": f"{100 * final_test_err(r):.2f}",
+                        "state": f"finished on {hardware(r)}"})
         elif c is not None:
             last = c["history"]["test"][-1] if c["history"]["test"] else {}
             row.update({"ours: error %": "–",
                         "state": f"under way: step {c['step']:,} of {cfg['steps']:,} (test error "
-                                 f"{100 * last.get('test_err', float('nan')):.1f} % at step {last.get('step', 0):,}; "
-                                 f"resume on a GPU: {_checkpoints_readme()})"})
+                                 f"{100 * last.get('test_err', float('nan')):.1f} % at step "
+                                 f"{last.get('step', 0):,}; resume on a GPU: "
+                                 f"{_checkpoints_readme()})"})
         else:
             row.update({"ours: error %": "–", "state": "not run: " + command(experiment, v, "full")
                         + " --cuda-graph"})
@@ -59,13 +64,15 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
 
 
 def full_scale_table(experiments, seed=0, out_dir=None, checkpoint_dir=None):
-    """``full_scale_status`` of every CIFAR-10 variant of these experiments, one table with an experiment column
-    first (no copy of CIFAR-100 is available offline where the book is built)."""
+    """``full_scale_status`` of every CIFAR-10 variant of these experiments, one table with an
+    experiment column first (no copy of CIFAR-100 is available offline where the book is built)."""
     import pandas as pd
 
     tables = []
     for e in experiments:
-        df = full_scale_status(e, [v for v in recipes.EXPERIMENTS[e]["variants"] if not v.startswith("c100")], seed,
+        df = full_scale_status(e,
+                               [v for v in recipes.EXPERIMENTS[e]["variants"]
+                                if not v.startswith("c100")], seed,
                                out_dir, checkpoint_dir)
         df.insert(0, "experiment", e)
         tables.append(df)
@@ -79,8 +86,9 @@ def state_counts(df) -> dict:
 
 
 def full_recipe_runs(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
-    """{variant: (history, step, total, state, result)} of the full-recipe runs finished (their result) or under way
-    (their committed checkpoint; result None); variants with neither are left out."""
+    """{variant: (history, step, total, state, result)} of the full-recipe runs finished (their
+    result) or under way (their committed checkpoint; result None); variants with neither are left
+    out."""
     out = {}
     for v in variants:
         cfg = recipes.config(experiment, v, "full", seed)
@@ -90,62 +98,76 @@ def full_recipe_runs(experiment, variants, seed=0, out_dir=None, checkpoint_dir=
             continue
         c = committed_checkpoint(cfg, checkpoint_dir)[0]
         if c is not None:
-            out[v] = (c["history"], c["step"], cfg["steps"], f"under way, step {c['step']:,} of {cfg['steps']:,}",
+            out[v] = (c["history"], c["step"], cfg["steps"],
+                      f"under way, step {c['step']:,} of {cfg['steps']:,}",
                       None)
     return out
 
 
-def full_recipe_words(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, runs=None) -> str:
-    """Where the full-recipe runs stand, in sentences: each finished run's test error beside the paper's, each run
-    under way's step, no verdict below the rule's seeds, and what a finished run's data was. `runs`: what
-    ``full_recipe_runs`` read, when the caller has it."""
-    runs = runs if runs is not None else full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
+def full_recipe_words(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None,
+                      runs=None) -> str:
+    """Where the full-recipe runs stand, in sentences: each finished run's test error beside the
+    paper's, each run under way's step, no verdict below the rule's seeds, and what a finished run's
+    data was. `runs`: what ``full_recipe_runs`` read, when the caller has it."""
+    runs = (runs if runs is not None else full_recipe_runs(experiment, variants, seed, out_dir,
+                                                           checkpoint_dir))
     done, going = [], []
     for v, (h, step, total, _, r) in runs.items():
         cfg = recipes.config(experiment, v, "full", seed)
         if r is not None:
-            done.append((net_name(cfg), final_test_err(r), paper_numbers.printed(experiment, v), lossy_copy(r)))
+            done.append((net_name(cfg), final_test_err(r), paper_numbers.printed(experiment, v),
+                         lossy_copy(r)))
         else:
             going.append(f"{net_name(cfg)} is under way (step {step:,} of {total:,})")
-    parts = [f"{n} finished with {100 * e:.2f} % test error (the paper: {p} %)" for n, e, p, _ in done] + going
+    parts = [f"{n} finished with {100 * e:.2f} % test error (the paper: {p} %)"
+             for n, e, p, _ in done] + going
     if not parts:
         return "No full-recipe run of this page has started yet."
     text = f"Seed {seed}: " + "; ".join(parts) + "."
-    text += (f" One seed is no verdict: a claim about the recipe's end needs {MIN_SEEDS} seeds of each unit, "
+    text += (f" One seed is no verdict: a claim about the recipe's end needs {MIN_SEEDS} seeds of "
+             f"each unit, "
              "finished.")
     if any(lossy for *_, lossy in done):
         text += f" The finished run{'s were' if len(done) > 1 else ' was'} {LOSSY_NOTE}."
     return text
 
 
-def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, title=None, runs=None):
-    """The full-recipe runs as they stand (finished, or under way: their committed checkpoint), over the whole
-    recipe's steps with its lr schedule marked, and the paper's final test error as a dotted line per variant --
-    one scale only: the CPU scale's runs are in ``band_curves``. `runs`: as ``full_recipe_words``."""
+def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None, title=None,
+                       runs=None):
+    """The full-recipe runs as they stand (finished, or under way: their committed checkpoint), over
+    the whole recipe's steps with its lr schedule marked, and the paper's final test error as a
+    dotted line per variant -- one scale only: the CPU scale's runs are in ``band_curves``. `runs`:
+    as ``full_recipe_words``."""
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    runs = runs if runs is not None else full_recipe_runs(experiment, variants, seed, out_dir, checkpoint_dir)
+    runs = (runs if runs is not None else full_recipe_runs(experiment, variants, seed, out_dir,
+                                                           checkpoint_dir))
     fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (log axis)", "test error %"),
                         horizontal_spacing=0.08)
     colours = qualitative.Plotly + qualitative.D3
     total = recipes.config(experiment, variants[0], "full", seed)["steps"]
     for i, v in enumerate(variants):
-        c = palette.of(experiment, v) or colours[i % len(colours)]  # a unit keeps its colour on every page
+        # a unit keeps its colour on every page
+        c = palette.of(experiment, v) or colours[i % len(colours)]
         if v in runs:
             h, _, _, state, _ = runs[v]
             for col, key, part, k in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
-                fig.add_trace(go.Scatter(x=[x["step"] for x in h[part]], y=[k * x[key] for x in h[part]],
+                fig.add_trace(go.Scatter(x=[x["step"] for x in h[part]],
+                                         y=[k * x[key] for x in h[part]],
                                          mode="lines" if col == 1 else "lines+markers",
                                          line={"color": c, "dash": palette.dash(experiment, v)},
                                          name=f"{v} ({state})", legendgroup=v, showlegend=col == 1,
-                                         hovertemplate=f"{v}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
+                                         hovertemplate=f"{v}<br>step %{{x}}: "
+                                                       f"%{{y:.3f}}<extra></extra>"), 1, col)
         p = paper_numbers.paper_number(experiment, v)
         if p:
             fig.add_trace(go.Scatter(x=[0, total], y=[p["value"]] * 2, mode="lines", legendgroup=v,
-                                     line={"color": c, "dash": "dot"}, name=f"{v}: {p['source']}, {p['value']:g} %",
-                                     hovertemplate=f"{v}: {p['source']} %{{y}} %<extra></extra>"), 1, 2)
+                                     line={"color": c, "dash": "dot"},
+                                     name=f"{v}: {p['source']}, {p['value']:g} %",
+                                     hovertemplate=f"{v}: {p['source']} %{{y}} %<extra></extra>"),
+                                     1, 2)
     lr_marks(fig, recipes.config(experiment, variants[0], "full", seed)["schedule"])
     fig.update_xaxes(title_text="step", range=[0, total])
     fig.update_yaxes(type="log", row=1, col=1)
@@ -159,16 +181,20 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
 
 
 def paper_a_words(table=None, out_dir=None) -> str:
-    """Paper A's claims at the full recipe, in words: their verdicts there, where their runs stand (`table`: the
-    ``full_scale_table`` of PAPER_A, seed 0 of each) and how many seeds a verdict needs (``power.in_words``)."""
+    """Paper A's claims at the full recipe, in words: their verdicts there, where their runs stand
+    (`table`: the ``full_scale_table`` of PAPER_A, seed 0 of each) and how many seeds a verdict
+    needs (``power.in_words``)."""
     from ..evidence import claims, power, verdicts
     from ..evidence.seeds import SEEDS
 
     gpu = full_scale_table(PAPER_A, out_dir=out_dir) if table is None else table
-    keys = [k.key for k in claims.CLAIMS if k.experiment.startswith("a_") and k.scale == "cpu" and k.by == "paper"]
+    keys = [k.key for k in claims.CLAIMS if k.experiment.startswith("a_") and k.scale == "cpu"
+            and k.by == "paper"]
     return (verdicts.counts_in_words(verdicts.claims_table(keys, scale="full", out_dir=out_dir),
                                      "Full recipe on a GPU (Paper A's claims)")
-            + f" These are the {len(keys)} claims of Paper A in the CPU-scale table; their {len(gpu)} full-recipe "
+            + f" These are the {len(keys)} claims of Paper A in the CPU-scale table; their "
+              f"{len(gpu)} full-recipe "
             f"runs (seed 0 of each): " + ", ".join(f"{n} {s}" for s, n in state_counts(gpu).items())
-            + f"; a verdict needs {power.in_words(keys)}, and the queue asks for them after every claim's first "
+            + f"; a verdict needs {power.in_words(keys)}, and the queue asks for them after every "
+              f"claim's first "
             f"{len(SEEDS)}.")

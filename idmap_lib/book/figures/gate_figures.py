@@ -1,8 +1,8 @@
-"""Paper B's experiments on the page: the MNIST grid beside Tables 1-2, the learned gates k block by block, and
-the pruning curves of Fig 5 (plotly figures, so they work in the static site).
+"""Paper B's experiments on the page: the MNIST grid beside Tables 1-2, the learned gates k block by
+block, and the pruning curves of Fig 5 (plotly figures, so they work in the static site).
 
-Everything here reads recorded runs (``results.find_result``: config hash equal to today's recipe); nothing
-trains. A missing run is shown as missing, with the command that makes it.
+Everything here reads recorded runs (``results.find_result``: config hash equal to today's recipe);
+nothing trains. A missing run is shown as missing, with the command that makes it.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from ..evidence import claims, metrics, paper_numbers
 from ..page import figure_style
 from ..plan.mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from ..evidence.reports import hardware
-from ..evidence.seeds import ALL_SEEDS, SEEDS  # the gates are read over every recorded seed: 3, and 5 where a claim needed more
+# the gates are read over every recorded seed: 3, and 5 where a claim needed more
+from ..evidence.seeds import ALL_SEEDS, SEEDS
 from ..evidence.runs import seed_runs
 from ..evidence.tables import drop_if_empty, mean_sd, num
 
@@ -30,14 +31,15 @@ def _runs(experiment, variant, scale, seeds, out_dir):
 
 
 def ok_runs(experiment, variant, scale, seeds=SEEDS, out_dir=None):
-    """The recorded runs of one variant (today's recipe) that trained to the end: the ones with gates to read."""
+    """The recorded runs of one variant (today's recipe) that trained to the end: the ones with
+    gates to read."""
     return [r for r in _runs(experiment, variant, scale, seeds, out_dir) if r["status"] == "ok"]
 
 
 def mnist_table(seeds=SEEDS, out_dir=None):
-    """Paper B Tables 1-2 beside ours: one row per depth d; test error % of each kind (paper | ours, mean ± sd
-    over seeds), the GResNet's mean learned k (paper | ours), the seeds found and the command for what is
-    missing."""
+    """Paper B Tables 1-2 beside ours: one row per depth d; test error % of each kind (paper | ours,
+    mean ± sd over seeds), the GResNet's mean learned k (paper | ours), the seeds found and the
+    command for what is missing."""
     import pandas as pd
 
     rows = []
@@ -48,14 +50,17 @@ def mnist_table(seeds=SEEDS, out_dir=None):
             missing |= len(runs) < len(seeds)
             p = paper_numbers.paper_number(EXPERIMENT, f"{k}-d{d}")
             row[f"{KIND_NAMES[k]}: paper %"] = paper_numbers.printed(EXPERIMENT, f"{k}-d{d}")
-            row[f"{KIND_NAMES[k]}: ours %"] = mean_sd([100 * metrics.final_test_err(r) for r in runs])
+            row[f"{KIND_NAMES[k]}: ours %"] = mean_sd([100 * metrics.final_test_err(r)
+                                                       for r in runs])
             if k == "gresnet":
                 row["mean k: paper"] = f"{p['mean_k']:.2f}"
-                row["mean k: ours"] = mean_sd([metrics.mean_k(r) for r in runs if r["status"] == "ok"])
+                row["mean k: ours"] = mean_sd([metrics.mean_k(r) for r in runs
+                                               if r["status"] == "ok"])
                 row["seeds"] = len(runs)
         row["to run"] = f"python -m idmap_lib mnist --depths {d}" if missing else ""
         rows.append(row)
-    return drop_if_empty(pd.DataFrame(rows).set_index("d"), "to run")  # every run recorded: nothing to run
+    # every run recorded: nothing to run
+    return drop_if_empty(pd.DataFrame(rows).set_index("d"), "to run")
 
 
 def _band(fig, x, per, name, colour, col=1, dash=None, group=None):
@@ -66,38 +71,45 @@ def _band(fig, x, per, name, colour, col=1, dash=None, group=None):
     sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in per]
     group = group or name
     fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=[m + s for m, s in zip(mean, sd)]
-                             + [m - s for m, s in zip(mean, sd)][::-1], fill="toself", fillcolor=colour,
+                             + [m - s for m, s in zip(mean, sd)][::-1], fill="toself",
+                             fillcolor=colour,
                              opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
                              legendgroup=group), 1, col)
-    fig.add_trace(go.Scatter(x=list(x), y=mean, name=name, legendgroup=group, line={"color": colour, "dash": dash},
+    fig.add_trace(go.Scatter(x=list(x), y=mean, name=name, legendgroup=group,
+                             line={"color": colour, "dash": dash},
                              mode="lines+markers", marker={"size": 4},
                              hovertemplate=f"{name}<br>%{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
 
 
 def panel_note(fig, col, text, y=0.5):
-    """Text in subplot `col` (row 1), on a white box over whatever is drawn there: e.g. what is not run yet."""
+    """Text in subplot `col` (row 1), on a white box over whatever is drawn there: e.g. what is not
+    run yet."""
     axis = "" if col == 1 else col
-    fig.add_annotation(text=text, showarrow=False, xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.5, y=y,
+    fig.add_annotation(text=text, showarrow=False, xref=f"x{axis} domain", yref=f"y{axis} domain",
+                       x=0.5, y=y,
                        font=figure_style.FONT, bgcolor="rgba(255,255,255,0.85)")
 
 
 def dimension_changing_blocks(cfg) -> list[int]:
-    """1-based indices of the residual blocks of a config's network whose shortcut is not the identity."""
+    """1-based indices of the residual blocks of a config's network whose shortcut is not the
+    identity."""
     from ...engine.build import build_model
 
     units = residual_units(build_model(cfg["model"]))
-    return [i + 1 for i, u in enumerate(units) if not isinstance(getattr(u.shortcut, "h", None), nn.Identity)]
+    return [i + 1 for i, u in enumerate(units) if not isinstance(getattr(u.shortcut, "h", None),
+                                                                 nn.Identity)]
 
 
 def k_figure(seeds=ALL_SEEDS, out_dir=None):
-    """The learned k block by block, mean ± sd over every recorded seed (each panel counts the seeds it found):
-    the d = 100 GResNet on MNIST (full recipe) and the gated ResNet-32 and WRN-28-1 on CIFAR-10 (CPU scale),
-    dimension-changing blocks marked. A panel without runs says so, with the command that makes them; the
-    hardware the runs trained on is printed under the panels."""
+    """The learned k block by block, mean ± sd over every recorded seed (each panel counts the seeds
+    it found): the d = 100 GResNet on MNIST (full recipe) and the gated ResNet-32 and WRN-28-1 on
+    CIFAR-10 (CPU scale), dimension-changing blocks marked. A panel without runs says so, with the
+    command that makes them; the hardware the runs trained on is printed under the panels."""
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    panels = [(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", f"MNIST GResNet d = {PRUNE_DEPTH}<br>full recipe",
+    panels = [(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full",
+               f"MNIST GResNet d = {PRUNE_DEPTH}<br>full recipe",
                f"python -m idmap_lib mnist --depths {PRUNE_DEPTH}"),
               ("b_resnet32", "gated", "cpu", "CIFAR-10 gated ResNet-32<br>CPU scale",
                "python -m idmap_lib sweep --run --claims b_gated_resnet32_better"),
@@ -105,7 +117,8 @@ def k_figure(seeds=ALL_SEEDS, out_dir=None):
                "python -m idmap_lib sweep --run --claims b_gated_wrn_better")]
     found = [ok_runs(e, v, scale, seeds, out_dir) for e, v, scale, _, _ in panels]
     fig = make_subplots(rows=1, cols=3, subplot_titles=[f"{title} ({len(runs)} seeds)"
-                                                        for (*_, title, _), runs in zip(panels, found)])
+                                                        for (*_, title,
+                                                             _), runs in zip(panels, found)])
     machines = set()
     for col, ((e, v, scale, title, command), runs) in enumerate(zip(panels, found), 1):
         if not runs:
@@ -119,18 +132,20 @@ def k_figure(seeds=ALL_SEEDS, out_dir=None):
         machines |= {hardware(r) for r in runs}
     fig.update_xaxes(title_text="block")
     fig.update_yaxes(title_text="learned k", col=1)
-    fig.update_annotations(font_size=figure_style.LEAST_PX)  # the panel titles: two lines each, three abreast
+    # the panel titles: two lines each, three abreast
+    fig.update_annotations(font_size=figure_style.LEAST_PX)
     fig.update_layout(figure_style.LAYOUT, height=460, margin_b=90, showlegend=False)
     if machines:  # after the margin above: the caption widens it to what its lines need
         figure_style.caption(fig, "trained on: " + "; ".join(sorted(machines)))
     return figure_style.title(fig, "Paper B: the gates k after training",
-                              "mean ± sd over seeds; dotted: dimension-changing blocks", room=56)  # 2-line panel titles
+                              # 2-line panel titles
+                              "mean ± sd over seeds; dotted: dimension-changing blocks", room=56)
 
 
 def pruning_figure(seeds=SEEDS, out_dir=None):
-    """Paper B Fig 5: test error of the trained d = 100 nets against the number of blocks removed without
-    retraining -- GResNet by smallest k first, GResNet and ResNet at random; mean ± sd over seeds (and random
-    orders)."""
+    """Paper B Fig 5: test error of the trained d = 100 nets against the number of blocks removed
+    without retraining -- GResNet by smallest k first, GResNet and ResNet at random; mean ± sd over
+    seeds (and random orders)."""
     import plotly.graph_objects as go
     from plotly.colors import qualitative
 
@@ -152,18 +167,24 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
         _band(fig, range(len(per)), per, f"{name} ({len(runs)} seeds, {len(curves)} curves)",
               qualitative.Plotly[i], dash=dash)
     fig.update_xaxes(title_text=f"blocks removed (of {blocks})")
-    # ticks at 1, 2, 5 per decade, written out (plotly's default log ticks read "1 2 ... 9 10 2" for 1-20 %)
+    # ticks at 1, 2, 5 per decade, written out (plotly's default log ticks read "1 2 ... 9 10 2" for
+    # 1-20 %)
     fig.update_yaxes(title_text="test error % (log scale)", type="log", tickvals=LOG_TICKS,
                      ticktext=[f"{v:g}" for v in LOG_TICKS])
-    sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes else "")
+    sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes
+                                                            else "")
     fig.update_layout(figure_style.LAYOUT, height=480, legend=figure_style.LEGEND_BELOW)
-    return figure_style.title(fig, f"Paper B Fig 5: removing residual blocks of a trained d = {PRUNE_DEPTH} net", sub,
+    return figure_style.title(fig,
+                              f"Paper B Fig 5: removing residual blocks of a trained d = "
+                              f"{PRUNE_DEPTH} net", sub,
                               room=36)  # no panel titles
 
 
 def stacked_note(out_dir=None, seeds=SEEDS) -> str:
-    """How the recorded MNIST runs were trained: how many together, on what, how long (from the results)."""
-    runs = [r for d in DEPTHS for k in KINDS for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, out_dir)]
+    """How the recorded MNIST runs were trained: how many together, on what, how long (from the
+    results)."""
+    runs = [r for d in DEPTHS for k in KINDS for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds,
+                                                            out_dir)]
     if not runs:
         return "No MNIST run is recorded yet: `python -m idmap_lib mnist` trains the grid."
     groups = {}
@@ -172,37 +193,44 @@ def stacked_note(out_dir=None, seeds=SEEDS) -> str:
         groups.setdefault(d, r)
     hours = sum(r["final"]["wall_s"] for r in groups.values()) / 3600
     together = sorted({r.get("stacked", {}).get("runs", 1) for r in runs})
-    return (f"{len(runs)} runs recorded, trained {' or '.join(map(str, together))} at a time as one stacked "
-            f"network (`idmap_lib.engine.stacked`), on {'; '.join(sorted({hardware(r) for r in runs}))}: "
-            f"{hours:.1f} hours of training for the depths recorded ({', '.join(map(str, sorted(groups)))}).")
+    return (f"{len(runs)} runs recorded, trained {' or '.join(map(str, together))} at a time as "
+            f"one stacked network (`idmap_lib.engine.stacked`), on "
+            f"{'; '.join(sorted({hardware(r) for r in runs}))}: {hours:.1f} hours of training for "
+            f"the depths recorded ({', '.join(map(str, sorted(groups)))}).")
 
 
 def speedup_note(path=None) -> str:
-    """The recorded benchmark of stacked training (``python -m idmap_lib bench --stacked --json ...``) in words."""
+    """The recorded benchmark of stacked training (``python -m idmap_lib bench --stacked --json
+    ...``) in words."""
     import json
     from pathlib import Path
 
     path = Path(path or paths.BENCH / "stacked-d100-cpu.json")
     if not path.is_file():
-        return ("Not measured here yet: `python -m idmap_lib bench --stacked --json data/bench/stacked-d100-cpu.json` "
-                "times the runs of one depth one after another against the same runs stacked.")
+        return ("Not measured here yet: `python -m idmap_lib bench --stacked --json "
+                "data/bench/stacked-d100-cpu.json` times the runs of one depth one after another "
+                "against the same runs stacked.")
     r = json.loads(path.read_text())
-    return (f"Measured ({r['date'][:10]}, {hardware({'hardware': {**r['hardware'], 'torch_threads': r['threads']}})}, "
-            f"`python -m idmap_lib bench --stacked`): the {r['runs']} runs of d = {r['depth']} train at "
+    return (f"Measured ({r['date'][:10]}, "
+            f"{hardware({'hardware': {**r['hardware'], 'torch_threads': r['threads']}})}, `python "
+            f"-m idmap_lib bench --stacked`): the {r['runs']} runs of d = {r['depth']} train at "
             f"{r['alone_img_per_s_total']:,} images/s one after another through the engine and at "
             f"{r['stacked_img_per_s_total']:,} stacked, **{r['speedup']:.1f}x** faster.")
 
 
-def shut_gate_counts(depth=PRUNE_DEPTH, seeds=ALL_SEEDS, out_dir=None) -> dict[int, tuple[int, int]]:
-    """Per recorded MNIST GResNet of `depth` (full recipe) that trained: seed -> (its gates shut at the end, k <= 0
-    (``metrics.shut_gates``), its gates). Empty when none is recorded (`python -m idmap_lib mnist --depths d`)."""
+def shut_gate_counts(depth=PRUNE_DEPTH, seeds=ALL_SEEDS,
+                     out_dir=None) -> dict[int, tuple[int, int]]:
+    """Per recorded MNIST GResNet of `depth` (full recipe) that trained: seed -> (its gates shut at
+    the end, k <= 0 (``metrics.shut_gates``), its gates). Empty when none is recorded (`python -m
+    idmap_lib mnist --depths d`)."""
     return {r["config"]["seed"]: (metrics.shut_gates(r), len(r["final"]["gates_k"]))
             for r in ok_runs(EXPERIMENT, f"gresnet-d{depth}", "full", seeds, out_dir)}
 
 
 def closed_gates_note(seeds=ALL_SEEDS, out_dir=None) -> str:
-    """How many gates of the trained d = 100 GResNets ended closed (k <= 0), and where: a closed block is exactly
-    the identity, and a ReLU gate passes no gradient to k <= 0, so a block once closed stays closed."""
+    """How many gates of the trained d = 100 GResNets ended closed (k <= 0), and where: a closed
+    block is exactly the identity, and a ReLU gate passes no gradient to k <= 0, so a block once
+    closed stays closed."""
     runs = ok_runs(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", seeds, out_dir)
     if not runs:
         return ""
@@ -212,28 +240,32 @@ def closed_gates_note(seeds=ALL_SEEDS, out_dir=None) -> str:
     after = [sum(k <= 0 for k in run[f - 1:]) / len(run[f - 1:]) for run, f in zip(ks, first) if f]
     paper = paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}")["mean_k"]
     mean_k = statistics.fmean(metrics.mean_k(r) for r in runs)
-    text = (f"In our {len(runs)} trained d = {PRUNE_DEPTH} GResNets, {', '.join(map(str, closed))} of "
-            f"{len(ks[0])} gates ended **closed** (k ≤ 0)")
+    text = (f"In our {len(runs)} trained d = {PRUNE_DEPTH} GResNets, {', '.join(map(str, closed))} "
+            f"of {len(ks[0])} gates ended **closed** (k ≤ 0)")
     if after:
-        text += (f", from block {min(first)}-{max(first)} on almost all of them ({100 * min(after):.0f} % or more "
-                 f"of the blocks from the first closed one to the last)")
-    return text + (f". A closed block is exactly the identity, and a ReLU gate passes no gradient to k ≤ 0: a block "
-                   f"once closed stays closed. Our mean k is {num(mean_k)}, Paper B's {paper:.2f}; the paper says k is "
-                   f"smallest in the middle blocks, ours is smallest in the {_lowest_third(ks)} third of the blocks. "
-                   f"*Measured*: the k values. "
-                   f"*Argued*: that the nets switched off the blocks they did not need, which the pruning curves "
-                   f"below test.")
+        text += (f", from block {min(first)}-{max(first)} on almost all of them "
+                 f"({100 * min(after):.0f} % or more of the blocks from the first closed one to "
+                 f"the last)")
+    return text + (f". A closed block is exactly the identity, and a ReLU gate passes no gradient "
+                   f"to k ≤ 0: a block once closed stays closed. Our mean k is {num(mean_k)}, "
+                   f"Paper B's {paper:.2f}; the paper says k is smallest in the middle blocks, "
+                   f"ours is smallest in the {_lowest_third(ks)} third of the blocks. *Measured*: "
+                   f"the k values. *Argued*: that the nets switched off the blocks they did not "
+                   f"need, which the pruning curves below test.")
 
 
 def _lowest_third(ks) -> str:
-    """'first', 'middle' or 'last': the third of the blocks with the smallest mean k (over blocks and seeds)."""
+    """'first', 'middle' or 'last': the third of the blocks with the smallest mean k (over blocks
+    and seeds)."""
     n = len(ks[0])
-    thirds = {"first": range(0, n // 3), "middle": range(n // 3, 2 * n // 3), "last": range(2 * n // 3, n)}
+    thirds = {"first": range(0, n // 3), "middle": range(n // 3, 2 * n // 3),
+              "last": range(2 * n // 3, n)}
     return min(thirds, key=lambda t: statistics.fmean(run[i] for run in ks for i in thirds[t]))
 
 
 def pruning_note(seeds=SEEDS, out_dir=None) -> str:
-    """For how many removals the greedy curve of each trained GResNet stays exactly at its unpruned error."""
+    """For how many removals the greedy curve of each trained GResNet stays exactly at its unpruned
+    error."""
     runs = [r for r in _runs(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full", seeds, out_dir)
             if (r.get("analysis") or {}).get("pruning")]
     if not runs:
@@ -242,33 +274,37 @@ def pruning_note(seeds=SEEDS, out_dir=None) -> str:
             for c in (r["analysis"]["pruning"]["by_gate"] for r in runs)]
     closed = [metrics.shut_gates(r) for r in runs]
     return (f"Smallest k first, the GResNets' test error stays exactly where it was for the first "
-            f"{', '.join(map(str, flat))} removals (per seed; their closed gates: {', '.join(map(str, closed))}): "
-            f"removing a closed block changes nothing, it already is the identity. The greedy order's advantage "
-            f"over a random one is, here, largely that it removes these first.")
+            f"{', '.join(map(str, flat))} removals (per seed; their closed gates: "
+            f"{', '.join(map(str, closed))}): removing a closed block changes nothing, it already "
+            f"is the identity. The greedy order's advantage over a random one is, here, largely "
+            f"that it removes these first.")
 
 
-SYMMETRY = ("*Argued, and checked in the library's tests*: the level of k is not fixed by the function a GResNet "
-            "computes. Every residual branch begins with a linear layer and BN, which together ignore the scale of "
-            "their input, so multiplying every k and the input layer's BN scale and shift by any c > 0 and dividing "
-            "the classifier's weights by c leaves every output unchanged. Two trainings can reach the same function "
-            "with k on different levels: a mean k can be compared with Paper B's trend with depth (the claim "
-            "b_k_falls_with_depth), not with its level. The symmetry does not move which gates are closed (k ≤ 0), "
-            "nor how k ranks across blocks.")
+SYMMETRY = ("*Argued, and checked in the library's tests*: the level of k is not fixed by the "
+            "function a GResNet computes. Every residual branch begins with a linear layer and BN, "
+            "which together ignore the scale of their input, so multiplying every k and the input "
+            "layer's BN scale and shift by any c > 0 and dividing the classifier's weights by c "
+            "leaves every output unchanged. Two trainings can reach the same function with k on "
+            "different levels: a mean k can be compared with Paper B's trend with depth (the claim "
+            "b_k_falls_with_depth), not with its level. The symmetry does not move which gates are "
+            "closed (k ≤ 0), nor how k ranks across blocks.")
 
 
 def k_vs_paper_note(seeds=SEEDS, out_dir=None) -> str:
-    """Our mean learned k against Paper B Table 2 at every depth recorded (values and ratio), and why the level of
-    k cannot be compared across implementations (SYMMETRY)."""
+    """Our mean learned k against Paper B Table 2 at every depth recorded (values and ratio), and
+    why the level of k cannot be compared across implementations (SYMMETRY)."""
     rows = []
     for d in sorted(DEPTHS):
         runs = ok_runs(EXPERIMENT, f"gresnet-d{d}", "full", seeds, out_dir)
         if runs:
             ours = statistics.fmean(metrics.mean_k(r) for r in runs)
-            rows.append((d, ours, paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")["mean_k"]))
+            rows.append((d, ours, paper_numbers.paper_number(EXPERIMENT,
+                                                             f"gresnet-d{d}")["mean_k"]))
     if not rows:
         return ""
     lower = [d for d, o, p in rows if o < p]
-    text = "; ".join(f"d = {d}: ours {num(o)}, the paper's {p:.2f} (ratio {o / p:.2f})" for d, o, p in rows)
+    text = "; ".join(f"d = {d}: ours {num(o)}, the paper's {p:.2f} (ratio {o / p:.2f})"
+                     for d, o, p in rows)
     if len(lower) == len(rows):
         verdict = "Our gates end lower than the paper's at every depth recorded"
     elif not lower:
@@ -276,17 +312,20 @@ def k_vs_paper_note(seeds=SEEDS, out_dir=None) -> str:
     else:
         verdict = f"Our gates end lower than the paper's at d = {', '.join(map(str, lower))}"
     ratios = [o / p for _, o, p in rows]
-    return (f"{verdict} ({text}); the ratio ours / paper's lies between {min(ratios):.2f} and {max(ratios):.2f}. "
+    return (f"{verdict} ({text}); the ratio ours / paper's lies between {min(ratios):.2f} and "
+            f"{max(ratios):.2f}. "
             + SYMMETRY)
 
 
 def error_gap_note(seeds=SEEDS, out_dir=None, depths=(10, 20, 50, 100)) -> str:
-    """Our ResNet and GResNet test errors at Paper B's own recipe against its Table 1, depth by depth: the gap in
-    points (ours minus the paper's), how many seeds lie above the paper's number, and what is argued about why."""
+    """Our ResNet and GResNet test errors at Paper B's own recipe against its Table 1, depth by
+    depth: the gap in points (ours minus the paper's), how many seeds lie above the paper's number,
+    and what is argued about why."""
     gaps, papers, above, n = [], [], 0, 0
     for d in depths:
         for k in ("resnet", "gresnet"):
-            errs = [100 * metrics.final_test_err(r) for r in _runs(EXPERIMENT, f"{k}-d{d}", "full", seeds, out_dir)]
+            errs = [100 * metrics.final_test_err(r) for r in _runs(EXPERIMENT, f"{k}-d{d}", "full",
+                                                                   seeds, out_dir)]
             if errs:
                 paper = paper_numbers.paper_number(EXPERIMENT, f"{k}-d{d}")["value"]
                 papers.append(paper)
@@ -300,64 +339,76 @@ def error_gap_note(seeds=SEEDS, out_dir=None, depths=(10, 20, 50, 100)) -> str:
     probe = claims.evaluate(claims.CLAIMS_BY_KEY["probe_keras_err_d10"], out_dir=out_dir).verdict
     reading = ("every seed ends above the paper's number: a gap, not noise" if above == n else
                f"{above} of {n} seeds end above the paper's number")
-    return (f"**Our errors against the paper's, measured.** At d = {', '.join(map(str, depths))}, where the paper's "
-            f"ResNets and GResNets reach {min(papers):.2f}-{max(papers):.2f} %, our means lie {num(lo, sign=True)} to "
-            f"{num(hi, sign=True)} points from its numbers ({each}); {reading}. The recipe is the paper's; the errors "
-            f"are not. "
-            f"**Argued, not tested:** Paper B leaves unstated what else sets these numbers -- the initialisation and "
-            f"the batch-norm settings (its framework's defaults differ from PyTorch's: the probe below trains with "
-            f"Keras's, and its test of a lower d = 10 error is *{probe}*), the input preprocessing, whether a reported "
-            f"error is the last epoch's or the best one's, and whether a number is one run or the best of several. "
-            f"Which of them makes the gap, this book does not know.")
+    return (f"**Our errors against the paper's, measured.** At d = {', '.join(map(str, depths))}, "
+            f"where the paper's ResNets and GResNets reach {min(papers):.2f}-{max(papers):.2f} %, "
+            f"our means lie {num(lo, sign=True)} to {num(hi, sign=True)} points from its numbers "
+            f"({each}); {reading}. The recipe is the paper's; the errors are not. "
+            f"**Argued, not tested:** Paper B leaves unstated what else sets these numbers -- the "
+            f"initialisation and the batch-norm settings (its framework's defaults differ from "
+            f"PyTorch's: the probe below trains with Keras's, and its test of a lower d = 10 error "
+            f"is *{probe}*), the input preprocessing, whether a reported error is the last epoch's "
+            f"or the best one's, and whether a number is one run or the best of several. Which of "
+            f"them makes the gap, this book does not know.")
 
 
 def cifar_k_note(seeds=ALL_SEEDS, out_dir=None) -> str:
-    """Where the gated CIFAR nets' k ends lowest and highest (mean over every recorded seed), against Paper B's
-    reading of its Wide GResNet: lowest at the dimension-increasing blocks, highest at the last."""
+    """Where the gated CIFAR nets' k ends lowest and highest (mean over every recorded seed),
+    against Paper B's reading of its Wide GResNet: lowest at the dimension-increasing blocks,
+    highest at the last."""
     parts = []
-    for e, v, name in (("b_resnet32", "gated", "gated ResNet-32"), ("b_wrn", "gated", "gated WRN-28-1")):
+    for e, v, name in (("b_resnet32", "gated", "gated ResNet-32"),
+                       ("b_wrn", "gated", "gated WRN-28-1")):
         runs = ok_runs(e, v, "cpu", seeds, out_dir)
         if not runs:
             continue
         mean = [statistics.fmean(ks) for ks in zip(*(r["final"]["gates_k"] for r in runs))]
-        order = sorted(range(len(mean)), key=mean.__getitem__)          # blocks by mean k, smallest first
+        # blocks by mean k, smallest first
+        order = sorted(range(len(mean)), key=mean.__getitem__)
         rank = {b + 1: i + 1 for i, b in enumerate(order)}              # 1 = smallest k
         changing = dimension_changing_blocks(recipes.config(e, v, "cpu"))
         n = len(mean)
-        parts.append(f"{name} ({len(runs)} seeds, {n} blocks): smallest k at block {order[0] + 1}, largest at "
-                     f"block {order[-1] + 1}; the dimension-changing blocks {', '.join(map(str, changing))} rank "
-                     f"{', '.join(str(rank[b]) for b in changing)} of {n} from the smallest, the last block {rank[n]}")
+        parts.append(f"{name} ({len(runs)} seeds, {n} blocks): smallest k at block {order[0] + 1}, "
+                     f"largest at block {order[-1] + 1}; the dimension-changing blocks "
+                     f"{', '.join(map(str, changing))} rank "
+                     f"{', '.join(str(rank[b]) for b in changing)} of {n} from the smallest, the "
+                     f"last block {rank[n]}")
     if not parts:
         return ""
-    return ("Measured, at the CPU scale: " + "; ".join(parts) + ". Paper B's reading of its trained WRN-28-10 "
-            "(smallest at the dimension-increasing blocks, largest at the last) is about the full network after "
-            "its whole training (Paper B does not say how long; our full recipe's 200 epochs are ours); these short "
-            "runs are a first look, not a test.")
+    return ("Measured, at the CPU scale: " + "; ".join(parts)
+            + ". Paper B's reading of its trained WRN-28-10 "
+            "(smallest at the dimension-increasing blocks, largest at the last) is about the full "
+            "network after its whole training (Paper B does not say how long; our full recipe's "
+            "200 epochs are ours); these short runs are a first look, not a test.")
 
 
 def shut_gate_note(K=0.01, out_dir=None) -> str:
-    """Why a shut gate stays shut, measured: the gradient on every gate of Paper B's MNIST GResNet with all
-    gates at -K (exactly 0: ReLU'(k) = 0 for k <= 0) and at +K (nonzero), then how many gates of each
-    recorded d = 100 GResNet ended at k <= 0 (Markdown)."""
+    """Why a shut gate stays shut, measured: the gradient on every gate of Paper B's MNIST GResNet
+    with all gates at -K (exactly 0: ReLU'(k) = 0 for k <= 0) and at +K (nonzero), then how many
+    gates of each recorded d = 100 GResNet ended at k <= 0 (Markdown)."""
     import torch
 
     from ...models import mlp
     from ..maths import probes
 
     torch.manual_seed(0)
-    net, x, y = mlp("gresnet", d=4, width=50), torch.rand(32, 1, 28, 28), torch.randint(0, 10, (32,))
+    net, x, y = mlp("gresnet", d=4, width=50), torch.rand(32, 1, 28,
+                                                          28), torch.randint(0, 10, (32,))
     below, above = (probes.gate_gradients(net, x, k, y) for k in (-K, K))
-    counts = shut_gate_counts(out_dir=out_dir)  # metrics.shut_gates of each recorded d = 100 GResNet
-    text = ("**Why a shut gate stays shut.** A gate scales its block by g(k) = ReLU(k), so the gradient on k is "
-            "ReLU'(k) ∂E/∂g, and ReLU'(k) = 0 for every k ≤ 0. *Measured* (chapter 5): with every gate of the "
+    # metrics.shut_gates of each recorded d = 100 GResNet
+    counts = shut_gate_counts(out_dir=out_dir)
+    text = ("**Why a shut gate stays shut.** A gate scales its block by g(k) = ReLU(k), so the "
+            "gradient on k is ReLU'(k) ∂E/∂g, and ReLU'(k) = 0 for every k ≤ 0. *Measured* "
+            "(chapter 5): with every gate of the "
             f"MNIST GResNet at k = {-K:g} the gradient on each gate is "
             f"{'exactly 0' if (below == 0).all() else '**not** 0'}, at k = {K:g} it is "
             f"{'nonzero' if (above != 0).all() else '0 for some gate'} (|dE/dk| ≥ "
             f"{float(above.abs().min()):.1e}).")
     if counts:
-        text += (f" So the {', '.join(str(s) for s, _ in counts.values())} of {next(iter(counts.values()))[1]} "
-                 f"gates (per seed) that ended at k ≤ 0 in our d = {PRUNE_DEPTH} GResNets got no gradient from "
-                 "the step each crossed 0: their blocks are exactly the identity, and the greedy order, smallest "
-                 "k first, removes them first at no cost.")
-    return text + (" That is why Paper B's fair comparison of the GResNet with the ResNet prunes both at random, "
-                   "and greedy against random within the GResNet is a claim of its own.")
+        text += (f" So the {', '.join(str(s) for s, _ in counts.values())} of "
+                 f"{next(iter(counts.values()))[1]} gates (per seed) that ended at k ≤ 0 in our d "
+                 f"= {PRUNE_DEPTH} GResNets got no gradient from "
+                 "the step each crossed 0: their blocks are exactly the identity, and the greedy "
+                 "order, smallest k first, removes them first at no cost.")
+    return text + (" That is why Paper B's fair comparison of the GResNet with the ResNet prunes "
+                   "both at random, and greedy against random within the GResNet is a claim of its "
+                   "own.")

@@ -1,10 +1,14 @@
-"""What the mechanism experiments show (mechanisms.py): per-unit summaries over seeds, the claims' table, and one
-figure each, all read from the records under data/mechanisms/ (nothing is measured here).
+"""What the mechanism experiments show (mechanisms.py): per-unit summaries over seeds, the claims'
+table, and one figure each, all read from the records under data/mechanisms/ (nothing is measured
+here).
 
 - ``forward_summary`` / ``forward_figure``: chapter 3's λ-scaled stack at initialisation;
-- ``weight_input_summary`` / ``weight_input_figure``: the std of the weight layers' inputs (chapters 4, 8);
-- ``truncation_summary`` / ``truncation_figure``: the fraction of y_l < 0 in the original unit (chapter 4);
-- ``claims_table``: each MECHANISM_CLAIMS claim, its verdict by rule.compare and its parts' d [lo, hi].
+- ``weight_input_summary`` / ``weight_input_figure``: the std of the weight layers' inputs (chapters
+  4, 8);
+- ``truncation_summary`` / ``truncation_figure``: the fraction of y_l < 0 in the original unit
+  (chapter 4);
+- ``claims_table``: each MECHANISM_CLAIMS claim, its verdict by rule.compare and its parts' d [lo,
+  hi].
 """
 from __future__ import annotations
 
@@ -16,12 +20,14 @@ from ..evidence import mechanisms as mech
 from ..page.log_axes import log_range
 from ..evidence.seeds import SEEDS
 
-COLOURS = {**palette.UNIT_COLOURS,  # a unit keeps its colour on every page; the λ stack's own four below
+# a unit keeps its colour on every page; the λ stack's own four below
+COLOURS = {**palette.UNIT_COLOURS,
            0.5: "#9467bd", 0.9: "#ff7f0e", 1.0: "#1f77b4", 1.1: "#2ca02c"}
 UNIT_WORDS = {"original": "original (Fig 4a)", "relu_preact": "ReLU-only pre-activation (Fig 4d)",
               "full_preact": "full pre-activation (Fig 4e)"}
 FONT = figure_style.FONT
-SHOW_EVERY = 5  # the λ stack's figure draws every 5th unit (and the last): 1000 units x 48 lines would weigh ~2 MB
+# the λ stack's figure draws every 5th unit (and the last): 1000 units x 48 lines would weigh ~2 MB
+SHOW_EVERY = 5
 
 
 def _forward(lam, seeds, out_dir):
@@ -37,8 +43,9 @@ def _gmean(xs):
 
 
 def forward_summary(seeds=SEEDS, out_dir=None) -> dict:
-    """Per λ, per seed: rms of x_0, x_{L/2}, x_L; log10 of the share of x_L carried by x_0's direct term; the branch
-    ratio ‖F(x_l)‖ / ‖λ x_l‖ at the first and deepest unit; log10 ‖∂E/∂x_0‖ / ‖∂E/∂x_L‖; and the wall time."""
+    """Per λ, per seed: rms of x_0, x_{L/2}, x_L; log10 of the share of x_L carried by x_0's direct
+    term; the branch ratio ‖F(x_l)‖ / ‖λ x_l‖ at the first and deepest unit; log10 ‖∂E/∂x_0‖ /
+    ‖∂E/∂x_L‖; and the wall time."""
     out = {}
     for lam in mech.LAMS:
         for r in _forward(lam, seeds, out_dir):
@@ -52,9 +59,10 @@ def forward_summary(seeds=SEEDS, out_dir=None) -> dict:
 
 
 def weight_input_summary(seeds=SEEDS, out_dir=None) -> dict:
-    """Per (unit, depth), per seed, per recorded step: the spread log10(max/min) of the weight layers' input std
-    over all units; the first weight layer's input std in the first, middle and last unit; the largest and smallest
-    input std; the classifier's input std and the logits' std."""
+    """Per (unit, depth), per seed, per recorded step: the spread log10(max/min) of the weight
+    layers' input std over all units; the first weight layer's input std in the first, middle and
+    last unit; the largest and smallest input std; the classifier's input std and the logits'
+    std."""
     out = {}
     for depth in mech.DEPTHS:
         for unit in mech.UNITS:
@@ -65,15 +73,18 @@ def weight_input_summary(seeds=SEEDS, out_dir=None) -> dict:
                     flat = [s for u in stds for s in u]
                     per[f["step"]] = {"spread": mech._spread(stds), "first_0": stds[0][0],
                                       "first_mid": stds[len(stds) // 2][0], "first_L": stds[-1][0],
-                                      "max": max(flat), "min": min(flat), "fc_input_std": f["fc_input_std"],
+                                      "max": max(flat), "min": min(flat),
+                                      "fc_input_std": f["fc_input_std"],
                                       "logits_std": f["logits_std"], "lr": f["lr"]}
-                out.setdefault((unit, depth), {})[r["config"]["seed"]] = {"steps": per, "wall_s": r["wall_s"]}
+                out.setdefault((unit, depth),
+                               {})[r["config"]["seed"]] = {"steps": per, "wall_s": r["wall_s"]}
     return out
 
 
 def truncation_summary(seeds=SEEDS, out_dir=None) -> dict:
-    """Per depth, per seed, per recorded step: the mean over units of the fraction of y_l < 0 in the original unit,
-    the same mean over the first and the last third of the units, the first unit's and the largest."""
+    """Per depth, per seed, per recorded step: the mean over units of the fraction of y_l < 0 in the
+    original unit, the same mean over the first and the last third of the units, the first unit's
+    and the largest."""
     out = {}
     for depth in mech.DEPTHS:
         for r in _training("original", depth, seeds, out_dir):
@@ -81,15 +92,18 @@ def truncation_summary(seeds=SEEDS, out_dir=None) -> dict:
             for f in r["values"]["forwards"]:
                 neg = f["negative_fraction"]
                 third = max(len(neg) // 3, 1)
-                per[f["step"]] = {"mean": statistics.fmean(neg), "first_third": statistics.fmean(neg[:third]),
-                                  "last_third": statistics.fmean(neg[-third:]), "first_unit": neg[0],
+                per[f["step"]] = {"mean": statistics.fmean(neg),
+                                  "first_third": statistics.fmean(neg[:third]),
+                                  "last_third": statistics.fmean(neg[-third:]),
+                                  "first_unit": neg[0],
                                   "max": max(neg)}
             out.setdefault(depth, {})[r["config"]["seed"]] = per
     return out
 
 
 def over_seeds(per_seed: dict, key, step=None) -> list[float]:
-    """The values of `key` over the seeds of one entry of a summary (at `step` for the training summaries)."""
+    """The values of `key` over the seeds of one entry of a summary (at `step` for the training
+    summaries)."""
     vals = []
     for s in sorted(per_seed):
         v = per_seed[s]
@@ -99,8 +113,9 @@ def over_seeds(per_seed: dict, key, step=None) -> list[float]:
 
 
 def claims_table(keys=None, seeds=SEEDS, out_dir=None):
-    """One row per mechanism claim (those of `keys`, default all): chapter, the claim's words, its verdict, each
-    part's d [lo, hi] and what its seeds resolve, and the single records whose removal changes the verdict."""
+    """One row per mechanism claim (those of `keys`, default all): chapter, the claim's words, its
+    verdict, each part's d [lo, hi] and what its seeds resolve, and the single records whose removal
+    changes the verdict."""
     import pandas as pd
 
     rows = []
@@ -109,10 +124,12 @@ def claims_table(keys=None, seeds=SEEDS, out_dir=None):
             continue
         res = mech.evaluate(c, seeds, out_dir)
         parts = "; ".join(f"{t.a} vs {t.b} ({t.metric}): " + (
-            f"d = {r['d']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}], resolves {r['resolvable']:.2f}" if "d" in r
+            f"d = {r['d']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}], resolves {r['resolvable']:.2f}"
+            if "d" in r
             else r["verdict"]) for t, r in res["parts"])
         one = "; ".join(f"without {v} seed {s}: {w}" for v, s, w in res["fragile"]) or "none"
-        rows.append({"chapter": c["chapter"], "claim": c["words"], "source": c["source"], "verdict": res["verdict"],
+        rows.append({"chapter": c["chapter"], "claim": c["words"], "source": c["source"],
+                     "verdict": res["verdict"],
                      "parts (metric in log10 or a fraction; d by Welch's t, 95 %)": parts,
                      "one seed changes it": one})
     return pd.DataFrame(rows).set_index("claim")
@@ -126,17 +143,19 @@ def verdicts(seeds=SEEDS, out_dir=None) -> dict:
 def _caption(records) -> str:
     r = records[0]
     hw = r["hardware"]
-    return (f"Recorded {min(x['date'] for x in records)[:10]} on {hw['cpu']} ({hw['torch_threads']} thread), "
-            f"torch {r['versions']['torch']}; seeds {', '.join(str(s) for s in sorted({x['config']['seed'] for x in records}))}.")
+    return (f"Recorded {min(x['date'] for x in records)[:10]} on {hw['cpu']} "
+            f"({hw['torch_threads']} thread), torch {r['versions']['torch']}; seeds "
+            f"{', '.join(str(s) for s in sorted({x['config']['seed'] for x in records}))}.")
 
 
 def forward_figure(seeds=SEEDS, out_dir=None):
-    """Chapter 3's stack at init, one line per λ and seed: rms(x_l), the direct term's share of x_L, the branch
-    ratio ‖F(x_l)‖ / ‖λ x_l‖ and the gradient ratio, against the unit l (log axes)."""
+    """Chapter 3's stack at init, one line per λ and seed: rms(x_l), the direct term's share of x_L,
+    the branch ratio ‖F(x_l)‖ / ‖λ x_l‖ and the gradient ratio, against the unit l (log axes)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12, subplot_titles=(
+    fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12,
+                        subplot_titles=(
         "signal: rms of x_l (λ > 1: off the top)", "share of x_L carried by λ^(L−l) x_l",
         "branch ÷ shortcut: ‖F(x_l)‖ / ‖λ x_l‖ (λ > 1: below)", "gradient: ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖"))
     every = []
@@ -145,36 +164,44 @@ def forward_figure(seeds=SEEDS, out_dir=None):
             every.append(r)
             v = r["values"]
             l = list(range(len(v["rms"])))
-            panels = ((v["rms"], 1, 1), ([10 ** min(max(s, -300), 300) for s in v["log10_share"]], 1, 2),
+            panels = ((v["rms"], 1, 1), ([10 ** min(max(s, -300), 300) for s in v["log10_share"]],
+                                         1, 2),
                       (v["branch_ratio"], 2, 1), ([10 ** g for g in v["log10_grad_ratio"]], 2, 2))
             for ys, row, col in panels:
-                keep = sorted(set(range(0, len(ys), SHOW_EVERY)) | {len(ys) - 1})  # fewer points to ship
-                fig.add_trace(go.Scatter(x=[l[k] for k in keep], y=[ys[k] for k in keep], mode="lines", name=f"λ = {lam:g}", legendgroup=str(lam),
+                # fewer points to ship
+                keep = sorted(set(range(0, len(ys), SHOW_EVERY)) | {len(ys) - 1})
+                fig.add_trace(go.Scatter(x=[l[k] for k in keep], y=[ys[k] for k in keep],
+                                         mode="lines", name=f"λ = {lam:g}", legendgroup=str(lam),
                                          showlegend=n == 0 and (row, col) == (1, 1), opacity=0.8,
                                          line={"color": COLOURS[lam], "width": 2}), row, col)
     if not every:
         return None
     fig.update_yaxes(type="log", exponentformat="power")
-    for row, key in ((1, "rms"), (2, "branch_ratio")):  # λ > 1 runs off these two: the range shows λ <= 1
+    # λ > 1 runs off these two: the range shows λ <= 1
+    for row, key in ((1, "rms"), (2, "branch_ratio")):
         kept = [y for r in every if r["config"]["network"]["lam"] <= 1 for y in r["values"][key]]
         fig.update_yaxes(range=log_range(kept), row=row, col=1)
     fig.update_xaxes(title_text="unit l (x_L: l = 1000)")
-    fig.update_layout(height=720, font=FONT, legend={"x": 0.01, "y": 0.99, "bgcolor": "rgba(255,255,255,0.7)"},
+    fig.update_layout(height=720, font=FONT, legend={"x": 0.01, "y": 0.99,
+                                                     "bgcolor": "rgba(255,255,255,0.7)"},
                       margin={"t": 60, "b": 90},
-                      annotations=list(fig.layout.annotations) + [dict(text=_caption(every), x=0, y=-0.14,
-                                                                        xref="paper", yref="paper",
-                                                                        showarrow=False, font=figure_style.LEAST_FONT)])
+                      annotations=list(fig.layout.annotations)
+                      + [dict(text=_caption(every), x=0, y=-0.14,
+                               xref="paper", yref="paper",
+                               showarrow=False, font=figure_style.LEAST_FONT)])
     return fig
 
 
 def weight_input_figure(seeds=SEEDS, out_dir=None):
-    """Per unit l, the std of its first weight layer's input (solid: at init; dashed: the last forward recorded) and
-    of its other weight layers' (dotted, at init), seed mean (geometric), ResNet-110 and ResNet-1001 side by side."""
+    """Per unit l, the std of its first weight layer's input (solid: at init; dashed: the last
+    forward recorded) and of its other weight layers' (dotted, at init), seed mean (geometric),
+    ResNet-110 and ResNet-1001 side by side."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=[f"ResNet-{d}" + (" (¼ width)" if d == 1001 else "") for d in mech.DEPTHS])
+                        subplot_titles=[f"ResNet-{d}" + (" (¼ width)" if d == 1001 else "")
+                                        for d in mech.DEPTHS])
     every = []
     for col, depth in enumerate(mech.DEPTHS, 1):
         for unit in mech.UNITS:
@@ -190,27 +217,42 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
                 else:
                     ys = [_gmean([max(s[k][1:]) for s in stds]) for k in range(len(stds[0]))]
                 what = "1st weight layer" if which == 0 else "other weight layers (largest)"
-                fig.add_trace(go.Scatter(y=ys, mode="lines", line={"color": COLOURS[unit], "dash": dash, "width": 2},
-                                         name=UNIT_WORDS[unit], legendgroup=unit, showlegend=col == 1 and dash == "solid",
-                                         hovertemplate=f"{UNIT_WORDS[unit]}, {what}, step {step}<br>unit %{{x}}: "
+                fig.add_trace(go.Scatter(y=ys, mode="lines",
+                                         line={"color": COLOURS[unit], "dash": dash, "width": 2},
+                                         name=UNIT_WORDS[unit], legendgroup=unit,
+                                         showlegend=col == 1 and dash == "solid",
+                                         hovertemplate=f"{UNIT_WORDS[unit]}, {what}, step "
+                                                       f"{step}<br>unit %{{x}}: "
                                                        "%{y:.3g}<extra></extra>"), 1, col)
     if not every:
         return None
     fig.update_yaxes(type="log", title_text="std of the weight layer's input", col=1)
     fig.update_yaxes(type="log")
     fig.update_xaxes(title_text="unit l")
-    key = ("solid: each unit's 1st weight layer at init; dotted: its other weight layers (largest), at init;<br>"
-           "dashed: the 1st weight layer in the last forward recorded (steps "
-           + ", ".join(f"{step} at ResNet-{d}" for d, step in sorted(
-               {r["config"]["recipe"]["model"]["kwargs"]["depth"]: r["values"]["forwards"][-1]["step"]
-                for r in every}.items())) + ")")
+    key = (
+        "solid: each unit's 1st weight layer at init; dotted: its other weight layers "
+        "(largest), at init;<br>dashed: the 1st weight layer in the last forward recorded "
+        "(steps "
+        + ", ".join(
+            f"{step} at ResNet-{d}"
+            for d, step in sorted(
+                {
+                    r["config"]["recipe"]["model"]["kwargs"]["depth"]: r["values"]["forwards"][-1][
+                        "step"
+                    ]
+                    for r in every
+                }.items()
+            )
+        )
+        + ")"
+    )
     fig.update_layout(height=600, font=FONT)
     return figure_style.caption(fig, key + "<br>" + _caption(every), legend_rows=3)
 
 
 def truncation_figure(seeds=SEEDS, out_dir=None):
-    """The original unit's fraction of y_l < 0 per unit, against the relative depth l / L, at init and at
-    TRUNCATION_STEP (seed mean; ResNet-110 also at its last forward recorded)."""
+    """The original unit's fraction of y_l < 0 per unit, against the relative depth l / L, at init
+    and at TRUNCATION_STEP (seed mean; ResNet-110 also at its last forward recorded)."""
     import plotly.graph_objects as go
 
     fig, every = go.Figure(), []
@@ -224,23 +266,28 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
             negs = [mech._forward_at(r, step)["negative_fraction"] for r in recs]
             n = len(negs[0])
             fig.add_trace(go.Scatter(x=[(k + 0.5) / n for k in range(n)],
-                                     y=[statistics.fmean(x[k] for x in negs) for k in range(n)], mode="lines",
+                                     y=[statistics.fmean(x[k] for x in negs) for k in range(n)],
+                                     mode="lines",
                                      line={"color": dash_colour, "dash": dash, "width": 2},
                                      name=f"ResNet-{depth}, step {step}"))
     if not every:
         return None
     fig.update_layout(height=480, font=FONT, xaxis_title="relative depth l / L",
-                      yaxis_title="fraction of y_l = x_l + F(x_l) below 0", legend={"x": 0.6, "y": 0.98},
-                      margin={"b": 110}, annotations=[dict(text=_caption(every), x=0, y=-0.25, xref="paper",
-                                                           yref="paper", showarrow=False, font=figure_style.LEAST_FONT)])
+                      yaxis_title="fraction of y_l = x_l + F(x_l) below 0",
+                      legend={"x": 0.6, "y": 0.98},
+                      margin={"b": 110}, annotations=[dict(text=_caption(every), x=0, y=-0.25,
+                                                           xref="paper",
+                                                           yref="paper", showarrow=False,
+                                                           font=figure_style.LEAST_FONT)])
     return fig
 
 
 def gain_fit(seeds=SEEDS, out_dir=None) -> dict:
-    """Argued, fitted to the records (not a claim): one model of the gradient's growth for every λ. A unit
-    multiplies the gradient by g_l with g_l² = λ² + c² r_l², r_l = ‖F(x_l)‖ / ‖x_l‖ the branch's size beside
-    the signal it joins (measured forward); the c² that makes ∏ g_l equal the measured gradient ratio over all
-    units, per λ and seed (bisection), and the measured per-unit gain (the ratio's L-th root)."""
+    """Argued, fitted to the records (not a claim): one model of the gradient's growth for every λ.
+    A unit multiplies the gradient by g_l with g_l² = λ² + c² r_l², r_l = ‖F(x_l)‖ / ‖x_l‖ the
+    branch's size beside the signal it joins (measured forward); the c² that makes ∏ g_l equal the
+    measured gradient ratio over all units, per λ and seed (bisection), and the measured per-unit
+    gain (the ratio's L-th root)."""
     out = {}
     for lam in mech.LAMS:
         for r in _forward(lam, seeds, out_dir):
@@ -250,15 +297,19 @@ def gain_fit(seeds=SEEDS, out_dir=None) -> dict:
             lo, hi = 0.0, 20.0
             for _ in range(60):
                 mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if sum(0.5 * math.log10(lam ** 2 + mid * x) for x in r2) < target else (lo, mid)
-            out.setdefault(lam, {})[r["config"]["seed"]] = {"c2": (lo + hi) / 2,
-                                                           "per_unit_gain": 10 ** (target / len(r2))}
+                lo, hi = (mid,
+                          hi) if sum(0.5 * math.log10(lam ** 2 + mid * x)
+                                     for x in r2) < target else (lo, mid)
+            out.setdefault(lam, {})[r["config"]["seed"]] = {
+                "c2": (lo + hi) / 2,
+                "per_unit_gain": 10 ** (target / len(r2)),
+            }
     return out
 
 
 def span(values, fmt=".2g", tens=False) -> str:
-    """'a–b' over `values` (seeds, say) in `fmt`, or one value where they print alike; `tens`: the values are
-    log10s, printed as powers of ten in inline math ('$10^{-46}$ to $10^{-45}$')."""
+    """'a–b' over `values` (seeds, say) in `fmt`, or one value where they print alike; `tens`: the
+    values are log10s, printed as powers of ten in inline math ('$10^{-46}$ to $10^{-45}$')."""
     lo, hi = (format(f(values), fmt) for f in (min, max))
     if tens:
         lo, hi = f"$10^{{{lo}}}$", f"$10^{{{hi}}}$"

@@ -1,14 +1,15 @@
-"""The papers' notation in sympy: Paper A's symbols (He et al. 2016, Secs 2-3: x_l the input of the l-th residual
-unit, W_l its weights, F the residual function, E the loss, lambda_l the shortcut scale, h'_i the shortcut's
-derivative) and the LaTeX printer that writes sympy's expressions as the paper does (partial derivatives, x_l + F,
-L - 1), breaking a long displayed equation into lines. The derivations that use them: theory.py.
+"""The papers' notation in sympy: Paper A's symbols (He et al. 2016, Secs 2-3: x_l the input of the
+l-th residual unit, W_l its weights, F the residual function, E the loss, lambda_l the shortcut
+scale, h'_i the shortcut's derivative) and the LaTeX printer that writes sympy's expressions as the
+paper does (partial derivatives, x_l + F, L - 1), breaking a long displayed equation into lines. The
+derivations that use them: theory.py.
 """
 from __future__ import annotations
 
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
-# ---- Paper A's symbols ----------------------------------------------------------------------------------
+# ---- Paper A's symbols ---------------------------------------------------------------------------
 l, L, i, j = sp.symbols("l L i j", integer=True)
 x = sp.IndexedBase(r"\mathbf{x}")            # x[l] = x_l, the input of unit l
 y = sp.IndexedBase(r"\mathbf{y}")            # y[l] = y_l, the output of the addition (Eqn 1)
@@ -26,7 +27,8 @@ dE_dxl = sp.Symbol(r"\frac{\partial \mathcal{E}}{\partial \mathbf{x}_{l}}")
 
 
 class ResidualSum(sp.Function):
-    r"""sum_{i=l}^{L-1} F(x_i, W_i) seen as a function of x_l (every x_i, i > l, depends on x_l by Eqn 3)."""
+    r"""sum_{i=l}^{L-1} F(x_i, W_i) seen as a function of x_l (every x_i, i > l, depends on x_l by
+    Eqn 3)."""
     def _latex(self, printer):
         return r"\sum_{i=l}^{L-1}\mathcal{F}(\mathbf{x}_{i},\mathcal{W}_{i})"
 
@@ -38,8 +40,9 @@ class ResidualSumHat(sp.Function):
 
 
 class _Printer(LatexPrinter):
-    """sympy's LaTeX printer in the paper's notation: partial derivatives, sums in sympy's "old" term
-    order (x_l + F, 1 + e^{...}), except index arithmetic, which reads as the paper writes it: l + 1, L - 1."""
+    """sympy's LaTeX printer in the paper's notation: partial derivatives, sums in sympy's "old"
+    term order (x_l + F, 1 + e^{...}), except index arithmetic, which reads as the paper writes it:
+    l + 1, L - 1."""
 
     def __init__(self, settings=None):
         super().__init__({"order": "old", **(settings or {})})
@@ -48,8 +51,10 @@ class _Printer(LatexPrinter):
         var = expr.variables[0]
         return r"\frac{\partial}{\partial %s}%s" % (self._print(var), self._print(expr.expr))
 
-    def _print_Indexed(self, expr):  # x_l, lambda_i, h'_i (sympy writes {h'}_{i}, which sets the i apart)
-        return "%s_{%s}" % (self._print(expr.base.label), ",".join(self._print(i) for i in expr.indices))
+    # x_l, lambda_i, h'_i (sympy writes {h'}_{i}, which sets the i apart)
+    def _print_Indexed(self, expr):
+        return "%s_{%s}" % (self._print(expr.base.label),
+                            ",".join(self._print(i) for i in expr.indices))
 
     def add_terms(self, expr):
         """The terms of a sum as (sign, LaTeX) pairs, in the order they are printed."""
@@ -69,14 +74,16 @@ class _Printer(LatexPrinter):
 
 
 def _is_index(expr) -> bool:
-    """True for index arithmetic such as L - 1 or i + 1: one integer plus (negated) plain symbols."""
+    """True for index arithmetic such as L - 1 or i + 1: one integer plus (negated) plain
+    symbols."""
     ints = [t for t in expr.args if t.is_Integer]
     rest = [t for t in expr.args if not t.is_Integer]
     return len(ints) == 1 and all(t.is_Symbol or (-t).is_Symbol for t in rest)
 
 
 def _join(terms) -> str:
-    """'a + b - c' from [('+', 'a'), ('+', 'b'), ('-', 'c')] (a leading '-' stays, a leading '+' goes)."""
+    """'a + b - c' from [('+', 'a'), ('+', 'b'), ('-', 'c')] (a leading '-' stays, a leading '+'
+    goes)."""
     s = ""
     for k, (sign, t) in enumerate(terms):
         s += (f"{sign} " if sign == "-" else "") + t if k == 0 else f" {sign} {t}"
@@ -84,19 +91,22 @@ def _join(terms) -> str:
 
 
 def tex(expr) -> str:
-    """LaTeX of a sympy expression in the paper's notation and term order (x_l + F, 1 + ..., L - 1)."""
+    """LaTeX of a sympy expression in the paper's notation and term order (x_l + F, 1 + ..., L -
+    1)."""
     return _Printer().doprint(expr)
 
 
-WRAP = 200   # characters of sympy's plain-text form above which a displayed equation is broken into lines
+# characters of sympy's plain-text form above which a displayed equation is broken into lines
+WRAP = 200
 
 
 def tex_display(expr, wrap: int = WRAP) -> str:
-    """LaTeX for a displayed equation: an ``Eq`` whose right-hand side is a long sum is set one term per
-    line (``aligned``), so that it fits a page's text column; anything else is :func:`tex`."""
+    """LaTeX for a displayed equation: an ``Eq`` whose right-hand side is a long sum is set one term
+    per line (``aligned``), so that it fits a page's text column; anything else is :func:`tex`."""
     if not (isinstance(expr, sp.Eq) and expr.rhs.is_Add and len(sp.sstr(expr)) > wrap):
         return tex(expr)
     p = _Printer()
     terms = p.add_terms(expr.rhs)
     lines = [_join(terms[:1])] + [f"\\quad {sign} {t}" for sign, t in terms[1:]]
-    return (r"\begin{aligned}" + p.doprint(expr.lhs) + " &= " + r" \\ &".join(lines) + r"\end{aligned}")
+    return (r"\begin{aligned}" + p.doprint(expr.lhs) + " &= " + r" \\ &".join(lines)
+            + r"\end{aligned}")

@@ -1,11 +1,12 @@
-"""Sympy derivations of Paper A's Eqns 3-8 (He et al. 2016, Secs 2-3) and Paper B's identity argument
-(Savarese et al. 2016, Sec 2).
+"""Sympy derivations of Paper A's Eqns 3-8 (He et al. 2016, Secs 2-3) and Paper B's identity
+argument (Savarese et al. 2016, Sec 2).
 
-Each ``eqn*`` / ``paper_b_*`` function returns a :class:`Derivation`: the steps (each a sympy ``Eq`` with the
-reason for it), the derived ``result``, the equation typed as the paper states it (``paper``) and the checks
-sympy ran on the way (base case and inductive step of an induction, ...). ``Derivation.holds()`` is True when
-every check passed and ``simplify(result - paper) == 0``. Symbols follow Paper A: x_l is the input of the l-th
-residual unit, W_l its weights, F the residual function, E the loss, lambda_l the shortcut scale.
+Each ``eqn*`` / ``paper_b_*`` function returns a :class:`Derivation`: the steps (each a sympy ``Eq``
+with the reason for it), the derived ``result``, the equation typed as the paper states it
+(``paper``) and the checks sympy ran on the way (base case and inductive step of an induction, ...).
+``Derivation.holds()`` is True when every check passed and ``simplify(result - paper) == 0``.
+Symbols follow Paper A: x_l is the input of the l-th residual unit, W_l its weights, F the residual
+function, E the loss, lambda_l the shortcut scale.
 """
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.simplify.simplify import product_simplify
 
-from .notation import E, F, Fhat, L, ResidualSum, ResidualSumHat, W, dE_dxL, dE_dxl, f, h, hp, i, j, l, lam, tex, tex_display, x, xl, y  # noqa: F401  (theory.x, theory.tex: the symbols the derivations use)
+# (theory.x, theory.tex: the symbols the derivations use)
+from .notation import (E, F, Fhat, L, ResidualSum, ResidualSumHat, W, dE_dxL,  # noqa: F401
+                       dE_dxl, f, h, hp, i, j, l, lam, tex, tex_display, x, xl, y)
 
-# ---- the result object ----------------------------------------------------------------------------------
+# ---- the result object ---------------------------------------------------------------------------
 
 def _as_code(name: str) -> str:
-    """A check's name as the page shows it: in code font where it writes symbols the ASCII way (``prod_{i=l}^{L}``),
-    which would otherwise read as TeX that failed to render."""
+    """A check's name as the page shows it: in code font where it writes symbols the ASCII way
+    (``prod_{i=l}^{L}``), which would otherwise read as TeX that failed to render."""
     return f"`{name}`" if re.search(r"[_^{}\\]", name) else name
 
 @dataclass
@@ -31,7 +34,8 @@ class Derivation:
     result: sp.Eq
     paper: sp.Eq
     checks: dict = field(default_factory=dict)   # name -> bool, checks sympy ran on the way
-    paper_defs: object = None                    # expands the paper's shorthand (e.g. Fhat) before comparing
+    # expands the paper's shorthand (e.g. Fhat) before comparing
+    paper_defs: object = None
     paper_label: str = ""                        # how the paper's side is introduced in show()
 
     def difference(self):
@@ -45,13 +49,15 @@ class Derivation:
         return all(self.checks.values()) and self.difference() == 0
 
     def displayed(self) -> list:
-        """What :meth:`show` puts on the page, in order: ("text", Markdown) and ("math", LaTeX) pairs."""
+        """What :meth:`show` puts on the page, in order: ("text", Markdown) and ("math", LaTeX)
+        pairs."""
         out = [("text", f"**{self.name}**")]
         for why, e in self.steps:
             out += [("text", why), ("math", tex_display(e))]
         out += [("text", self.paper_label or f"The paper's {self.name.split(':')[0]}, as printed:"),
                 ("math", tex_display(self.paper))]
-        ok = "".join(f"\n- {_as_code(k)}: {'✓' if v else '✗ FAILED'}" for k, v in self.checks.items())
+        ok = "".join(f"\n- {_as_code(k)}: {'✓' if v else '✗ FAILED'}"
+                     for k, v in self.checks.items())
         out.append(("text", f"sympy: `simplify(derived − paper) = {self.difference()}`"
                             + (f"\n\nChecks sympy ran on the way:{ok}" if ok else "")))
         return out
@@ -68,7 +74,7 @@ def show_displayed(items):
         display(Math(s) if kind == "math" else Markdown(s))
 
 
-# ---- helpers: let sympy merge the sums/products it would otherwise evaluate too early ------------------
+# ---- helpers: let sympy merge the sums/products it would otherwise evaluate too early ------------
 def _into_sums(e):
     """c * Sum(a_i) -> Sum(c * a_i) when c does not depend on the summation index (linearity)."""
     def pull(m):
@@ -84,7 +90,8 @@ def _into_sums(e):
 
 
 def normal(e):
-    """Push constants into sums and merge adjacent products (lambda_L * prod_{j=m}^{L-1} = prod_{j=m}^{L})."""
+    """Push constants into sums and merge adjacent products (lambda_L * prod_{j=m}^{L-1} =
+    prod_{j=m}^{L})."""
     e = _into_sums(sp.expand(e))
     return e.replace(lambda a: a.is_Mul and a.has(sp.Product), product_simplify)
 
@@ -97,12 +104,13 @@ def same(a, b) -> bool:
 
 
 def _chain(name, steps):
-    """Check that every step's right-hand side equals the previous one's (each check done by sympy)."""
+    """Check that every step's right-hand side equals the previous one's (each check done by
+    sympy)."""
     return {f"{name}: line {k + 1} = line {k + 2}": same(steps[k][1].rhs, steps[k + 1][1].rhs)
             for k in range(len(steps) - 1)}
 
 
-# ---- Paper A, Sec 2 ---------------------------------------------------------------------------------------
+# ---- Paper A, Sec 2 ------------------------------------------------------------------------------
 def eqn3() -> Derivation:
     """Eqn 3, x_{l+1} = x_l + F(x_l, W_l), from Eqns 1-2 with h and f identity mappings."""
     z = sp.Symbol("z")
@@ -115,7 +123,8 @@ def eqn3() -> Derivation:
     steps = [("Eqn 1: the unit adds the shortcut $h$ and the residual function.", eq1),
              ("Eqn 2: $f$ after the addition.", eq2),
              ("Substitute Eqn 1 into Eqn 2.", sub),
-             ("Identity mappings: $h(\\mathbf{x}) = \\mathbf{x}$ and $f(\\mathbf{y}) = \\mathbf{y}$.", res)]
+             ("Identity mappings: $h(\\mathbf{x}) = \\mathbf{x}$ and $f(\\mathbf{y}) = "
+              "\\mathbf{y}$.", res)]
     return Derivation("Eqn 3", steps, res, paper)
 
 
@@ -137,17 +146,21 @@ def eqn4() -> Derivation:
           sp.Eq(x[L + 1], x[l] + sp.Sum(t, (i, l, L - 1)) + sp.Sum(t, (i, L, L)))),
          ("Adjacent sums merge: Eqn 4 for $L+1$.", claim(L + 1))]
     checks = {"base case L = l+1 equals Eqn 3": base_ok,
-              "step 1 -> 2 uses the hypothesis": same(s[1][1].rhs, _replace_lead(s[0][1].rhs, x[L], claim(L).rhs)),
+              "step 1 -> 2 uses the hypothesis": same(s[1][1].rhs,
+                                                      _replace_lead(s[0][1].rhs, x[L],
+                                                                    claim(L).rhs)),
               "one-term sum equals F(x_L, W_L)": same(s[2][1].rhs.doit(), s[1][1].rhs)}
     checks.update(_chain("inductive step", s[1:]))
     checks.update(unroll_checks(eqn=4))
-    steps = [("Base case $L = l+1$: the sum has the single term $i = l$, which is Eqn 3.", base)] + s
+    steps = [("Base case $L = l+1$: the sum has the single term $i = l$, which is Eqn 3.",
+              base)] + s
     paper = sp.Eq(x[L], x[l] + sp.Sum(F(x[i], W[i]), (i, l, L - 1)))
     return Derivation("Eqn 4", steps, claim(L), paper, checks)
 
 
 def unroll(n: int, scaled: bool = False):
-    """x_{l+n} by applying Eqn 3 (or Eqn 6 if scaled) n times to the leading x term (concrete check)."""
+    """x_{l+n} by applying Eqn 3 (or Eqn 6 if scaled) n times to the leading x term (concrete
+    check)."""
     e = x[l + n]
     for k in range(n - 1, -1, -1):
         step = (lam[l + k] * x[l + k] if scaled else x[l + k]) + F(x[l + k], W[l + k])
@@ -157,7 +170,8 @@ def unroll(n: int, scaled: bool = False):
 
 def _replace_lead(e, old, new):
     """Replace the bare term ``old`` (not the ones inside F's arguments) in a sum of terms."""
-    return sp.expand(sum((a.xreplace({old: new}) if a.has(old) and not a.has(F) else a) for a in sp.Add.make_args(e)))
+    return sp.expand(sum((a.xreplace({old: new}) if a.has(old) and not a.has(F) else a)
+                         for a in sp.Add.make_args(e)))
 
 
 def unroll_checks(eqn: int, upto: int = 5) -> dict:
@@ -168,25 +182,30 @@ def unroll_checks(eqn: int, upto: int = 5) -> dict:
             closed = x[l] + sp.Sum(F(x[i], W[i]), (i, l, l + n - 1))
         else:
             closed = (sp.Product(lam[j], (j, l, l + n - 1)) * x[l]
-                      + sp.Sum(sp.Product(lam[j], (j, i + 1, l + n - 1)) * F(x[i], W[i]), (i, l, l + n - 1)))
+                      + sp.Sum(sp.Product(lam[j], (j, i + 1, l + n - 1)) * F(x[i], W[i]),
+                               (i, l, l + n - 1)))
         out[f"unroll L-l={n}"] = sp.expand(closed.doit() - unroll(n, scaled=(eqn == 7))) == 0
     return out
 
 
 def eqn5() -> Derivation:
-    """Eqn 5, the gradient at x_l = gradient at x_L times (1 + d/dx_l sum F): the chain rule on Eqn 4."""
+    """Eqn 5, the gradient at x_l = gradient at x_L times (1 + d/dx_l sum F): the chain rule on Eqn
+    4."""
     S = ResidualSum(xl)
     xL = xl + S                                  # Eqn 4, with every x_i (i > l) a function of x_l
     raw = sp.diff(E(xL), xl)                     # sympy applies the chain rule
     subs = raw.atoms(sp.Subs)
     res_rhs = raw.xreplace({s_: dE_dxL for s_ in subs})
-    steps = [("Eqn 4 makes $\\mathbf{x}_L$ a function of $\\mathbf{x}_l$.", sp.Eq(sp.Symbol(r"\mathbf{x}_{L}"), xL)),
+    steps = [("Eqn 4 makes $\\mathbf{x}_L$ a function of $\\mathbf{x}_l$.",
+              sp.Eq(sp.Symbol(r"\mathbf{x}_{L}"), xL)),
              ("Chain rule (computed by sympy): $\\partial\\mathcal{E}/\\partial \\mathbf{x}_l = "
-              "\\partial\\mathcal{E}/\\partial \\mathbf{x}_L \\cdot \\partial \\mathbf{x}_L/\\partial \\mathbf{x}_l$; "
-              "the $\\mathbf{x}_l$ term of Eqn 4 differentiates to the 1.", sp.Eq(dE_dxl, res_rhs))]
+              "\\partial\\mathcal{E}/\\partial \\mathbf{x}_L \\cdot \\partial "
+              "\\mathbf{x}_L/\\partial \\mathbf{x}_l$; the $\\mathbf{x}_l$ term of Eqn 4 "
+              "differentiates to the 1.", sp.Eq(dE_dxl, res_rhs))]
     direct, through = dE_dxL, sp.expand(res_rhs) - dE_dxL
-    steps.append(("Split: the direct term, which reaches $\\mathbf{x}_l$ without passing any weight layer, "
-                  "plus the term through the weight layers.", sp.Eq(dE_dxl, sp.Add(direct, through, evaluate=False))))
+    steps.append(("Split: the direct term, which reaches $\\mathbf{x}_l$ without passing any "
+                  "weight layer, plus the term through the weight layers.",
+                  sp.Eq(dE_dxl, sp.Add(direct, through, evaluate=False))))
     paper = sp.Eq(dE_dxl, dE_dxL * (1 + sp.Derivative(ResidualSum(xl), xl)))
     checks = {"chain rule left exactly one Subs (dE/dx_L)": len(subs) == 1,
               "d x_L / d x_l = 1 + d/dx_l sum F": same(sp.diff(xL, xl), 1 + sp.Derivative(S, xl)),
@@ -195,9 +214,10 @@ def eqn5() -> Derivation:
     return Derivation("Eqn 5", steps, sp.Eq(dE_dxl, res_rhs), paper, checks)
 
 
-# ---- Paper A, Sec 3 ---------------------------------------------------------------------------------------
+# ---- Paper A, Sec 3 ------------------------------------------------------------------------------
 def eqn6() -> Derivation:
-    """Eqn 6, x_{l+1} = lambda_l x_l + F(x_l, W_l): Eqns 1-2 with h(x_l) = lambda_l x_l and f identity."""
+    """Eqn 6, x_{l+1} = lambda_l x_l + F(x_l, W_l): Eqns 1-2 with h(x_l) = lambda_l x_l and f
+    identity."""
     z = sp.Symbol("z")
     sub = sp.Eq(x[l + 1], f(h(x[l]) + F(x[l], W[l])))
     res = sp.Eq(x[l + 1], sub.rhs.subs({h: sp.Lambda(z, lam[l] * z), f: sp.Lambda(z, z)}))
@@ -213,7 +233,8 @@ def _eqn7_unhatted(M):
 
 
 def fhat_definition(M=L):
-    """Fhat(x_i, W_i) = (prod_{j=i+1}^{L-1} lambda_j) F(x_i, W_i): the F that absorbs the scalars."""
+    """Fhat(x_i, W_i) = (prod_{j=i+1}^{L-1} lambda_j) F(x_i, W_i): the F that absorbs the
+    scalars."""
     return lambda e: sp.Product(lam[j], (j, e.args[0].indices[0] + 1, M - 1)) * F(*e.args)
 
 
@@ -225,23 +246,46 @@ def eqn7() -> Derivation:
     claim = _eqn7_unhatted
     base = claim(l + 1)
     eq6L = sp.Eq(x[L + 1], lam[L] * x[L] + F(x[L], W[L]))
-    s = [("Eqn 6 at unit $L$.", eq6L),
-         ("Induction hypothesis replaces $\\mathbf{x}_L$.", sp.Eq(x[L + 1], lam[L] * claim(L).rhs + F(x[L], W[L]))),
-         ("Write $\\lambda_L$ as a one-factor product and the new term as a one-term sum (empty product = 1).",
-          sp.Eq(x[L + 1], Pi(L, L) * Pi(l, L - 1) * x[l] + P(L, L) * sp.Sum(P(i + 1, L - 1) * t, (i, l, L - 1))
-                + sp.Sum(P(i + 1, L) * t, (i, L, L)))),
-         ("Move $\\lambda_L$ into the sum and merge the products.",
-          sp.Eq(x[L + 1], Pi(l, L) * x[l] + sp.Sum(P(i + 1, L) * t, (i, l, L - 1)) + sp.Sum(P(i + 1, L) * t, (i, L, L)))),
-         ("Adjacent sums merge: the claim for $L+1$.", claim(L + 1))]
+    s = [
+        ("Eqn 6 at unit $L$.", eq6L),
+        (
+            "Induction hypothesis replaces $\\mathbf{x}_L$.",
+            sp.Eq(x[L + 1], lam[L] * claim(L).rhs + F(x[L], W[L])),
+        ),
+        (
+            "Write $\\lambda_L$ as a one-factor product and the new term as a one-term sum (empty "
+            "product = 1).",
+            sp.Eq(
+                x[L + 1],
+                Pi(L, L) * Pi(l, L - 1) * x[l]
+                + P(L, L) * sp.Sum(P(i + 1, L - 1) * t, (i, l, L - 1))
+                + sp.Sum(P(i + 1, L) * t, (i, L, L)),
+            ),
+        ),
+        (
+            "Move $\\lambda_L$ into the sum and merge the products.",
+            sp.Eq(
+                x[L + 1],
+                Pi(l, L) * x[l]
+                + sp.Sum(P(i + 1, L) * t, (i, l, L - 1))
+                + sp.Sum(P(i + 1, L) * t, (i, L, L)),
+            ),
+        ),
+        ("Adjacent sums merge: the claim for $L+1$.", claim(L + 1)),
+    ]
     checks = {"base case L = l+1 equals Eqn 6": same(base.rhs.doit(), eqn6().result.rhs),
-              "step 1 -> 2 uses the hypothesis": same(s[1][1].rhs, _replace_lead(s[0][1].rhs, x[L], claim(L).rhs)),
+              "step 1 -> 2 uses the hypothesis": same(s[1][1].rhs,
+                                                      _replace_lead(s[0][1].rhs, x[L],
+                                                                    claim(L).rhs)),
               "one-factor product and one-term sum": same(s[2][1].rhs.doit(), s[1][1].rhs)}
     checks.update(_chain("inductive step", s[2:]))
     checks.update(unroll_checks(eqn=7))
     hat = sp.Eq(x[L], Pi(l, L - 1) * x[l] + sp.Sum(Fhat(x[i], W[i]), (i, l, L - 1)))
-    steps = ([("Base case $L = l+1$ (the product over $j$ from $l+1$ to $l$ is empty, = 1).", base)] + s
-             + [("Let $\\hat{\\mathcal{F}}(\\mathbf{x}_i,\\mathcal{W}_i) = (\\prod_{j=i+1}^{L-1}\\lambda_j)"
-                 "\\mathcal{F}(\\mathbf{x}_i,\\mathcal{W}_i)$ absorb the scalars.", hat)])
+    steps = ([("Base case $L = l+1$ (the product over $j$ from $l+1$ to $l$ is empty, = 1).", base)]
+             + s
+             + [("Let $\\hat{\\mathcal{F}}(\\mathbf{x}_i,\\mathcal{W}_i) = "
+                 "(\\prod_{j=i+1}^{L-1}\\lambda_j)\\mathcal{F}(\\mathbf{x}_i,\\mathcal{W}_i)$ "
+                 "absorb the scalars.", hat)])
     checks["Fhat substituted back gives the derived form"] = same(
         hat.rhs.replace(lambda e: e.func == Fhat, fhat_definition()), claim(L).rhs)
     return Derivation("Eqn 7", steps, claim(L), eqn7_paper(), checks,
@@ -250,7 +294,8 @@ def eqn7() -> Derivation:
 
 def eqn7_paper() -> sp.Eq:
     """Eqn 7 as printed (with Fhat)."""
-    return sp.Eq(x[L], sp.Product(lam[i], (i, l, L - 1)) * x[l] + sp.Sum(Fhat(x[i], W[i]), (i, l, L - 1)))
+    return sp.Eq(x[L], sp.Product(lam[i], (i, l,
+                                           L - 1)) * x[l] + sp.Sum(Fhat(x[i], W[i]), (i, l, L - 1)))
 
 
 def eqn8() -> Derivation:
@@ -261,19 +306,26 @@ def eqn8() -> Derivation:
     raw = sp.diff(E(xL), xl)
     subs = raw.atoms(sp.Subs)
     res_rhs = raw.xreplace({s_: dE_dxL for s_ in subs})
-    steps = [("Eqn 7 makes $\\mathbf{x}_L$ a function of $\\mathbf{x}_l$.", sp.Eq(sp.Symbol(r"\mathbf{x}_{L}"), xL)),
-             ("Chain rule (sympy): the first term now carries $\\prod\\lambda_i$ instead of 1.", sp.Eq(dE_dxl, res_rhs))]
+    steps = [("Eqn 7 makes $\\mathbf{x}_L$ a function of $\\mathbf{x}_l$.",
+              sp.Eq(sp.Symbol(r"\mathbf{x}_{L}"), xL)),
+             ("Chain rule (sympy): the first term now carries $\\prod\\lambda_i$ instead of 1.",
+              sp.Eq(dE_dxl, res_rhs))]
     paper = sp.Eq(dE_dxl, dE_dxL * (Lam + sp.Derivative(ResidualSumHat(xl), xl)))
-    checks = {"chain rule left exactly one Subs": len(subs) == 1,
-              "lambda = 1 gives back Eqn 5": same(res_rhs.subs(Lam, 1).subs(ResidualSumHat(xl), ResidualSum(xl)).doit(),
-                                                  eqn5().result.rhs)}
+    checks = {
+        "chain rule left exactly one Subs": len(subs) == 1,
+        "lambda = 1 gives back Eqn 5": same(
+            res_rhs.subs(Lam, 1).subs(ResidualSumHat(xl), ResidualSum(xl)).doit(), eqn5().result.rhs
+        ),
+    }
     return Derivation("Eqn 8", steps, sp.Eq(dE_dxl, res_rhs), paper, checks)
 
 
 def shortcut_derivative_product() -> Derivation:
-    """Sec 3: for a general shortcut h the first term of Eqn 8 becomes prod_{i=l}^{L-1} h'_i (induction on L).
+    """Sec 3: for a general shortcut h the first term of Eqn 8 becomes prod_{i=l}^{L-1} h'_i
+    (induction on L).
 
-    Along the shortcut path alone, x_{i+1} = h_i(x_i); G_L(x_l) denotes that composition up to x_L."""
+    Along the shortcut path alone, x_{i+1} = h_i(x_i); G_L(x_l) denotes that composition up to
+    x_L."""
     G = sp.Function("G_L")
     hL = sp.Function("h_L")
     base_raw = sp.diff(sp.Function("h_l")(xl), xl)
@@ -283,28 +335,37 @@ def shortcut_derivative_product() -> Derivation:
                                                                   sp.Product(hp[i], (i, l, L - 1)))
     lhs1 = sp.Symbol(r"\frac{\partial \mathbf{x}_{L+1}}{\partial \mathbf{x}_{l}}")
     step_res = sp.Eq(lhs1, sp.Product(hp[i], (i, l, L)))
-    first = sp.Symbol(r"\frac{\partial \mathbf{x}_{L}}{\partial \mathbf{x}_{l}}\Big|_{\mathcal{F}=0}")
+    first = (sp.Symbol(r"\frac{\partial \mathbf{x}_{L}}{\partial "
+                       r"\mathbf{x}_{l}}\Big|_{\mathcal{F}=0}"))
     res = sp.Eq(first, sp.Product(hp[i], (i, l, L - 1)))
-    steps = [("Base: one unit, $\\partial h_l(\\mathbf{x}_l)/\\partial \\mathbf{x}_l = h'_l = \\prod_{i=l}^{l} h'_i$.",
-              sp.Eq(sp.Symbol(r"\frac{\partial \mathbf{x}_{l+1}}{\partial \mathbf{x}_{l}}"), base_raw)),
-             ("Step: along the shortcut path $\\mathbf{x}_{L+1} = h_L(G_L(\\mathbf{x}_l))$; chain rule (sympy).",
+    steps = [("Base: one unit, $\\partial h_l(\\mathbf{x}_l)/\\partial \\mathbf{x}_l = h'_l = "
+              "\\prod_{i=l}^{l} h'_i$.",
+              sp.Eq(sp.Symbol(r"\frac{\partial \mathbf{x}_{l+1}}{\partial \mathbf{x}_{l}}"),
+                    base_raw)),
+             ("Step: along the shortcut path $\\mathbf{x}_{L+1} = h_L(G_L(\\mathbf{x}_l))$; chain "
+              "rule (sympy).",
               sp.Eq(lhs1, step_raw)),
-             ("Hypothesis $G_L' = \\prod_{i=l}^{L-1} h'_i$; write $h'_L$ for $h_L'(G_L)$.", sp.Eq(lhs1, step_sub)),
+             ("Hypothesis $G_L' = \\prod_{i=l}^{L-1} h'_i$; write $h'_L$ for $h_L'(G_L)$.",
+              sp.Eq(lhs1, step_sub)),
              ("Products merge: the claim for $L+1$.", step_res),
-             ("So for every $L > l$ the first term of Eqn 8 (the path through the shortcuts alone) is", res)]
+             ("So for every $L > l$ the first term of Eqn 8 (the path through the shortcuts alone) "
+              "is", res)]
     checks = {"base equals prod_{i=l}^{l} h'_i": same(sp.Product(hp[i], (i, l, l)).doit(), hp[l]),
-              "chain rule produced h_L'(G) * G'": len(derivs) == 1 and step_raw.has(sp.Derivative(G(xl), xl)),
-              "step merges to prod_{i=l}^{L} h'_i": same(step_sub.subs(hp[L], sp.Product(hp[i], (i, L, L))), step_res.rhs),
+              "chain rule produced h_L'(G) * G'": len(derivs) == 1
+              and step_raw.has(sp.Derivative(G(xl), xl)),
+              "step merges to prod_{i=l}^{L} "
+              "h'_i": same(step_sub.subs(hp[L], sp.Product(hp[i], (i, L, L))), step_res.rhs),
               "h_i = lambda_i x gives Eqn 8's first term": same(
                   sp.Product(sp.diff(lam[i] * xl, xl), (i, l, L - 1)),
                   sp.Product(lam[i], (i, l, L - 1)))}
-    return Derivation("Eqn 8, first term for a general h", steps, res, sp.Eq(first, sp.Product(hp[i], (i, l, L - 1))),
+    return Derivation("Eqn 8, first term for a general h", steps, res,
+                      sp.Eq(first, sp.Product(hp[i], (i, l, L - 1))),
                       checks)
 
 
 def gate_shortcut_derivative():
-    """h'(x) for shortcut-only / exclusive gating h(x) = (1 - g(x)) x, g = sigmoid(w x + b) (Fig 2c,d), and its
-    value at x = 0, 1 - sigmoid(b): returns (h, h', h'(0))."""
+    """h'(x) for shortcut-only / exclusive gating h(x) = (1 - g(x)) x, g = sigmoid(w x + b) (Fig
+    2c,d), and its value at x = 0, 1 - sigmoid(b): returns (h, h', h'(0))."""
     xs, w, b = sp.symbols("x w_g b_g", real=True)
     g = 1 / (1 + sp.exp(-(w * xs + b)))
     hx = (1 - g) * xs
@@ -313,8 +374,8 @@ def gate_shortcut_derivative():
 
 
 def gate_shortcut_displayed() -> list:
-    """Chapter 3's gate lines, as ("math", LaTeX) pairs printed by sympy: h(x), h'(x) written with g(x) (checked
-    equal to sympy's derivative), and h'(0) = 1 / (1 + e^{b_g}) = 1 - sigma(b_g)."""
+    """Chapter 3's gate lines, as ("math", LaTeX) pairs printed by sympy: h(x), h'(x) written with
+    g(x) (checked equal to sympy's derivative), and h'(0) = 1 / (1 + e^{b_g}) = 1 - sigma(b_g)."""
     xs, w, b = sp.symbols("x w_g b_g", real=True)
     hx, d, d0 = gate_shortcut_derivative()
     gx = sp.Function("g")(xs)
@@ -328,14 +389,15 @@ def gate_shortcut_displayed() -> list:
             ("math", tex(sp.Eq(hp0, d0)))]
 
 
-# ---- Paper B, Sec 2 ---------------------------------------------------------------------------------------
+# ---- Paper B, Sec 2 ------------------------------------------------------------------------------
 n, sigma, c = sp.symbols("n sigma c", positive=True)
 w = sp.Symbol("w", real=True)
 
 
 def paper_b_component_distance() -> Derivation:
-    """E[(w - 0)^2] = sigma^2: a zero-mean weight's expected squared distance from the identity point W = 0 is the
-    initialisation variance ("the distance is given by the distribution's variance")."""
+    """E[(w - 0)^2] = sigma^2: a zero-mean weight's expected squared distance from the identity
+    point W = 0 is the initialisation variance ("the distance is given by the distribution's
+    variance")."""
     from sympy.stats import E as Ex, Normal, Uniform
     wn = Normal("w", 0, sigma)
     a = sp.sqrt(3) * sigma                                   # U(-a, a) has variance a^2/3 = sigma^2
@@ -346,30 +408,37 @@ def paper_b_component_distance() -> Derivation:
     integral_n = sp.Integral((w - 0) ** 2 * pdf, (w, -sp.oo, sp.oo))
     integral_u = sp.Integral((w - 0) ** 2 / (2 * a), (w, -a, a))
     d = sp.Symbol(r"\mathbb{E}[(w_{o} - 0)^2]")
-    steps = [("Normal initialisation $w \\sim \\mathcal{N}(0, \\sigma^2)$ (He et al. 2015):", sp.Eq(d, integral_n)),
+    steps = [("Normal initialisation $w \\sim \\mathcal{N}(0, \\sigma^2)$ (He et al. 2015):",
+              sp.Eq(d, integral_n)),
              ("sympy integrates:", sp.Eq(d, sp.simplify(integral_n.doit()))),
-             ("Uniform initialisation with the same variance, $w \\sim U(-\\sqrt{3}\\sigma, \\sqrt{3}\\sigma)$:",
+             ("Uniform initialisation with the same variance, $w \\sim U(-\\sqrt{3}\\sigma, "
+              "\\sqrt{3}\\sigma)$:",
               sp.Eq(d, integral_u)),
              ("sympy integrates:", sp.Eq(d, sp.simplify(integral_u.doit()))),
-             ("Any zero-mean law: $\\mathbb{E}[w^2] = \\mathrm{Var}(w) + \\mathbb{E}[w]^2 = \\sigma^2$. For comparison, "
-              "the expected absolute distance (normal):",
+             ("Any zero-mean law: $\\mathbb{E}[w^2] = \\mathrm{Var}(w) + \\mathbb{E}[w]^2 = "
+              "\\sigma^2$. For comparison, the expected absolute distance (normal):",
               sp.Eq(sp.Symbol(r"\mathbb{E}|w_{o} - 0|"), sp.simplify(Ex(sp.Abs(wn)))))]
     checks = {"normal (sympy.stats)": sp.simplify(en - sigma ** 2) == 0,
               "normal (integral)": sp.simplify(integral_n.doit() - sigma ** 2) == 0,
-              "uniform": sp.simplify(eu - sigma ** 2) == 0 and sp.simplify(integral_u.doit() - sigma ** 2) == 0,
-              "E|w| (normal) = sigma sqrt(2/pi)": sp.simplify(Ex(sp.Abs(wn)) - sigma * sp.sqrt(2 / sp.pi)) == 0}
-    return Derivation("Paper B: component-wise distance", steps, sp.Eq(d, en), sp.Eq(d, sigma ** 2), checks,
-                      paper_label="Paper B's statement (\"the distance is given by the distribution's variance\"), "
-                                  "in symbols:")
+              "uniform": sp.simplify(eu - sigma ** 2) == 0
+              and sp.simplify(integral_u.doit() - sigma ** 2) == 0,
+              "E|w| (normal) = sigma "
+              "sqrt(2/pi)": sp.simplify(Ex(sp.Abs(wn)) - sigma * sp.sqrt(2 / sp.pi)) == 0}
+    return Derivation("Paper B: component-wise distance", steps, sp.Eq(d, en), sp.Eq(d, sigma ** 2),
+                      checks,
+                      paper_label="Paper B's statement (\"the distance is given by the "
+                                  "distribution's variance\"), in symbols:")
 
 
 def paper_b_layer_distance(gain: int = 2) -> dict:
-    """Total distance of an n x n layer W_o from W = 0 with variance sigma^2 = gain / n (He: gain 2).
+    """Total distance of an n x n layer W_o from W = 0 with variance sigma^2 = gain / n (He: gain
+    2).
 
     Returns the three expectations, each as a function of n, and their orders as n -> oo:
-    - squared Euclidean (sum of the component-wise distances): n^2 sigma^2 = gain * n  -> O(n), the paper's claim;
+    - squared Euclidean (sum of the component-wise distances): n^2 sigma^2 = gain * n -> O(n), the
+      paper's claim;
     - Euclidean ||W||_F: at most sqrt(gain * n) (Jensen)                              -> O(sqrt n);
-    - absolute sum |w_ij|: n^2 sigma sqrt(2/pi) (normal)                               -> O(n^{3/2}).
+    - absolute sum |w_ij|: n^2 sigma sqrt(2/pi) (normal) -> O(n^{3/2}).
     """
     s2 = sp.Integer(gain) / n
     sq = sp.simplify(n ** 2 * s2)
@@ -377,26 +446,34 @@ def paper_b_layer_distance(gain: int = 2) -> dict:
     l1 = sp.simplify(n ** 2 * sp.sqrt(s2) * sp.sqrt(2 / sp.pi))
     order = lambda e: sp.Order(e, (n, sp.oo))
     return {"sigma^2": s2, "squared_euclidean": sq, "euclidean_bound": l2, "absolute": l1,
-            "orders": {"squared_euclidean": order(sq), "euclidean_bound": order(l2), "absolute": order(l1)}}
+            "orders": {"squared_euclidean": order(sq), "euclidean_bound": order(l2),
+                       "absolute": order(l1)}}
 
 
 def paper_b_layer_distance_displayed(gain: int = 2) -> list:
-    """Chapter 5's lines for :func:`paper_b_layer_distance`, as ("math", LaTeX) pairs printed by sympy."""
+    """Chapter 5's lines for :func:`paper_b_layer_distance`, as ("math", LaTeX) pairs printed by
+    sympy."""
     r = paper_b_layer_distance(gain)
     o = r["orders"]
     then = r"\quad\Rightarrow\quad "
     return [("math", r"\sigma^2 = " + tex(r["sigma^2"])),
-            ("math", r"\mathbb{E}\Big[\sum_{ij} w_{ij}^2\Big] = n^2\sigma^2 = " + tex(r["squared_euclidean"])
+            ("math",
+             r"\mathbb{E}\Big[\sum_{ij} w_{ij}^2\Big] = n^2\sigma^2 = "
+             + tex(r["squared_euclidean"])
              + then + tex(o["squared_euclidean"])),
-            ("math", r"\mathbb{E}\,\|W_o\|_F \le \sqrt{\mathbb{E}\,\|W_o\|_F^2} = " + tex(r["euclidean_bound"])
+            ("math",
+             r"\mathbb{E}\,\|W_o\|_F \le \sqrt{\mathbb{E}\,\|W_o\|_F^2} = "
+             + tex(r["euclidean_bound"])
              + then + tex(o["euclidean_bound"])),
-            ("math", r"\mathbb{E}\Big[\sum_{ij} |w_{ij}|\Big] = n^2\sigma\sqrt{2/\pi} = " + tex(r["absolute"])
+            ("math",
+             r"\mathbb{E}\Big[\sum_{ij} |w_{ij}|\Big] = n^2\sigma\sqrt{2/\pi} = "
+             + tex(r["absolute"])
              + then + tex(o["absolute"]))]
 
 
 def paper_b_gate() -> Derivation:
-    """Paper B's gate: u = g(k) f(x, W) + (1 - g(k)) x with g = ReLU; k <= 0 gives u = x, and for a residual layer
-    f = f_r + x it reduces to u = g(k) f_r(x, W) + x."""
+    """Paper B's gate: u = g(k) f(x, W) + (1 - g(k)) x with g = ReLU; k <= 0 gives u = x, and for a
+    residual layer f = f_r + x it reduces to u = g(k) f_r(x, W) + x."""
     k = sp.Symbol("k", real=True)
     kneg = sp.Symbol("k", nonpositive=True)
     xs = sp.Symbol("x")
@@ -407,14 +484,17 @@ def paper_b_gate() -> Derivation:
     ident = sp.Eq(u, layer.rhs.subs(k, kneg))
     res = sp.Eq(u, sp.expand(layer.rhs.subs(fx, fr + xs)))
     steps = [("The gated layer.", layer),
-             ("$k \\le 0 \\Rightarrow g(k) = \\mathrm{ReLU}(k) = 0$: the layer is an identity.", ident),
+             ("$k \\le 0 \\Rightarrow g(k) = \\mathrm{ReLU}(k) = 0$: the layer is an identity.",
+              ident),
              ("Residual layer $f = f_r + \\mathbf{x}$: the $(1-g(k))$ gate cancels.", res)]
     checks = {"k <= 0 gives u = x": sp.simplify(ident.rhs - xs) == 0,
               "k = 1 gives the ungated layer": sp.simplify(layer.rhs.subs(k, 1) - fx) == 0}
     return Derivation("Paper B: residual gate", steps, res, sp.Eq(u, g(k) * fr + xs), checks,
-                      paper_label="Paper B's gated residual layer, typed from its text ($g = \\mathrm{ReLU}$):")
+                      paper_label="Paper B's gated residual layer, typed from its text ($g = "
+                                  "\\mathrm{ReLU}$):")
 
 
 ALL = {"eqn3": eqn3, "eqn4": eqn4, "eqn5": eqn5, "eqn6": eqn6, "eqn7": eqn7, "eqn8": eqn8,
-       "shortcut_product": shortcut_derivative_product, "paper_b_component": paper_b_component_distance,
+       "shortcut_product": shortcut_derivative_product,
+       "paper_b_component": paper_b_component_distance,
        "paper_b_gate": paper_b_gate}

@@ -1,5 +1,6 @@
-"""The chapters' prose helpers: ``say`` shows a sentence whose numbers the page computed, ``sci`` writes a
-number for inline math, ``live_widget`` shows a Python-driven widget only where a kernel runs it."""
+"""The chapters' prose helpers: ``say`` shows a sentence whose numbers the page computed, ``sci``
+writes a number for inline math, ``live_widget`` shows a Python-driven widget only where a kernel
+runs it."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from .setup import in_book_build
 
 
 def say(markdown: str) -> None:
-    """Display prose that quotes computed numbers (written as an f-string in the chapter), so that the
-    page never types a number it computes. The cells that call it are tagged ``remove-input``."""
+    """Display prose that quotes computed numbers (written as an f-string in the chapter), so that
+    the page never types a number it computes. The cells that call it are tagged
+    ``remove-input``."""
     from IPython.display import Markdown, display
 
     display(Markdown(markdown))
@@ -29,9 +31,9 @@ def sci(value: float, digits: int = 2) -> str:
 
 
 LIVE_ONLY_NOTE = (
-    "*Live version: in Jupyter or on Colab (the rocket button at the top of the page) this cell shows "
-    "sliders that recompute the figure in Python. A static page has no Python running, so here it shows "
-    "nothing; the figure above with its own slider works in the page.*"
+    "*Live version: in Jupyter or on Colab (the rocket button at the top of the page) this cell "
+    "shows sliders that recompute the figure in Python. A static page has no Python running, so "
+    "here it shows nothing; the figure above with its own slider works in the page.*"
 )
 
 

@@ -1,10 +1,11 @@
 """Paper B's MNIST experiments at the paper's full recipe (Sec 4.1: Tables 1-2, Fig 5), on a CPU.
 
-The grid: plain / ResNet / GResNet MLPs for d in DEPTHS, several seeds, NAdam lr 0.002 for 100 epochs of batch
-128 (``recipes.paper_b_mnist``). Runs are data: ``train_depth`` looks every run up by config hash and trains only
-the missing ones of a depth, all together as one stacked network (``stacked.py``). At d = 100 it also records,
-with each ResNet's and GResNet's result, Paper B's pruning curves (blocks removed without retraining, Fig 5) and
-keeps the trained weights (``weights_path``), so the book can look again without retraining.
+The grid: plain / ResNet / GResNet MLPs for d in DEPTHS, several seeds, NAdam lr 0.002 for 100
+epochs of batch 128 (``recipes.paper_b_mnist``). Runs are data: ``train_depth`` looks every run up
+by config hash and trains only the missing ones of a depth, all together as one stacked network
+(``stacked.py``). At d = 100 it also records, with each ResNet's and GResNet's result, Paper B's
+pruning curves (blocks removed without retraining, Fig 5) and keeps the trained weights
+(``weights_path``), so the book can look again without retraining.
 """
 from __future__ import annotations
 
@@ -20,25 +21,30 @@ from ...models import pruning
 from ...models.introspect import residual_units
 
 EXPERIMENT = "b_mnist"
-DEPTHS = (100, 10, 50, 20, 2)  # the order they train in: d = 100 (and then 10) settle the most claims
+# the order they train in: d = 100 (and then 10) settle the most claims
+DEPTHS = (100, 10, 50, 20, 2)
 PRUNE_DEPTH = 100
-PROBE_DEPTHS = (10, 100)  # chapter 10's probe: the GResNet with Keras's defaults (recipes.KERAS_PROBE)
+# chapter 10's probe: the GResNet with Keras's defaults (recipes.KERAS_PROBE)
+PROBE_DEPTHS = (10, 100)
 RANDOM_ORDERS = 5  # random removal orders per net (seeds 0..4 of pruning.at_random)
 WEIGHTS_DIR = paths.WEIGHTS
 
 
 def grid_variants() -> list[str]:
     """Every variant of the grid and of the probe, as recipe variant names (``gresnet-d100``)."""
-    return [f"{k}-d{d}" for d in DEPTHS for k in KINDS] + [f"{k}-d{d}" for d in PROBE_DEPTHS for k in KERAS_PROBE]
+    return [f"{k}-d{d}" for d in DEPTHS for k in KINDS] + [f"{k}-d{d}" for d in PROBE_DEPTHS
+                                                           for k in KERAS_PROBE]
 
 
 def train_variants(variants, seeds, out_dir=None):
-    """Train the missing runs of `variants` (``gresnet-d100``, ...), each depth's together; the new results."""
+    """Train the missing runs of `variants` (``gresnet-d100``, ...), each depth's together; the new
+    results."""
     by_depth = {}
     for v in variants:
         kind, d = v.rsplit("-d", 1)
         by_depth.setdefault(int(d), []).append(kind)
-    return [r for d, kinds in by_depth.items() for r in train_depth(d, seeds, out_dir=out_dir, kinds=kinds)]
+    return [r for d, kinds in by_depth.items() for r in train_depth(d, seeds, out_dir=out_dir,
+                                                                    kinds=kinds)]
 
 
 def missing(d, seeds, out_dir=None, kinds=KINDS):
@@ -51,7 +57,8 @@ def weights_path(cfg, weights_dir=None) -> Path:
 
 
 def trained_net(cfg, weights_dir=None):
-    """The trained network of a recorded run whose weights were kept (the d = 100 ResNets and GResNets)."""
+    """The trained network of a recorded run whose weights were kept (the d = 100 ResNets and
+    GResNets)."""
     from ...engine.build import build_model
 
     path = weights_path(cfg, weights_dir)
@@ -81,24 +88,27 @@ def test_error(net, x, y) -> float:
 
 
 def pruning_curves(net, x, y, gated) -> dict:
-    """Test error with 0, 1, ..., all blocks removed (pruning.removed): greedily by smallest k (gated nets) and
-    in RANDOM_ORDERS random orders."""
+    """Test error with 0, 1, ..., all blocks removed (pruning.removed): greedily by smallest k
+    (gated nets) and in RANDOM_ORDERS random orders."""
     ev = lambda m: test_error(m, x, y)  # noqa: E731
     out = {"blocks": len(residual_units(net)), "metric": "test_err",
-           "at_random": [pruning.curve(net, pruning.at_random(net, seed), ev) for seed in range(RANDOM_ORDERS)]}
+           "at_random": [pruning.curve(net, pruning.at_random(net, seed), ev)
+                         for seed in range(RANDOM_ORDERS)]}
     if gated:
         out["by_gate"] = pruning.curve(net, pruning.by_gate(net), ev)
     return out
 
 
-def train_depth(d, seeds, data=None, out_dir=None, weights_dir=None, checkpoint_dir=None, kinds=KINDS,
+def train_depth(d, seeds, data=None, out_dir=None, weights_dir=None, checkpoint_dir=None,
+                kinds=KINDS,
                 progress=True):
-    """Train the missing runs of depth d together (resuming from checkpoint_dir), record their results (and at
-    PRUNE_DEPTH their pruning curves and weights); returns the new results."""
+    """Train the missing runs of depth d together (resuming from checkpoint_dir), record their
+    results (and at PRUNE_DEPTH their pruning curves and weights); returns the new results."""
     todo = missing(d, seeds, out_dir, kinds)
     if not todo:
         return []
-    results, nets = train_stacked(todo, data=data, checkpoint_dir=checkpoint_dir, resume=True, progress=progress,
+    results, nets = train_stacked(todo, data=data, checkpoint_dir=checkpoint_dir, resume=True,
+                                  progress=progress,
                                   write_result=False)
     if d == PRUNE_DEPTH:
         x, y = test_set(todo[0], data)

@@ -1,18 +1,21 @@
-"""The sweep as one queue, submitted through submitit: the runs the claims need, at the CPU scale or the
-full recipe, in the order that settles them soonest (``sweep.runs_needed``), less those recorded (looked up by what
-they train: ``results.find_result``) and those under way (a job of this queue's ledger still queued or running);
-runs with a checkpoint and no job first (they resume). ``submit`` sends them to an executor of
-[submitit](https://github.com/facebookincubator/submitit): ``executor("slurm", ...)`` submits a SLURM job array,
-``executor("local", ...)`` runs the same jobs as processes of this machine (``run_local``: a few at a time, what the
-tests and the CPU background sweep use). Each job is a ``TrainJob``: it trains its runs through the library with a
-checkpoint folder and resumes from it, so a job preempted or cut off by its time limit is requeued by submitit
-(``TrainJob.checkpoint``) and continues from its last checkpoint, bit for bit. Its results land in the results
-folder with their provenance, and the job (scheduler, id, host, the steps it resumed from) beside the hardware.
+"""The sweep as one queue, submitted through submitit: the runs the claims need, at the CPU scale or
+the full recipe, in the order that settles them soonest (``sweep.runs_needed``), less those recorded
+(looked up by what they train: ``results.find_result``) and those under way (a job of this queue's
+ledger still queued or running); runs with a checkpoint and no job first (they resume). ``submit``
+sends them to an executor of [submitit](https://github.com/facebookincubator/submitit):
+``executor("slurm", ...)`` submits a SLURM job array, ``executor("local", ...)`` runs the same jobs
+as processes of this machine (``run_local``: a few at a time, what the tests and the CPU background
+sweep use). Each job is a ``TrainJob``: it trains its runs through the library with a checkpoint
+folder and resumes from it, so a job preempted or cut off by its time limit is requeued by submitit
+(``TrainJob.checkpoint``) and continues from its last checkpoint, bit for bit. Its results land in
+the results folder with their provenance, and the job (scheduler, id, host, the steps it resumed
+from) beside the hardware.
 
-The ledger: one small JSON file per run under ``<folder>/runs/`` (state queued, running, done or failed, the job
-id), written by ``submit`` (each run taken under a lock: several submitters never send one run twice) and by the job
-itself; ``ledger`` reads it, and asks SLURM, where ``sacct`` is at hand, about jobs that may have ended unseen.
-Where the sweep stands, claim by claim, and what is left in hours: queue_status.py.
+The ledger: one small JSON file per run under ``<folder>/runs/`` (state queued, running, done or
+failed, the job id), written by ``submit`` (each run taken under a lock: several submitters never
+send one run twice) and by the job itself; ``ledger`` reads it, and asks SLURM, where ``sacct`` is
+at hand, about jobs that may have ended unseen. Where the sweep stands, claim by claim, and what is
+left in hours: queue_status.py.
 """
 from __future__ import annotations
 
@@ -36,16 +39,19 @@ except ImportError:  # pragma: no cover - exercised where submitit is missing
 QUEUE_DIR, CHECKPOINT_DIR = paths.QUEUE, paths.CHECKPOINTS
 SCALES = recipes.CLAIM_SCALES
 UNDER_WAY = ("queued", "running")
-MEM_GB = 16  # host memory a SLURM job asks for per GPU (the dataset on the device, a run's checkpoints): without a
+# host memory a SLURM job asks for per GPU (the dataset on the device, a run's checkpoints): without
+# a
+MEM_GB = 16
 #              request an array's tasks each take a whole node's memory and run one at a time
-SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE"}
+SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
+               "BOOT_FAIL", "DEADLINE"}
 
 
 # -- what the claims need, and what of it is left
 
 def claims_at(scale: str, keys=None) -> list:
-    """The claims the sweep trains (SWEEP_ORDER, or `keys`), their runs at `scale`: "cpu" (each claim's own CPU
-    scale) or "full" (the papers' recipes)."""
+    """The claims the sweep trains (SWEEP_ORDER, or `keys`), their runs at `scale`: "cpu" (each
+    claim's own CPU scale) or "full" (the papers' recipes)."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}: the queue trains at {' or '.join(SCALES)}")
     try:
@@ -54,17 +60,21 @@ def claims_at(scale: str, keys=None) -> list:
         raise ValueError(f"unknown claim {e}; valid: {', '.join(SWEEP_ORDER)}") from None
     bad = [c.key for c in chosen if c.scale == "full"]
     if bad:
-        raise ValueError(f"{', '.join(bad)} rest on Paper B's MNIST grid at the full recipe: python -m idmap_lib mnist")
-    # the book's interventions (experiment a_swaps) test early training at a CPU scale: not the full recipe's queue
+        raise ValueError(f"{', '.join(bad)} rest on Paper B's MNIST grid at the full recipe: "
+                         f"python -m idmap_lib mnist")
+    # the book's interventions (experiment a_swaps) test early training at a CPU scale: not the full
+    # recipe's queue
     return chosen if scale == "cpu" else [dataclasses.replace(c, scale="full") for c in chosen
                                           if c.experiment != "a_swaps"]
 
 
 def needed(scale="cpu", keys=None, seeds=None, out_dir=None) -> list[tuple]:
-    """(experiment, variant, seed, scale) of every run the claims need, in the order that settles them soonest; at
-    the full recipe, after every claim's first seeds, the seeds each final-error claim needs for 80 % power to
-    resolve the paper's own gap (power.claim_seeds), claim by claim, for the variants of its parts with a gap."""
-    first = runs_needed(None if scale == "cpu" and keys is None else claims_at(scale, keys), seeds, out_dir)
+    """(experiment, variant, seed, scale) of every run the claims need, in the order that settles
+    them soonest; at the full recipe, after every claim's first seeds, the seeds each final-error
+    claim needs for 80 % power to resolve the paper's own gap (power.claim_seeds), claim by claim,
+    for the variants of its parts with a gap."""
+    first = runs_needed(None if scale == "cpu" and keys is None else claims_at(scale, keys), seeds,
+                        out_dir)
     if scale != "full" or seeds is not None:
         return first
     from ..evidence.claims import paper_gap
@@ -73,7 +83,8 @@ def needed(scale="cpu", keys=None, seeds=None, out_dir=None) -> list[tuple]:
     more, seen = [], {results.training_hash(config_of(r)) for r in first}
     for c in claims_at(scale, keys):
         n = claim_seeds(c) or 0
-        sides = [v for t in c.tests if t.metric == "test_err" and paper_gap(c, t) is not None for v in (t.a, t.b)]
+        sides = [v for t in c.tests if t.metric == "test_err" and paper_gap(c, t) is not None
+                 for v in (t.a, t.b)]
         for s in range(len(c.seeds), n):
             for v in dict.fromkeys(sides):
                 r = (c.experiment, v, s, scale)
@@ -97,30 +108,37 @@ def _checkpoints(checkpoint_dir=None) -> list[dict]:
 
 def in_flight(checkpoint_dir=None) -> list[tuple[str, str, int, int]]:
     """(experiment, variant, seed, step) of each checkpoint of a run under way."""
-    return [(c["config"]["experiment"], c["config"]["variant"], c["config"]["seed"], c.get("step", 0))
+    return [(c["config"]["experiment"], c["config"]["variant"], c["config"]["seed"],
+             c.get("step", 0))
             for c in _checkpoints(checkpoint_dir)]
 
 
 def started(checkpoint_dir=None) -> dict:
-    """{training hash: step} of every run with a checkpoint (under way, or cut off with no job left)."""
-    return {results.training_hash(c["config"]): c.get("step", 0) for c in _checkpoints(checkpoint_dir)}
+    """{training hash: step} of every run with a checkpoint (under way, or cut off with no job
+    left)."""
+    return {results.training_hash(c["config"]): c.get("step", 0)
+            for c in _checkpoints(checkpoint_dir)}
 
 
-def queue(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, checkpoint_dir=None) -> list[tuple]:
-    """The runs to submit next, in order: those with a checkpoint and no job first (they resume), then the rest of
-    what the claims need, less the recorded runs and the runs under way (a job of the ledger queued or running)."""
+def queue(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None,
+          checkpoint_dir=None) -> list[tuple]:
+    """The runs to submit next, in order: those with a checkpoint and no job first (they resume),
+    then the rest of what the claims need, less the recorded runs and the runs under way (a job of
+    the ledger queued or running)."""
     busy = {h for h, e in ledger(folder).items() if e["state"] in UNDER_WAY}
-    todo = [r for r in needed(scale, keys, seeds, out_dir) if results.training_hash(config_of(r)) not in busy
+    todo = [r for r in needed(scale, keys, seeds, out_dir)
+            if results.training_hash(config_of(r)) not in busy
             and results.find_result(config_of(r), out_dir) is None]
     steps = started(checkpoint_dir)
-    return sorted(todo, key=lambda r: results.training_hash(config_of(r)) not in steps)  # stable: order kept
+    # stable: order kept
+    return sorted(todo, key=lambda r: results.training_hash(config_of(r)) not in steps)
 
 
 def groups(runs, fuse=1, pairs=False, steps=None) -> list[list[tuple]]:
-    """The runs as jobs: one run each; ``fuse`` > 1: up to that many seeds of one variant as one fused network (where
-    the device's benchmark found fusion faster; a fused group resumes together, so only runs at one step -- `steps`,
-    {training hash: step} of the started ones -- are fused); ``pairs``: two runs of one experiment and seed a job
-    (two CUDA streams)."""
+    """The runs as jobs: one run each; ``fuse`` > 1: up to that many seeds of one variant as one
+    fused network (where the device's benchmark found fusion faster; a fused group resumes together,
+    so only runs at one step -- `steps`, {training hash: step} of the started ones -- are fused);
+    ``pairs``: two runs of one experiment and seed a job (two CUDA streams)."""
     out, at = [], lambda r: (steps or {}).get(results.training_hash(config_of(r)))
     for r in runs:
         if fuse > 1:
@@ -129,7 +147,8 @@ def groups(runs, fuse=1, pairs=False, steps=None) -> list[list[tuple]]:
             if mate is not None:
                 mate.append(r)
                 continue
-        elif pairs and out and len(out[-1]) < 2 and out[-1][0][0] == r[0] and out[-1][0][2:] == r[2:]:
+        elif (pairs and out and len(out[-1]) < 2 and out[-1][0][0] == r[0]
+              and out[-1][0][2:] == r[2:]):
             out[-1].append(r)
             continue
         out.append([r])
@@ -139,13 +158,15 @@ def groups(runs, fuse=1, pairs=False, steps=None) -> list[list[tuple]]:
 # -- the ledger: one file per run, written by the submitter and by the job
 
 def _entry_path(folder, cfg) -> Path:
-    """The run's ledger file, named by what it trains (one file whatever labels the run is asked for under)."""
+    """The run's ledger file, named by what it trains (one file whatever labels the run is asked for
+    under)."""
     return Path(folder or QUEUE_DIR) / "runs" / f"{results.training_hash(cfg)[:20]}.json"
 
 
 def mark(folder, cfg, state: str, **job) -> None:
-    """Record a run's state (queued, running, done, failed) and its job in the ledger (atomically). A "queued" mark
-    never overwrites what the job itself wrote since (a local job may start before its submitter marks it)."""
+    """Record a run's state (queued, running, done, failed) and its job in the ledger (atomically).
+    A "queued" mark never overwrites what the job itself wrote since (a local job may start before
+    its submitter marks it)."""
     path = _entry_path(folder, cfg)
     path.parent.mkdir(parents=True, exist_ok=True)
     if state == "queued" and path.is_file():
@@ -153,7 +174,8 @@ def mark(folder, cfg, state: str, **job) -> None:
         if old.get("job_id") == job.get("job_id") and old["state"] != "queued":
             return
     entry = {"run": [cfg["experiment"], cfg["variant"], cfg["seed"], cfg["scale"]], "state": state,
-             "training_hash": results.training_hash(cfg), "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             "training_hash": results.training_hash(cfg),
+             "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
              **job}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(entry, indent=1) + "\n")
@@ -161,20 +183,23 @@ def mark(folder, cfg, state: str, **job) -> None:
 
 
 def ledger(folder=None, ask_slurm=True) -> dict:
-    """{training hash: the run's latest ledger entry}. A local job whose process is gone, or a SLURM job that sacct
-    says has ended, while its entry still says queued or running, reads as failed (it was killed unseen)."""
+    """{training hash: the run's latest ledger entry}. A local job whose process is gone, or a SLURM
+    job that sacct says has ended, while its entry still says queued or running, reads as failed (it
+    was killed unseen)."""
     out = {}
     for p in sorted((Path(folder or QUEUE_DIR) / "runs").glob("*.json")):
         e = json.loads(p.read_text())
         if e["state"] in UNDER_WAY and not _alive(e, Path(folder or QUEUE_DIR), ask_slurm):
-            e.update(state="failed", error=e.get("error") or "the job ended without recording its run")
+            e.update(state="failed",
+                     error=e.get("error") or "the job ended without recording its run")
         out[e["training_hash"]] = e
     return out
 
 
 def claim(folder, cfg, executor_kind) -> bool:
-    """Take a run for this submitter, atomically (one submitter at a time holds the run's lock file while it checks
-    the ledger and marks the run queued, with its own pid until the job has an id): False if it is under way."""
+    """Take a run for this submitter, atomically (one submitter at a time holds the run's lock file
+    while it checks the ledger and marks the run queued, with its own pid until the job has an id):
+    False if it is under way."""
     path = _entry_path(folder, cfg)
     lock = path.with_suffix(".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +212,8 @@ def claim(folder, cfg, executor_kind) -> bool:
     try:
         if ledger(folder).get(results.training_hash(cfg), {}).get("state") in UNDER_WAY:
             return False
-        mark(folder, cfg, "queued", executor=executor_kind, job_id=None, pid=os.getpid(), hostname=socket.gethostname())
+        mark(folder, cfg, "queued", executor=executor_kind, job_id=None, pid=os.getpid(),
+             hostname=socket.gethostname())
         return True
     finally:
         lock.unlink(missing_ok=True)
@@ -210,7 +236,8 @@ def _alive(e, folder, ask_slurm) -> bool:
                 return submitit.SlurmJob(folder, e["job_id"]).state.split()[0] not in SLURM_ENDED
             except ImportError:  # --status needs no submitit: squeue below still answers
                 pass
-        if shutil.which("squeue"):  # (sacct off, or no submitit) a job squeue no longer lists has ended
+        # (sacct off, or no submitit) a job squeue no longer lists has ended
+        if shutil.which("squeue"):
             import subprocess
             got = subprocess.run(["squeue", "-h", "-j", str(e["job_id"]).split("_")[0], "-o", "%i"],
                                  capture_output=True, text=True, timeout=60)
@@ -222,14 +249,16 @@ def _alive(e, folder, ask_slurm) -> bool:
 # -- the job
 
 class TrainJob(Checkpointable):
-    """One job of the queue: train `cfgs` (one run, a pair, or a fused group) through the library into `out_dir`,
-    checkpointing into `checkpoint_dir` and resuming from it. submitit calls ``checkpoint`` when the job is
-    preempted or reaches its time limit: it resubmits this same job, which resumes from the last checkpoint."""
+    """One job of the queue: train `cfgs` (one run, a pair, or a fused group) through the library
+    into `out_dir`, checkpointing into `checkpoint_dir` and resuming from it. submitit calls
+    ``checkpoint`` when the job is preempted or reaches its time limit: it resubmits this same job,
+    which resumes from the last checkpoint."""
 
     def __init__(self, cfgs, out_dir=None, checkpoint_dir=None, folder=None, fused=False, data=None,
                  checkpoint_every=None, checkpoint_minutes=10.0, **train_kwargs):
         self.cfgs, self.out_dir, self.fused, self.data = list(cfgs), out_dir, fused, data
-        self.checkpoint_dir, self.folder = str(checkpoint_dir or CHECKPOINT_DIR), str(folder or QUEUE_DIR)
+        self.checkpoint_dir, self.folder = str(checkpoint_dir
+                                               or CHECKPOINT_DIR), str(folder or QUEUE_DIR)
         self.checkpoint_every, self.checkpoint_minutes = checkpoint_every, checkpoint_minutes
         self.train_kwargs, self.requeues = train_kwargs, 0
 
@@ -239,9 +268,11 @@ class TrainJob(Checkpointable):
 
         job = _job_environment()
         job["requeues"] = self.requeues
-        todo = [c for c in self.cfgs if results.find_result(c, self.out_dir) is None]  # recorded meanwhile: skip
+        # recorded meanwhile: skip
+        todo = [c for c in self.cfgs if results.find_result(c, self.out_dir) is None]
         ck = {(n := results.run_name(c)): Path(self.checkpoint_dir) / f"{n}.pt" for c in todo}
-        resumed = {n: load_checkpoint(p)["step"] for n, p in ck.items() if p.is_file()}  # (the file Run writes)
+        # (the file Run writes)
+        resumed = {n: load_checkpoint(p)["step"] for n, p in ck.items() if p.is_file()}
         for c in todo:
             mark(self.folder, c, "running", **job)
         try:
@@ -249,11 +280,15 @@ class TrainJob(Checkpointable):
                 done = []
             elif self.fused and len(todo) > 1:
                 from ...engine.fused import train_fused
-                done = train_fused(todo, data=self.data, out_dir=self.out_dir, checkpoint_dir=self.checkpoint_dir,
-                                   checkpoint_every=self.checkpoint_every, resume=True, **self.train_kwargs)
+                done = train_fused(todo, data=self.data, out_dir=self.out_dir,
+                                   checkpoint_dir=self.checkpoint_dir,
+                                   checkpoint_every=self.checkpoint_every, resume=True,
+                                   **self.train_kwargs)
             else:
-                done = train_many(todo, data=self.data, out_dir=self.out_dir, checkpoint_dir=self.checkpoint_dir,
-                                  checkpoint_every=self.checkpoint_every, checkpoint_minutes=self.checkpoint_minutes,
+                done = train_many(todo, data=self.data, out_dir=self.out_dir,
+                                  checkpoint_dir=self.checkpoint_dir,
+                                  checkpoint_every=self.checkpoint_every,
+                                  checkpoint_minutes=self.checkpoint_minutes,
                                   resume=True, **self.train_kwargs)
         except Exception as e:  # (submitit's requeue is a SystemExit: not a failure)
             for c in todo:
@@ -262,13 +297,15 @@ class TrainJob(Checkpointable):
         paths = []
         for r in done:
             if r.get("path"):  # finished: the job beside the hardware, in the recorded result
-                stamp(r["path"], {**job, "resumed_from_step": resumed.get(results.run_name(r["config"]))})
+                stamp(r["path"],
+                      {**job, "resumed_from_step": resumed.get(results.run_name(r["config"]))})
                 paths.append(r["path"])
             mark(self.folder, r["config"], "done" if r.get("path") else "stopped", **job)
         return paths
 
     def checkpoint(self, *args, **kwargs):
-        """Preempted or timed out: resubmit this job (submitit requeues it); it resumes from its checkpoint."""
+        """Preempted or timed out: resubmit this job (submitit requeues it); it resumes from its
+        checkpoint."""
         self.requeues += 1
         return DelayedSubmission(self, *args, **kwargs)
 
@@ -286,8 +323,8 @@ def _job_environment() -> dict:
 
 
 def stamp(path, job: dict) -> None:
-    """Add the job (scheduler, id, host, requeues, the step it resumed from) to a recorded result, beside its
-    hardware: rewritten atomically under the same name (``results.save_result``)."""
+    """Add the job (scheduler, id, host, requeues, the step it resumed from) to a recorded result,
+    beside its hardware: rewritten atomically under the same name (``results.save_result``)."""
     r = json.loads(Path(path).read_text())
     r["job"] = {k: v for k, v in job.items() if k != "pid"}
     results.save_result(r, Path(path).parent)
@@ -297,44 +334,53 @@ def stamp(path, job: dict) -> None:
 
 def minutes(limit: str) -> int:
     """'4h', '90m', '1h30m', 'H:MM[:SS]' (seconds dropped) or '45' (minutes) -> minutes."""
-    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?|(\d+):(\d\d)(?::\d\d)?|(\d+)", str(limit).strip().lower())
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?|(\d+):(\d\d)(?::\d\d)?|(\d+)",
+                     str(limit).strip().lower())
     if not m or not any(m.groups()):
         raise ValueError(f"time limit {limit!r}: write it as 4h, 90m, 1h30m or H:MM:SS")
     h, mi, hh, mm, bare = (int(g or 0) for g in m.groups())
     return 60 * (h + hh) + mi + mm + bare
 
 
-def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit="4h", cpus_per_job=None,
+def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit="4h",
+             cpus_per_job=None,
              array_parallelism=None, slurm_params=None, mem_gb=None):
-    """A submitit executor: "slurm" (a job array, one GPU each by default, requeued on preemption or the time limit)
-    or "local" (processes of this machine). `slurm_params`: further sbatch options (account, qos, constraint, ...);
-    `mem_gb`: host memory a job asks for (default MEM_GB a GPU, or for a CPU job)."""
+    """A submitit executor: "slurm" (a job array, one GPU each by default, requeued on preemption or
+    the time limit) or "local" (processes of this machine). `slurm_params`: further sbatch options
+    (account, qos, constraint, ...); `mem_gb`: host memory a job asks for (default MEM_GB a GPU, or
+    for a CPU job)."""
     try:
         import submitit
     except ImportError:
-        raise RuntimeError("the queue submits through submitit: pip install submitit (or pip install "
-                           "'idmap-lib[cluster]')") from None
+        raise RuntimeError("the queue submits through submitit: pip install submitit (or pip "
+                           "install 'idmap-lib[cluster]')") from None
     folder, limit = Path(folder or QUEUE_DIR) / "jobs" / "%j", minutes(time_limit)
     if kind == "local":
         ex = submitit.AutoExecutor(folder, cluster="local")
-        import torch  # the local executor shows a job only gpus_per_node GPUs (CUDA_VISIBLE_DEVICES): all of them
-        ex.update_parameters(timeout_min=limit, gpus_per_node=torch.cuda.device_count(), name="idmap")
+        # the local executor shows a job only gpus_per_node GPUs (CUDA_VISIBLE_DEVICES): all of them
+        import torch
+        ex.update_parameters(timeout_min=limit, gpus_per_node=torch.cuda.device_count(),
+                             name="idmap")
         return ex
     if kind != "slurm":
         raise ValueError(f"unknown executor {kind!r}: local or slurm")
     if not partition:
         raise ValueError("--executor slurm needs --partition P (sinfo lists them)")
-    bad = [k for k, v in (slurm_params or {}).items() if v is None or not re.fullmatch(r"[a-z_]+", k)]
+    bad = [k for k, v in (slurm_params or {}).items() if v is None
+           or not re.fullmatch(r"[a-z_]+", k)]
     if bad:
-        raise ValueError(f"sbatch options {bad}: give each as KEY=VALUE, the key in submitit's spelling "
-                         f"(account=..., qos=..., constraint=..., mail_type=...)")
+        raise ValueError(f"sbatch options {bad}: give each as KEY=VALUE, the key in submitit's "
+                         f"spelling (account=..., qos=..., constraint=..., mail_type=...)")
     try:
         ex = submitit.AutoExecutor(folder, cluster="slurm")
     except RuntimeError as e:
-        raise RuntimeError(f"{e} (submit from a login node of the cluster: sbatch and srun on the PATH)") from None
-    g = int(gpus_per_job)  # a CPU job (no GPU) asks for one core and the memory of one run, not a GPU job's four
+        raise RuntimeError(f"{e} (submit from a login node of the cluster: sbatch and srun on the "
+                           f"PATH)") from None
+    # a CPU job (no GPU) asks for one core and the memory of one run, not a GPU job's four
+    g = int(gpus_per_job)
     params = dict(timeout_min=limit, gpus_per_node=g, tasks_per_node=1, nodes=1,
-                  cpus_per_task=int(cpus_per_job or (4 * g if g else 1)), mem_gb=mem_gb or MEM_GB * max(g, 1),
+                  cpus_per_task=int(cpus_per_job or (4 * g if g else 1)),
+                  mem_gb=mem_gb or MEM_GB * max(g, 1),
                   name="idmap",
                   slurm_partition=partition, slurm_signal_delay_s=120)
     if array_parallelism:
@@ -348,36 +394,44 @@ def executor(kind: str, folder=None, partition=None, gpus_per_job=1, time_limit=
 
 
 def submit(ex, jobs, out_dir=None, folder=None, checkpoint_dir=None, fuse=1, **job_kwargs):
-    """Submit `jobs` (``groups``: each a list of runs -- (experiment, variant, seed, scale) -- or configs) as jobs of
-    `ex`, on SLURM one job array, and mark them queued; returns the submitit jobs. A recorded run is never sent."""
+    """Submit `jobs` (``groups``: each a list of runs -- (experiment, variant, seed, scale) -- or
+    configs) as jobs of `ex`, on SLURM one job array, and mark them queued; returns the submitit
+    jobs. A recorded run is never sent."""
     kind = "local" if "Local" in type(getattr(ex, "_executor", ex)).__name__ else "slurm"
     todo = [g for g in ([c for c in (r if isinstance(r, dict) else config_of(r) for r in g)
-                         if results.find_result(c, out_dir) is None and claim(folder, c, kind)] for g in jobs) if g]
+                         if results.find_result(c, out_dir) is None and claim(folder, c, kind)]
+                         for g in jobs) if g]
     if not todo:
         return []
     try:
         with ex.batch():
-            sent = [ex.submit(TrainJob(g, out_dir, checkpoint_dir, folder, fused=fuse > 1, **job_kwargs))
+            sent = [ex.submit(TrainJob(g, out_dir, checkpoint_dir, folder, fused=fuse > 1,
+                                       **job_kwargs))
                     for g in todo]
-    except Exception as e:  # the scheduler refused it (sbatch's error): no job exists, so none is in the ledger
+    # the scheduler refused it (sbatch's error): no job exists, so none is in the ledger
+    except Exception as e:
         for g in todo:
             for c in g:
-                _entry_path(folder, c).unlink(missing_ok=True)  # (claim took each only if it was not under way)
-        raise RuntimeError(f"the scheduler refused the submission, so nothing was queued or recorded: "
-                           f"{' '.join(str(e).split())[-400:]}. On a node without GPUs pass --gpus-per-job 0; "
-                           f"set --cpus-per-task / --mem to what the node has") from e
+                # (claim took each only if it was not under way)
+                _entry_path(folder, c).unlink(missing_ok=True)
+        raise RuntimeError(f"the scheduler refused the submission, so nothing was queued or "
+                           f"recorded: {' '.join(str(e).split())[-400:]}. On a node without GPUs "
+                           f"pass --gpus-per-job 0; set --cpus-per-task / --mem to what the node "
+                           f"has") from e
     for job, g in zip(sent, todo):
         for c in g:
             mark(folder, c, "queued", executor=kind, job_id=str(job.job_id))
     return sent
 
 
-def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, checkpoint_dir=None, parallel=1,
-              max_jobs=None, time_limit="24h", fuse=1, pairs=False, poll_s=2.0, say=print, **job_kwargs) -> dict:
-    """The CPU background sweep: keep `parallel` jobs of the queue running on this machine through submitit's
-    local executor, reading the queue again after each ends, until it is empty (or `max_jobs` were sent). A run
-    whose job failed is not sent again in this sweep. Returns {"done": [...], "failed": [...]} (run names) and
-    "paths" (the results it recorded)."""
+def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, checkpoint_dir=None,
+              parallel=1,
+              max_jobs=None, time_limit="24h", fuse=1, pairs=False, poll_s=2.0, say=print,
+              **job_kwargs) -> dict:
+    """The CPU background sweep: keep `parallel` jobs of the queue running on this machine through
+    submitit's local executor, reading the queue again after each ends, until it is empty (or
+    `max_jobs` were sent). A run whose job failed is not sent again in this sweep. Returns {"done":
+    [...], "failed": [...]} (run names) and "paths" (the results it recorded)."""
     ex = executor("local", folder, time_limit=time_limit)
     running, sent, report, tried = [], 0, {"done": [], "failed": [], "paths": []}, set()
     while True:
@@ -386,12 +440,15 @@ def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, che
             try:
                 report["paths"] += job.result()
                 report["done"] += names
-            except Exception as e:  # noqa: BLE001 - the ledger has it; the sweep goes on with the others
+            # the ledger has it; the sweep goes on with the others
+            except Exception as e:  # noqa: BLE001
                 report["failed"] += names
-                say(f"sweep: job {job.job_id} ({', '.join(names)}) failed: {type(e).__name__}: {str(e)[-300:]}")
+                say(f"sweep: job {job.job_id} ({', '.join(names)}) failed: {type(e).__name__}: "
+                    f"{str(e)[-300:]}")
         free = parallel - len(running)
         if free > 0 and (max_jobs is None or sent < max_jobs):
-            todo = [r for r in queue(scale, keys, seeds, out_dir, folder, checkpoint_dir) if r not in tried]
+            todo = [r for r in queue(scale, keys, seeds, out_dir, folder, checkpoint_dir)
+                    if r not in tried]
             for g in groups(todo, fuse, pairs, started(checkpoint_dir)):
                 # one group at a time: another worker may take a run first
                 if free == 0 or max_jobs is not None and sent >= max_jobs:
