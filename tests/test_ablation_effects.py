@@ -82,8 +82,7 @@ def _honest_cells(name):
     question)."""
     cells = json.loads(CHAPTER.read_text())["cells"]
     return cells, [i for i, c in enumerate(cells)
-                   if f'guide.recorded("{name}")' in "".join(c["source"])
-                   and "An honest question" in "".join(c["source"])]
+                   if f'questions.honest_question("{name}")' in "".join(c["source"])]
 
 
 @pytest.mark.parametrize("name", list(ablations.ABLATIONS))

@@ -176,11 +176,9 @@ def test_an_interrupt_leaves_the_figure_as_far_as_it_got_and_the_trainers_line(t
     """The stop button during training: the trainer keeps a checkpoint and raises one line
     (guard.TrainingInterrupted, a KeyboardInterrupt); the cell lets it through (Run all stops there)
     after drawing every step logged."""
-    import idmap_lib.engine.trainer as trainer
-
     monkeypatch.setattr(live, "Output", Shown)
     monkeypatch.setattr(Shown, "made", [])
-    real = trainer.train
+    real = live.train
 
     def train(cfg, **kw):
         def on_log(history):
@@ -189,7 +187,7 @@ def test_an_interrupt_leaves_the_figure_as_far_as_it_got_and_the_trainers_line(t
                 raise KeyboardInterrupt  # the stop button, in the window that ends at step 6
         return real(cfg, **{**kw, "on_log": on_log})
 
-    monkeypatch.setattr(trainer, "train", train)
+    monkeypatch.setattr(live, "train", train)
     with pytest.raises(KeyboardInterrupt):
         live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist)
     shown, = Shown.made
@@ -206,8 +204,7 @@ def test_a_run_stopped_by_max_steps_says_to_raise_it(tiny_recipe, mnist, tmp_pat
     assert ("the whole run (24 steps) takes about" in out
             and "max_steps = 6 stops it at step 6" in out)
     # the same cell again, max_steps unchanged: nothing trains, and it says why
-    monkeypatch.setattr("idmap_lib.engine.trainer.train",
-                        lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr(live, "train", lambda *a, **k: pytest.fail("trained again"))
     again = live.train_live(EXP, VAR, "full", run=True, max_steps=6, folder=tmp_path, data=mnist)
     assert again["stopped"]["step"] == 6 and "raise max_steps" in capsys.readouterr().out
     shown = live.train_live(EXP, VAR, "full", run=False, folder=tmp_path, data=mnist, show=False)

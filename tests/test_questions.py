@@ -55,3 +55,10 @@ def test_the_chapter_asks_each_question_through_the_library():
     code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     for name in questions.HONEST:
         assert sum(f'say(questions.honest_question("{name}"))' in c for c in code) == 1, name
+
+
+def test_every_exercise_whose_runs_do_not_show_the_paper_asks_one():
+    from idmap_lib.checks import ablations
+
+    assert set(questions.HONEST) == {n for n in ablations.ABLATIONS
+                                     if not all(guide.SHOWS_PAPER_EFFECT[n].values())}

@@ -1,5 +1,7 @@
 """python -m idmap_lib.checks COMMAND: the exercise chapters' editions, autograder, batch grading,
 guide."""
+# Each command imports what it needs when it runs (the CLI's reason: idmap_lib/cli.py), so that
+# --help answers at once.
 import argparse
 import sys
 

@@ -14,6 +14,8 @@ from typing import Callable
 from ..book import CLASSROOM_RUNS as BOOK_RUNS
 from ..book.evidence import metrics
 from ..engine import recipes
+from ..engine.build import build_model
+from ..models.introspect import residual_units
 
 HERE = Path(__file__).resolve().parent
 SPREAD_FILE = HERE / "spread.json"  # measured by `python -m idmap_lib.checks spread` (package data)
@@ -270,8 +272,6 @@ def configs(name, seed=0, scale=None):
     return {k: config(name, k, seed, scale) for k in ABLATIONS[name].runs}
 
 def units(cfg):
-    from ..engine.build import build_model
-    from ..models.introspect import residual_units
     return len(residual_units(build_model(cfg["model"])))
 
 

@@ -11,9 +11,14 @@ from pathlib import Path
 
 from ..book import default_runs_dir
 from ..book.evidence.seeds import draw_student_seed
-from ..engine import paths
+from ..engine import paths, trainer
+from ..engine.batches import evaluate, prepare_data
+from ..engine.build import build_model
 from ..engine.checkpoint import path_of
-from ..engine.results import find_result, save_result
+from ..engine.distributed import context
+from ..engine.results import config_hash, find_result, save_result
+from ..models import pruning
+from ..models.introspect import gates, residual_units
 from .ablation_exercises import (ABLATIONS, OFFERED, PRUNE_FRACTION, book_runs, configs,
                                  default_scale, same_text)
 
@@ -24,11 +29,6 @@ def _prune_eval(result, cfg, data, ckpt_dir, fraction=PRUNE_FRACTION, seed=0):
     of an ungated one, random blocks. The same random blocks in both nets."""
     import torch
 
-    from ..engine.batches import evaluate, prepare_data
-    from ..engine.build import build_model
-    from ..engine.distributed import context
-    from ..models import pruning
-    from ..models.introspect import gates, residual_units
     model = build_model(cfg["model"])
     ck = torch.load(path_of(ckpt_dir, cfg), map_location="cpu", weights_only=False)
     model.load_state_dict(ck["model"])
@@ -152,8 +152,6 @@ def _share(twin, cfg, name, prediction, out) -> dict:
     as it was, this exercise's labels and prediction, and which exercise it was trained for (the
     grader then reads that one's prediction time: a shared run was trained after the prediction of
     the exercise it was trained for)."""
-    from ..engine.results import config_hash
-
     was = twin["exercise"]
     r = {k: v for k, v in twin.items() if k not in ("path", "shown_as", "exercise")}
     r.update(
@@ -217,7 +215,6 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
     a run the submission lacks comes back as None, and the check grades it "runs missing"."""
     import time
 
-    from ..engine import trainer
     ab = ABLATIONS[name]
     out = Path(out_dir or default_runs_dir())
     cfgs, found = lookup(name, student_seed(out) if seed is None else seed, scale, out)

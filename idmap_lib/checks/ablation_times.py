@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..book import CLASSROOM_RUNS as BOOK_RUNS
 from ..book.evidence.seeds import SEEDS, TIMING_SEED
-from ..book.plan.run_times import _threads
+from ..book.plan import run_times as rt
+from ..book.plan.run_times import _threads, h200_measured
 from .ablation_exercises import ABLATIONS, configs, final, mean_k, resolve_scale
 from .ablation_grading import spread, spread_key, write_spread
 from .ablation_runs import run
@@ -106,7 +107,6 @@ def t4_pace(cfg, h200=None) -> tuple[float, str]:
     measured pace of the same network (`h200`: ``run_times.h200_measured()``, read here if not
     given) by the ratio of their memory bandwidths (``book.run_times``), else the assumed
     :data:`COLAB_IMG_PER_S`."""
-    from ..book.plan import run_times as rt
     measured = (rt.h200_measured() if h200 is None else h200).get(rt._measured_net(cfg))
     if measured:
         return measured[0] / (rt.H200_TB_S / rt.T4_TB_S), (f"derived from the H200's pace measured "
@@ -117,7 +117,6 @@ def t4_pace(cfg, h200=None) -> tuple[float, str]:
 def gpu_time(name) -> dict:
     """{"s": seconds of the exercise at its gpu scale on a T4, "how": "derived" or "estimated",
     "basis": from what, "net": what trains, in a few words}."""
-    from ..book.plan.run_times import h200_measured
     cfgs, h200 = configs(name, 0, "gpu"), h200_measured()
     paces = [t4_pace(c, h200) for c in cfgs.values()]
     train = sum(c["steps"] * c["batch_size"] / p for c, (p, _) in zip(cfgs.values(), paces))

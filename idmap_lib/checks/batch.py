@@ -40,7 +40,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from . import sandbox, spotcheck
+from . import ablations, implementation, sandbox, spotcheck
+from .ablation_exercises import book_runs as folder
 from .editions import BOOK, CHAPTERS, NEVER, _src, split_chapter
 from .student import RUNS
 
@@ -221,7 +222,6 @@ def submitted_runs(name: str, folder: Path) -> dict:
     """{key: the recorded run or None} of ablation `name` in a submission's runs folder, found as
     ``ablations.run`` finds them (the folder's seed, any offered scale), read from the files by this
     process."""
-    from . import ablations
     seed = ablations.student_seed(folder) if folder.is_dir() else None
     if seed is None:
         return {k: None for k in ablations.ABLATIONS[name].runs}
@@ -236,7 +236,6 @@ def _message(e: BaseException) -> str:
 def score(chapter_plan: dict, extracted: dict, runs_folder: Path, seed: int) -> dict:
     """{question: (points, feedback, {run key: run} graded)} from the sandbox's values, graded by
     this checkout."""
-    from . import ablations, implementation
     got = {q: [] for q in chapter_plan["questions"]}
     values = {(c.get("question"), c.get("check")): c for c in extracted.get("calls", [])
               if isinstance(c, dict)}
@@ -389,7 +388,6 @@ def _seed_of(folder: Path):
 
 @functools.cache
 def _book_runs() -> tuple:
-    from .ablation_exercises import book_runs as folder
     return tuple(json.loads(p.read_text()) | {"path": str(p)}
                  for p in sorted(Path(folder()).glob("*.json")))
 

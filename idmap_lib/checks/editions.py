@@ -35,6 +35,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from ..book.page.repository import site_url
+from .ablation_exercises import book_runs
+from .student import PUBLISHED
+from idmap_lib import checks
+from idmap_lib.checks import ablations
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
@@ -242,7 +247,6 @@ def otter_master(src, dst, name=None):
                          f"grader needs it")
     cells += [_cell("markdown", SUBMIT_TEXT.format(runs_text=RUNS_TEXT if runs else "")),
               _cell("code", SUBMIT_CELL.format(name=name, runs=runs))]
-    from ..book.page.repository import site_url
 
     hidden, site = {_src(c) for c in nb["cells"]
                     if _tags(c) & {"remove-input", "hide-input"}}, site_url()
@@ -278,8 +282,6 @@ def run_grading_cell(env, source):
     """Otter's test body: every grader call of a grading cell, run on the student's namespace `env`;
     each must return "passed" (a failing grader raises its AssertionError with its hint; NOT
     ATTEMPTED fails)."""
-    from idmap_lib import checks
-    from idmap_lib.checks import ablations
     ns = {**dict(env or {}), "checks": checks, "ablations": ablations}
     for stmt in ast.parse(source).body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
@@ -326,8 +328,6 @@ def assign(out="dist", chapters=None, run_tests=True):
     chapter whose assign fails leaves nothing behind (its folder removed) and raises
     :class:`AssignError` with what Otter said. Returns {name: {"student": path, "autograder": path,
     "master": path}}."""
-    from .ablations import book_runs
-
     out = Path(out).resolve()
     made = {}
     # The solutions' runs are the book's recorded ones: Otter grades them in a temporary copy of the
@@ -370,7 +370,6 @@ def publish(chapters=None, dest=None) -> list[Path]:
     files written."""
     import tempfile
 
-    from .student import PUBLISHED
     dest = Path(dest or PUBLISHED)
     written = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -431,8 +430,6 @@ def _lean_autograder(zipped: Path, name: str):
     beside the library the chapter (what its grading cells are) and the book's classroom runs (what
     a copied run is compared with)."""
     import zipfile
-
-    from .ablation_exercises import book_runs
 
     with zipfile.ZipFile(zipped) as z:
         entries = [(i, z.read(i)) for i in z.infolist()]

@@ -7,6 +7,9 @@ recorded runs' spread file, the configs); nothing is typed.
 """
 from __future__ import annotations
 
+from ..book.plan.run_times import timed_alone
+from ..engine import recipes
+from ..engine.data import SIZES as DATASET_SIZES  # (train, test) images
 from . import ablations as ab
 from .implementation import EXERCISES
 
@@ -126,7 +129,6 @@ def scales_in_words(name, scale="classroom") -> dict:
     the configs of its first run: {"net", "length", "paper_net", "paper_length"} -- the net (a CIFAR
     ResNet with its residual units; Paper B's MNIST nets at the exercise's depths), and the steps
     with about how many epochs they are."""
-    from ..engine import recipes
     key, cfg = next(iter(ab.configs(name, 0, scale).items()))
     experiment, variant, _ = ab.ABLATIONS[name].runs[key]
     full = recipes.config(experiment, variant, "full")
@@ -137,7 +139,6 @@ def scales_in_words(name, scale="classroom") -> dict:
         return "Paper B's MNIST nets at the exercise's depths"
 
     def length(c):
-        from ..engine.data import SIZES as DATASET_SIZES  # (train, test) images
 
         sub, whole = c.get("subset"), DATASET_SIZES[c["dataset"]][0]
         n_train = 10 * sub["train_per_class"] if sub else whole
@@ -219,7 +220,6 @@ def allow(t) -> str:
 
 
 def _scales(name, t, words) -> str:
-    from ..book.plan.run_times import timed_alone
 
     # not the runs of the table below: says so
     cpu = f", {timed_alone(t['cpu_measured'])}" if t["cpu_s"] else ""

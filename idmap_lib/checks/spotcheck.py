@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+from ..engine import trainer
 from ..engine.results import FIRST_STEPS
 
 EXACT_TOL = 1e-6
@@ -46,7 +47,6 @@ def _comparable(run) -> str | None:
 def retrain_first_steps(run, data=None) -> dict:
     """The first logged window of `run`'s config (a result without a file: history and provenance),
     trained again here at its recorded threads."""
-    from ..engine import trainer
     cfg = run["config"]
     # enough logged windows to hold the first steps, at the run's recorded threads
     logs = -(-FIRST_STEPS // cfg["log_every"])

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from ..book import default_runs_dir
 
 # the autograder's otter too: requirements-grading.txt (a test holds them equal)
 OTTER = "otter-grader==7.0.0"
@@ -122,8 +123,6 @@ def student_grader(name: str):
 def runs_folder(note: bool = True) -> Path:
     """The runs folder the exercises recorded into (made if missing); with `note`, a NO_RUNS.txt
     where it holds no run, so that the submission says so."""
-    from ..book import default_runs_dir
-
     out = default_runs_dir()
     out.mkdir(parents=True, exist_ok=True)
     recorded = sorted(out.glob("*.json"))

@@ -29,7 +29,18 @@ import time
 import torchvision
 from PIL import Image
 
-from .device import format_duration
+from ..models.networks import cifar_block
+from . import data as data_mod
+from .build import build_model
+from .data import load
+from .device import format_duration, pick_device
+from .fused import FusedRun
+from .graphs import GRAPH_WARMUP
+from .loop import Loop
+from .recipes import MNIST_KINDS, config, mnist_configs, step_schedule
+from .results import provenance
+from .stacked import Stacked
+from .trainer import train, train_many
 
 
 # steps per timing window; the median window is reported (the CPU here is shared and noisy)
@@ -44,7 +55,6 @@ def _peak_rss_mb(children=False):
 def block_for(depth: int) -> str:
     """The block Paper A uses at this depth: bottleneck for ResNet-164 and -1001, basic
     otherwise."""
-    from ..models.networks import cifar_block
 
     return cifar_block(depth)[0]
 
@@ -52,10 +62,6 @@ def block_for(depth: int) -> str:
 def _engine(depth, steps, warmup, batch_size, data, device, compile, cuda_graph=False,
             unit="full_preact"):
     import torch
-
-    from .recipes import config, step_schedule
-    from .device import pick_device
-    from .trainer import train
 
     cfg = config("a_table2_activations", "full_preact-110", "cpu")
     cfg["model"]["kwargs"].update(depth=depth, unit=unit, block=block_for(depth))
@@ -102,10 +108,6 @@ def _naive(depth, steps, warmup, batch_size, data, device, workers):
     import torchvision
     import torchvision.transforms as T
     from PIL import Image
-
-    from . import data as data_mod
-    from .build import build_model
-    from .device import pick_device
 
     dev = pick_device(device)
     d = data_mod.load("cifar10", data, verbose=False)
@@ -216,8 +218,6 @@ def _rate(cfgs, steps, data, log, **kw):
     """Steady img/s of each run (median of its log windows after the first) over `steps` steps."""
     import torch
 
-    from .trainer import train_many
-
     cfgs = [dict(c, log_every=log, eval_every=10 ** 9) for c in cfgs]
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
@@ -240,7 +240,6 @@ MODE_RUNS = {  # (experiment, variants) at the full recipe: the Table 2 pair and
 def modes(data=None, depths=(110, 1001), steps=None, device=None):
     """Eager vs CUDA graph vs two runs at once on this device; returns {depth: {mode: rate}} and
     prints the projected minutes of one full recipe (and of the pair) for each."""
-    from .recipes import config
 
     steps = steps or {110: (60, 150), 1001: (16, 40)}
     report = {}
@@ -270,13 +269,6 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     (``stacked.py``), the same number of steps each; prints images/s and the ratio, both measured
     here and now."""
     import torch
-
-    from .data import load
-    from .recipes import MNIST_KINDS, mnist_configs
-    from .device import pick_device
-    from .loop import Loop
-    from .results import provenance
-    from .stacked import Stacked
 
     cfgs = mnist_configs(depth, seeds)
     data = load("mnist", data)
@@ -320,8 +312,6 @@ def grouped_conv(n=4, batch=128, reps=20, device=None):
     only."""
     import torch
     import torch.nn.functional as F
-
-    from .device import pick_device
 
     dev = pick_device(device)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
@@ -368,11 +358,6 @@ def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activation
     batch) with ``cuda_graph``."""
     import torch
 
-    from .data import load
-    from .fused import FusedRun
-    from .recipes import config
-    from .results import provenance
-    from .graphs import GRAPH_WARMUP
 
     def cfg_for(seed):
         c = config(experiment, variant, scale, seed)

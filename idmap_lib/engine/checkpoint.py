@@ -11,12 +11,11 @@ import os
 from pathlib import Path
 
 import torch
+from .results import run_name
 
 
 def path_of(checkpoint_dir, cfg) -> Path:
     """Where a run's checkpoint is kept in `checkpoint_dir`: one file a run, named by the run."""
-    from .results import run_name
-
     return Path(checkpoint_dir) / f"{run_name(cfg)}.pt"
 
 

@@ -27,6 +27,7 @@ import copy
 
 from ..models.registry import UNITS
 from .data import SIZES
+from .results import training_hash
 
 # ----------------------------------------------------------------------------------------------
 # learning-rate schedules: pure functions of the iteration
@@ -520,8 +521,6 @@ def recorded_scale(cfg: dict) -> str | None:
     """The scale of today's recipes whose run of this experiment, variant and seed trains exactly
     what `cfg` trains (its labels aside: the first CPU scale was called "shrunk"), or None if none
     does (a stale run)."""
-    from .results import training_hash
-
     h = training_hash(cfg)
     return next((s for s in SCALES if training_hash(config(cfg["experiment"], cfg["variant"], s,
                                                            cfg["seed"])) == h),

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .interrupt import TrainingInterrupted  # noqa: F401  (trainer.TrainingInterrupted)
 from .loop import Loop, train_groups
 from .options import TrainOptions
+from .recipes import config
 from .results import find_result
 from .solo import Solo
 
@@ -56,8 +57,6 @@ def run(experiment: str, variant: str, scale: str = "cpu", seed: int = 0, out_di
     train_kwargs go to ``train`` (data=, and the options: device=, on_log=, progress=,
     checkpoint_dir=, ...).
     """
-    from .recipes import config
-
     cfg = config(experiment, variant, scale, seed)
     if not retrain:
         hit = find_result(cfg, out_dir)

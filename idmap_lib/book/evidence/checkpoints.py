@@ -9,6 +9,8 @@ import functools
 from pathlib import Path
 
 from ...engine import paths, recipes, results
+from ...engine.batches import prepare_data
+from ...engine.build import build_model
 from ...engine.checkpoint import path_of
 from .reports import hardware, net_name
 
@@ -18,7 +20,6 @@ def committed_checkpoint(cfg, checkpoint_dir=None):
     loaded on the CPU, and its path -- by its name, else a checkpoint of the same training under
     other labels (Table 1's original is Table 2's original-110); (None, path) if there is none."""
     import torch
-
 
     folder = Path(checkpoint_dir or paths.CHECKPOINTS)
     path = path_of(folder, cfg)
@@ -34,7 +35,6 @@ def finished_weights(cfg, weights_dir=None):
     window's folder under `weights_dir` (default data/gpu/), loaded on the CPU, by name or by what
     it trains; None if none."""
     import torch
-
 
     folder = Path(weights_dir or paths.GPU)
     path = next(iter(sorted(folder.glob(f"*/weights-{results.run_name(cfg)}.pt"))), None)
@@ -67,8 +67,6 @@ def trained_model(experiment, variant, scale="full", seed=0, checkpoint_dir=None
     """The network of a run in eval mode, with its committed checkpoint's weights (under way) or its
     finished weights; a line saying which step of which recipe on which device they come from; and
     that step. (None, why, 0) if there is neither."""
-    from ...engine.build import build_model
-
     cfg = recipes.config(experiment, variant, scale, seed)
     ck, _ = committed_checkpoint(cfg, checkpoint_dir)
     done = None if ck is not None else finished_weights(cfg, weights_dir)
@@ -89,8 +87,6 @@ def test_images(experiment, variant, n=256, data=None):
     """The first n test images of a recipe's dataset, normalised as that recipe trains, with their
     labels."""
     import torch
-
-    from ...engine.batches import prepare_data
 
     cfg = recipes.config(experiment, variant, "full")
     D = prepare_data(cfg, data, torch.device("cpu"))

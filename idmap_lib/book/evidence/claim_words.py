@@ -8,9 +8,11 @@ N steps", and that the final error needs the full recipe (rule.NEEDS_FULL).
 """
 from __future__ import annotations
 
+from ...engine import recipes
 from . import claims
-from .metrics import PERCENT, shown_as
+from .metrics import PERCENT, lr_jump_rise, shown_as, stuck_before_jump
 from .rule import NEEDS_FULL, NOT_TESTABLE, side_of
+from .runs import seed_runs
 from .tables import OURS, num
 
 # one readable line per claim (claims.CLAIMS + claims.PROBES): the row a reader sees first
@@ -262,7 +264,6 @@ def tally(key, scale=None, out_dir=None) -> dict:
     c = claims.CLAIMS_BY_KEY[key]
     scale = scale or c.scale
     v = claims.evaluate(c, scale, out_dir)
-    from ...engine import recipes
     e, done = c.experiment, [(t, r) for t, r in v.parts if "d" in r]
     out = {"verdict": v.verdict,
            "steps": next((f"{r['steps']:,}" for _, r in v.parts if r.get("steps")), "–"),
@@ -330,9 +331,6 @@ def jump_in_words(key="lr_jump_preact_tolerates", out_dir=None) -> str:
     and the units whose runs were still at chance when the lr jumped (left out: their rise says
     nothing of tolerance)."""
     import statistics
-
-    from .metrics import lr_jump_rise, stuck_before_jump
-    from .runs import seed_runs
 
     c = claims.CLAIMS_BY_KEY[key]
     v = claims.evaluate(c, out_dir=out_dir)

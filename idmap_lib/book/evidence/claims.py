@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...engine.recipes import JUMP_PROBE
-
+from ...engine.recipes import JUMP_PROBE, SCALES
 from . import paper_numbers
 from .metrics import METRICS, censored, left_out
 from .rule import TESTED, better, combine, compare, holm, similar
-from .seeds import ALL_SEEDS, MORE_SEEDS, SEEDS
 from .runs import seed_runs
+from .seeds import ALL_SEEDS, MORE_SEEDS, SEEDS
+
 from .variants import LR_JUMP_OTHERS  # (full pre-activation against each)
 
 
@@ -310,8 +310,6 @@ CLAIMS_BY_KEY = {c.key: c for c in CLAIMS + PROBES}
 def by_scale(claim_list=None) -> dict[str, list[str]]:
     """The claims' keys grouped by the scale their runs are recorded at (recipes.SCALES order): one
     table and one count per scale, never mixed (chapter 11)."""
-    from ...engine.recipes import SCALES
-
     claim_list = CLAIMS if claim_list is None else claim_list
     return {s: [c.key for c in claim_list if c.scale == s] for s in SCALES
             if any(c.scale == s for c in claim_list)}

@@ -27,9 +27,10 @@ from functools import partial
 
 import torch
 
-from ...engine import paths, recipes
+from ...engine import data as data_mod, paths, recipes
 from ...engine.device import threads
 from ...engine.results import config_hash, find_result, provenance, save_result
+from ...engine.trainer import Run
 from ...models.introspect import post_relu, residual_units, weight_layers
 from ...models.shortcuts import ConstantScaling, Shortcut
 from ..maths import probes
@@ -179,9 +180,6 @@ def training_forwards(recipe, at, data=None, watch=None) -> dict:
     steps and record, in the forward of each step whose number of updates so far is in `at`, what
     `watch` (a Watch class, default ``Watch``; its ``snapshot`` is taken after that step's backward)
     sees."""
-    from ...engine import data as data_mod
-    from ...engine.trainer import Run
-
     if not at or min(at) < 0 or list(at) != sorted(set(at)):
         raise ValueError(f"at must be increasing step numbers >= 0, got {at!r}")
     run = Run(recipe, data=data or data_mod.load(recipe["dataset"]), device="cpu", progress=False,
@@ -264,8 +262,6 @@ def all_specs(seeds=SEEDS):
 
 def measure_missing(seeds=SEEDS, out_dir=None, say=print):
     """Measure every spec not yet recorded (the CIFAR-10 data loaded once); returns the records."""
-    from ...engine import data as data_mod
-
     data, out = None, []
     for spec in all_specs(seeds):
         if measured(spec, out_dir,

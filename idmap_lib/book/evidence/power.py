@@ -12,6 +12,9 @@ true difference of the paper's gap with probability >= 80 % (the noncentral t, e
 from __future__ import annotations
 
 import math
+from ...engine import recipes
+from .claim_words import TITLES
+from .claims import CLAIMS_BY_KEY, paper_gap
 
 SPREAD = {"cifar10": 0.14, "cifar100": 0.22}  # % points: Paper A Table 4, sd over 5 runs
 POWER, ALPHA, MOST = 0.80, 0.05, 200
@@ -40,9 +43,6 @@ def claim_seeds(claim) -> int | None:
     """The seeds a side that a final-error claim needs at the full recipe (its parts with a paper
     gap), or None where the papers give no gap (a "fail", a metric they do not report, our own
     claims)."""
-    from ...engine import recipes
-    from .claims import paper_gap
-
     dataset = recipes.config(claim.experiment, claim.variants[0], "full")["dataset"]
     sd = SPREAD.get(dataset)
     gaps = [paper_gap(claim, t) for t in claim.tests if t.metric == "test_err"]
@@ -54,9 +54,6 @@ def claim_seeds(claim) -> int | None:
 def in_words(keys) -> str:
     """'from 2 (...) to 39 (...) seeds a side' over the claims of `keys` that have a paper gap,
     their titles in words."""
-    from .claim_words import TITLES
-    from .claims import CLAIMS_BY_KEY
-
     need = {k: claim_seeds(CLAIMS_BY_KEY[k]) for k in keys}
     need = {k: n for k, n in need.items() if n}
     if not need:

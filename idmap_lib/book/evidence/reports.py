@@ -5,6 +5,7 @@ gate_figures.py)."""
 from __future__ import annotations
 
 from ...engine import recipes, results
+from ...models.networks import cifar_block
 
 
 def command(experiment: str, variant: str, scale: str, seed: int = 0) -> str:
@@ -25,7 +26,6 @@ def net_name(cfg: dict) -> str:
     WRN-28-1, MLP gresnet d=10."""
     m, kw = cfg["model"]["builder"], cfg["model"]["kwargs"]
     if m == "cifar_resnet":
-        from ...models.networks import cifar_block
         block, _ = cifar_block(kw["depth"], kw.get("block"))
         scale = kw.get("width_scale", 1)
         width = ""

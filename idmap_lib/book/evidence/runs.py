@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...engine import paths, recipes, results
+from ..page.setup import default_runs_dir
 from .seeds import SEEDS
 
 
@@ -37,8 +38,6 @@ def seeds_command(experiment, variants, seeds, scale="cpu") -> str:
 def runs_dir(folder=None) -> Path:
     """The reader's runs folder: `folder`, else ``book.default_runs_dir`` (IDMAP_RUNS, else
     idmap_runs/)."""
-    from ..page.setup import default_runs_dir
-
     return Path(folder) if folder else default_runs_dir()
 
 

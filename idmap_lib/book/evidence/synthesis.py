@@ -19,8 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..page import figure_style
+from ..page import figure_style, palette
+from .claim_words import listed, words
 from .claims import CLAIMS_BY_KEY, evaluate
+from .metrics import LOG_FLOOR, METRICS, censored, left_out
+from .runs import seed_runs
+from .seeds import ALL_SEEDS
 
 # The interventions' design (claims.SWAP_CLAIMS): every unit and swap as a row, each with the
 # properties it has by construction. Each candidate mechanism is a hypothesis "property P is what
@@ -246,7 +250,6 @@ def swap_table(out_dir=None):
     """The page's table: one row a unit or swap, its properties (a tick each) and its two
     outcomes."""
     import pandas as pd
-    from .claim_words import words
 
     found = {t: outcomes(t, out_dir) for t in OUTCOMES}
     rows = []
@@ -263,7 +266,6 @@ def table(assessed=None):
     """One row a mechanism: who offers it, its status at the lr jump and at the start of
     ResNet-1001, with the rows that decide it, and where the book shows it."""
     import pandas as pd
-    from .claim_words import words
 
     assessed = assessed or assess_all()
     rows = []
@@ -300,8 +302,6 @@ def answer(assessed=None, found=None, out_dir=None) -> str:
     """The chapter's opening answer, computed: what full pre-activation buys at this scale (the
     reference rows' outcomes), then what the swaps say of each mechanism, and which rows are still
     open or missing."""
-    from .claim_words import listed
-
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
     full, orig = (found["jump"][r]["outcome"] for r in ("full_preact-110", "original-110"))
@@ -342,12 +342,6 @@ def key_figure(out_dir=None):
     run, drawn at its length). Returns (figure, values)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
-
-    from ..page import palette
-    from .claim_words import words
-    from .metrics import LOG_FLOOR, METRICS, censored, left_out
-    from .runs import seed_runs
-    from .seeds import ALL_SEEDS
 
     scales = {"jump": CLAIMS_BY_KEY[LR_JUMP].scale, "start": CLAIMS_BY_KEY[FIG1].scale}
     heights = [ROW_PX * len(ROWS[t]) for t in OUTCOMES]
@@ -400,8 +394,6 @@ def key_figure(out_dir=None):
 def key_figure_alt(values) -> str:
     """The figure's text alternative: the median per row, in one sentence a screen reader says."""
     import statistics
-
-    from .claim_words import words
 
     parts = {t: "; ".join(f"{words('a_swaps', r)} {statistics.median(values[r]):.3g}"
                           for r in ROWS[t] if values[r])

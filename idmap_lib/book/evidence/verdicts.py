@@ -9,12 +9,13 @@ colour of that verdict. The verdicts themselves come from claims.evaluate (the r
 from __future__ import annotations
 
 from ...engine import recipes
-from . import claim_words as cw, claims, paper_numbers
 from ..page import figure_style
+from . import claim_words as cw, claims, paper_numbers
+from .claim_words import compared
 from .metrics import AT_CHANCE, METRIC_WORDS, PERCENT, ended_at_chance, shown_as
 from .rule import ABOUT, NEEDS_FULL, VERDICTS, side_of, tests_in_words
-from .seeds import ALL_SEEDS, SEEDS
 from .runs import seed_runs
+from .seeds import ALL_SEEDS, SEEDS
 from .tables import VERDICT_COLOURS, drop_if_empty, num
 
 
@@ -424,8 +425,6 @@ def opposite_note(keys, out_dir=None, scale=None) -> str:
     paper's direction: what it shows and what it does not. Such a part cannot contradict the paper
     (the run is early training); for a training loss it is faster optimisation, not the end the
     paper describes. Markdown; empty when there is none."""
-    from .claim_words import compared
-
     lines = []
     for key in keys:
         claim = claims.CLAIMS_BY_KEY[key]

@@ -11,15 +11,15 @@ import math
 import statistics
 
 from ...engine import recipes
-from ..page import figure_style, palette
 from ..evidence import paper_numbers
-from ..evidence.claim_words import words
-from ..plan.cpu_scale import PROBE_MAX_RISE
-from ..page.log_axes import log_ticks
+from ..evidence.claim_words import listed, words
 from ..evidence.metrics import ended_at_chance, reached_80, steps_to_80
 from ..evidence.reports import hardware
-from ..evidence.seeds import ALL_SEEDS
 from ..evidence.runs import seed_runs
+from ..evidence.seeds import ALL_SEEDS
+from ..page import figure_style, palette
+from ..page.log_axes import log_ticks
+from ..plan.cpu_scale import PROBE_MAX_RISE
 
 
 PANELS = {  # what a curve panel shows: (history part, key, scale of the value, its title)
@@ -184,8 +184,6 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=N
     error -- then ended at chance) and one small table (per variant: the worst rise after each
     change over its seeds, the steps to 80 %, how many ended at chance). Markdown; "" where the
     recipe has no warm-up or no run is recorded."""
-    from ..evidence.claim_words import listed, words
-
     sched = recipes.config(experiment, variants[0], scale)["schedule"]
     if not sched.get("warmup_steps"):
         return ""

@@ -5,13 +5,16 @@ over the whole recipe (``full_recipe_curves``) beside the paper's final error.
 from __future__ import annotations
 
 from ...engine import recipes, results
-from ..page import figure_style, palette
-from ..evidence import paper_numbers
+from ..evidence import claims, paper_numbers, power, verdicts
 from ..evidence.checkpoints import committed_checkpoint
-from .curves import lr_marks
 from ..evidence.metrics import final_test_err
 from ..evidence.reports import LOSSY_NOTE, command, hardware, lossy_copy, net_name
 from ..evidence.rule import MIN_SEEDS
+from ..evidence.seeds import SEEDS
+from ..page import figure_style, palette
+from ..page.repository import repository_url
+from ..plan.run_times import derived_note, full_recipe_time
+from .curves import lr_marks
 
 
 PAPER_A = ("a_table1_shortcuts", "a_table2_activations", "a_table3_preact")  # Paper A's experiments
@@ -20,8 +23,6 @@ PAPER_A = ("a_table1_shortcuts", "a_table2_activations", "a_table3_preact")  # P
 def _checkpoints_readme() -> str:
     """A link to data/checkpoints/README.md (how to resume a run under way) in the book's
     repository."""
-    from ..page.repository import repository_url
-
     readme = "data/checkpoints/README.md"
     return f'<a href="{repository_url()}/blob/main/{readme}">{readme}</a>'
 
@@ -29,8 +30,6 @@ def _checkpoints_readme() -> str:
 def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
     """For the full recipe: recorded (test error), under way (a committed checkpoint's step), or the
     command, and the time one run takes (``run_times``: measured on an H200, derived for a T4)."""
-    from ..plan.run_times import derived_note, full_recipe_time
-
     import pandas as pd
 
     rows, lossy = [], False
@@ -184,9 +183,6 @@ def paper_a_words(table=None, out_dir=None) -> str:
     """Paper A's claims at the full recipe, in words: their verdicts there, where their runs stand
     (`table`: the ``full_scale_table`` of PAPER_A, seed 0 of each) and how many seeds a verdict
     needs (``power.in_words``)."""
-    from ..evidence import claims, power, verdicts
-    from ..evidence.seeds import SEEDS
-
     gpu = full_scale_table(PAPER_A, out_dir=out_dir) if table is None else table
     keys = [k.key for k in claims.CLAIMS if k.experiment.startswith("a_") and k.scale == "cpu"
             and k.by == "paper"]

@@ -11,15 +11,18 @@ import statistics
 import torch.nn as nn
 
 from ...engine import paths, recipes
+from ...engine.build import build_model
+from ...models import mlp
 from ...models.introspect import residual_units
 from ..evidence import claims, metrics, paper_numbers
+from ..evidence.reports import hardware
+from ..evidence.runs import seed_runs
+from ..evidence.seeds import ALL_SEEDS, SEEDS
+from ..evidence.tables import drop_if_empty, mean_sd, num
+from ..maths import probes
 from ..page import figure_style
 from ..plan.mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
-from ..evidence.reports import hardware
 # the gates are read over every recorded seed: 3, and 5 where a claim needed more
-from ..evidence.seeds import ALL_SEEDS, SEEDS
-from ..evidence.runs import seed_runs
-from ..evidence.tables import drop_if_empty, mean_sd, num
 
 KIND_NAMES = {"plain": "plain", "resnet": "ResNet", "gresnet": "GResNet"}
 
@@ -93,8 +96,6 @@ def panel_note(fig, col, text, y=0.5):
 def dimension_changing_blocks(cfg) -> list[int]:
     """1-based indices of the residual blocks of a config's network whose shortcut is not the
     identity."""
-    from ...engine.build import build_model
-
     units = residual_units(build_model(cfg["model"]))
     return [i + 1 for i, u in enumerate(units) if not isinstance(getattr(u.shortcut, "h", None),
                                                                  nn.Identity)]
@@ -386,9 +387,6 @@ def shut_gate_note(K=0.01, out_dir=None) -> str:
     with all gates at -K (exactly 0: ReLU'(k) = 0 for k <= 0) and at +K (nonzero), then how many
     gates of each recorded d = 100 GResNet ended at k <= 0 (Markdown)."""
     import torch
-
-    from ...models import mlp
-    from ..maths import probes
 
     torch.manual_seed(0)
     net, x, y = mlp("gresnet", d=4, width=50), torch.rand(32, 1, 28,

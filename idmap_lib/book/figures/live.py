@@ -30,11 +30,16 @@ import os
 import time
 
 from ...engine import paths, recipes, results
-from ...engine.checkpoint import path_of
-from ...engine.device import format_duration
+from ...engine.checkpoint import CheckpointError, load_checkpoint, path_of
+from ...engine.device import format_duration, pick_device
+from ...engine.trainer import train
 from ..evidence import paper_numbers
-from ..evidence.seeds import ALL_SEEDS, READER_SEED
+from ..evidence.reports import hardware
 from ..evidence.runs import runs_dir, seed_runs
+from ..evidence.seeds import ALL_SEEDS, READER_SEED
+from ..page.figure_style import LEAST_PX
+from ..plan.run_times import cpu_core_hours, full_recipe_time
+from .curves import PANELS, band_curves
 
 # none of the book's seeds (0-4): your run is your own, never a recorded one under another name
 YOUR_SEED = READER_SEED
@@ -86,8 +91,6 @@ def recorded_time(runs) -> str:
     """How long the book's recorded runs took (median training wall time, and where), in words."""
     import statistics
 
-    from ..evidence.reports import hardware
-
     runs = [r for r in runs if r["final"].get("wall_s")]
     if not runs:
         return ""
@@ -99,8 +102,6 @@ def recorded_time(runs) -> str:
 def checkpointed(cfg, folder) -> dict | None:
     """Your stopped run's checkpoint in your runs folder (its step and history), or None. One that
     cannot be read is left to the trainer, which says what to do with it."""
-    from ...engine.checkpoint import CheckpointError, load_checkpoint
-
     path = path_of(paths.runs_folder(folder)[1], cfg)
     try:
         return load_checkpoint(path, results.config_hash(cfg)) if path.exists() else None
@@ -116,8 +117,6 @@ class LiveFigure:
 
     def __init__(self, experiment, variant, scale, seed):
         import plotly.graph_objects as go
-
-        from .curves import PANELS, band_curves
 
         self.fig = fig = band_curves(experiment, [variant], scale, panels=self.SHOWN,
                                      title=f"{variant}: your run (seed {seed}) beside the book's "
@@ -144,7 +143,6 @@ class LiveFigure:
         axis = self.fig.get_subplot(1, col).yaxis.anchor  # the panel's x axis, e.g. "x3"
         ys = [y for t in self.fig.data if t.xaxis == axis and t.y is not None for y in t.y
               if y is not None]
-        from ..page.figure_style import LEAST_PX  # the corner of a third of the width
 
         text = f"paper: {p:.2f} % (its full recipe)"
         if ys and p < min(ys) - 0.5 * (max(ys) - min(ys)):
@@ -226,8 +224,6 @@ def _long(seconds) -> str:
 def gpu_ask(cfg) -> str:
     """Where a run is long for a CPU: what it takes on a GPU (``run_times.full_recipe_time``) and
     how to get one."""
-    from ..plan.run_times import full_recipe_time
-
     full = cfg["scale"] == "full"
     return (f"That is long for a CPU: {'the full recipe is for' if full else 'use'} a GPU "
             f"({full_recipe_time(cfg)}; *: derived, not measured; on Colab: Runtime > Change "
@@ -239,8 +235,6 @@ def first_line(cfg, device_type) -> str:
     """Before a full recipe trains on a CPU: its length and the ask for a GPU, from the recorded
     runs' pace (``run_times``), where that is long; the pace measured here follows (``pace_line``).
     Else ''."""
-    from ..plan.run_times import cpu_core_hours
-
     derived = cpu_core_hours(cfg)
     if (device_type != "cpu" or cfg["scale"] != "full" or derived is None
             or derived[0] * 3600 <= GPU_WORTH_S):
@@ -284,9 +278,6 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     """Train (``run=True``) or only show (``run=False``) your run of one variant; see the module's
     docstring. Returns {"figure": LiveFigure or None (nothing to draw), "result": your result or
     None, "stopped": your stopped run or None, "command": how to train it}."""
-    from ...engine.device import pick_device
-    from ...engine.trainer import train
-
     check_choice(experiment, variant, scale)
     cfg = recipes.config(experiment, variant, scale, seed)
     folder = runs_dir(folder)

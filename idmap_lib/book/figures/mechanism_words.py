@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from ..evidence import mechanisms
+from ..evidence import mechanisms, synthesis
 from ..page.prose import sci
-from .mechanism_figures import over_seeds, span
+from .mechanism_figures import over_seeds, span, verdicts, weight_input_summary
 
 
 def _at(w):
@@ -176,9 +176,6 @@ def weight_inputs(out_dir=None) -> tuple[str, str]:
     """Chapter 8's two texts on what the weight layers see, from the records as they stand: the
     ``headline`` and the measurement ``in_full`` (with the pre-registered claim's verdict and what
     the swaps say)."""
-    from ..evidence import synthesis
-    from .mechanism_figures import verdicts, weight_input_summary
-
     w = weight_input_summary(out_dir=out_dir)
     verdict = verdicts(out_dir=out_dir)["m_normalised_weight_inputs"]
     return headline(w), in_full(w, verdict, synthesis.in_words())

@@ -9,9 +9,10 @@ network freshly initialised.
 from __future__ import annotations
 
 from ...engine import recipes
-from ..page import figure_style, palette
-from ..maths import probes
+from ...engine.build import build_model
 from ..evidence.checkpoints import test_images, trained_model
+from ..maths import probes
+from ..page import figure_style, palette
 
 EXPERIMENT = "a_table2_activations"
 ORIGINAL, PREACT = "original-110", "full_preact-110"  # Fig 4(a) and 4(e) at depth 110
@@ -26,8 +27,6 @@ def measure(n=256, checkpoint_dir=None, weights_dir=None) -> dict:
     pre-activation's weights), and "grads" (||dE/dx_l|| per unit of both trained nets) where both
     are at the same step: both sides alike."""
     import torch
-
-    from ...engine.build import build_model
 
     trained, info, step = trained_model(EXPERIMENT, ORIGINAL, checkpoint_dir=checkpoint_dir,
                                         weights_dir=weights_dir)

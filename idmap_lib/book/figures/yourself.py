@@ -5,6 +5,10 @@ full_recipe.full_scale_status). The page's cell adds the live-training call (liv
 static form draws the recorded runs a reader's curve would join.
 """
 from __future__ import annotations
+from ..evidence.tables import styled
+from ..evidence.variants import SHOWN
+from ..plan import sweep
+from . import full_recipe, live
 
 INTRO = ("The page never trains: it reads recorded runs (`data/results/`). To fill in what is "
          "missing, run the commands below in a terminal, or set `RUN = True` in this cell: it "
@@ -34,10 +38,6 @@ def cell(claim_keys, experiment, variant, scale="cpu", run=False, train=False, f
     (``sweep.train_missing`` of each of `missing`, {experiment: variants, None: those its page
     shows}; default `experiment`'s); then your run of `variant` of `experiment` at `scale`, trained
     live with `train`, else drawn over the recorded runs: ``live.train_live``'s answer."""
-    from . import live
-    from ..evidence.variants import SHOWN
-    from ..plan import sweep
-
     show(claim_keys, full, extra)
     if run:
         for e, vs in (missing or {experiment: None}).items():
@@ -50,9 +50,6 @@ def show(claim_keys, full=None, extra="") -> None:
     a page's own commands), then the full-recipe queue, one table per experiment of `full`
     ({experiment: variants})."""
     from IPython.display import Markdown, display
-
-    from . import full_recipe
-    from ..evidence.tables import styled
 
     display(Markdown(INTRO + "\n\n" + commands(claim_keys) + ("\n\n" + extra if extra else "")))
     if full:

@@ -23,8 +23,8 @@ import torch
 import torch.nn as nn
 
 from ...engine.device import threads
-from ...models.introspect import gates, residual_units
-from ...models.shortcuts import Shortcut
+from ...models.introspect import gates, residual_units, zero_residuals
+from ...models.shortcuts import ConstantScaling, Shortcut
 from ...models.units import make_unit
 
 
@@ -268,7 +268,6 @@ def direct_path_survival(model, x):
 
 def set_shortcut_scale(model, lam):
     """Set lambda (Eqn 6) on every constant_scaling shortcut of `model`; returns the model."""
-    from ...models.shortcuts import ConstantScaling
     found = [u.shortcut for u in _units(model) if isinstance(u.shortcut, ConstantScaling)]
     if not found:
         raise ValueError("the model has no constant_scaling shortcuts (make it with "
@@ -288,7 +287,6 @@ def gradient_decay(lams, depth=1000, channels=4, size=8, batch=4, zero=False, se
 
     Tiny tensors: runs on one thread, which is faster here than two (per-op overhead dominates).
     """
-    from ...models.introspect import zero_residuals
     with threads(1):
         model = lambda_stack(depth, 1.0, channels=channels, seed=seed)
         if zero:

@@ -5,6 +5,7 @@ page (Table 1's original, the identity shortcut, is Table 2's original unit); a 
 take a colour per kind that no unit has, dark enough for 3:1 on white (WCAG 2.1, 1.4.11), and a dash
 per setting of that kind (``dash``)."""
 from __future__ import annotations
+from ...engine import recipes
 
 OKABE_ITO = {"orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
              "yellow": "#F0E442",
@@ -39,7 +40,6 @@ def symbol(variant: str) -> str:
 
 
 def _kwargs(experiment: str, variant: str) -> dict:
-    from ...engine import recipes
 
     return recipes.config(experiment, variant, "cpu")["model"]["kwargs"]
 
@@ -62,8 +62,6 @@ def dash(experiment: str, variant: str) -> str:
     """A Table 1 shortcut's dash: its place among its kind's settings (constant scaling 0-1 solid,
     0.5-1 dashed, 0.5-0.5 dotted), so that one colour's settings stay apart; solid for every other
     variant."""
-    from ...engine import recipes
-
     if experiment != "a_table1_shortcuts":
         return "solid"
     kind = _kwargs(experiment, variant).get("shortcut")

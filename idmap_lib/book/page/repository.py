@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from .setup import setup
 
 ROOT = Path(__file__).resolve().parents[3]   # the repository checkout (for set-url / check)
 CONFIG = "_config.yml"
@@ -78,8 +79,6 @@ def start(drive: bool = False):
     import importlib.util
     import os
     import sys
-
-    from .setup import setup
 
     sys.path[:] = list(dict.fromkeys(sys.path))
     if str(ROOT) in sys.path:  # the library is the cell's clone (not an installed copy)

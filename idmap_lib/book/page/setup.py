@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from ...engine.device import physical_cores
+from ...engine.results import RESULTS_DIR
+from .figure_style import alt_text
+from .log_axes import readable_log_axes
 
 BUILD_ENV = "IDMAP_BOOK_BUILD"
 RENDERER = "idmap_book"
@@ -43,9 +47,6 @@ def _book_renderer():
 
         def to_mimebundle(self, fig_dict):
             from html import escape
-
-            from .figure_style import alt_text
-            from .log_axes import readable_log_axes
 
             html = to_html(
                 readable_log_axes(fig_dict),  # log axes labelled in full (20, not a second "2")
@@ -141,8 +142,6 @@ def whereabouts() -> list:
     """Two lines: where ``idmap_lib`` was imported from and how many recorded runs it found (its
     data root's results/, never the working directory's); where the reader's runs and their
     checkpoints are recorded."""
-    from ...engine.results import RESULTS_DIR
-
     library = str(Path(__file__).resolve().parents[2])
     recorded = len(list(RESULTS_DIR.glob("*.json")))
     return [f"idmap_lib: {library}, with {recorded} recorded runs in {RESULTS_DIR}",
@@ -159,8 +158,6 @@ def setup(verbose: bool = True, drive: bool = False):
     Returns ``torch.device("cuda")`` when a CUDA GPU is available, else ``torch.device("cpu")``.
     """
     import torch
-
-    from ...engine.device import physical_cores
 
     if in_book_build():
         use_book_renderer()

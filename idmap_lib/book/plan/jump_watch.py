@@ -16,11 +16,12 @@ from __future__ import annotations
 import math
 from functools import partial
 
-from ...engine import recipes
+from ...engine import data as data_mod, recipes
 from ...models.introspect import residual_units
 from ..evidence import mechanisms
 from ..evidence.claims import CLAIMS_BY_KEY
 from ..evidence.seeds import SEEDS
+from ..evidence.synthesis import PROPERTIES
 
 EXPERIMENT = "mech_jump_forwards"
 # the updates made before each forward recorded: at initialisation, then around the jump (step 100
@@ -44,7 +45,6 @@ def spec(row: str, seed: int) -> dict:
 
 
 def all_specs(rows=None, seeds=SEEDS) -> list:
-    from ..evidence.synthesis import PROPERTIES
 
     return [spec(r, s) for s in seeds for r in (rows or PROPERTIES)]
 
@@ -119,8 +119,6 @@ def measured(spec_, out_dir=None, compute=True, data=None):
 def measure_missing(rows=None, seeds=SEEDS, out_dir=None, say=print):
     """Measure every spec not yet recorded, one after another (the CIFAR-10 data loaded once);
     returns the paths."""
-    from ...engine import data as data_mod
-
     data, paths = None, []
     for s in all_specs(rows, seeds):
         if measured(s, out_dir, compute=False) is not None:

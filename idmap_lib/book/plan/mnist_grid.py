@@ -14,6 +14,8 @@ from pathlib import Path
 import torch
 
 from ...engine import paths
+from ...engine.batches import prepare_data
+from ...engine.build import build_model
 from ...engine.recipes import KERAS_PROBE, MNIST_KINDS as KINDS, mnist_configs as configs
 from ...engine.results import config_hash, find_result, run_name, save_result
 from ...engine.stacked import train_stacked
@@ -59,8 +61,6 @@ def weights_path(cfg, weights_dir=None) -> Path:
 def trained_net(cfg, weights_dir=None):
     """The trained network of a recorded run whose weights were kept (the d = 100 ResNets and
     GResNets)."""
-    from ...engine.build import build_model
-
     path = weights_path(cfg, weights_dir)
     if not path.is_file():
         raise FileNotFoundError(f"no kept weights for {run_name(cfg)} at {path}: train it with "
@@ -72,8 +72,6 @@ def trained_net(cfg, weights_dir=None):
 
 def test_set(cfg, data=None):
     """(x, y) of the whole test set, preprocessed as the recipe says."""
-    from ...engine.batches import prepare_data
-
     D = prepare_data(cfg, data, torch.device("cpu"))
     return D["x_test"].float().div_(255).sub_(D["mean"]).div_(D["std"]), D["y_test"]
 

@@ -28,7 +28,11 @@ import time
 from pathlib import Path
 
 from ...engine import paths, recipes, results
-from ..evidence.claims import CLAIMS_BY_KEY
+from ...engine.checkpoint import load_checkpoint
+from ...engine.fused import train_fused
+from ...engine.trainer import train_many
+from ..evidence.claims import CLAIMS_BY_KEY, paper_gap
+from ..evidence.power import claim_seeds
 from .sweep import SWEEP_ORDER, runs_needed
 
 try:  # an optional dependency (pip install submitit): the book and its chapters never need it
@@ -77,8 +81,6 @@ def needed(scale="cpu", keys=None, seeds=None, out_dir=None) -> list[tuple]:
                         out_dir)
     if scale != "full" or seeds is not None:
         return first
-    from ..evidence.claims import paper_gap
-    from ..evidence.power import claim_seeds
 
     more, seen = [], {results.training_hash(config_of(r)) for r in first}
     for c in claims_at(scale, keys):
@@ -263,8 +265,6 @@ class TrainJob(Checkpointable):
         self.train_kwargs, self.requeues = train_kwargs, 0
 
     def __call__(self) -> list[str]:
-        from ...engine.checkpoint import load_checkpoint
-        from ...engine.trainer import train_many
 
         job = _job_environment()
         job["requeues"] = self.requeues
@@ -279,7 +279,6 @@ class TrainJob(Checkpointable):
             if not todo:
                 done = []
             elif self.fused and len(todo) > 1:
-                from ...engine.fused import train_fused
                 done = train_fused(todo, data=self.data, out_dir=self.out_dir,
                                    checkpoint_dir=self.checkpoint_dir,
                                    checkpoint_every=self.checkpoint_every, resume=True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ...engine import results
 from .queue import claims_at, config_of, ledger, started
+from .run_times import _measured_net, h200_measured
 from .sweep import runs_needed
 
 # what the status lists run by run (with the job, the step)
@@ -64,7 +65,6 @@ def remaining_hours(cfgs, scale="cpu", out_dir=None, gpu_dir=None) -> str:
         h, untimed = results.pace(cfgs, rs)
         parts.append(f"{h:.1f} GPU-hours on {gpu} at its recorded pace" +
                      (f" (+ {untimed} runs of a network it has not trained)" if untimed else ""))
-    from .run_times import _measured_net, h200_measured
     bench = h200_measured(gpu_dir)
     if bench:
         known = [c for c in cfgs if _measured_net(c) in bench]

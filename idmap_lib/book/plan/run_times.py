@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 
 from ...engine import paths
+from ...engine.results import RESULTS_DIR, core_seconds, load_results
+from ...models.networks import cifar_block
 
 GPU_DIR = paths.GPU
 H200_TB_S, T4_TB_S = 4.8, 0.32  # HBM3e of an H200; GDDR6 of a T4 (the vendors' data sheets)
@@ -34,8 +36,6 @@ def h200_measured(gpu_dir=None) -> dict:
 def _measured_net(cfg) -> int | None:
     """The depth whose H200 pace applies to this config: a full-width CIFAR ResNet of a measured
     depth."""
-    from ...models.networks import cifar_block
-
     kw = cfg["model"]["kwargs"]
     if cfg["model"]["builder"] != "cifar_resnet" or kw.get("width_scale", 1) != 1:
         return None
@@ -46,8 +46,6 @@ def _measured_net(cfg) -> int | None:
 def _network(cfg) -> tuple:
     """What sets a step's cost: the builder, depth, block (as built: a CIFAR ResNet's default made
     explicit) and widths -- not the unit, shortcut or gate, which cost about the same."""
-    from ...models.networks import cifar_block
-
     kw = cfg["model"]["kwargs"]
     block = (cifar_block(kw["depth"], kw.get("block")) if cfg["model"]["builder"] == "cifar_resnet"
              else None)
@@ -64,8 +62,6 @@ def _paces(out_dir=None) -> dict:
     """Every recorded run's cost per step (training wall time x threads / steps), by network and
     batch; read again only when the folder changed. A stacked or fused run's wall time is its whole
     stack's: left out."""
-    from ...engine.results import RESULTS_DIR, core_seconds, load_results
-
     folder = Path(out_dir or RESULTS_DIR)
     stamp = folder.stat().st_mtime_ns if folder.is_dir() else None
     if _PACES.get(folder, (None,))[0] != stamp or stamp is None:

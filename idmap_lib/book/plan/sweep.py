@@ -6,6 +6,7 @@ RUN = True cell of chapters 7-10 (the pages themselves never train: they read re
 from __future__ import annotations
 
 from ...engine import recipes, results
+from ...engine.trainer import run
 from ..evidence.claims import CLAIMS, CLAIMS_BY_KEY, ROW_CLAIMS, SWAP_CLAIMS, evaluate
 from ..evidence.seeds import MORE_SEEDS, SEEDS
 from . import mnist_grid
@@ -100,8 +101,6 @@ def train_missing(experiment, variants=None, scale="cpu", seeds=SEEDS, out_dir=N
     a page never trains on its own). Runs one after another with a progress bar; returns their
     results. Paper B's MNIST nets (default: the whole grid and the probe) train at their full
     recipe, each depth's together."""
-    from ...engine.trainer import run
-
     if experiment == mnist_grid.EXPERIMENT:
         return mnist_grid.train_variants(variants or mnist_grid.grid_variants(), seeds, out_dir)
     return [run(experiment, v, scale, s, out_dir=out_dir, **train_kwargs)
