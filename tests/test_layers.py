@@ -224,6 +224,22 @@ def test_no_chapter_sets_torch_threads_itself():
     assert not found, found
 
 
+# the command lines import each command's modules when it runs (their --help stays quick; noted in
+# each); every other module imports the library at its top, where its header lists what it needs
+LAZY = {"cli.py", "checks/__main__.py"}
+
+
+def test_the_library_imports_itself_at_module_level():
+    found = sorted(f"{p.relative_to(PACKAGE)}:{s.lineno}" for p in PACKAGE.rglob("*.py")
+                   if str(p.relative_to(PACKAGE)) not in LAZY
+                   for f in ast.walk(ast.parse(p.read_text()))
+                   if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for s in ast.walk(f)
+                   if isinstance(s, ast.ImportFrom)
+                   and (s.level or (s.module or "").startswith("idmap_lib")))
+    assert not found, found
+
+
 # where torch's threads may be set for good: a chapter kernel's default (setup), a DDP rank's share of
 # the cores, a benchmark's child process; every other change is device.threads' block
 SETS_THREADS = {"engine/device.py", "book/page/setup.py", "engine/distributed.py", "engine/bench.py"}
