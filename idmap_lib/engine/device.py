@@ -75,10 +75,10 @@ def physical_cores(cpuinfo="/proc/cpuinfo") -> int:
 def cpu_threads(cfgs) -> int:
     """Threads to train the recipe configs `cfgs` with on a CPU ("auto"): one for Paper B's MLPs,
     whose 50-unit layers gain little from a second thread and lose much beside any other work; else
-    every physical core, never more (a second hyperthread of one core only contends for it).
-    Measured on a 2-core AMD EPYC (2026-12-02, the classroom configs): an MLP (d = 50) step 14.7 ms
-    at 1 thread and 11.4 ms at 2 on an idle machine, 11.6 ms and 51.7 ms beside one busy process; a
-    ResNet-20 step 168 and 91 ms idle, 161 and 305 ms beside one busy process."""
+    every physical core, never more (a second hyperthread of one core only contends for it). Why:
+    on two cores a second thread makes an MLP step about 1.3x faster when the machine is idle and
+    4x slower beside one busy process, while a ResNet step gains about 1.8x idle (the classroom
+    configs, timed with ``python -m idmap_lib.checks time``)."""
     return 1 if all(c["model"]["builder"] == "mlp" for c in cfgs) else physical_cores()
 
 
