@@ -170,7 +170,7 @@ def _fake(out_dir, spec, values):
 
 
 def test_evaluate_applies_the_rule_to_per_seed_values(tmp_path):
-    claim = next(c for c in mech.MECHANISM_CLAIMS if c["key"] == "m_truncation_grows_with_depth")
+    claim = next(c for c in mech.MECHANISM_CLAIMS if c.key == "m_truncation_grows_with_depth")
     assert mech.evaluate(claim, out_dir=tmp_path)["verdict"] == "not run yet"
     for s, (a, b) in enumerate([(0.10, 0.30), (0.12, 0.31), (0.11, 0.29)]):
         for depth, frac in ((110, a), (1001, b)):
@@ -186,7 +186,7 @@ def test_evaluate_corrects_a_claims_parts_for_their_number(tmp_path):
     < 5 %) are both inconclusive once the smallest p is tested at 5 % / 2; with one part clear of
     that, the other is tested at 5 % and passes."""
     # lam1 < lam0.9, lam0.5
-    claim = next(c for c in mech.MECHANISM_CLAIMS if c["key"] == "m_branches_keep_size")
+    claim = next(c for c in mech.MECHANISM_CLAIMS if c.key == "m_branches_keep_size")
 
     def record(shifts):
         for lam, shift in shifts.items():
@@ -252,7 +252,7 @@ def test_summaries_and_figures_read_the_records(tmp_path):
     assert 0.9 ** 2 + c2 * (0.9 * 0.5) ** 2 == pytest.approx(10 ** 0.2, rel=1e-9)
     for f in (mf.forward_figure, mf.weight_input_figure, mf.truncation_figure):
         assert f(out_dir=tmp_path).data
-    assert set(mf.verdicts(out_dir=tmp_path)) == {c["key"] for c in mech.MECHANISM_CLAIMS}
+    assert set(mf.verdicts(out_dir=tmp_path)) == {c.key for c in mech.MECHANISM_CLAIMS}
     assert len(mf.claims_table(out_dir=tmp_path)) == len(mech.MECHANISM_CLAIMS)
     # equal sides
     assert list(mf.claims_table(["m_truncation_grows_with_depth"],
@@ -311,7 +311,9 @@ def test_the_jump_watch_records_every_unit_at_the_steps_asked_in_the_very_traini
 
 def test_a_mechanism_claim_is_read_again_without_each_record_as_the_claims_are(monkeypatch):
     """Issue 40.3: the mechanism claims get the claims' evaluation, leave-one-out included."""
-    claim = {"key": "k", "chapter": 8, "tests": (mech._b("a-110", "b-110", "m"),)}
+    from idmap_lib.book.evidence.claims import Claim
+
+    claim = Claim("k", "", "", mech.TRAINING, (mech._b("a-110", "b-110", "m"),))
     vals = {"a-110": [1.0, 1.1, 1.2, 1.0], "b-110": [2.0, 2.1, 2.2, 9.0]}
     monkeypatch.setattr(mech, "_records", lambda v, e, s, o: [{"config": {"seed": i}, "x": x}
                                                                for i, x in enumerate(vals[v])])

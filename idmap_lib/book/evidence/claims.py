@@ -22,7 +22,6 @@ from .metrics import METRICS, censored, left_out
 from .rule import TESTED, better, combine, compare, holm, similar
 from .runs import seed_runs
 from .seeds import ALL_SEEDS, MORE_SEEDS, SEEDS
-
 from .variants import LR_JUMP_OTHERS  # (full pre-activation against each)
 
 

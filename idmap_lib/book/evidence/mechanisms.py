@@ -34,6 +34,7 @@ from ...engine.trainer import Run
 from ...models.introspect import post_relu, residual_units, weight_layers
 from ...models.shortcuts import ConstantScaling, Shortcut
 from ..maths import probes
+from .claims import Claim
 from .rule import better, combine, compare, holm
 from .seeds import SEEDS
 
@@ -58,6 +59,8 @@ def tensor_std(x) -> float:
     """std of every entry of `x` (batch, channels and positions together; population form, no
     n-1)."""
     return float(x.detach().float().std(correction=0))
+# the two kinds of record: a stack at init (chapter 3), the forwards of training runs
+FORWARD, TRAINING = "mech_forward_signal", "mech_training_forwards"
 
 
 def negative_fraction(x) -> float:
@@ -202,7 +205,7 @@ def training_forwards(recipe, at, data=None, watch=None) -> dict:
 # recording: one JSON a measurement, looked up by what it measures
 
 def forward_spec(lam, seed) -> dict:
-    return {"experiment": "mech_forward_signal", "variant": f"lam{lam:g}", "scale": "init",
+    return {"experiment": FORWARD, "variant": f"lam{lam:g}", "scale": "init",
             "seed": int(seed),
             "network": {"builder": "probes.lambda_stack", "unit": "full_preact", "lam": float(lam),
                         **STACK,
@@ -223,7 +226,7 @@ def recipe_of(depth, unit, seed) -> dict:
 
 
 def training_spec(depth, unit, seed) -> dict:
-    return {"experiment": "mech_training_forwards", "variant": f"{unit}-{depth}", "scale": SCALE,
+    return {"experiment": TRAINING, "variant": f"{unit}-{depth}", "scale": SCALE,
             "seed": int(seed),
             "recipe": recipe_of(depth, unit, seed), "at": list(AT[depth]), "threads": 1}
 
@@ -241,11 +244,11 @@ def measured(spec, out_dir=None, compute=True, data=None, measure=None):
         t0 = time.perf_counter()
         if measure is not None:
             values = measure(spec, data)
-        elif spec["experiment"] == "mech_forward_signal":
+        elif spec["experiment"] == FORWARD:
             n = spec["network"]
             values = forward_signal(n["lam"], spec["seed"], n["depth"], n["channels"], n["size"],
                                     n["batch"])
-        elif spec["experiment"] == "mech_training_forwards":
+        elif spec["experiment"] == TRAINING:
             values = training_forwards(spec["recipe"], spec["at"], data)
         else:
             raise ValueError(f"unknown measurement {spec['experiment']!r}")
@@ -265,7 +268,7 @@ def measure_missing(seeds=SEEDS, out_dir=None, say=print):
     data, out = None, []
     for spec in all_specs(seeds):
         if measured(spec, out_dir,
-                    compute=False) is None and spec["experiment"] == "mech_training_forwards":
+                    compute=False) is None and spec["experiment"] == TRAINING:
             data = data or data_mod.load("cifar10")
         rec = measured(spec, out_dir, data=data)
         say(f"{spec['experiment']} {spec['variant']} s{spec['seed']}: {rec['wall_s']:.0f} s")
@@ -315,41 +318,49 @@ def _b(a, b, metric, margin=0.0):
     return better(a, b, metric, margin=margin, about="early")
 
 
-MECHANISM_CLAIMS = [
-    {"key": "m_direct_term_vanishes", "chapter": 3, "source": "Paper A Eqns 7-8",
-     "words": "Under λ < 1 the direct term λ^(L-l) x_l carries a vanishing share of x_L: over 1000 "
-              "units more than 10 orders of magnitude below the share it keeps at λ = 1.",
-     "tests": tuple(_b(f"lam{lam:g}", "lam1", "log10_share_x0", margin=10) for lam in (0.9, 0.5))},
-    {"key": "m_branches_keep_size", "chapter": 3,
-     "source": "ours (resolving chapter 3's λ < 1 gradient)",
-     "words": "Under λ < 1 the residual branches do not fade with depth: at the deepest unit "
-              "‖F(x_l)‖ / ‖λ x_l‖ is larger than at λ = 1, where x_l grows with depth and each "
-              "BN-fed branch adds a shrinking part.",
-     "tests": tuple(_b("lam1", f"lam{lam:g}", "log10_branch_ratio_last") for lam in (0.9, 0.5))},
-    {"key": "m_gradient_through_branches", "chapter": 3,
-     "source": "ours (chapter 3's measurement, at init)",
-     "words": "With the direct path gone (λ < 1) the gradient travels through those branches and "
-              "grows more over the 1000 units than at λ = 1.",
-     "tests": tuple(_b("lam1", f"lam{lam:g}", "log10_grad_ratio_0") for lam in (0.9, 0.5))},
-    {"key": "m_normalised_weight_inputs", "chapter": 8, "source": "Paper A Sec 4.2",
-     "words": "Only full pre-activation feeds every weight layer a normalised input: in ResNet-110 "
-              "and ResNet-1001 the ratio of the largest to the smallest std of a weight layer's "
-              "input, over all units, is more than 2 times smaller than in the original unit and "
-              "in ReLU-only pre-activation, at initialisation and in the last forward recorded.",
-     "tests": tuple(_b(f"full_preact-{d}", f"{u}-{d}", f"input_std_spread_{w}", margin=TWO)
-                    for d in DEPTHS for w in ("init", "last")
-                    for u in ("original", "relu_preact"))},
-    {"key": "m_truncation_grows_with_depth", "chapter": 4, "source": "Paper A Sec 4.2",
-     "words": "The original unit's ReLU after the addition truncates y_l = x_l + F(x_l) more often "
-              "in ResNet-1001 than in ResNet-110 (in the first steps of training: all this scale "
-              "measures).",
-     "tests": (_b("original-110", "original-1001", "truncation_mean"),)},
-]
+MECHANISM_CLAIMS = (
+    Claim("m_direct_term_vanishes",
+          "Under λ < 1 the direct term λ^(L-l) x_l carries a vanishing share of x_L: over 1000 "
+          "units more than 10 orders of magnitude below the share it keeps at λ = 1.",
+          "Paper A Eqns 7-8", FORWARD,
+          tuple(_b(f"lam{lam:g}", "lam1", "log10_share_x0", margin=10) for lam in (0.9, 0.5))),
+    Claim("m_branches_keep_size",
+          "Under λ < 1 the residual branches do not fade with depth: at the deepest unit "
+          "‖F(x_l)‖ / ‖λ x_l‖ is larger than at λ = 1, where x_l grows with depth and each BN-fed "
+          "branch adds a shrinking part.",
+          "ours (resolving chapter 3's λ < 1 gradient)", FORWARD,
+          tuple(_b("lam1", f"lam{lam:g}", "log10_branch_ratio_last") for lam in (0.9, 0.5)),
+          by="ours"),
+    Claim("m_gradient_through_branches",
+          "With the direct path gone (λ < 1) the gradient travels through those branches and "
+          "grows more over the 1000 units than at λ = 1.",
+          "ours (chapter 3's measurement, at init)", FORWARD,
+          tuple(_b("lam1", f"lam{lam:g}", "log10_grad_ratio_0") for lam in (0.9, 0.5)),
+          by="ours"),
+    Claim("m_normalised_weight_inputs",
+          "Only full pre-activation feeds every weight layer a normalised input: in ResNet-110 "
+          "and ResNet-1001 the ratio of the largest to the smallest std of a weight layer's "
+          "input, over all units, is more than 2 times smaller than in the original unit and in "
+          "ReLU-only pre-activation, at initialisation and in the last forward recorded.",
+          "Paper A Sec 4.2", TRAINING,
+          tuple(_b(f"full_preact-{d}", f"{u}-{d}", f"input_std_spread_{w}", margin=TWO)
+                for d in DEPTHS for w in ("init", "last") for u in ("original", "relu_preact"))),
+    Claim("m_truncation_grows_with_depth",
+          "The original unit's ReLU after the addition truncates y_l = x_l + F(x_l) more often "
+          "in ResNet-1001 than in ResNet-110 (in the first steps of training: all this scale "
+          "measures).",
+          "Paper A Sec 4.2", TRAINING,
+          (_b("original-110", "original-1001", "truncation_mean"),)),
+)
+# the chapter that shows each
+CHAPTER = {"m_direct_term_vanishes": 3, "m_branches_keep_size": 3,
+           "m_gradient_through_branches": 3, "m_normalised_weight_inputs": 8,
+           "m_truncation_grows_with_depth": 4}
 
 
 def _records(variant, experiment, seeds, out_dir):
-    spec = {"mech_forward_signal": lambda s: forward_spec(float(variant[3:]), s),
-            "mech_training_forwards": lambda s: training_spec(int(variant.rsplit("-", 1)[1]),
+    spec = {FORWARD: lambda s: forward_spec(float(variant[3:]), s),
+            TRAINING: lambda s: training_spec(int(variant.rsplit("-", 1)[1]),
                                                               variant.rsplit("-", 1)[0],
                                                               s)}[experiment]
     return [r for r in (measured(spec(s), out_dir, compute=False) for s in seeds) if r is not None]
@@ -358,7 +369,7 @@ def _records(variant, experiment, seeds, out_dir):
 def _verdict(claim, values, min_seeds=None):
     kw = {} if min_seeds is None else {"min_seeds": min_seeds}
     parts = holm([(t, compare(t, xa, xb, scale="cpu", **kw))
-                  for t, (xa, xb) in zip(claim["tests"], values)])
+                  for t, (xa, xb) in zip(claim.tests, values)])
     return combine([r["verdict"] for _, r in parts]), parts
 
 
@@ -368,11 +379,10 @@ def evaluate(claim, seeds=SEEDS, out_dir=None) -> dict:
     leaves it 'not run yet'), the parts corrected for their number by Holm's step-down, combined by
     rule.combine, the smallest resolvable difference beside each, and the verdict read again without
     each single record in turn (``fragile``: the (variant, seed) whose removal changes it)."""
-    experiment = "mech_forward_signal" if claim["chapter"] == 3 else "mech_training_forwards"
     recs, values = {}, []
-    for t in claim["tests"]:
+    for t in claim.tests:
         for v in (t.a, t.b):
-            recs.setdefault(v, _records(v, experiment, seeds, out_dir))
+            recs.setdefault(v, _records(v, claim.experiment, seeds, out_dir))
         values.append(tuple([METRICS[t.metric](r) for r in recs[v]] for v in (t.a, t.b)))
     verdict, parts = _verdict(claim, values)
     fragile = []
@@ -381,8 +391,8 @@ def evaluate(claim, seeds=SEEDS, out_dir=None) -> dict:
             for i, r in enumerate(rs):
                 drop = [tuple([x for j, x in enumerate(side) if not (name == v and j == i)]
                               for side, name in zip(vals, (t.a, t.b)))
-                              for t, vals in zip(claim["tests"], values)]
+                        for t, vals in zip(claim.tests, values)]
                 without = _verdict(claim, drop, min_seeds=2)[0]
                 if without != verdict:
                     fragile.append((v, r["config"]["seed"], without))
-    return {"key": claim["key"], "verdict": verdict, "parts": parts, "fragile": fragile}
+    return {"key": claim.key, "verdict": verdict, "parts": parts, "fragile": fragile}

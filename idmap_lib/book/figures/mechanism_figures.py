@@ -120,7 +120,7 @@ def claims_table(keys=None, seeds=SEEDS, out_dir=None):
 
     rows = []
     for c in mech.MECHANISM_CLAIMS:
-        if keys is not None and c["key"] not in keys:
+        if keys is not None and c.key not in keys:
             continue
         res = mech.evaluate(c, seeds, out_dir)
         parts = "; ".join(f"{t.a} vs {t.b} ({t.metric}): " + (
@@ -128,7 +128,7 @@ def claims_table(keys=None, seeds=SEEDS, out_dir=None):
             if "d" in r
             else r["verdict"]) for t, r in res["parts"])
         one = "; ".join(f"without {v} seed {s}: {w}" for v, s, w in res["fragile"]) or "none"
-        rows.append({"chapter": c["chapter"], "claim": c["words"], "source": c["source"],
+        rows.append({"chapter": mech.CHAPTER[c.key], "claim": c.words, "source": c.source,
                      "verdict": res["verdict"],
                      "parts (metric in log10 or a fraction; d by Welch's t, 95 %)": parts,
                      "one seed changes it": one})
@@ -137,7 +137,7 @@ def claims_table(keys=None, seeds=SEEDS, out_dir=None):
 
 def verdicts(seeds=SEEDS, out_dir=None) -> dict:
     """{claim key: verdict}."""
-    return {c["key"]: mech.evaluate(c, seeds, out_dir)["verdict"] for c in mech.MECHANISM_CLAIMS}
+    return {c.key: mech.evaluate(c, seeds, out_dir)["verdict"] for c in mech.MECHANISM_CLAIMS}
 
 
 def _caption(records) -> str:
