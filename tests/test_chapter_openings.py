@@ -235,3 +235,12 @@ def test_paper_b_opening_says_each_mnist_verdict_and_table_3s_at_the_cpu_scale(m
     told["plain"] = {**told["plain"], "verdict": "inconclusive"}
     assert "that depth breaks plain networks and not residual ones is *inconclusive*" in \
         claim_words.paper_b_opening(["plain", "gres", "k", "greedy", "half"], ["c1"])
+
+
+def test_every_metric_a_claim_tests_is_said_in_words():
+    """A claim's sentence names its metric in words, never by its key (lr_jump_log_rise)."""
+    used = {m for c in claims.CLAIMS + list(claims.PROBES) for t in c.tests
+            for m in (t.metric, t.metric_b) if m}
+    assert used <= set(claim_words.METRIC_SHORT), sorted(used - set(claim_words.METRIC_SHORT))
+    text = claim_words.sentence("swap_jump_original_final_bn_relu")
+    assert "lr_jump_log_rise" not in text and "log10 (0.1 + loss rise at the jump)" in text

@@ -93,7 +93,10 @@ WORDS = {
 }
 METRIC_SHORT = {"test_err": "test error", "train_loss": "training loss",
                 "steps_to_80": "steps to 80 % train error",
-                "lr_jump_rise": "loss rise at the jump", "mean_k": "mean k", "pruned_half_random":
+                "lr_jump_rise": "loss rise at the jump",
+                "lr_jump_log_rise": "log10 (0.1 + loss rise at the jump)",
+                "lr_jump_ranked_rise": "loss rise at the jump (by ranks)",
+                "mean_k": "mean k", "pruned_half_random":
                 "error with half the blocks removed",
                 "pruned_greedy": "error pruning by smallest k",
                 "pruned_random": "error pruning at random"}
