@@ -23,7 +23,8 @@ from .models import (BLOCKS, FINALS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, 
                      imagenet_resnet, make_unit, mlp,
                      residual_units, unit_layout, wide_resnet, zero_residuals)
 from .engine.data import load as load_data
-from .engine.recipes import EXPERIMENTS, config, lr_at
+from .engine.recipes import EXPERIMENTS, config
+from .engine.schedule import lr_at
 from .engine.results import load_results
 from .engine.trainer import run, train
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 
 from idmap_lib.engine import data
-from idmap_lib.engine.recipes import config, step_schedule
+from idmap_lib.engine.recipes import config
+from idmap_lib.engine.schedule import step_schedule
 from support import SHARED, tiny_mnist, untimed
 
 RECORDED = Path(__file__).parent / "loop_fingerprints.json"

@@ -3,7 +3,8 @@ run's history without its timings, and the step a checkpoint on disk has reached
 import os
 from pathlib import Path
 
-from idmap_lib.engine.recipes import config, step_schedule
+from idmap_lib.engine.recipes import config
+from idmap_lib.engine.schedule import step_schedule
 
 SHARED = (os.environ.get("IDMAP_DATA")
           or str(Path(__file__).resolve().parents[2] / "shared" / "data"))

@@ -152,9 +152,9 @@ def test_augmented_training_batches_are_crops_of_the_zero_padded_normalised_imag
 def test_schedule_errors_name_the_valid_range_and_the_kind():
     s = config("a_table2_activations", "full_preact-110", "full")["schedule"]
     with pytest.raises(ValueError, match=r"iterations 0\.\.63999 and stops at 64000"):
-        im.engine.recipes.lr_at(s, 64000)
+        im.engine.schedule.lr_at(s, 64000)
     with pytest.raises(ValueError, match="unknown schedule kind 'cosine'; valid: step, constant"):
-        im.engine.recipes.lr_at({**s, "kind": "cosine"}, 0)
+        im.engine.schedule.lr_at({**s, "kind": "cosine"}, 0)
 
 
 def test_prepare_data_loads_the_recipes_dataset_and_takes_a_stratified_subset(monkeypatch):

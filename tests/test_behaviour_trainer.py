@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from idmap_lib.engine import build, data, loop, trainer
-from idmap_lib.engine.recipes import lr_at, step_schedule
+from idmap_lib.engine.schedule import lr_at, step_schedule
 from idmap_lib.engine.results import config_hash, provenance, training_hash
 from support import SHARED, tiny_mnist as tiny, untimed
 

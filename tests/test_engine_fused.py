@@ -16,7 +16,8 @@ from idmap_lib import cifar_resnet
 from idmap_lib.engine.checkpoint import CheckpointError
 from idmap_lib.engine.fused import FusedRun, train_fused
 from idmap_lib.engine.fused_models import FusedModels, fuse, unfuse
-from idmap_lib.engine.recipes import config, step_schedule
+from idmap_lib.engine.recipes import config
+from idmap_lib.engine.schedule import step_schedule
 from idmap_lib.engine.trainer import Run, train
 
 T1, T2 = "a_table1_shortcuts", "a_table2_activations"

@@ -8,7 +8,8 @@ import torch
 
 from idmap_lib.engine import device, distributed
 from idmap_lib.engine.checkpoint import CheckpointError
-from idmap_lib.engine.recipes import config, step_schedule
+from idmap_lib.engine.recipes import config
+from idmap_lib.engine.schedule import step_schedule
 from idmap_lib.engine.build import build_optimizer
 from idmap_lib.engine.device import amp_dtype
 from idmap_lib.engine.trainer import train, train_many

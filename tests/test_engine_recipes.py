@@ -6,7 +6,8 @@ import sys
 import pytest
 
 from idmap_lib.engine import results
-from idmap_lib.engine.recipes import EXPERIMENTS, config, lr_at, recorded_scale
+from idmap_lib.engine.recipes import EXPERIMENTS, config, recorded_scale
+from idmap_lib.engine.schedule import lr_at
 from idmap_lib.engine.results import config_hash
 
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from idmap_lib.engine.checkpoint import CheckpointError
-from idmap_lib.engine.recipes import config, step_schedule
+from idmap_lib.engine.recipes import config
+from idmap_lib.engine.schedule import step_schedule
 from idmap_lib.engine.results import config_hash, load_results
 from idmap_lib.engine.device import pick_device
 from idmap_lib.engine.trainer import run, train

@@ -283,14 +283,14 @@ def test_the_jump_watch_records_every_unit_at_the_steps_asked_in_the_very_traini
     gradient norm, the classifier's input; the measurement's logged windows are those a plain
     training of the same recipe logs."""
     from idmap_lib.book.plan import jump_watch
-    from idmap_lib.engine import recipes, trainer
+    from idmap_lib.engine import recipes, schedule, trainer
 
     cfg = recipes.config("a_swaps", "original+final_bn_relu-110", "cpu_step_warmup", 0)
     # a small net of the same recipe: the mechanism, not the numbers
     cfg["model"]["kwargs"].update(depth=8)
     cfg.update(steps=24, log_every=4, eval_every=12, batch_size=16,
                subset={"train_per_class": 32, "test_per_class": 10},
-               schedule=recipes.step_schedule(24, 0.1, 10, milestones=[20], warmup_steps=8,
+               schedule=schedule.step_schedule(24, 0.1, 10, milestones=[20], warmup_steps=8,
                                               warmup_lr=0.01))
     data = cifar
     rec = {"values": jump_watch.watch_training(cfg, [0, 7, 8, 9], data)}

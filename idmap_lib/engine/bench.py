@@ -37,7 +37,8 @@ from .device import format_duration, pick_device
 from .fused import FusedRun
 from .graphs import GRAPH_WARMUP
 from .loop import Loop
-from .recipes import MNIST_KINDS, config, mnist_configs, step_schedule
+from .recipes import MNIST_KINDS, config, mnist_configs
+from .schedule import step_schedule
 from .results import provenance
 from .stacked import Stacked
 from .trainer import train, train_many

@@ -32,7 +32,7 @@ from .graphs import GRAPH_WARMUP, GraphedStep
 from .interrupt import DeferredInterrupt, TrainingInterrupted
 from .options import TrainOptions
 from .outcome import Divergence, evaluates, result as outcome_result, stopped, window
-from .recipes import lr_at
+from .schedule import lr_at
 from .solo import Solo
 from .results import FIRST_STEPS, config_hash, provenance, run_name, save_result
 
@@ -247,7 +247,7 @@ class Loop(GraphedStep):
                 "world_size": ctx.world, "device_type": self.device.type,
                 "precision": precision_name(self.stepper.dtype), "step": self.step,
                 "model": model, "optimizer": optimizer,
-                "scheduler": {"kind": "pure function of the step (recipes.lr_at)",
+                "scheduler": {"kind": "pure function of the step (schedule.lr_at)",
                               "step": self.step},
                 "scaler": scaler,
                 "rng": {"torch": torch_now if one else [self.stepper.torch_rng[r]], "cuda": cuda,

@@ -27,7 +27,7 @@ from functools import partial
 
 import torch
 
-from ...engine import data as data_mod, paths, recipes
+from ...engine import data as data_mod, paths, recipes, schedule
 from ...engine.device import threads
 from ...engine.results import config_hash, find_result, provenance, save_result
 from ...engine.trainer import Run
@@ -193,7 +193,7 @@ def training_forwards(recipe, at, data=None, watch=None) -> dict:
             step, watch.on = run.step, run.step in at
             run.advance()
             if step in at:
-                out.append({"step": step, "lr": recipes.lr_at(recipe["schedule"], step),
+                out.append({"step": step, "lr": schedule.lr_at(recipe["schedule"], step),
                             **watch.snapshot()})
     finally:
         watch.remove()
