@@ -460,7 +460,7 @@ def test_the_gradescope_run_removes_pickles_and_links_unread_and_never_calls_ott
     import zipfile
 
     from idmap_lib.checks import batch
-    from idmap_lib.checks.editions import RUN_OTTER
+    from idmap_lib.checks.autograder import RUN_OTTER
 
     sub = tmp_path / "submission"
     (sub / "idmap_runs").mkdir(parents=True)

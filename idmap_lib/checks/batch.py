@@ -42,7 +42,8 @@ from pathlib import Path
 
 from . import ablations, implementation, sandbox, spotcheck
 from .ablation_exercises import book_runs as folder
-from .editions import BOOK, CHAPTERS, NEVER, _src, split_chapter
+from .autograder import NEVER
+from .editions import BOOK, CHAPTERS, _src, split_chapter
 from .student import RUNS
 
 # a submission's files, unpacked (runs are ~10 kB each; checkpoints stay out)

@@ -35,11 +35,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from ..book.page.repository import site_url
-from .ablation_exercises import book_runs
-from .student import PUBLISHED
+
 from idmap_lib import checks
 from idmap_lib.checks import ablations
+
+from ..book.page.repository import site_url
+from . import autograder
+from .ablation_exercises import book_runs
+from .student import PUBLISHED
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
@@ -348,7 +351,7 @@ def assign(out="dist", chapters=None, run_tests=True):
                     str(work / "dist")] + ([] if run_tests else ["--no-run-tests"])
             _otter(*args, cwd=master.parent, env=env)
             zipped = next((work / "dist" / "autograder").glob("*.zip"))
-            _lean_autograder(zipped, name)
+            autograder.lean(zipped, BOOK / CHAPTERS[name], name)
         except BaseException:
             # never a half-made package an instructor could upload
             shutil.rmtree(work, ignore_errors=True)
@@ -386,64 +389,6 @@ def publish(chapters=None, dest=None) -> list[Path]:
             for t in sorted((student / "tests").glob("*.py")):
                 written.append(Path(shutil.copy(t, target / "tests" / t.name)))
     return written
-
-
-# What Otter's Gradescope image does that these graders do not need: a browser (its setup.sh always
-# installs Playwright's Chromium, for PDF exports; ours are off). torch comes as the CPU build
-# (requirements-grading.txt): PyPI's default wheel is the CUDA one, gigabytes an autograder never
-# uses.
-BROWSER_LINE = "playwright install-deps && playwright install chromium"
-
-# pickles and weights: a grader never reads them
-NEVER = (".otter_log", ".pkl", ".pickle", ".dill", ".pt", ".pth", ".npy", ".npz")
-
-# Gradescope runs the zip's run_otter.py. Ours grades the submission as the batch grades one
-# (checks/gradescope.py: the submission cleaned unread, the notebook run in a subprocess, every mark
-# computed outside it by the zip's own graders); Otter's runner, which scores in the student's
-# kernel and loads Otter's log (a pickle), never runs.
-RUN_OTTER = """\"\"\"Gradescope's entry point (idmap_lib.checks.editions.RUN_OTTER):
-idmap_lib.checks.gradescope.\"\"\"
-import os
-import sys
-
-base = os.environ.get("IDMAP_AUTOGRADER_DIR", "/autograder")
-# the zip's graders, before any other copy
-sys.path.insert(0, os.path.join(base, "source", "files"))
-from idmap_lib.checks import gradescope  # noqa: E402
-
-gradescope.main(base, {chapter!r})
-"""
-# What setup.sh adds: the environment's Python reachable by the unprivileged user the notebook runs
-# as where bubblewrap cannot (/root is 0700 in Gradescope's image), and bubblewrap where it
-# installs.
-SETUP_LINES = """
-# idmap: the notebook runs in a subprocess (checks/gradescope.py), as nobody where bubblewrap
-# cannot run
-chmod o+x /root
-apt-get install -y bubblewrap || true
-"""
-
-
-def _lean_autograder(zipped: Path, name: str):
-    """Rewrite the autograder zip in place: its setup.sh without the browser install (BROWSER_LINE)
-    and with SETUP_LINES, its run_otter.py grading outside the student's kernel (RUN_OTTER), and
-    beside the library the chapter (what its grading cells are) and the book's classroom runs (what
-    a copied run is compared with)."""
-    import zipfile
-
-    with zipfile.ZipFile(zipped) as z:
-        entries = [(i, z.read(i)) for i in z.infolist()]
-    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as z:
-        for info, data in entries:
-            if info.filename == "setup.sh":
-                kept = [ln for ln in data.decode().splitlines() if BROWSER_LINE not in ln]
-                data = ("\n".join(kept) + "\n" + SETUP_LINES).encode()
-            elif info.filename == "run_otter.py":
-                data = RUN_OTTER.format(chapter=name).encode()
-            z.writestr(info, data)
-        z.write(BOOK / CHAPTERS[name], f"files/book/{CHAPTERS[name]}")
-        for run in sorted(Path(book_runs()).glob("*.json")):
-            z.write(run, f"files/data/classroom/{run.name}")
 
 
 def solved_notebook(src, dst):

@@ -1,5 +1,5 @@
 """Gradescope's run, as safe as the batch: the autograder zip's ``run_otter.py``
-(``editions.RUN_OTTER``) calls :func:`main`, which grades the one submission exactly as
+(``autograder.RUN_OTTER``) calls :func:`main`, which grades the one submission exactly as
 :mod:`.batch` grades one row of a class, and writes Gradescope's ``results/results.json``.
 
 - the submission folder is cleaned first, nothing in it opened: links, special files, pickles
@@ -22,12 +22,12 @@ import zipfile
 from pathlib import Path
 
 from . import batch, sandbox
-from .editions import NEVER
+from .autograder import NEVER
 
 
 def clean(folder) -> list[str]:
     """Remove from `folder`, unread, every link or special file (``batch.strip_links``) and every
-    pickle or weights file (``editions.NEVER``); returns what went, relative to `folder`."""
+    pickle or weights file (``autograder.NEVER``); returns what went, relative to `folder`."""
     folder = Path(folder)
     gone = batch.strip_links(folder)
     for p in sorted(folder.rglob("*")):
