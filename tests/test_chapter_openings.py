@@ -108,7 +108,7 @@ def test_claims_in_words_first_the_rule_linked_and_one_run_yourself_block(chapte
     # piece alone
     assert any("blocks.claims(" in src(c) for c in cells)
     assert not any(p in src(c) for c in cells for p in ("verdicts.claims_table(", "cw.in_words(",
-                                                        "verdicts.forest("))
+                                                        "forest.forest("))
     live = [c for c in cells if "yourself.cell(" in src(c)]
     assert len(live) == 1 and "hide-cell" in tags(live[0])
     assert not any(h in src(c) for c in cells for h in ("## Training these runs yourself",

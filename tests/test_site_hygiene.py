@@ -317,14 +317,14 @@ def _probed():
 def _book_figures():
     """Every figure the library draws for chapters 3-11, called as the chapters call it, from the
     recorded runs."""
-    from idmap_lib.book.evidence import claims, synthesis, variants, verdicts
-    from idmap_lib.book.figures import (curves, full_recipe, gate_figures, keras_probe, live,
-                                        mechanism_figures, trained_probes)
+    from idmap_lib.book.evidence import claims, synthesis, variants
+    from idmap_lib.book.figures import (curves, forest, full_recipe, gate_figures, keras_probe,
+                                        live, mechanism_figures, trained_probes)
     t1 = [c.key for c in claims.CLAIMS if c.experiment == "a_table1_shortcuts"]
     return {
         "curves.band_curves": lambda: curves.band_curves("a_table1_shortcuts", variants.T1_CURVES,
                                                          height=430),
-        "verdicts.forest": lambda: verdicts.forest(t1, title="Table 1's claims at the CPU scale"),
+        "forest.forest": lambda: forest.forest(t1, title="Table 1's claims at the CPU scale"),
         "full_recipe.full_recipe_curves": lambda: full_recipe.full_recipe_curves(
             "a_table1_shortcuts", variants.T1_FULL),
         "live.LiveFigure": lambda: live.LiveFigure("a_table2_activations", "full_preact-110", "cpu",
@@ -341,7 +341,7 @@ def _book_figures():
     }
 
 
-BOOK_FIGURES = ("curves.band_curves", "verdicts.forest", "full_recipe.full_recipe_curves",
+BOOK_FIGURES = ("curves.band_curves", "forest.forest", "full_recipe.full_recipe_curves",
                 "live.LiveFigure",
                 "gate_figures.k_figure", "gate_figures.pruning_figure", "keras_probe.probe_figure",
                 "mechanism_figures.forward_figure", "mechanism_figures.truncation_figure",

@@ -6,6 +6,7 @@ import pytest
 
 from fake_runs import mnist_run, result, save
 from idmap_lib.book.evidence import claims, rule, tables, verdicts
+from idmap_lib.book.figures import forest
 from idmap_lib.engine import results
 
 
@@ -42,7 +43,7 @@ def test_a_short_run_on_a_final_error_claim_is_data_in_a_neutral_colour(tmp_path
                                        "exclusive_gating-b0 61.0"))
     assert tables.VERDICT_COLOURS[rule.NEEDS_FULL] not in (tables.VERDICT_COLOURS["reproduced"],
                                                           tables.VERDICT_COLOURS["contradicted"])
-    dot = verdicts.forest(["t1_gating_bias"], out_dir=tmp_path).data[-1]
+    dot = forest.forest(["t1_gating_bias"], out_dir=tmp_path).data[-1]
     assert (dot.marker.color == tables.VERDICT_COLOURS[rule.NEEDS_FULL]
             and "after 400 steps" in dot.name)
     t2 = tmp_path / "t2"
@@ -113,7 +114,7 @@ def test_verdict_changes_say_what_drove_a_change_between_scales(tmp_path):
 def test_the_forest_draws_each_interval_and_every_seed(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], scale="full")
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62], scale="full")
-    fig = verdicts.forest(["t1_gating_bias", "t2_full_preact_best"], "full", out_dir=tmp_path)
+    fig = forest.forest(["t1_gating_bias", "t2_full_preact_best"], "full", out_dir=tmp_path)
     # only the comparison that has its seeds
     seeds_a, seeds_b, dot = fig.data
     assert (dot.x[0] == pytest.approx(20.0)
@@ -134,7 +135,7 @@ def test_the_forests_rows_are_labelled_in_words_above_each_interval_in_lines_a_p
                     ("original", [0.30, 0.31, 0.32]),
                     ("shortcut_only_gating-b-6", [0.30, 0.32, 0.34])):
         save(tmp_path, "a_table1_shortcuts", v, errs, scale="full")
-    fig = verdicts.forest(["t1_gating_bias", "t1_shortcut_only_gating_near_identity"], "full",
+    fig = forest.forest(["t1_gating_bias", "t1_shortcut_only_gating_near_identity"], "full",
                           out_dir=tmp_path)
     assert fig.layout.yaxis.showticklabels is False
     labels = [a for a in fig.layout.annotations if a.yref == "y"]
@@ -143,13 +144,13 @@ def test_the_forests_rows_are_labelled_in_words_above_each_interval_in_lines_a_p
     text = [a.text.split("<br>") for a in labels]
     assert text[0][0].startswith("<b>Exclusive gating trains only") and \
         "exclusive gating at b_g = −6 vs exclusive" in " ".join(text[0])
-    assert all(len(re.sub("<[^>]+>", "", line)) <= verdicts.ROW_CHARS for lines in text
+    assert all(len(re.sub("<[^>]+>", "", line)) <= forest.ROW_CHARS for lines in text
                for line in lines)
     for a, dot, lines in zip(labels, dots, text):
         assert a.y == dot.y[0] and a.yanchor == "bottom" and a.yshift > 0 and a.x == 0 and a.xanchor == "left"
     # the second row's label fits between the first dot and its own
     room = dots[1].y[0] - dots[0].y[0]
-    assert room >= verdicts.LINE_PX * len(text[1]) + verdicts.DOT_PX / 2
+    assert room >= forest.LINE_PX * len(text[1]) + forest.DOT_PX / 2
 
 
 def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):

@@ -14,7 +14,7 @@ from IPython.display import HTML, Markdown, display
 
 from ..evidence import claim_words, variants, verdicts
 from ..evidence.tables import styled
-from . import full_recipe as recipe
+from . import forest as forest_figure, full_recipe as recipe
 
 FOLD = "The claims in full: tests, d with its interval, each part's evidence"
 NO_STUCK = "No recorded run of this page ended at chance."
@@ -36,7 +36,7 @@ def claims(keys, experiments=(), forest=None, contradictions=False) -> None:
     table = verdicts.claims_table(keys)
     display(HTML(fold(styled(table).to_html())))
     if forest:
-        verdicts.forest(keys, title=forest).show()
+        forest_figure.forest(keys, title=forest).show()
     if contradictions:
         notes = [verdicts.contradiction_note(keys)
                  or "No claim of this page is contradicted at the CPU scale.",
