@@ -10,7 +10,8 @@
 - :mod:`.student`: what the student edition runs on the student's side, in Jupyter and on Colab (its
   grader, otter-grader installed without upgrades; the submission zip).
 """
-from .implementation import (EXERCISES, TOL, WIDTH, check_direct_term,
-                             check_exclusive_gating,  # noqa: F401
-                             check_full_preact_unit, check_gated_residual, check_truncation_rate,
-                             check_vanishing_depth, grade, measured_direct_term)
+from .grading import WIDTH  # noqa: F401
+from .implementation import (EXERCISES, check_direct_term, check_exclusive_gating,  # noqa: F401
+                             check_truncation_rate, check_vanishing_depth, grade)
+from .module_checks import check_full_preact_unit, check_gated_residual  # noqa: F401
+from .references import TOL, measured_direct_term  # noqa: F401
