@@ -5,8 +5,8 @@ scale a student runs, what its statement in book/06_ablations.ipynb promises (is
 Where an exercise shows the paper's effect at a scale, it does so in every recorded seed. Elsewhere
 it is an honest question: its statement says, before the prediction, what the paper found at its
 depth and length, what the book's own runs show instead (computed from the spread file, which is
-written from these runs), and asks why. ``guide.SHOWS_PAPER_EFFECT`` says which is which, per scale,
-and ``guide.PAPER_EFFECT`` what the paper's effect is. A test fails if the runs stop showing what
+written from these runs), and asks why. ``effects.SHOWS_PAPER_EFFECT`` says which is which, per scale,
+and ``effects.PAPER_EFFECT`` what the paper's effect is. A test fails if the runs stop showing what
 the statement says they show.
 """
 import json
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.checks import ablations, guide
+from idmap_lib.checks import ablations, effects
 from idmap_lib.engine.results import find_result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,8 +50,8 @@ def book():
 
 
 def test_every_exercise_is_classified_at_every_scale():
-    assert set(guide.PAPER_EFFECT) == set(ablations.ABLATIONS) == set(guide.SHOWS_PAPER_EFFECT)
-    for name, by_scale in guide.SHOWS_PAPER_EFFECT.items():
+    assert set(effects.PAPER_EFFECT) == set(ablations.ABLATIONS) == set(effects.SHOWS_PAPER_EFFECT)
+    for name, by_scale in effects.SHOWS_PAPER_EFFECT.items():
         assert set(by_scale) == set(ablations.OFFERED), name
         # one scale under two names: one verdict
         if ablations.resolve_scale(name, "gpu") == "classroom":
@@ -62,19 +62,19 @@ def test_every_exercise_is_classified_at_every_scale():
 def test_paper_effect_in_every_seed_exactly_where_the_guide_says(book, name, scale):
     """The exercises said to show the paper's effect at a scale show it in every recorded seed
     there; an honest question's "the book's runs do not show it" stays true (not in every seed)."""
-    shown = [guide.PAPER_EFFECT[name](t) for _, _, t in book[name, scale]]
-    if guide.SHOWS_PAPER_EFFECT[name][scale]:
+    shown = [effects.PAPER_EFFECT[name](t) for _, _, t in book[name, scale]]
+    if effects.SHOWS_PAPER_EFFECT[name][scale]:
         assert all(shown), f"{name} at the {scale} scale: the paper's effect is missing in seeds " \
                            f"{[s for (s, _, _), ok in zip(book[name, scale], shown) if not ok]}"
     else:
         assert not all(shown), f"{name} at the {scale} scale: the runs now show the paper's effect in every seed; " \
                                "its statement says they do not (make it an exercise that shows the effect)"
     # what the statements and the guide read (the spread file)
-    assert guide.shown(name, scale) == shown
+    assert effects.shown(name, scale) == shown
 
 
 def honest_anywhere(name):
-    return not all(guide.SHOWS_PAPER_EFFECT[name].values())
+    return not all(effects.SHOWS_PAPER_EFFECT[name].values())
 
 
 def _honest_cells(name):
@@ -111,7 +111,7 @@ def test_honest_questions_say_so_before_the_prediction(name):
 def test_spread_file_records_these_runs(book, name, scale):
     """The statements read the book's runs from the spread file: it must give what the runs give."""
     per_seed = book[name, scale]
-    seeds, recorded = guide.recorded(name, scale)
+    seeds, recorded = effects.recorded(name, scale)
     assert seeds == [s for s, _, _ in per_seed], name
     for a, vals in recorded.items():
         mine = [t[a] for _, _, t in per_seed]
@@ -133,7 +133,7 @@ def test_gate_depth_mean_k_falls_with_every_step_of_depth_in_every_seed(book):
     for seed, runs, t in book["gate_depth", "classroom"]:
         ks = [t[f"mean_k_d{d}"] for d in ablations.K_DEPTHS]
         assert (t["k_falls_with_depth"]
-                and guide._k_falls(t)), f"seed {seed}: mean k {ks} by depth {ablations.K_DEPTHS}"
+                and effects._k_falls(t)), f"seed {seed}: mean k {ks} by depth {ablations.K_DEPTHS}"
 
 
 def test_exclusive_gate_bias_b0_trains_best_in_every_seed(book):

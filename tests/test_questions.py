@@ -1,7 +1,7 @@
 """Chapter 6's honest questions: what the book's own classroom runs show, from the records."""
 import pytest
 
-from idmap_lib.checks import guide, questions
+from idmap_lib.checks import effects, guide, questions
 
 SCALE = {"net": "ResNet-20 (9 residual units)", "length": "400 steps",
          "paper_net": "ResNet-110 (54 residual units)", "paper_length": "64,000 steps"}
@@ -18,9 +18,9 @@ def records(monkeypatch):
                            "gated_prunes_better": [False, True, True],
                            "gresnet_pruned_err": [0.5, 0.4, 0.3], "gresnet_random_err": [0.2, 0.2, 0.35],
                            "resnet_pruned_err": [0.6, 0.61, 0.62]}}
-    monkeypatch.setattr(guide, "recorded", lambda name, scale="classroom": ([0, 1, 2], book[name]))
+    monkeypatch.setattr(effects, "recorded", lambda name, scale="classroom": ([0, 1, 2], book[name]))
     monkeypatch.setattr(guide, "scales_in_words", lambda name, scale="classroom": SCALE)
-    monkeypatch.setattr(guide, "recorded_mean", lambda name, key, metric, scale="classroom": 0.25)
+    monkeypatch.setattr(effects, "recorded_mean", lambda name, key, metric, scale="classroom": 0.25)
 
 
 def test_each_question_gives_the_records_numbers_and_asks_for_a_prediction(records):
@@ -61,4 +61,4 @@ def test_every_exercise_whose_runs_do_not_show_the_paper_asks_one():
     from idmap_lib.checks import ablations
 
     assert set(questions.HONEST) == {n for n in ablations.ABLATIONS
-                                     if not all(guide.SHOWS_PAPER_EFFECT[n].values())}
+                                     if not all(effects.SHOWS_PAPER_EFFECT[n].values())}
