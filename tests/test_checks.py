@@ -272,7 +272,7 @@ def test_links_and_special_files_a_notebook_made_are_removed_unread(tmp_path):
     the instructor's, a hard link and a pipe are removed without being followed; plain files and
     folders stay."""
     import os
-    from idmap_lib.checks import batch
+    from idmap_lib.checks import unpack
 
     secret = tmp_path / "secret"
     secret.write_text("instructor only")
@@ -284,7 +284,7 @@ def test_links_and_special_files_a_notebook_made_are_removed_unread(tmp_path):
     (runs / "book").symlink_to(Path(__file__).resolve().parents[1] / "data" / "classroom")
     os.link(secret, runs / "hard.json")
     os.mkfifo(runs / "pipe")
-    gone = batch.strip_links(sub)
+    gone = unpack.strip_links(sub)
     assert gone == ["idmap_runs/book", "idmap_runs/hard.json", "idmap_runs/pipe",
                     "idmap_runs/seed.txt"]
     assert (sorted(p.name for p in runs.iterdir()) == ["mine.json"]

@@ -140,7 +140,8 @@ def _not_yours(key, r, prediction):
     recorded in data/classroom) are exempt: they show the book's runs."""
     path = r.get("path")
     if path and Path(path).resolve().is_relative_to(book_runs().resolve()):
-        # (a submission cannot reach it: batch.strip_links removes every link before a file is read)
+        # (a submission cannot reach it: unpack.strip_links removes every link before a file is
+        # read)
         return None
     ex, seed = r.get("exercise") or {}, r["config"].get("seed")
     if seed in SEEDS:

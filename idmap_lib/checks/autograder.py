@@ -14,9 +14,6 @@ from .ablation_exercises import book_runs
 # uses.
 BROWSER_LINE = "playwright install-deps && playwright install chromium"
 
-# pickles and weights: a grader never reads them
-NEVER = (".otter_log", ".pkl", ".pickle", ".dill", ".pt", ".pth", ".npy", ".npz")
-
 # Gradescope runs the zip's run_otter.py. Ours grades the submission as the batch grades one
 # (checks/gradescope.py: the submission cleaned unread, the notebook run in a subprocess, every mark
 # computed outside it by the zip's own graders); Otter's runner, which scores in the student's

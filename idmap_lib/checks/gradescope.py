@@ -22,14 +22,14 @@ import zipfile
 from pathlib import Path
 
 from . import batch, sandbox
-from .autograder import NEVER
+from .unpack import NEVER, strip_links
 
 
 def clean(folder) -> list[str]:
-    """Remove from `folder`, unread, every link or special file (``batch.strip_links``) and every
-    pickle or weights file (``autograder.NEVER``); returns what went, relative to `folder`."""
+    """Remove from `folder`, unread, every link or special file (``unpack.strip_links``) and every
+    pickle or weights file (``unpack.NEVER``); returns what went, relative to `folder`."""
     folder = Path(folder)
-    gone = batch.strip_links(folder)
+    gone = strip_links(folder)
     for p in sorted(folder.rglob("*")):
         if p.is_file() and p.name.lower().endswith(NEVER):
             p.unlink()
