@@ -14,7 +14,7 @@ import torch
 pytest.importorskip("submitit")
 
 from fake_runs import result  # noqa: E402
-from idmap_lib.book.plan import queue as q  # noqa: E402
+from idmap_lib.book.plan import ledger, queue as q  # noqa: E402
 from idmap_lib.book.plan.queue_status import status, status_text  # noqa: E402
 from idmap_lib.engine import recipes, results  # noqa: E402
 from support import SHARED, checkpoint_step, tiny_mnist, untimed  # noqa: E402
@@ -47,7 +47,7 @@ def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(
     ck_b = tmp_path / "ckb" / f"{results.run_name(cfg)}.pt"
     _wait(lambda: checkpoint_step(ck_b) >= 10)
     killed_at = checkpoint_step(ck_b)
-    entry, = q.ledger(tmp_path / "qb").values()  # the job wrote its pid when it started
+    entry, = ledger.ledger(tmp_path / "qb").values()  # the job wrote its pid when it started
     # what SLURM sends a job before preempting it (--signal=USR2@120)
     os.kill(entry["pid"], signal.SIGUSR2)
     paths = {n: j.result() for n, j in jobs.items()}
@@ -72,7 +72,7 @@ def test_two_local_jobs_train_end_to_end_one_killed_mid_way_resumes_bit_for_bit(
     # provenance: the job beside the hardware, and the ledger says done
     assert (b["job"]["executor"] == "local" and b["job"]["job_id"] == str(jobs["b"].job_id)
             and "hardware" in b)
-    entry, = q.ledger(tmp_path / "qb").values()
+    entry, = ledger.ledger(tmp_path / "qb").values()
     assert entry["state"] == "done" and entry["job_id"] == str(jobs["b"].job_id)
 
 
@@ -107,7 +107,7 @@ def test_a_worker_whose_next_run_another_worker_took_sends_the_one_after(tmp_pat
     monkeypatch.setattr(q, "config_of", lambda r: tiny[r])
     monkeypatch.setattr(q, "queue", lambda *a, **k: [r for r in (taken, run)
                                                      if results.find_result(tiny[r], out) is None])
-    assert q.claim(folder, tiny[taken], "local")  # the other worker (alive: this process) holds it
+    assert ledger.claim(folder, tiny[taken], "local")  # the other worker (alive: this process) holds it
     report = q.run_local(out_dir=out, folder=folder, checkpoint_dir=tmp_path / "ck", max_jobs=1,
                          say=lambda s: None)
     assert (report["done"] == [results.run_name(tiny[run])]
@@ -150,8 +150,8 @@ def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_pat
     # a run under way (its job queued or running) waits; a failed one is listed again; a started one
     # goes first
     run, other, started = again[0], again[1], again[5]
-    q.mark(folder, q.config_of(run), "running", executor="slurm", job_id="7_0")
-    q.mark(folder, q.config_of(other), "failed", executor="slurm", job_id="7_1",
+    ledger.mark(folder, q.config_of(run), "running", executor="slurm", job_id="7_0")
+    ledger.mark(folder, q.config_of(other), "failed", executor="slurm", job_id="7_1",
            error="CUDA out of memory")
     ck.mkdir()
     torch.save({"config": q.config_of(started), "step": 400}, ck / "x.pt")
@@ -183,16 +183,16 @@ def test_jobs_fuse_a_variants_seeds_at_one_step_pair_a_seed_and_two_submitters_n
     assert q.groups(pr, pairs=True) == [pr[:2], pr[2:3], pr[3:]]
     cfg = q.config_of(runs[0])
     # this submitter holds it
-    assert q.claim(tmp_path, cfg, "local") and not q.claim(tmp_path, cfg, "local")
-    entry, = q.ledger(tmp_path).values()
+    assert ledger.claim(tmp_path, cfg, "local") and not ledger.claim(tmp_path, cfg, "local")
+    entry, = ledger.ledger(tmp_path).values()
     assert entry["state"] == "queued" and entry["job_id"] is None
-    q.mark(tmp_path, cfg, "queued", executor="local", job_id="1", pid=2 ** 22 + 12345,
+    ledger.mark(tmp_path, cfg, "queued", executor="local", job_id="1", pid=2 ** 22 + 12345,
            hostname=entry["hostname"])
     # its job's process is gone
-    assert q.ledger(tmp_path)[entry["training_hash"]]["state"] == "failed"
-    assert q.claim(tmp_path, cfg, "local")  # so it may be sent again
+    assert ledger.ledger(tmp_path)[entry["training_hash"]]["state"] == "failed"
+    assert ledger.claim(tmp_path, cfg, "local")  # so it may be sent again
     # one training, whatever its label: Table 1's original is the ResNet-110 just taken
-    assert not q.claim(tmp_path, q.config_of(("a_table1_shortcuts", "original", 0, "full")),
+    assert not ledger.claim(tmp_path, q.config_of(("a_table1_shortcuts", "original", 0, "full")),
                        "local")
 
 
@@ -226,7 +226,7 @@ def test_the_slurm_path_submits_one_job_array_with_the_asked_parameters(tmp_path
             "#SBATCH --signal=USR2@120", "#SBATCH --account=idmap",
             f"#SBATCH --mem={q.MEM_GB}GB"} <= lines
     first3 = q.needed("full", out_dir=out)[:3]
-    book = q.ledger(folder, ask_slurm=False)
+    book = ledger.ledger(folder, ask_slurm=False)
     assert sorted(e["job_id"] for e in book.values()) == ["12_0", "12_1", "12_2"]
     assert sorted(tuple(e["run"]) for e in book.values()) == sorted(first3)
     assert all(e["state"] == "queued" for e in book.values())
@@ -266,7 +266,7 @@ def test_a_refused_submission_records_nothing_and_a_cpu_job_asks_for_one_core(tm
     with pytest.raises(RuntimeError,
                        match="refused the submission.*nothing was queued.*--gpus-per-job 0"):
         q.submit(Refusing(), [[r] for r in first], out, folder)
-    assert q.ledger(folder, ask_slurm=False) == {}
+    assert ledger.ledger(folder, ask_slurm=False) == {}
     seen = {}
     monkeypatch.setattr(submitit.AutoExecutor, "__init__", lambda self, folder, cluster=None: None)
     monkeypatch.setattr(submitit.AutoExecutor, "update_parameters",
@@ -291,8 +291,8 @@ def test_status_reads_slurm_without_submitit_through_squeue(tmp_path, monkeypatc
     monkeypatch.setattr(subprocess, "run",
                         lambda cmd, **k: subprocess.CompletedProcess(cmd, 0, listed[cmd[3]], ""))
     entry = {"executor": "slurm", "job_id": "7_0"}
-    assert q._alive(entry, tmp_path, ask_slurm=True)
-    assert not q._alive({**entry, "job_id": "8_1"}, tmp_path, ask_slurm=True)
+    assert ledger._alive(entry, tmp_path, ask_slurm=True)
+    assert not ledger._alive({**entry, "job_id": "8_1"}, tmp_path, ask_slurm=True)
 
 
 def test_the_full_queue_asks_for_the_seeds_that_resolve_the_papers_gap_after_every_claims_first_three():

@@ -17,7 +17,7 @@ import torch
 
 pytest.importorskip("submitit")
 
-from idmap_lib.book.plan import queue as q  # noqa: E402
+from idmap_lib.book.plan import ledger, queue as q  # noqa: E402
 from idmap_lib.engine import results  # noqa: E402
 from support import SHARED, checkpoint_step, tiny_mnist, untimed  # noqa: E402
 
@@ -119,5 +119,5 @@ def test_a_slurm_job_requeued_mid_way_resumes_bit_for_bit(slurm, tmp_path, monke
               for n in ("a", "b"))
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     for name in ("a", "b"):
-        entry, = q.ledger(tmp_path / f"q{name}").values()
+        entry, = ledger.ledger(tmp_path / f"q{name}").values()
         assert entry["state"] == "done" and entry["executor"] == "slurm"

@@ -33,7 +33,7 @@ ROOMS = {
     "maths": "derivation notation probe_words probes theory",
     "evidence": "checkpoints claim_words claims mechanisms metrics paper_numbers pointers power "
                 "reports rule runs seeds synthesis tables variants verdicts",
-    "plan": "cpu_scale jump_watch mnist_grid queue queue_status run_times sweep",
+    "plan": "cpu_scale jump_watch ledger mnist_grid queue queue_status run_times sweep",
     "figures": "blocks curves diagrams explorer forest full_recipe gate_figures keras_probe live "
                "mechanism_figures mechanism_words slider_figures trained_probes yourself",
 }

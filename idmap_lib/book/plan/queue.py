@@ -11,10 +11,8 @@ folder and resumes from it, so a job preempted or cut off by its time limit is r
 the results folder with their provenance, and the job (scheduler, id, host, the steps it resumed
 from) beside the hardware.
 
-The ledger: one small JSON file per run under ``<folder>/runs/`` (state queued, running, done or
-failed, the job id), written by ``submit`` (each run taken under a lock: several submitters never
-send one run twice) and by the job itself; ``ledger`` reads it, and asks SLURM, where ``sacct`` is
-at hand, about jobs that may have ended unseen. Where the sweep stands, claim by claim, and what is
+The ledger (ledger.py) says which runs are queued, running, done or failed: written by ``submit``
+and by the job itself. Where the sweep stands, claim by claim, and what is
 left in hours: queue_status.py.
 """
 from __future__ import annotations
@@ -33,6 +31,7 @@ from ...engine.fused import train_fused
 from ...engine.trainer import train_many
 from ..evidence.claims import CLAIMS_BY_KEY, paper_gap
 from ..evidence.power import claim_seeds
+from .ledger import UNDER_WAY, claim, ledger, mark, release
 from .sweep import SWEEP_ORDER, runs_needed
 
 try:  # an optional dependency (pip install submitit): the book and its chapters never need it
@@ -42,13 +41,9 @@ except ImportError:  # pragma: no cover - exercised where submitit is missing
 
 QUEUE_DIR, CHECKPOINT_DIR = paths.QUEUE, paths.CHECKPOINTS
 SCALES = recipes.CLAIM_SCALES
-UNDER_WAY = ("queued", "running")
 # host memory a SLURM job asks for per GPU (the dataset on the device, a run's checkpoints): without
-# a
+# a request an array's tasks each take a whole node's memory and run one at a time
 MEM_GB = 16
-#              request an array's tasks each take a whole node's memory and run one at a time
-SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
-               "BOOT_FAIL", "DEADLINE"}
 
 
 # -- what the claims need, and what of it is left
@@ -155,97 +150,6 @@ def groups(runs, fuse=1, pairs=False, steps=None) -> list[list[tuple]]:
             continue
         out.append([r])
     return out
-
-
-# -- the ledger: one file per run, written by the submitter and by the job
-
-def _entry_path(folder, cfg) -> Path:
-    """The run's ledger file, named by what it trains (one file whatever labels the run is asked for
-    under)."""
-    return Path(folder or QUEUE_DIR) / "runs" / f"{results.training_hash(cfg)[:20]}.json"
-
-
-def mark(folder, cfg, state: str, **job) -> None:
-    """Record a run's state (queued, running, done, failed) and its job in the ledger (atomically).
-    A "queued" mark never overwrites what the job itself wrote since (a local job may start before
-    its submitter marks it)."""
-    path = _entry_path(folder, cfg)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if state == "queued" and path.is_file():
-        old = json.loads(path.read_text())
-        if old.get("job_id") == job.get("job_id") and old["state"] != "queued":
-            return
-    entry = {"run": [cfg["experiment"], cfg["variant"], cfg["seed"], cfg["scale"]], "state": state,
-             "training_hash": results.training_hash(cfg),
-             "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-             **job}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(entry, indent=1) + "\n")
-    os.replace(tmp, path)
-
-
-def ledger(folder=None, ask_slurm=True) -> dict:
-    """{training hash: the run's latest ledger entry}. A local job whose process is gone, or a SLURM
-    job that sacct says has ended, while its entry still says queued or running, reads as failed (it
-    was killed unseen)."""
-    out = {}
-    for p in sorted((Path(folder or QUEUE_DIR) / "runs").glob("*.json")):
-        e = json.loads(p.read_text())
-        if e["state"] in UNDER_WAY and not _alive(e, Path(folder or QUEUE_DIR), ask_slurm):
-            e.update(state="failed",
-                     error=e.get("error") or "the job ended without recording its run")
-        out[e["training_hash"]] = e
-    return out
-
-
-def claim(folder, cfg, executor_kind) -> bool:
-    """Take a run for this submitter, atomically (one submitter at a time holds the run's lock file
-    while it checks the ledger and marks the run queued, with its own pid until the job has an id):
-    False if it is under way."""
-    path = _entry_path(folder, cfg)
-    lock = path.with_suffix(".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    if lock.exists() and time.time() - lock.stat().st_mtime > 60:
-        lock.unlink(missing_ok=True)  # left by a submitter that died holding it
-    try:
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return False
-    try:
-        if ledger(folder).get(results.training_hash(cfg), {}).get("state") in UNDER_WAY:
-            return False
-        mark(folder, cfg, "queued", executor=executor_kind, job_id=None, pid=os.getpid(),
-             hostname=socket.gethostname())
-        return True
-    finally:
-        lock.unlink(missing_ok=True)
-
-
-def _alive(e, folder, ask_slurm) -> bool:
-    if e.get("pid") and e.get("hostname") == socket.gethostname() and (e.get("executor") == "local"
-                                                                        or not e.get("job_id")):
-        try:
-            os.kill(int(e["pid"]), 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # alive (another user's)
-            pass
-    if e.get("executor") == "slurm" and ask_slurm and e.get("job_id"):
-        import shutil
-        if shutil.which("sacct"):
-            try:
-                import submitit
-                return submitit.SlurmJob(folder, e["job_id"]).state.split()[0] not in SLURM_ENDED
-            except ImportError:  # --status needs no submitit: squeue below still answers
-                pass
-        # (sacct off, or no submitit) a job squeue no longer lists has ended
-        if shutil.which("squeue"):
-            import subprocess
-            got = subprocess.run(["squeue", "-h", "-j", str(e["job_id"]).split("_")[0], "-o", "%i"],
-                                 capture_output=True, text=True, timeout=60)
-            if got.returncode == 0:
-                return bool(got.stdout.strip())
-    return True
 
 
 # -- the job
@@ -411,8 +315,7 @@ def submit(ex, jobs, out_dir=None, folder=None, checkpoint_dir=None, fuse=1, **j
     except Exception as e:
         for g in todo:
             for c in g:
-                # (claim took each only if it was not under way)
-                _entry_path(folder, c).unlink(missing_ok=True)
+                release(folder, c)
         raise RuntimeError(f"the scheduler refused the submission, so nothing was queued or "
                            f"recorded: {' '.join(str(e).split())[-400:]}. On a node without GPUs "
                            f"pass --gpus-per-job 0; set --cpus-per-task / --mem to what the node "

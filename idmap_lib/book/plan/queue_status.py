@@ -7,7 +7,8 @@ H200's benchmark: run_times.py). The queue itself: queue.py.
 from __future__ import annotations
 
 from ...engine import results
-from .queue import claims_at, config_of, ledger, started
+from .ledger import ledger
+from .queue import claims_at, config_of, started
 from .run_times import _measured_net, h200_measured
 from .sweep import runs_needed
 
