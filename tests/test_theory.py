@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 import torch
 
-from idmap_lib.book.maths import notation, theory as T
+from idmap_lib.book.maths import gate_theory as G, notation, theory as T
 from idmap_lib.book.page import repository
 
 # ---- sympy: every derived equation equals the paper's --------------------------------------------
@@ -67,8 +67,8 @@ def test_eqn5_direct_term_is_one(derived):
 
 
 def test_paper_b_layer_distance_orders():
-    r = T.paper_b_layer_distance(gain=2)
-    n = T.n
+    r = G.paper_b_layer_distance(gain=2)
+    n = G.n
     assert sp.simplify(r["squared_euclidean"] - 2 * n) == 0          # n^2 * (2/n)
     assert r["orders"]["squared_euclidean"] == sp.Order(n, (n, sp.oo))  # the paper's O(n)
     assert r["orders"]["euclidean_bound"] == sp.Order(sp.sqrt(n), (n, sp.oo))
@@ -81,8 +81,8 @@ DISPLAYED = json.loads((Path(__file__).parent / "theory_displayed.json").read_te
 
 def _displayed_now():
     out = {name: [s for k, s in fn().displayed() if k == "math"] for name, fn in T.ALL.items()}
-    out["gate_shortcut"] = [s for _, s in T.gate_shortcut_displayed()]
-    out["paper_b_layer_distance"] = [s for _, s in T.paper_b_layer_distance_displayed()]
+    out["gate_shortcut"] = [s for _, s in G.gate_shortcut_displayed()]
+    out["paper_b_layer_distance"] = [s for _, s in G.paper_b_layer_distance_displayed()]
     return out
 
 
@@ -96,7 +96,7 @@ def test_every_displayed_equation_is_the_reviewed_string():
 
 
 def test_gate_lines_read_as_the_paper_writes_them():
-    h, hp, hp0 = [s for _, s in T.gate_shortcut_displayed()]
+    h, hp, hp0 = [s for _, s in G.gate_shortcut_displayed()]
     # = 1 - sigma(b_g), never 1/(e + 1^{b_g})
     assert hp0 == r"h'(0) = \frac{1}{1 + e^{b_{g}}}"
     assert r"\frac{1}{1 + e^{- b_{g} - w_{g} x}}" in h
@@ -132,7 +132,7 @@ def test_no_chapter_prints_latex_itself():
 
 
 def test_gate_shortcut_derivative_at_zero():
-    _, _, at0 = T.gate_shortcut_derivative()
+    _, _, at0 = G.gate_shortcut_derivative()
     b = sp.Symbol("b_g", real=True)
     assert sp.simplify(at0 - (1 - 1 / (1 + sp.exp(-b)))) == 0
     assert abs(float(at0.subs(b, -6)) - 0.997527) < 1e-5

@@ -30,7 +30,7 @@ from .page.setup import (BUILD_ENV, CLASSROOM_RUNS, DRIVE_RUNS, RENDERER, defaul
 
 ROOMS = {
     "page": "figure_style log_axes palette prose repository setup",
-    "maths": "derivation notation probe_words probes theory",
+    "maths": "derivation gate_theory notation probe_words probes theory",
     "evidence": "checkpoints claim_words claims mechanisms metrics paper_numbers pointers power "
                 "reports rule runs seeds synthesis tables variants verdicts",
     "plan": "cpu_scale jump_watch ledger mnist_grid queue queue_status run_times sweep",
