@@ -81,8 +81,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    log_every = recipes.config(experiment, variants[0], scale)["log_every"]
-    titles = [PANELS[p][3].format(log=log_every) for p in panels]
+    recipe = recipes.config(experiment, variants[0], scale)  # what the variants share
+    titles = [PANELS[p][3].format(log=recipe["log_every"]) for p in panels]
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=titles, horizontal_spacing=0.08)
     colours = qualitative.Plotly + qualitative.D3
     missing, where, losses = [], set(), {}  # losses: variant -> every seed's values
@@ -123,8 +123,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                                            "dash": palette.dash(experiment, v)},
                                      hovertemplate=f"{said} mean<br>step %{{x}}: "
                                                    f"%{{y:.3f}}<extra></extra>"), 1, col)
-    lr_marks(fig, recipes.config(experiment, variants[0], scale)["schedule"],
-             cols=range(1, len(panels) + 1))
+    lr_marks(fig, recipe["schedule"], cols=range(1, len(panels) + 1))
     fig.update_xaxes(title_text="step")
     log_band = " (log axis: geometric mean × / ÷ sd)" if "train_loss" in panels else ""
     sub = "thin: each seed; thick: mean ± sd" + log_band + ("" if where
