@@ -466,7 +466,7 @@ def _override(cfg: dict, o: dict) -> dict:
 
 def recorded_scale(cfg: dict) -> str | None:
     """The scale of today's recipes whose run of this experiment, variant and seed trains exactly
-    what `cfg` trains (its labels aside: the first CPU scale was called "shrunk"), or None if none
+    what `cfg` trains (its labels aside: some records name the CPU scale "shrunk"), or None if none
     does (a stale run)."""
     h = training_hash(cfg)
     return next((s for s in SCALES if training_hash(config(cfg["experiment"], cfg["variant"], s,

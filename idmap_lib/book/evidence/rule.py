@@ -1,6 +1,6 @@
 """The statistical test every claim's comparison is decided by (claims.py holds the claims), fixed
 before any result is read. Every test is a comparison of means over seeds by Welch's t (unequal
-variances), at the level the old "2 se" rule meant (5 % two-sided):
+variances), at the level a "2 se" rule means (5 % two-sided):
 
 - ``better(a, b, metric, margin=0)``: *a* has a lower metric than *b* by more than ``margin``. With
   d = mean(b) - mean(a) - margin, se = sqrt(var_a / n_a + var_b / n_b) (sample variances) and q the
@@ -95,7 +95,7 @@ SEQUENTIAL = ("**More seeds, and what they do to the error rate.** Seeds 0-2 wer
               "not correct for it; a verdict reached only at the second look says so (its seeds "
               "are listed), and deserves that much less weight than one that three seeds reached.")
 MIN_SEEDS = 3
-LEVEL = 0.975  # one side of a 5 % two-sided test: the level the old "2 se" rule meant
+LEVEL = 0.975  # one side of a 5 % two-sided test: the level a "2 se" rule means
 ALPHA = 2 * (1 - LEVEL)  # the two-sided level Holm's correction divides
 NEEDS_FULL = "needs the full recipe"
 NOT_TESTABLE = "not testable here"
