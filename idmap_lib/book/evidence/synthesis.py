@@ -17,8 +17,10 @@ tolerance); otherwise *open*.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from ...engine import recipes
 from ..page import figure_style, palette
 from .claim_words import listed, words
 from .claims import CLAIMS_BY_KEY, evaluate
@@ -331,6 +333,10 @@ def answer(assessed=None, found=None, out_dir=None) -> str:
 
 # a row: its label above its markers; the gap holds an axis and the next panel's title
 ROW_PX, GAP_PX = 30, 70
+# the rise axis' end, in nats: a loss that rose further has blown up (a finite spike before it
+# overflows can reach 1e30), so such a run is drawn at the edge, its value in its hover and the alt
+# text, and the rises that tell the units apart (0.1 to 1e3) keep the axis' width
+RISE_MAX = 1e4
 
 
 def key_figure(out_dir=None):
@@ -339,7 +345,8 @@ def key_figure(out_dir=None):
     across the plot's width (readable on a phone). Top: how far the training loss rises when the lr
     jumps (ResNet-110, the lr-jump probe; a cross: stuck at chance before the jump). Bottom: steps
     until the training error first falls below 80 % (ResNet-1001; a hollow marker: never within the
-    run, drawn at its length). Returns (figure, values)."""
+    run, drawn at its length). A rise beyond RISE_MAX is drawn at the axis' edge as a triangle.
+    Returns (figure, values)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -363,12 +370,16 @@ def key_figure(out_dir=None):
             name, c, sym = words("a_swaps", r), palette.colour(r), palette.symbol(r)
             y = ROW_PX * (i + 1) - 8
             marks = [("x-thin" if test == "jump" else f"{sym}-open") if o else sym for o in odd]
-            fig.add_trace(go.Scatter(x=xs, y=[y] * len(xs), mode="markers", showlegend=False,
+            beyond = [test == "jump" and v > RISE_MAX for v in xs]
+            marks = ["triangle-right" if b else m for m, b in zip(marks, beyond)]
+            fig.add_trace(go.Scatter(x=[RISE_MAX if b else v for v, b in zip(xs, beyond)],
+                                     y=[y] * len(xs), customdata=xs, mode="markers",
+                                     showlegend=False,
                                      marker={"size": 9, "color": c, "symbol": marks,
                                              "opacity": 0.85,
                                              "line": {"width": 1.5, "color": c}},
-                                     hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>"), row=row,
-                                     col=1)
+                                     hovertemplate=f"{name}: %{{customdata:.3g}}<extra></extra>"),
+                          row=row, col=1)
             axis = "" if row == 1 else "2"
             fig.add_annotation(text=name, xref=f"x{axis} domain",
                                yref=f"y{axis}", x=0, y=y - 7, xanchor="left", yanchor="bottom",
@@ -377,8 +388,9 @@ def key_figure(out_dir=None):
         fig.update_yaxes(range=[heights[row - 1], 0], showticklabels=False, showgrid=False,
                          zeroline=False,
                          fixedrange=True, row=row, col=1)
-    fig.update_xaxes(type="log", dtick=1, title_text="0.1 + rise, nats (log)", row=1, col=1,
-                     title_standoff=2)
+    fig.update_xaxes(type="log", dtick=1, range=[-1.3, math.log10(RISE_MAX) + 0.2],
+                     title_text=f"0.1 + rise, nats (log; ▶: beyond {RISE_MAX:,.0f})", row=1,
+                     col=1, title_standoff=2)
     fig.update_xaxes(title_text="steps (never: at the run's length)", row=2, col=1,
                      title_standoff=2)
     fig.update_layout(height=plot + 110, margin={"l": 10, "r": 10, "t": 40, "b": 50},
@@ -389,6 +401,17 @@ def key_figure(out_dir=None):
     # its text alternative (figure_style.alt_text)
     fig.update_layout(meta={"alt": key_figure_alt(values)})
     return fig, values
+
+
+def key_figure_caption(values) -> str:
+    """Under the figure: its text alternative, then how to read its markers (the runs' length from
+    their recipe)."""
+    steps = recipes.config("a_swaps", ROWS["start"][0], CLAIMS_BY_KEY[FIG1].scale)["steps"]
+    return (f"{key_figure_alt(values)} One marker a seed, in its unit's colour; a swapped unit in "
+            f"its parent's colour with its own marker. Top: a cross is a run stuck at chance "
+            f"before the jump (no rise to read); a triangle at the right edge, a rise beyond "
+            f"{RISE_MAX:,.0f} nats (the loss blew up). Bottom: a hollow marker never got below 80 "
+            f"% within the run's {steps} steps. CPU scale, bf16 autocast.")
 
 
 def key_figure_alt(values) -> str:
