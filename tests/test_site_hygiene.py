@@ -317,9 +317,9 @@ def _probed():
 def _book_figures():
     """Every figure the library draws for chapters 3-11, called as the chapters call it, from the
     recorded runs."""
-    from idmap_lib.book.evidence import claims, synthesis, variants
+    from idmap_lib.book.evidence import claims, variants
     from idmap_lib.book.figures import (curves, forest, full_recipe, gate_figures, keras_probe,
-                                        live, mechanism_figures, trained_probes)
+                                        live, mechanism_figures, swap_figure, trained_probes)
     t1 = [c.key for c in claims.CLAIMS if c.experiment == "a_table1_shortcuts"]
     return {
         "curves.band_curves": lambda: curves.band_curves("a_table1_shortcuts", variants.T1_CURVES,
@@ -335,7 +335,7 @@ def _book_figures():
         "mechanism_figures.forward_figure": mechanism_figures.forward_figure,
         "mechanism_figures.truncation_figure": mechanism_figures.truncation_figure,
         "mechanism_figures.weight_input_figure": mechanism_figures.weight_input_figure,
-        "synthesis.key_figure": lambda: synthesis.key_figure()[0],
+        "swap_figure.key_figure": lambda: swap_figure.key_figure()[0],
         "trained_probes.truncation_figure": lambda: trained_probes.truncation_figure(_probed()),
         "trained_probes.gradient_figure": lambda: trained_probes.gradient_figure(_probed()),
     }
@@ -345,7 +345,7 @@ BOOK_FIGURES = ("curves.band_curves", "forest.forest", "full_recipe.full_recipe_
                 "live.LiveFigure",
                 "gate_figures.k_figure", "gate_figures.pruning_figure", "keras_probe.probe_figure",
                 "mechanism_figures.forward_figure", "mechanism_figures.truncation_figure",
-                "mechanism_figures.weight_input_figure", "synthesis.key_figure",
+                "mechanism_figures.weight_input_figure", "swap_figure.key_figure",
                 "trained_probes.truncation_figure",
                 "trained_probes.gradient_figure")
 

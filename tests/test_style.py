@@ -29,3 +29,16 @@ def test_the_check_finds_a_line_over_the_length(tmp_path):
     r = ruff("long.py", cwd=tmp_path)
     assert r.returncode == 1 and "E501" in r.stdout
 
+
+
+def test_no_folder_of_the_library_is_left_out_of_the_check():
+    """A planted long line in a module of every library folder is found (a folder excluded by name,
+    as ``book`` once matched ``idmap_lib/book`` too, would pass unchecked)."""
+    line = "x = " + "1 + " * 30 + "1\n"
+    folders = sorted({p.parent for p in (ROOT / "idmap_lib").rglob("*.py")} | {ROOT / "tools"})
+    for folder in folders:
+        name = (folder / "planted_long_line.py").relative_to(ROOT)
+        r = subprocess.run([sys.executable, "-m", "ruff", "check", "--force-exclude",
+                            "--stdin-filename", str(name), "-"], input=line, cwd=ROOT,
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and "E501" in r.stdout, f"{name} is not checked"

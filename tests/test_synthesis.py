@@ -5,6 +5,7 @@ with the rows that decide it."""
 import pytest
 
 from idmap_lib.book.evidence import synthesis
+from idmap_lib.book.figures import swap_figure
 from idmap_lib.book.evidence.claims import CLAIMS_BY_KEY
 from idmap_lib.engine import recipes
 
@@ -102,7 +103,7 @@ def test_the_summary_and_the_tables_name_every_mechanism_with_a_computed_status(
 def test_the_key_figure_draws_every_recorded_seed_of_every_row_in_its_units_colour():
     from idmap_lib.book.page import palette
 
-    fig, values = synthesis.key_figure()
+    fig, values = swap_figure.key_figure()
     drawn = [t for t in fig.data if len(t.x)]
     assert sum(len(v) for v in values.values()) == sum(len(t.x) for t in drawn)
     assert set(values) == set(synthesis.PROPERTIES) and len(values["full_preact-110"]) >= 3
@@ -114,23 +115,23 @@ def test_the_key_figure_draws_every_recorded_seed_of_every_row_in_its_units_colo
     # each row named in words above its markers
     labels = {a.text.split(":")[0] for a in fig.layout.annotations}
     assert {"the original unit", "full pre-activation", "the original ResNet-1001"} <= labels
-    alt = synthesis.key_figure_alt(values)
+    alt = swap_figure.key_figure_alt(values)
     assert "full pre-activation" in alt and "ResNet-1001" in alt
 
 
 def test_a_blown_up_rise_is_drawn_at_the_axis_edge_and_keeps_its_value(monkeypatch):
     """One run's rise of 1e30 nats would squeeze every other rise into the axis' first decades: it
     is drawn at RISE_MAX as a triangle, its value in its hover and the caption."""
-    rise, seen = synthesis.METRICS["lr_jump_rise"], []
-    monkeypatch.setitem(synthesis.METRICS, "lr_jump_rise",  # the first run read: 1e30
+    rise, seen = swap_figure.METRICS["lr_jump_rise"], []
+    monkeypatch.setitem(swap_figure.METRICS, "lr_jump_rise",  # the first run read: 1e30
                         lambda r: 1e30 if not seen.append(r) and len(seen) == 1 else rise(r))
-    fig, values = synthesis.key_figure()
+    fig, values = swap_figure.key_figure()
     jump = [t for t in fig.data if len(t.x) and t.xaxis == "x"]
     points = [(v, x, m) for t in jump for v, x, m in zip(t.customdata, t.x, t.marker.symbol)]
-    beyond = [(x, m) for v, x, m in points if v > synthesis.RISE_MAX]
-    assert beyond and set(beyond) == {(synthesis.RISE_MAX, "triangle-right")}
-    assert all(x == v and m != "triangle-right" for v, x, m in points if v <= synthesis.RISE_MAX)
+    beyond = [(x, m) for v, x, m in points if v > swap_figure.RISE_MAX]
+    assert beyond and set(beyond) == {(swap_figure.RISE_MAX, "triangle-right")}
+    assert all(x == v and m != "triangle-right" for v, x, m in points if v <= swap_figure.RISE_MAX)
     assert fig.layout.xaxis.range[1] < 5  # decades: the rises that tell the units apart keep it
     assert max(max(v) for v in values.values()) >= 1e30  # the values as measured
     steps = recipes.config("a_swaps", "original-1001", "cpu")["steps"]
-    assert f"within the run's {steps} steps" in synthesis.key_figure_caption(values)
+    assert f"within the run's {steps} steps" in swap_figure.key_figure_caption(values)
