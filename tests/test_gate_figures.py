@@ -2,7 +2,8 @@
 figure."""
 import pytest
 
-from idmap_lib.book.figures import gate_figures as gf
+from idmap_lib.book.evidence import tables
+from idmap_lib.book.figures import gate_figures as gf, gate_words as gw
 from idmap_lib.engine import recipes, results
 
 
@@ -70,41 +71,41 @@ def test_dimension_changing_blocks_are_the_stage_transitions():
 
 def test_speedup_note_reads_the_recorded_benchmark(tmp_path):
     import json
-    assert "bench --stacked --json" in gf.speedup_note(tmp_path / "none.json")
+    assert "bench --stacked --json" in gw.speedup_note(tmp_path / "none.json")
     r = {"depth": 100, "runs": 9, "threads": 1, "alone_img_per_s_total": 2607,
          "stacked_img_per_s_total": 12334,
          "speedup": 4.73, "date": "2026-11-30T04:40:59+00:00",
          "hardware": {"cpu": "Test CPU", "cpu_count": 2}}
     (tmp_path / "b.json").write_text(json.dumps(r))
-    note = gf.speedup_note(tmp_path / "b.json")
+    note = gw.speedup_note(tmp_path / "b.json")
     assert ("2026-11-30, CPU Test CPU (2 cores, 1 thread)" in note and "2,607" in note
             and "**4.7x**" in note)
 
 
 def test_closed_gates_and_pruning_notes_count_what_the_runs_recorded(tmp_path):
-    assert gf.closed_gates_note(out_dir=tmp_path) == "" and gf.pruning_note(out_dir=tmp_path) == ""
+    assert gw.closed_gates_note(out_dir=tmp_path) == "" and gw.pruning_note(out_dir=tmp_path) == ""
     ks = [0.5, 0.4, 0.3, 0.2, 0.1, 0.05] + [-0.01] * 4  # 10 blocks: the last 4 closed
     for s in range(3):
         results.save_result(mnist_result("gresnet", 100, s, 0.02, ks=ks, pruning={
             "blocks": 10, "by_gate": [0.02] * 5 + [0.03, 0.05, 0.1, 0.2, 0.4, 0.9],
             "at_random": [[0.02] * 11]}),
             tmp_path)
-    note = gf.closed_gates_note(out_dir=tmp_path)
+    note = gw.closed_gates_note(out_dir=tmp_path)
     assert "4, 4, 4 of 10 gates ended **closed**" in note and "from block 7-7 on" in note
     assert "smallest in the last third" in note and "Paper B's 0.67" in note
-    assert "for the first 4, 4, 4 removals" in gf.pruning_note(out_dir=tmp_path)
+    assert "for the first 4, 4, 4 removals" in gw.pruning_note(out_dir=tmp_path)
 
 
 def test_k_vs_paper_note_compares_every_recorded_depth(tmp_path):
-    assert gf.k_vs_paper_note(out_dir=tmp_path) == ""
+    assert gw.k_vs_paper_note(out_dir=tmp_path) == ""
     for s in range(3):
         results.save_result(mnist_result("gresnet", 100, s, 0.02, ks=[0.1, 0.1]), tmp_path)
         results.save_result(mnist_result("gresnet", 10, s, 0.02, ks=[3.0] * 5), tmp_path)
-    note = gf.k_vs_paper_note(out_dir=tmp_path)
+    note = gw.k_vs_paper_note(out_dir=tmp_path)
     assert note.startswith("Our gates end lower than the paper's at d = 100 (d = 10: ours 3.00, "
                            "the paper's 2.54 (ratio 1.18); d = 100: ours 0.10, the paper's 0.67 "
                            "(ratio 0.15)); the ratio ours / paper's lies between 0.15 and 1.18.")
-    assert gf.SYMMETRY in note
+    assert gw.SYMMETRY in note
 
 
 def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
@@ -141,7 +142,7 @@ def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
 
 
 def test_cifar_k_note_ranks_the_dimension_changing_and_last_blocks(tmp_path):
-    assert gf.cifar_k_note(out_dir=tmp_path) == ""
+    assert gw.cifar_k_note(out_dir=tmp_path) == ""
     for s in range(3):
         cfg = recipes.config("b_resnet32", "gated", "cpu", s)
         ks = [1.0 + 0.01 * b for b in range(15)]
@@ -152,7 +153,7 @@ def test_cifar_k_note_ranks_the_dimension_changing_and_last_blocks(tmp_path):
                              "seed": s, "final": {"test_err": 0.5, "gates_k": ks},
                              "history": {"train": [],
                              "test": []}}, tmp_path)
-    note = gf.cifar_k_note(out_dir=tmp_path)
+    note = gw.cifar_k_note(out_dir=tmp_path)
     assert ("gated ResNet-32 (3 seeds, 15 blocks): smallest k at block 6, largest at block 15; the "
             "dimension-changing blocks 6, 11 rank 1, 2 of 15 from the smallest, the last block "
             "15") in note
@@ -162,14 +163,14 @@ def test_cifar_k_note_ranks_the_dimension_changing_and_last_blocks(tmp_path):
 def test_error_gap_note_measures_ours_against_the_papers_and_says_what_is_argued(tmp_path):
     for s, e in enumerate((0.0150, 0.0170, 0.0160)):  # the paper's GResNet d = 100: 1.26 %
         results.save_result(mnist_result("gresnet", 100, s, e), tmp_path)
-    note = gf.error_gap_note(out_dir=tmp_path)
+    note = gw.error_gap_note(out_dir=tmp_path)
     assert ("our means lie +0.34 to +0.34 points" in note
             and "every seed ends above the paper's number" in note)
     assert "reach 1.26-1.26 %" in note and "**Argued, not tested:**" in note
     # the paper's ResNet d = 100: 1.50 %
     results.save_result(mnist_result("resnet", 100, 0, 0.0140), tmp_path)
-    assert "3 of 4 seeds end above" in gf.error_gap_note(out_dir=tmp_path)
-    assert gf.error_gap_note(out_dir=tmp_path / "none") == ""
+    assert "3 of 4 seeds end above" in gw.error_gap_note(out_dir=tmp_path)
+    assert gw.error_gap_note(out_dir=tmp_path / "none") == ""
 
 
 def cifar_gated_result(experiment, seed, ks):
@@ -192,20 +193,20 @@ def test_k_figure_and_its_note_count_every_recorded_seed(tmp_path, seeds):
     titles = [a.text for a in gf.k_figure(out_dir=tmp_path).layout.annotations[:3]]
     assert (titles[1].endswith(f"CPU scale ({len(seeds)} seeds)")
             and titles[2].endswith("CPU scale (3 seeds)"))
-    note = gf.cifar_k_note(out_dir=tmp_path)
+    note = gw.cifar_k_note(out_dir=tmp_path)
     assert (f"gated ResNet-32 ({len(seeds)} seeds, 15 blocks)" in note
             and "gated WRN-28-1 (3 seeds, 12 blocks)" in note)
 
 
 def test_numbers_that_round_to_zero_print_without_a_sign(tmp_path):
-    assert [gf.num(x, sign=True) for x in (-0.004, 0.004, 0.0, -0.3,
-                                           0.3)] == ["0.00", "0.00", "0.00", "-0.30", "+0.30"]
-    assert (gf.num(-0.04, ".1f") == "0.0" and gf.num(-0.06, ".1f") == "-0.1"
-            and gf.mean_sd([-0.001, -0.002]) == "0.00 ± 0.00")
+    assert [tables.num(x, sign=True) for x in (-0.004, 0.004, 0.0, -0.3,
+                                               0.3)] == ["0.00", "0.00", "0.00", "-0.30", "+0.30"]
+    assert (tables.num(-0.04, ".1f") == "0.0" and tables.num(-0.06, ".1f") == "-0.1"
+            and tables.mean_sd([-0.001, -0.002]) == "0.00 ± 0.00")
     # the paper's GResNet d = 100: 1.26 %, ours 0.001 below
     for s, e in enumerate((0.01259, 0.01259, 0.01259)):
         results.save_result(mnist_result("gresnet", 100, s, e), tmp_path)
-    note = gf.error_gap_note(out_dir=tmp_path)
+    note = gw.error_gap_note(out_dir=tmp_path)
     assert ("our means lie 0.00 to 0.00 points" in note and "d = 100 GResNet 0.00)" in note
             and "-0.00" not in note)
 

@@ -34,9 +34,9 @@ ROOMS = {
     "evidence": "checkpoints claim_words claims mechanisms metrics paper_numbers pointers power "
                 "reports rule runs seeds synthesis tables variants verdicts",
     "plan": "cpu_scale jump_watch ledger mnist_grid queue queue_status run_times sweep",
-    "figures": "blocks curves diagrams explorer forest full_recipe gate_figures keras_probe live "
-               "mechanism_figures mechanism_words slider_figures swap_figure trained_probes "
-               "yourself",
+    "figures": "blocks curves diagrams explorer forest full_recipe gate_figures gate_words "
+               "keras_probe live mechanism_figures mechanism_words slider_figures swap_figure "
+               "trained_probes yourself",
 }
 ROOM_OF = {m: room for room, names in ROOMS.items() for m in names.split()}
 
