@@ -135,3 +135,52 @@ def test_a_blown_up_rise_is_drawn_at_the_axis_edge_and_keeps_its_value(monkeypat
     assert max(max(v) for v in values.values()) >= 1e30  # the values as measured
     steps = recipes.config("a_swaps", "original-1001", "cpu")["steps"]
     assert f"within the run's {steps} steps" in swap_figure.key_figure_caption(values)
+
+
+def _fp32(monkeypatch, verdicts):
+    """Every float32 run recorded, and the float32 comparisons' verdicts `verdicts` (in order)."""
+    from types import SimpleNamespace
+
+    from idmap_lib.book.evidence import claims
+
+    real, fp = claims.evaluate, list(claims.FP32_CLAIMS)
+    it = iter(verdicts)
+
+    def evaluate(c, scale=None, out_dir=None):
+        e = real(c, scale, out_dir)
+        if c not in fp:
+            return e
+        return SimpleNamespace(parts=[(t, {**r, "verdict": next(it)}) for t, r in e.parts])
+
+    monkeypatch.setattr(synthesis, "evaluate", evaluate)
+    monkeypatch.setattr(synthesis, "seed_runs",
+                        lambda e, v, s, seeds, out_dir=None: ([{}] * len(seeds), []))
+    return synthesis.precision_words()
+
+
+def test_the_float32_check_says_which_verdict_moved_beside_the_same_comparison_in_bf16(
+        monkeypatch):
+    """Each float32 comparison is set beside the bf16 comparison of the same trainings
+    (``bf16_twin``: by what trains, whatever the names), and a verdict that differs is named."""
+    twins = [synthesis.bf16_twin(c, t)[2]["verdict"]
+             for c in synthesis.FP32_CLAIMS for t in c.tests]
+    same = _fp32(monkeypatch, twins)
+    assert "30 of 30 runs recorded" in same and "no verdict moved" in same
+    other = {"reproduced": "contradicted", "contradicted": "reproduced",
+             "inconclusive": "reproduced"}
+    moved = _fp32(monkeypatch, [other.get(twins[0], "reproduced")] + twins[1:])
+    assert (f"Full pre-activation vs the original unit: *{other.get(twins[0], 'reproduced')}* "
+            f"(bf16: *{twins[0]}*)") in moved
+    assert "the verdict moved for full pre-activation vs the original unit." in moved
+
+
+def test_the_float32_check_reads_no_verdict_before_a_comparison_has_all_its_seeds(monkeypatch):
+    """A comparison with a seed missing on one side says how many are recorded, not a verdict."""
+    monkeypatch.setattr(synthesis, "seed_runs",
+                        lambda e, v, s, seeds, out_dir=None: ([{}] * (len(seeds) - ("1001" in v)),
+                                                              []))
+    words = synthesis.precision_words()
+    n = len(synthesis.FP32_CLAIMS[0].seeds)
+    assert f"pre-activation ResNet-1001 vs the original ResNet-1001: {n - 1} and {n - 1} of {n} " \
+           f"seeds recorded" in words
+    assert "of the 3 with all their seeds" in words
