@@ -4,7 +4,8 @@ The middle layer: it builds on the models (``idmap_lib.models``) and imports not
 book-side helpers or the command line (tests/test_layers.py).
 
 - recipes.py: every experiment of He et al. 2016 (Paper A) and Savarese et al. 2016 (Paper B) as
-  data, at ``cpu``, ``cpu_step_warmup`` and ``full`` scale; schedule.py: the lr schedules;
+  data, at ``cpu``, ``cpu_step_warmup`` and ``full`` scale; paper_recipes.py: each paper's recipe
+  as a function of the network and the scale; schedule.py: the lr schedules;
 - data.py (datasets as uint8 tensors), augment.py (on-device crop and flip, Paper A Sec 4.2);
 - loop.py: the one training loop, the lifecycle of N >= 1 runs trained together (data order, lr,
   logs, divergence, evaluation, checkpoints, resume, Ctrl-C, progress, results), driving a stepper:

@@ -277,7 +277,7 @@ class Stacked:
 
 
 def train_stacked(cfgs: list[dict], data=None, options: TrainOptions | None = None, **changes):
-    """Train Paper B MNIST configs (``recipes.paper_b_mnist``) of one depth together; returns
+    """Train Paper B MNIST configs (``paper_recipes.paper_b_mnist``) of one depth together; returns
     (results, nets).
 
     Each result is ``trainer.train``'s plus ``stacked`` (how many ran together, and their names);

@@ -27,7 +27,7 @@ from functools import partial
 
 import torch
 
-from ...engine import data as data_mod, paths, recipes, schedule
+from ...engine import data as data_mod, paper_recipes, paths, recipes, schedule
 from ...engine.device import threads
 from ...engine.results import config_hash, find_result, provenance, save_result
 from ...engine.trainer import Run
@@ -213,13 +213,13 @@ def forward_spec(lam, seed) -> dict:
 
 
 def recipe_of(depth, unit, seed) -> dict:
-    """The CPU-scale recipe (SCALE) of `unit` at `depth` (recipes.config); ReLU-only pre-activation
-    has no Table 3 row at depth 1001, so its recipe is built the same way (recipes.paper_a_cifar)
-    under that table's labels."""
+    """The CPU-scale recipe (SCALE) of `unit` at `depth` (recipes.config); ReLU-only
+    pre-activation has no Table 3 row at depth 1001, so its recipe is built the same way
+    (paper_recipes.paper_a_cifar) under that table's labels."""
     experiment, variant = variant_of(depth, unit)
     if variant in recipes.EXPERIMENTS[experiment]["variants"]:
         return recipes.config(experiment, variant, SCALE, seed)
-    cfg = recipes.paper_a_cifar(depth, unit, scale=SCALE)
+    cfg = paper_recipes.paper_a_cifar(depth, unit, scale=SCALE)
     cfg.update(experiment=experiment, variant=variant, scale=SCALE, seed=int(seed),
                divergence={"grace_fraction": None})
     return cfg

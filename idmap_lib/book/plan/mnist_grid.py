@@ -1,10 +1,10 @@
 """Paper B's MNIST experiments at the paper's full recipe (Sec 4.1: Tables 1-2, Fig 5), on a CPU.
 
 The grid: plain / ResNet / GResNet MLPs for d in DEPTHS, several seeds, NAdam lr 0.002 for 100
-epochs of batch 128 (``recipes.paper_b_mnist``). Runs are data: ``train_depth`` looks every run up
-by config hash and trains only the missing ones of a depth, all together as one stacked network
-(``stacked.py``). At d = 100 it also records, with each ResNet's and GResNet's result, Paper B's
-pruning curves (blocks removed without retraining, Fig 5) and keeps the trained weights
+epochs of batch 128 (``paper_recipes.paper_b_mnist``). Runs are data: ``train_depth`` looks every
+run up by config hash and trains only the missing ones of a depth, all together as one stacked
+network (``stacked.py``). At d = 100 it also records, with each ResNet's and GResNet's result,
+Paper B's pruning curves (blocks removed without retraining, Fig 5) and keeps the trained weights
 (``weights_path``), so the book can look again without retraining.
 """
 from __future__ import annotations
