@@ -27,11 +27,10 @@ The commands import what they need when they run: ``--help`` answers in about 3.
 """
 from __future__ import annotations
 
-import logging
-
 import argparse
 import importlib
 import json
+import logging
 import sys
 
 from .book.plan.mnist_grid import DEPTHS
@@ -199,8 +198,8 @@ def main(argv=None) -> int:
         from .engine.bench import fused, modes, stacked
         if args.fused:
             report = fused(depth=args.depth or 20, ns=[int(n) for n in args.fused.split(",")],
-                           steps=args.steps,
-                           data=args.data, device=args.device, cuda_graph=args.cuda_graph)
+                           steps=args.steps, data=args.data, device=args.device,
+                           cuda_graph=args.cuda_graph)
         else:
             report = modes(data=args.data, device=args.device) if args.modes else \
                 stacked(depth=args.depth or 100, steps=args.steps, data=args.data)
@@ -211,9 +210,8 @@ def main(argv=None) -> int:
     if args.cmd == "bench":
         from .engine.bench import main as bench_main
         bench_main(steps=args.steps, depth=args.depth or 20, batch_size=args.batch_size,
-                   data=args.data,
-                   workers=args.workers, device=args.device, compile=args.compile,
-                   cuda_graph=args.cuda_graph)
+                   data=args.data, workers=args.workers, device=args.device,
+                   compile=args.compile, cuda_graph=args.cuda_graph)
         return 0
     from .engine import distributed
     from .engine.recipes import config
@@ -246,10 +244,8 @@ def main(argv=None) -> int:
         checkpoint_dir=args.checkpoint_dir or (paths.CHECKPOINTS if (args.resume or args.max_steps)
                                                else None),
         checkpoint_every=args.checkpoint_every, checkpoint_minutes=args.checkpoint_minutes,
-        compile=args.compile,
-        progress=not args.no_progress, deterministic=args.deterministic, amp=args.amp,
-        cuda_graph=args.cuda_graph,
-        move=args.move)
+        compile=args.compile, progress=not args.no_progress, deterministic=args.deterministic,
+        amp=args.amp, cuda_graph=args.cuda_graph, move=args.move)
     if args.fused:
         return _fused(args, cfgs, opts)
     try:
@@ -266,9 +262,8 @@ def main(argv=None) -> int:
 
 def _summaries(results):
     for r in results:
-        print(json.dumps({k: r.get(k) for k in ("status", "fail", "final", "path", "checkpoint",
-                                                "step")
-                          if r.get(k) is not None}, indent=1))
+        keys = ("status", "fail", "final", "path", "checkpoint", "step")
+        print(json.dumps({k: r.get(k) for k in keys if r.get(k) is not None}, indent=1))
 
 
 def _fused(args, cfgs, opts) -> int:
