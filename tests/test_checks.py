@@ -397,7 +397,7 @@ def test_each_exercise_gives_one_time_a_student_plans_by():
     opens with one time for a laptop CPU (the idle timing, doubled, whole minutes up) and one for a
     Colab GPU."""
     import math
-    from idmap_lib.checks import ablations, guide
+    from idmap_lib.checks import ablations, guide, marking
 
     for name in ablations.ABLATIONS:
         t = ablations.run_times(name)
@@ -412,12 +412,12 @@ def test_each_exercise_gives_one_time_a_student_plans_by():
 def test_the_instructor_guide_has_points_a_rubric_model_answers_and_a_session_plan():
     """Issue 42.3: goals, expected answers and commands, but no points, no rubric, no model answer,
     no plan."""
-    from idmap_lib.checks import ablations, guide
+    from idmap_lib.checks import ablations, guide, marking
 
     text = guide.instructor_guide()
     assert "## Marks, rubric and a session plan" in text and "**Points per exercise: 4.**" in text
     assert all(f"- **{name}**: " in text for name in ablations.ABLATIONS)
-    assert set(guide.MODEL_ANSWERS) == set(ablations.ABLATIONS) and "two hours" in text
+    assert set(marking.MODEL_ANSWERS) == set(ablations.ABLATIONS) and "two hours" in text
 
 
 def test_a_fork_bomb_stops_at_the_sandboxs_task_limit(tmp_path):

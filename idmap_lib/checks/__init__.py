@@ -7,7 +7,8 @@
   papers found and what the book's seeds show of it (:mod:`.effects`).
 - :mod:`.editions`: the student edition and the autograder package (Otter-Grader; made lean in
   :mod:`.autograder`), batch grading to CSV (:mod:`.batch`, a submission read by :mod:`.unpack`; on
-  Gradescope :mod:`.gradescope`, the same per submission), the instructor guide (:mod:`.guide`),
+  Gradescope :mod:`.gradescope`, the same per submission), the instructor guide (:mod:`.guide`; its
+  rubric and model answers: :mod:`.marking`),
   the published student editions (``book/student/``). ``python -m idmap_lib.checks --help`` lists
   the commands.
 - :mod:`.student`: what the student edition runs on the student's side, in Jupyter and on Colab (its
