@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.checks import ablations, batch, editions, student
+from idmap_lib.checks import ablations, batch, chapter_parts, editions, student
 from idmap_lib.engine import results
 
 pytestmark = pytest.mark.slow  # minutes: `pytest -m 'not slow'` leaves it out of the quick loop
@@ -39,7 +39,7 @@ def _solution_cells(chapter, other=False):
             inside = True
         if (inside
             and c["cell_type"] == "code") or set(c["metadata"].get("tags",
-                                                                   [])) & editions.DROP_TAGS:
+                                                                   [])) & chapter_parts.DROP_TAGS:
             found.append(src)
         else:
             rest.append(src)
@@ -72,7 +72,7 @@ def test_student_edition_has_no_solutions_and_no_instructor_notes(dist, chapter)
     # the stubs and one check per question (Otter's, whose test runs the book's graders: in the
     # autograder)
     n_ex = sum(1
-               for k, _ in editions.split_chapter(json.loads((BOOK / editions.CHAPTERS[chapter]).read_text()))
+               for k, _ in chapter_parts.split_chapter(json.loads((BOOK / editions.CHAPTERS[chapter]).read_text()))
                if k == "exercise")
     assert text.count("grader.check(") == n_ex
     assert text.count("checks.check_") + text.count("ablations.check(") == 0
@@ -105,7 +105,7 @@ def test_book_pages_keep_the_instructor_notes_the_student_edition_drops():
     tagged = {t for c in nb["cells"] for t in c["metadata"].get("tags", [])}
     assert {"instructor", "book-only"} <= tagged
     untagged = "\n".join("".join(c["source"]) for c in nb["cells"]
-                         if not set(c["metadata"].get("tags", [])) & editions.DROP_TAGS
+                         if not set(c["metadata"].get("tags", [])) & chapter_parts.DROP_TAGS
                          and c["cell_type"] == "markdown"
                          and "{solution" not in "".join(c["source"]))
     assert "hidden solution" not in untagged and "Notes for instructors" not in untagged
@@ -416,8 +416,8 @@ def test_on_colab_the_grader_checks_and_the_submission_is_made_and_graded(dist, 
     assert (Path(grader._tests_dir) == student.PUBLISHED / "exercises" / "tests"
             and grader._notebook is None)
     env = {"math": __import__("math")}
-    exec(compile("\n".join(editions._solution_for(s, p["solutions"]) or s
-                           for k, p in editions.split_chapter(
+    exec(compile("\n".join(chapter_parts.solution_for(s, p["solutions"]) or s
+                           for k, p in chapter_parts.split_chapter(
         json.loads((BOOK / "06_exercises.ipynb").read_text())) if k == "exercise"
         for s in p["starters"]
         if "direct_term" in s), "<student>", "exec"), env)

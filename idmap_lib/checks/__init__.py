@@ -5,12 +5,12 @@
   (``checks.check_full_preact_unit``...).
 - :mod:`.ablations`: the ablation exercises (predict, run, explain) and their graders; what the
   papers found and what the book's seeds show of it (:mod:`.effects`).
-- :mod:`.editions`: the student edition and the autograder package (Otter-Grader; made lean in
-  :mod:`.autograder`), batch grading to CSV (:mod:`.batch`, a submission read by :mod:`.unpack`; on
-  Gradescope :mod:`.gradescope`, the same per submission), the instructor guide (:mod:`.guide`; its
-  rubric and model answers: :mod:`.marking`),
-  the published student editions (``book/student/``). ``python -m idmap_lib.checks --help`` lists
-  the commands.
+- :mod:`.editions`: the student edition and the autograder package (Otter-Grader, from the
+  chapter read as parts by :mod:`.chapter_parts`; made lean in :mod:`.autograder`), batch grading
+  to CSV (:mod:`.batch`, a submission read by :mod:`.unpack`; on Gradescope :mod:`.gradescope`,
+  the same per submission), the instructor guide (:mod:`.guide`; its rubric and model answers:
+  :mod:`.marking`), the published student editions (``book/student/``). ``python -m
+  idmap_lib.checks --help`` lists the commands.
 - :mod:`.student`: what the student edition runs on the student's side, in Jupyter and on Colab (its
   grader, otter-grader installed without upgrades; the submission zip).
 """

@@ -41,7 +41,8 @@ from pathlib import Path
 
 from . import ablations, implementation, sandbox, spotcheck
 from .ablation_exercises import book_runs as folder
-from .editions import BOOK, CHAPTERS, split_chapter
+from .chapter_parts import split_chapter
+from .editions import BOOK, CHAPTERS
 from .student import RUNS
 from .unpack import free_text, strip_links, unpack
 

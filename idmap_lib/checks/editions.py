@@ -40,14 +40,13 @@ from idmap_lib import checks
 from idmap_lib.checks import ablations
 
 from ..book.page.repository import site_url
-from . import autograder
+from . import autograder, chapter_parts as parts
 from .ablation_exercises import book_runs
 from .student import PUBLISHED
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 CHAPTERS = {"exercises": "06_exercises.ipynb", "ablations": "06_ablations.ipynb"}
-DROP_TAGS = {"instructor", "book-only"}
 
 ASSIGNMENT_CONFIG = """\
 # ASSIGNMENT CONFIG
@@ -90,14 +89,6 @@ submit(grader, "{name}", runs={runs})
 SETUP_MARK = "# Setup."
 
 
-def _src(cell):
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
-def _tags(cell):
-    return set(cell.get("metadata", {}).get("tags", []))
-
-
 def _cell(kind, source, **extra):
     c = {"cell_type": kind, "metadata": {}, "source": source}
     if kind == "code":
@@ -115,33 +106,6 @@ def _with_ids(cells):
     return cells
 
 
-def _defined(source):
-    """Top-level names a code cell defines (assignments, functions, classes)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return names
-
-
-def _is_grading(source):
-    return bool(re.search(r"\b(checks\.check_\w+|ablations\.check)\(", source))
-
-
-DIRECTIVE = re.compile(r"```\{(exercise|solution)-(start|end)\}[^\n]*\n(?::[^\n]*\n)*```\n?", re.M)
-
-
-def _strip_directives(text):
-    return DIRECTIVE.sub("", text).strip()
-
-
 CHAPTER_LINK = re.compile(r"\]\((\d\d_\w+)\.ipynb(#[^)\s]*)?\)")
 
 
@@ -149,59 +113,6 @@ def _site_links(text, site):
     """Links to the book's chapters made absolute (pages of the site at `site`): the student edition
     lives elsewhere."""
     return CHAPTER_LINK.sub(lambda m: f"]({site}{m.group(1)}.html{m.group(2) or ''})", text)
-
-
-def _label(text):
-    m = re.search(r":label:\s*(\S+)", text)
-    return m.group(1).replace("-", "_") if m else None
-
-
-def split_chapter(nb):
-    """The chapter as a list of parts: ("cell", cell) or ("exercise", {label, prompt, starters,
-    grading, solutions}), with the cells tagged instructor/book-only left out."""
-    parts, cur, where = [], None, None
-    for cell in nb["cells"]:
-        if _tags(cell) & DROP_TAGS:
-            continue
-        text = _src(cell)
-        if cell["cell_type"] == "markdown" and "{exercise-start}" in text:
-            cur = {"label": _label(text), "prompt": [], "starters": [], "grading": [],
-                   "solutions": [], "after": []}
-            parts.append(("exercise", cur))
-            where = "exercise"
-        if cell["cell_type"] == "markdown" and "{solution-start}" in text:
-            where = "solution"
-        if where is None:
-            parts.append(("cell", cell))
-        elif where == "exercise":
-            if cell["cell_type"] == "markdown":
-                if _strip_directives(text) and "{exercise-end}" not in text:
-                    cur["prompt"].append(_strip_directives(text))
-            elif _is_grading(text) and not _defined(text):
-                cur["grading"].append(text)
-            else:
-                cur["starters"].append(text)
-        elif where == "solution" and cell["cell_type"] == "code":
-            cur["solutions"].append(text)
-        if cell["cell_type"] == "markdown" and "{exercise-end}" in text:
-            where = "graded"
-        if cell["cell_type"] == "markdown" and "{solution-end}" in text:
-            where = None
-        if where == "graded" and cell["cell_type"] == "code":
-            (cur["grading"] if _is_grading(text) else cur["starters"]).append(text)
-        elif where == "graded" and cell["cell_type"] == "markdown" and _strip_directives(text):
-            cur["after"].append(_strip_directives(text))
-    return parts
-
-
-def _solution_for(starter, solutions):
-    names = _defined(starter)
-    for s in solutions:
-        if names and names <= _defined(s):
-            # the grading stays a test
-            body = "\n".join(ln for ln in s.splitlines() if not _is_grading(ln))
-            return body.strip()
-    return None
 
 
 def otter_master(src, dst, name=None):
@@ -212,13 +123,13 @@ def otter_master(src, dst, name=None):
     # a chapter that trains: the recorded runs go with the notebook
     runs = "ablations.run(" in src.read_text()
     cells = [_cell("raw", ASSIGNMENT_CONFIG.format(name=name))]
-    for kind, part in split_chapter(nb):
+    for kind, part in parts.split_chapter(nb):
         if kind == "cell":
             c = dict(part)
             if c["cell_type"] == "code":
                 c.update(outputs=[], execution_count=None)
             cells.append(c)
-            if c["cell_type"] == "code" and _src(c).startswith(SETUP_MARK):
+            if c["cell_type"] == "code" and parts.src(c).startswith(SETUP_MARK):
                 cells.append(_cell("code", INIT_CELL.format(name=name)))
             continue
         ex = part
@@ -226,7 +137,7 @@ def otter_master(src, dst, name=None):
         cells += [_cell("markdown", p) for p in ex["prompt"]]
         starters = list(ex["starters"])
         for st in starters:
-            sol = _solution_for(st, ex["solutions"])
+            sol = parts.solution_for(st, ex["solutions"])
             if sol is None:
                 cells.append(_cell("code", st))
             else:
@@ -245,21 +156,21 @@ def otter_master(src, dst, name=None):
         # one check per question: Otter's (its test runs the book's graders and shows their hints),
         # not the book's grading cells too -- they raise on a wrong answer, and "Run all" would stop
         # before the export
-    if not any(INIT_CELL.format(name=name) == _src(c) for c in cells):
+    if not any(INIT_CELL.format(name=name) == parts.src(c) for c in cells):
         raise ValueError(f"{src.name} has no setup cell (a code cell starting {SETUP_MARK!r}): the "
                          f"grader needs it")
     cells += [_cell("markdown", SUBMIT_TEXT.format(runs_text=RUNS_TEXT if runs else "")),
               _cell("code", SUBMIT_CELL.format(name=name, runs=runs))]
 
-    hidden, site = {_src(c) for c in nb["cells"]
-                    if _tags(c) & {"remove-input", "hide-input"}}, site_url()
+    hidden, site = {parts.src(c) for c in nb["cells"]
+                    if parts.tags(c) & {"remove-input", "hide-input"}}, site_url()
     # the text a cell shows or prints, in the student's folder or on Colab: links to the site
     for c in cells:
         # the site shows only its output: so do Jupyter and Colab
-        if c["cell_type"] == "code" and _src(c) in hidden:
+        if c["cell_type"] == "code" and parts.src(c) in hidden:
             c["metadata"] = {**c.get("metadata", {}), "jupyter": {"source_hidden": True},
                              "cellView": "form"}
-        c["source"] = _site_links(_src(c), site)
+        c["source"] = _site_links(parts.src(c), site)
     nb["cells"] = _with_ids(cells)
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(json.dumps(nb, indent=1) + "\n")
@@ -397,13 +308,13 @@ def solved_notebook(src, dst):
     cells left out (for tests)."""
     nb = json.loads(Path(src).read_text())
     cells = []
-    for kind, part in split_chapter(nb):
+    for kind, part in parts.split_chapter(nb):
         if kind == "cell":
             cells.append(part)
             continue
         cells += [_cell("markdown", p) for p in part["prompt"]]
         for st in part["starters"]:
-            cells.append(_cell("code", _solution_for(st, part["solutions"]) or st))
+            cells.append(_cell("code", parts.solution_for(st, part["solutions"]) or st))
         cells += [_cell("code", g) for g in part["grading"]]
     nb["cells"] = _with_ids(cells)
     Path(dst).write_text(json.dumps(nb, indent=1) + "\n")

@@ -12,7 +12,7 @@ import stat
 import zipfile
 from pathlib import Path
 
-from .editions import _src
+from .chapter_parts import src
 
 # a submission's files, unpacked (runs are ~10 kB each; checkpoints stay out)
 MAX_UNPACKED_MB = 200
@@ -95,7 +95,7 @@ def free_text(nb_path) -> dict:
         if cell.get("cell_type") != "code":
             continue
         try:
-            tree = ast.parse(_src(cell))
+            tree = ast.parse(src(cell))
         except SyntaxError:
             continue
         for node in tree.body:
