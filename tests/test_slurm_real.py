@@ -63,6 +63,8 @@ def slurm(tmp_path_factory):
         "SelectTypeParameters=CR_Core_Memory", "JobAcctGatherType=jobacct_gather/none",
         "AccountingStorageType=accounting_storage/none", "MpiDefault=none", "ReturnToService=2",
         "KillWait=5",
+        # a requeued job waits cred_expire before it starts again (slurm.conf(5); 120 s by default)
+        "AuthInfo=cred_expire=10",
         f"NodeName={host} CPUs={os.cpu_count()} RealMemory={mem} State=UNKNOWN",
         f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP", ""]))
     (d / "state").mkdir()
