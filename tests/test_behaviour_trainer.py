@@ -219,8 +219,8 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
     assert run.stepper.scaler is None  # a GradScaler only for fp16 on CUDA
     assert run.stepper.graph_note is None and not run.graph_on
     settings = []  # the process-wide switches hear of the run's device and determinism
-    real_settings = loop.EngineSettings
-    monkeypatch.setattr(loop, "EngineSettings",
+    real_settings = trainer.EngineSettings
+    monkeypatch.setattr(trainer, "EngineSettings",
                         lambda det, dev, threads, cfgs: settings.append((det, dev, threads))
                         or real_settings(det, dev, threads, cfgs))
     quiet(tiny(steps=3), mnist, deterministic=True, device="cpu", threads=1)

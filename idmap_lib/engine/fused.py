@@ -30,7 +30,8 @@ from .device import amp_dtype, precision_name
 from .fused_models import (FusedModels, check_one_architecture, fuse_optimizer_state,
                            fused_optimizer,
                            unfuse_optimizer_state)
-from .loop import Loop, share_recipe, train_groups
+from .loop import Loop, share_recipe
+from .trainer import train_groups
 from .options import TrainOptions
 from .outcome import together
 

@@ -24,7 +24,8 @@ import torch.nn.functional as F
 
 from .build import build_optimizer, seeded_models
 from .fused_models import PER_ELEMENT_STATE
-from .loop import share_recipe, train_loops
+from .loop import share_recipe
+from .trainer import train_loops
 from .options import TrainOptions
 from .outcome import together
 from .results import run_name
