@@ -128,7 +128,7 @@ class Loop(GraphedStep):
         at = min(self.step + GRAPH_WARMUP + 2, self.stop)  # timed after the first steps
         self._probe = {"at": at, "until": min(at + 10, self.stop)}
         # this group's global RNG (dropout): swapped in by train_groups
-        self.rng = self._rng_state()
+        self.rng = self.rng_state()
         # (here: `import idmap_lib` works before a chapter's setup installs it)
         from tqdm.auto import tqdm
 
@@ -149,11 +149,12 @@ class Loop(GraphedStep):
 
             tqdm.write(msg)
 
-    def _rng_state(self):
+    def rng_state(self):
+        """This group's global RNG streams (dropout): train_loops swaps them in and out."""
         cuda = self.device.type == "cuda"
         return torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None
 
-    def _set_rng_state(self, state):
+    def set_rng_state(self, state):
         torch.set_rng_state(state[0])
         if state[1] is not None:
             torch.cuda.set_rng_state(state[1], self.device)

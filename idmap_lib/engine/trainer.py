@@ -100,10 +100,10 @@ def train_loops(groups, data=None, options: TrainOptions | None = None, **change
                         if lp.done:
                             continue
                         if several:
-                            lp._set_rng_state(lp.rng)
+                            lp.set_rng_state(lp.rng)
                         lp.advance()
                         if several:
-                            lp.rng = lp._rng_state()
+                            lp.rng = lp.rng_state()
             if interrupt.hit:
                 _interrupted([lp for lp in loops if not lp.done])
             for lp in loops:
