@@ -97,6 +97,7 @@ SWAPPED = {  # (unit, swap) -> the depths it is trained at
 }
 
 
+AT_FP32 = "@fp32"  # a row again in float32: ``row@fp32``
 FP32 = ("original-110", "full_preact-110", "original+final_bn_relu-110", "full_preact+no_final-110",
         # the precision check: these rows again in float32, ``row@fp32``
         "original-1001", "full_preact-1001")
@@ -115,7 +116,7 @@ def _swaps():
             v[f"{u}+{swap}-{d}"] = (lambda scale, u=u, d=d, swap=swap:
                                     paper_a_cifar(d, u, scale=scale, **SWAPS[swap]["kwargs"]))
     for row in FP32:
-        v[f"{row}@fp32"] = lambda scale, f=v[row]: {**f(scale), "amp": "fp32"}
+        v[row + AT_FP32] = lambda scale, f=v[row]: {**f(scale), "amp": "fp32"}
     return v
 
 

@@ -2,5 +2,5 @@
 (rule.py, seeds.py, power.py), every number read from a run (metrics.py), the runs a page reads
 (runs.py, reports.py, checkpoints.py), the papers' numbers (paper_numbers.py), where an exercise's
 claim is tested at the paper's scale (pointers.py), tables over seeds (variants.py, tables.py), the
-verdicts (verdicts.py), the mechanism experiments (mechanisms.py) and "why pre-activation helps"
-(synthesis.py)."""
+verdicts (verdicts.py), the mechanism experiments (mechanisms.py), "why pre-activation helps"
+(synthesis.py) and its float32 check (precision.py)."""

@@ -112,8 +112,8 @@ VERDICT_WORDS = {"reproduced": "as claimed (reproduced)",
 def words(experiment, variant) -> str:
     """A variant in words: 'the original unit' for original-110; the key itself where it reads
     (conv1x1)."""
-    if variant.endswith("@fp32"):
-        return words(experiment, variant[:-len("@fp32")]) + " in float32"
+    if variant.endswith(recipes.AT_FP32):
+        return words(experiment, variant.removesuffix(recipes.AT_FP32)) + " in float32"
     w = WORDS.get((experiment, variant)) or WORDS.get(variant)
     if w:
         return w

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...engine.recipes import JUMP_PROBE, SCALES
+from ...engine.recipes import AT_FP32, JUMP_PROBE, SCALES
 from . import paper_numbers
 from .metrics import METRICS, censored, left_out
 from .rule import TESTED, better, combine, compare, holm, similar
@@ -277,7 +277,7 @@ ROW_CLAIMS = [
 # diverged run the largest rise (``lr_jump_ranked_rise``). In bf16 full pre-activation without its
 # final BN-ReLU diverged in 3 of 5 seeds, and the log rise's Welch test, its finite spikes before
 # the overflow, left it open; ranks take 5 seeds a side, so this claim reads five.
-FP = "@fp32"
+FP = AT_FP32
 RANKED_JUMP = "lr_jump_ranked_rise"
 FP32_CLAIMS = [
     Claim("fp32_lr_jump",

@@ -20,9 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...engine import recipes
-from ...engine.results import training_hash
 from .claim_words import compared, listed, words
-from .claims import CLAIMS, CLAIMS_BY_KEY, FP32_CLAIMS, evaluate
+from .claims import CLAIMS_BY_KEY, evaluate
 from .runs import seed_runs
 
 # The interventions' design (claims.SWAP_CLAIMS): every unit and swap as a row, each with the
@@ -326,58 +325,3 @@ def answer(assessed=None, found=None, out_dir=None) -> str:
             if waiting else "")
     return (f"**What it buys.** {buys} **Why, one part swapped at a time** (at the lr jump): "
             f"{why}.{plain}{rest}")
-
-
-# ---- the float32 check ---------------------------------------------------------------------------
-
-def _trains(experiment, variant, scale) -> str:
-    """What a variant trains, whatever its precision (``amp``) and labels."""
-    cfg = recipes.config(experiment, variant, scale)
-    cfg.pop("amp", None)
-    return training_hash(cfg)
-
-
-def bf16_twin(claim, test):
-    """The same comparison in bf16: the (claim, test) of another claim whose two sides train what
-    `test`'s sides train but for the precision, and its result; None where the book has none."""
-    want = [_trains(claim.experiment, v, claim.scale) for v in (test.a, test.b)]
-    for c in CLAIMS:
-        if c in FP32_CLAIMS or c.scale != claim.scale:
-            continue
-        for t, r in evaluate(c).parts:
-            if [_trains(c.experiment, v, c.scale) for v in (t.a, t.b)] == want:
-                return c, t, r
-    return None
-
-
-def precision_words(out_dir=None) -> str:
-    """The float32 check in words: how many of its runs are recorded and, for each comparison whose
-    seeds are all recorded, its verdict in float32 beside the same comparison's in bf16
-    (``bf16_twin``): whether any verdict moved."""
-    found = {(c.key, v): len(seed_runs(c.experiment, v, c.scale, c.seeds, out_dir)[0])
-             for c in FP32_CLAIMS for v in c.variants}
-    need = sum(len(c.seeds) * len(c.variants) for c in FP32_CLAIMS)
-    rows, read, moved = [], 0, []
-    for c in FP32_CLAIMS:
-        for t, r in evaluate(c, out_dir=out_dir).parts:
-            name = compared(c, t).replace(" in float32", "")  # (the sentence says it once)
-            seeds = [found[c.key, v] for v in (t.a, t.b)]
-            if seeds != [len(c.seeds)] * 2:
-                rows.append(f"{name}: {seeds[0]} and {seeds[1]} of {len(c.seeds)} seeds recorded")
-                continue
-            twin = bf16_twin(c, t)
-            before = twin[2]["verdict"] if twin else "no bf16 comparison"
-            rows.append(f"{name}: *{r['verdict']}* (bf16: *{before}*)")
-            read += 1
-            if twin and r["verdict"] != before:
-                moved.append(name)
-    each = "; ".join(rows)
-    each = each[:1].upper() + each[1:]
-    said = ("no comparison has all its float32 seeds" if not read else
-            f"of the {read} with all their seeds, "
-            + (f"the verdict moved for {listed(moved)}" if moved else "no verdict moved"))
-    return (f"**Precision.** Every other CPU run in this book trained in bf16 autocast, where the "
-            f"identity path sums in an 8-bit mantissa. The float32 check trains the comparisons "
-            f"that decide this page again in float32, {len(FP32_CLAIMS[0].seeds)} seeds a side, "
-            f"under a rule fixed before its runs (ranks; a run that diverged counts as the largest "
-            f"rise): {sum(found.values())} of {need} runs recorded. {each}. So far {said}.")

@@ -1,0 +1,109 @@
+"""The precision check (claims.FP32_CLAIMS): every other CPU run in the book trains in bf16
+autocast, where the identity path sums in an 8-bit mantissa; the comparisons that decide "why
+pre-activation helps" are trained again in float32 (recipes.FP32). A verdict moved *with the
+precision* only if the bf16 runs, read by the float32 claim's own rule (``bf16_by_rule``: its
+metric, seeds and Holm), say otherwise; the bf16 comparison's own claim, under the rule fixed for
+it (``bf16_twin``), is named beside it, so that a difference of rules is never taken for one of
+precision.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cache
+
+from ...engine import recipes
+from ...engine.results import training_hash
+from .claim_words import METRIC_SHORT, compared, listed
+from .claims import CLAIMS, FP32_CLAIMS, evaluate
+from .rule import RANKED
+from .runs import seed_runs
+
+
+@cache
+def _trains(experiment, variant, scale) -> str:
+    """What a variant trains, whatever its precision (``amp``) and labels."""
+    cfg = recipes.config(experiment, variant, scale)
+    cfg.pop("amp", None)
+    return training_hash(cfg)
+
+
+def _twin(claim, test):
+    """(claim, index) of the bf16 comparison whose two sides train what `test`'s train but for the
+    precision, by what trains whatever the names; None where the book has none."""
+    want = [_trains(claim.experiment, v, claim.scale) for v in (test.a, test.b)]
+    for c in CLAIMS:
+        if c in FP32_CLAIMS or c.scale != claim.scale:
+            continue
+        for i, t in enumerate(c.tests):
+            if [_trains(c.experiment, v, c.scale) for v in (t.a, t.b)] == want:
+                return c, i
+    return None
+
+
+def bf16_twin(claim, test, out_dir=None):
+    """The same comparison in bf16 under its own claim's rule: (claim, test, result); None where
+    the book has none. Only the twin's claim is evaluated."""
+    found = _twin(claim, test)
+    if found is None:
+        return None
+    c, i = found
+    return c, c.tests[i], evaluate(c, out_dir=out_dir).parts[i][1]
+
+
+def bf16_by_rule(claim, out_dir=None):
+    """The bf16 runs read by `claim`'s own rule (its metric, seeds, Holm over its parts): the claim
+    with each side named by its bf16 variant (``row`` for ``row@fp32``). So a verdict that moves
+    between the two moved with the precision, never with the rule."""
+    tests = tuple(replace(t, a=t.a.removesuffix(recipes.AT_FP32),
+                          b=t.b.removesuffix(recipes.AT_FP32)) for t in claim.tests)
+    return evaluate(replace(claim, key=f"{claim.key}@bf16", tests=tests), out_dir=out_dir)
+
+
+def _rule(test) -> str:
+    """A comparison's rule in words: its metric and its test."""
+    how = "ranks" if test.metric in RANKED else "Welch's t"
+    return f"{METRIC_SHORT[test.metric].removesuffix(' (by ranks)')}, by {how}"
+
+
+def precision_words(out_dir=None) -> str:
+    """The float32 check in words: how many of its runs are recorded and, for each comparison whose
+    seeds are all recorded, its verdict in float32 beside the bf16 runs' read by the same rule
+    (``bf16_by_rule``): whether any verdict moved with the precision. Where the bf16 comparison's
+    own claim, under its own rule, says otherwise, that is named as the rule's difference."""
+    found = {(c.key, v): len(seed_runs(c.experiment, v, c.scale, c.seeds, out_dir)[0])
+             for c in FP32_CLAIMS for v in c.variants}
+    need = sum(len(c.seeds) * len(c.variants) for c in FP32_CLAIMS)
+    rows, read, moved, by_rule = [], 0, [], []
+    for c in FP32_CLAIMS:
+        bf16 = None
+        for i, (t, r) in enumerate(evaluate(c, out_dir=out_dir).parts):
+            name = compared(c, t).replace(" in float32", "")  # (the sentence says it once)
+            seeds = [found[c.key, v] for v in (t.a, t.b)]
+            if seeds != [len(c.seeds)] * 2:
+                rows.append(f"{name}: {seeds[0]} and {seeds[1]} of {len(c.seeds)} seeds recorded")
+                continue
+            bf16 = bf16 or bf16_by_rule(c, out_dir)
+            same = bf16.parts[i][1]["verdict"]
+            row = f"{name}: *{r['verdict']}* in float32, *{same}* in bf16 by the same rule"
+            twin = bf16_twin(c, t, out_dir)
+            if twin and twin[2]["verdict"] != same:
+                row += f" (its bf16 claim's own rule, {_rule(twin[1])}: *{twin[2]['verdict']}*)"
+                by_rule.append(name)
+            rows.append(row)
+            read += 1
+            if r["verdict"] != same:
+                moved.append(name)
+    each = "; ".join(rows)
+    each = each[:1].upper() + each[1:]
+    said = ("no comparison has all its float32 seeds" if not read else
+            f"of the {read} with all their seeds, "
+            + (f"the verdict moved with the precision for {listed(moved)}" if moved
+               else "no verdict moved with the precision"))
+    rule = (f" Where a bf16 claim's own rule, fixed before, reads otherwise ({listed(by_rule)}), "
+            f"the difference is the rule's, not the precision's." if by_rule else "")
+    return (f"**Precision.** Every other CPU run in this book trained in bf16 autocast, where the "
+            f"identity path sums in an 8-bit mantissa. The float32 check trains the comparisons "
+            f"that decide this page again in float32, {len(FP32_CLAIMS[0].seeds)} seeds a side, "
+            f"under a rule fixed before its runs (ranks; a run that diverged counts as the largest "
+            f"rise), and reads the bf16 runs by the same rule: {sum(found.values())} of {need} "
+            f"runs recorded. {each}. So far {said}.{rule}")

@@ -1,0 +1,107 @@
+"""The float32 check (book/evidence/precision.py): each float32 comparison beside the bf16 runs read
+by the same rule, a verdict that moves named as moved with the precision, a difference of rules
+named as the rule's, and no verdict read before a comparison has all its seeds."""
+from idmap_lib.book.evidence import precision
+
+
+def _fp32(monkeypatch, verdicts):
+    """Every float32 run recorded, and the float32 comparisons' verdicts `verdicts` (in order)."""
+    from types import SimpleNamespace
+
+    from idmap_lib.book.evidence import claims
+
+    real, fp = claims.evaluate, list(claims.FP32_CLAIMS)
+    it = iter(verdicts)
+
+    def evaluate(c, scale=None, out_dir=None):
+        e = real(c, scale, out_dir)
+        if c not in fp:
+            return e
+        return SimpleNamespace(parts=[(t, {**r, "verdict": next(it)}) for t, r in e.parts])
+
+    monkeypatch.setattr(precision, "evaluate", evaluate)
+    monkeypatch.setattr(precision, "seed_runs",
+                        lambda e, v, s, seeds, out_dir=None: ([{}] * len(seeds), []))
+    return precision.precision_words()
+
+
+def test_the_float32_check_says_which_verdict_moved_beside_the_bf16_runs_by_the_same_rule(
+        monkeypatch):
+    """Each float32 comparison is set beside the bf16 runs read by its own rule
+    (``bf16_by_rule``), and a verdict that differs is named as moved with the precision."""
+    same_rule = [r["verdict"] for c in precision.FP32_CLAIMS
+                 for _, r in precision.bf16_by_rule(c).parts]
+    same = _fp32(monkeypatch, same_rule)
+    assert "30 of 30 runs recorded" in same and "no verdict moved with the precision" in same
+    other = {"reproduced": "contradicted", "contradicted": "reproduced",
+             "inconclusive": "reproduced"}
+    flip = other.get(same_rule[0], "reproduced")
+    moved = _fp32(monkeypatch, [flip] + same_rule[1:])
+    assert (f"Full pre-activation vs the original unit: *{flip}* in float32, *{same_rule[0]}* "
+            f"in bf16 by the same rule") in moved
+    assert "moved with the precision for full pre-activation vs the original unit." in moved
+
+
+def _copy_results(tmp_path):
+    import shutil
+
+    from idmap_lib.engine.results import RESULTS_DIR
+
+    shutil.copytree(RESULTS_DIR, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+def _variant_runs(out_dir, variant, scale="cpu_step_warmup"):
+    from idmap_lib.book.evidence.runs import seed_runs
+    from idmap_lib.book.evidence.seeds import ALL_SEEDS
+
+    return seed_runs("a_swaps", variant, scale, ALL_SEEDS, out_dir)[0]
+
+
+def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path):
+    """In a copy of the book's results, the bf16 runs are read by both rules and the one that
+    differs (the pre-registered Welch on the log rise) is named as the rule's difference. Then full
+    pre-activation without its final BN-ReLU's bf16 runs are planted as copies of full
+    pre-activation's own: read from that folder (never the book's), the bf16 side loses its
+    difference by both rules, so the float32 verdict (unchanged) differs from it: named as moved
+    with the precision; the twin is found by what trains."""
+    import json
+    from pathlib import Path
+
+    from idmap_lib.book.evidence.claims import CLAIMS_BY_KEY
+
+    fp = CLAIMS_BY_KEY["fp32_lr_jump"]
+    out = _copy_results(tmp_path)
+    before = precision.precision_words(out)  # the book's runs: its own rule (Welch) differs
+    assert "no verdict moved with the precision" in before
+    assert ("(its bf16 claim's own rule, log10 (0.1 + loss rise at the jump), by Welch's t: "
+            "*inconclusive*)") in before and "the difference is the rule's" in before
+    twin_claim, twin_test, _ = precision.bf16_twin(fp, fp.tests[2], out)
+    assert (twin_claim.key, twin_test.a, twin_test.b) == (
+        "swap_jump_full_preact_no_final", "full_preact-110", "full_preact+no_final-110")
+    preact = {r["config"]["seed"]: r for r in _variant_runs(out, "full_preact-110")}
+    for r in _variant_runs(out, "full_preact+no_final-110"):
+        planted = {**r, **{k: preact[r["config"]["seed"]][k]
+                           for k in ("status", "fail", "final", "history")}}
+        planted.pop("path")
+        Path(r["path"]).write_text(json.dumps(planted))
+    twin = precision.bf16_twin(fp, fp.tests[2], out)[2]
+    assert sorted(twin["xb"]) == sorted(twin["xa"]) and twin["verdict"] != "reproduced"
+    assert precision.bf16_by_rule(fp, out).parts[2][1]["verdict"] != "reproduced"
+    words = precision.precision_words(out)
+    assert ("moved with the precision for full pre-activation vs full pre-activation without "
+            "final BN-ReLU.") in words
+    assert "the difference is the rule's" not in words
+    assert "no verdict moved" in precision.precision_words()  # (the book's own folder untouched)
+
+
+def test_the_float32_check_reads_no_verdict_before_a_comparison_has_all_its_seeds(monkeypatch):
+    """A comparison with a seed missing on one side says how many are recorded, not a verdict."""
+    monkeypatch.setattr(precision, "seed_runs",
+                        lambda e, v, s, seeds, out_dir=None: ([{}] * (len(seeds) - ("1001" in v)),
+                                                              []))
+    words = precision.precision_words()
+    n = len(precision.FP32_CLAIMS[0].seeds)
+    assert f"pre-activation ResNet-1001 vs the original ResNet-1001: {n - 1} and {n - 1} of {n} " \
+           f"seeds recorded" in words
+    assert "of the 3 with all their seeds" in words
