@@ -105,3 +105,22 @@ def test_the_float32_check_reads_no_verdict_before_a_comparison_has_all_its_seed
     assert f"pre-activation ResNet-1001 vs the original ResNet-1001: {n - 1} and {n - 1} of {n} " \
            f"seeds recorded" in words
     assert "of the 3 with all their seeds" in words
+
+
+def test_the_float32_swaps_say_the_part_the_direction_the_verdict_and_the_diverged_runs(
+        monkeypatch):
+    """The float32 comparisons that swap one part (the classifier's BN-ReLU, added to the original,
+    removed from full pre-activation) are said with their direction and verdict, and how many
+    float32 runs without the part diverged; nothing is said before a comparison is decided."""
+    words = precision.swap_words()
+    assert ("with a normalised classifier input (a BN-ReLU before the pool) added, the original "
+            "unit rises less at the jump: *reproduced*") in words
+    assert ("with it removed, full pre-activation rises more at the jump: *reproduced* (5 of 5 "
+            "float32 seeds without it diverged)") in words
+    assert "ResNet-1001" not in words and words.count("diverged") == 1
+    from types import SimpleNamespace
+
+    real = precision.evaluate
+    monkeypatch.setattr(precision, "evaluate", lambda c, out_dir=None: SimpleNamespace(
+        parts=[(t, {**r, "verdict": "not run yet"}) for t, r in real(c, out_dir=out_dir).parts]))
+    assert precision.swap_words() == ""

@@ -13,10 +13,11 @@ from functools import cache
 
 from ...engine import recipes
 from ...engine.results import training_hash
-from .claim_words import METRIC_SHORT, compared, listed
+from .claim_words import METRIC_SHORT, compared, listed, words
 from .claims import CLAIMS, FP32_CLAIMS, evaluate
 from .rule import RANKED
 from .runs import seed_runs
+from .synthesis import PROPERTIES, PROPERTY_WORDS, parent_of
 
 
 @cache
@@ -107,3 +108,30 @@ def precision_words(out_dir=None) -> str:
             f"under a rule fixed before its runs (ranks; a run that diverged counts as the largest "
             f"rise), and reads the bf16 runs by the same rule: {sum(found.values())} of {need} "
             f"runs recorded. {each}. So far {said}.{rule}")
+
+
+def swap_words(out_dir=None) -> str:
+    """The float32 comparisons that swap one part of a unit (a row of synthesis.PROPERTIES against
+    the unit it was made from), in words for the chapter's answer: the part added or removed, the
+    claim's direction and its verdict, and how many float32 runs of the swapped side diverged. ""
+    before any such comparison has all its seeds."""
+    out, named = [], None
+    for c in FP32_CLAIMS:
+        for t, r in evaluate(c, out_dir=out_dir).parts:
+            a, b = (v.removesuffix(recipes.AT_FP32) for v in (t.a, t.b))
+            swapped, unit = (a, b) if parent_of(a) == b else (b, a)
+            if parent_of(swapped) != unit or r["verdict"] == "not run yet":
+                continue
+            part, = set(PROPERTIES[swapped]) ^ set(PROPERTIES[unit])
+            added = part in PROPERTIES[swapped]
+            runs = seed_runs(c.experiment, swapped + recipes.AT_FP32, c.scale, c.seeds, out_dir)[0]
+            blew = sum(x["status"] == "fail" for x in runs)
+            it = "it" if part == named else PROPERTY_WORDS[part]
+            named = part
+            out.append(f"with {it} {'added' if added else 'removed'}, "
+                       f"{words(c.experiment, unit)} rises {'less' if added else 'more'} at the "
+                       f"jump: *{r['verdict']}*"
+                       + (f" ({blew} of {len(runs)} float32 seeds without it diverged)"
+                          if blew and not added else ""))
+    return (f"**In float32** (the precision check, by ranks, {len(FP32_CLAIMS[0].seeds)} seeds a "
+            f"side): {'; '.join(out)}." if out else "")
