@@ -135,3 +135,52 @@ def test_a_blown_up_rise_is_drawn_at_the_axis_edge_and_keeps_its_value(monkeypat
     assert max(max(v) for v in values.values()) >= 1e30  # the values as measured
     steps = recipes.config("a_swaps", "original-1001", "cpu")["steps"]
     assert f"within the run's {steps} steps" in swap_figure.key_figure_caption(values)
+
+
+@pytest.mark.parametrize("statuses, said", [
+    ({"classifier_input": "sufficient; necessity open",
+      "identity_bias": "sufficient; necessity not tested here",
+      "clean_path": "not testable at this scale"},
+     "a normalised signal into the classifier and branches down-weighted at initialisation were "
+     "each enough to carry a failing unit through the jump (**sufficient**); the swaps do not yet "
+     "show that a unit needs either."),
+    ({"classifier_input": "necessary and sufficient", "identity_bias": "sufficient, not necessary"},
+     "a normalised signal into the classifier and branches down-weighted at initialisation were "
+     "each enough to carry a failing unit through the jump (**sufficient**); a unit that coped "
+     "broke without a normalised signal into the classifier (**necessary**); a unit that coped did "
+     "without branches down-weighted at initialisation (**not necessary**)."),
+    ({"classifier_input": "neither", "clean_path": "necessary, not sufficient"},
+     "a normalised signal into the classifier and the clean additive path did not rescue a failing "
+     "unit (**not sufficient**); a unit that coped broke without the clean additive path "
+     "(**necessary**); a unit that coped did without a normalised signal into the classifier "
+     "(**not necessary**)."),
+    ({"classifier_input": "open", "clean_path": "not testable at this scale"},
+     "no part swapped alone has decided anything yet."),
+])
+def test_the_answer_says_the_swaps_in_plain_words_and_never_more(statuses, said):
+    """Each status in plain words: enough (sufficient), not enough, needed (necessary), done
+    without (not necessary), and, where only sufficiency is shown, that need is not yet shown."""
+    assert synthesis._plain(statuses) == said
+
+
+def test_the_answer_says_what_is_still_open(monkeypatch):
+    """The mechanisms no swap tests, those whose swaps are undecided and the rows still open are
+    said as open; no row is, once every row is decided."""
+    good, bad = synthesis.OUTCOMES["jump"]
+    found = {t: {r: {"outcome": "open"} for r in synthesis.ROWS[t]} for t in synthesis.OUTCOMES}
+    for t in synthesis.OUTCOMES:
+        found[t].update({synthesis.REFERENCE[t][0]: {"outcome": synthesis.OUTCOMES[t][1]},
+                         synthesis.REFERENCE[t][1]: {"outcome": synthesis.OUTCOMES[t][0]}})
+    said = synthesis.answer(found=found)
+    assert ("**Still open:** the clean additive path, normalised inputs to every convolution and "
+            "less ReLU truncation as depth grows (not testable at this scale); a normalised signal "
+            "into the classifier and branches down-weighted at initialisation (the swaps' runs do "
+            "not decide yet); 9 of 13 rows (the table says which).") in said
+    assert "no part swapped alone has decided anything yet" in said
+    decided = {t: {r: {"outcome": synthesis.OUTCOMES[t][0]} for r in synthesis.ROWS[t]}
+               for t in synthesis.OUTCOMES}
+    said = synthesis.answer(found=decided)
+    assert "rows (the table says which)" not in said
+    # (zero gamma's parent copes here: adding it cannot show sufficiency, so it stays open)
+    assert said.endswith("(not testable at this scale); branches down-weighted at initialisation "
+                         "(the swaps' runs do not decide yet).")

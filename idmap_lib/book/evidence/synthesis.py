@@ -296,10 +296,45 @@ def in_words(assessed=None) -> str:
     return "At the lr jump, " + "; ".join(out) + "."
 
 
+def _lower(title: str) -> str:
+    return title[0].lower() + title[1:]
+
+
+def _plain(statuses: dict) -> str:
+    """What the swaps decided of the mechanisms, in plain words with each status in bold, from
+    their statuses at the lr jump ({mechanism key: status}): which part was enough to carry a
+    failing unit through the jump and which was not, which a unit that coped could or could not
+    lose, and where the swaps do not yet show whether a unit needs it."""
+    def having(*test):
+        return [_lower(MECHANISMS_BY_KEY[k].title) for k, s in statuses.items()
+                if any(t(s) for t in test)]
+    enough = having(lambda s: s.startswith("sufficient"), lambda s: s == "necessary and sufficient")
+    short = having(lambda s: s.startswith("not sufficient"),
+                   lambda s: s in ("neither", "necessary, not sufficient"))
+    needed = having(lambda s: s.startswith("necessary"))
+    spare = having(lambda s: "not necessary" in s, lambda s: s == "neither")
+    said = []
+    if enough:
+        said.append(f"{listed(enough)} {'was' if len(enough) == 1 else 'were each'} enough to "
+                    f"carry a failing unit through the jump (**sufficient**)")
+    if short:
+        said.append(f"{listed(short)} did not rescue a failing unit (**not sufficient**)")
+    if needed:
+        said.append(f"a unit that coped broke without {listed(needed)} (**necessary**)")
+    if spare:
+        said.append(f"a unit that coped did without {listed(spare)} (**not necessary**)")
+    open_ = [m for m in enough if m not in needed + spare]
+    if open_:
+        it = ("it" if len(enough) == 1 else "either") if open_ == enough else listed(open_)
+        said.append(f"the swaps do not yet show that a unit needs {it}")
+    return "; ".join(said) + "." if said else "no part swapped alone has decided anything yet."
+
+
 def answer(assessed=None, found=None, out_dir=None) -> str:
     """The chapter's opening answer, computed: what full pre-activation buys at this scale (the
-    reference rows' outcomes), then what the swaps say of each mechanism, and which rows are still
-    open or missing."""
+    reference rows' outcomes), what the swaps decided of each mechanism in plain words
+    (``_plain``), and what is still open: the mechanisms no swap tests here or decides yet, the
+    rows undecided or missing."""
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
     full, orig = (found["jump"][r]["outcome"] for r in ("full_preact-110", "original-110"))
@@ -307,21 +342,16 @@ def answer(assessed=None, found=None, out_dir=None) -> str:
     buys = (f"At this scale full pre-activation {full} and the original unit "
             f"{orig.replace(' the jump', ' it')}; at 1001 layers pre-activation {start} and the "
             f"original {slow}.")
-    by = {}
-    for m in MECHANISMS:
-        by.setdefault(assessed[m.key]["jump"]["status"],
-                      []).append(m.title[0].lower() + m.title[1:])
-    why = "; ".join(f"{listed(ms)}: **{st}**" for st, ms in by.items())
-    decisive = [m for m in MECHANISMS
-                if assessed[m.key]["jump"]["status"] == "necessary and sufficient"]
-    plain = (f" **In plain words:** of the parts swapped so far, "
-             f"{decisive[0].title[0].lower() + decisive[0].title[1:]} is the one that decides "
-             f"whether a unit trains through the jump (adding it rescued a failing unit, removing "
-             f"it broke one that coped)." if len(decisive) == 1 else "")
+    statuses = {m.key: assessed[m.key]["jump"]["status"] for m in MECHANISMS}
+    untested = [_lower(m.title) for m in MECHANISMS
+                if statuses[m.key] == "not testable at this scale"]
+    undecided = [_lower(m.title) for m in MECHANISMS if statuses[m.key] == "open"]
     waiting = [r for t in OUTCOMES for r, o in found[t].items()
                if o["outcome"] in ("not run yet", "open")]
-    rest = (f" Still undecided: {len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table "
-            f"says which)."
-            if waiting else "")
+    rest = ([f"{listed(untested)} (not testable at this scale)"] if untested else []) + (
+        [f"{listed(undecided)} (the swaps' runs do not decide yet)"] if undecided else []) + (
+        [f"{len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)"]
+        if waiting else [])
+    still = f" **Still open:** {'; '.join(rest)}." if rest else ""
     return (f"**What it buys.** {buys} **Why, one part swapped at a time** (at the lr jump): "
-            f"{why}.{plain}{rest}")
+            f"{_plain(statuses)}{still}")
