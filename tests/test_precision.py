@@ -73,7 +73,9 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     fp = CLAIMS_BY_KEY["fp32_lr_jump"]
     out = _copy_results(tmp_path)
     before = precision.precision_words(out)  # the book's runs: its own rule (Welch) differs
-    assert "no verdict moved with the precision" in before
+    row = ("full pre-activation vs full pre-activation without final BN-ReLU: *reproduced* in "
+           "float32, *reproduced* in bf16 by the same rule")
+    assert row in before and "moved with the precision for" not in before.split(row)[0]
     assert ("(its bf16 claim's own rule, log10 (0.1 + loss rise at the jump), by Welch's t: "
             "*inconclusive*)") in before and "the difference is the rule's" in before
     twin_claim, twin_test, _ = precision.bf16_twin(fp, fp.tests[2], out)
@@ -90,9 +92,9 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     assert precision.bf16_by_rule(fp, out).parts[2][1]["verdict"] != "reproduced"
     words = precision.precision_words(out)
     assert ("moved with the precision for full pre-activation vs full pre-activation without "
-            "final BN-ReLU.") in words
-    assert "the difference is the rule's" not in words
-    assert "no verdict moved" in precision.precision_words()  # (the book's own folder untouched)
+            "final BN-ReLU") in words
+    assert "reads otherwise (full pre-activation vs full pre-activation without" not in words
+    assert row in precision.precision_words()  # (the book's own folder untouched)
 
 
 def test_the_float32_check_reads_no_verdict_before_a_comparison_has_all_its_seeds(monkeypatch):
