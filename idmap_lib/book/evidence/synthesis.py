@@ -330,11 +330,12 @@ def _plain(statuses: dict) -> str:
     return "; ".join(said) + "." if said else "no part swapped alone has decided anything yet."
 
 
-def answer(assessed=None, found=None, out_dir=None) -> str:
+def answer(assessed=None, found=None, out_dir=None, float32="") -> str:
     """The chapter's opening answer, computed: what full pre-activation buys at this scale (the
     reference rows' outcomes), what the swaps decided of each mechanism in plain words
-    (``_plain``), and what is still open: the mechanisms no swap tests here or decides yet, the
-    rows undecided or missing."""
+    (``_plain``) with `float32` beside it (precision.swap_words: the same swaps in float32), and
+    what is still open: the mechanisms no swap tests here or decides yet, the rows undecided or
+    missing. One paragraph each."""
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
     full, orig = (found["jump"][r]["outcome"] for r in ("full_preact-110", "original-110"))
@@ -352,6 +353,7 @@ def answer(assessed=None, found=None, out_dir=None) -> str:
         [f"{listed(undecided)} (the swaps' runs do not decide yet)"] if undecided else []) + (
         [f"{len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)"]
         if waiting else [])
-    still = f" **Still open:** {'; '.join(rest)}." if rest else ""
-    return (f"**What it buys.** {buys} **Why, one part swapped at a time** (at the lr jump): "
-            f"{_plain(statuses)}{still}")
+    why = f"**Why, one part swapped at a time** (at the lr jump): {_plain(statuses)}"
+    still = f"**Still open:** {'; '.join(rest)}." if rest else ""
+    return "\n\n".join(p for p in (f"**What it buys.** {buys}", f"{why} {float32}".strip(), still)
+                       if p)
