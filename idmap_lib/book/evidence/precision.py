@@ -113,14 +113,16 @@ def precision_words(out_dir=None) -> str:
 def swap_words(out_dir=None) -> str:
     """The float32 comparisons that swap one part of a unit (a row of synthesis.PROPERTIES against
     the unit it was made from), in words for the chapter's answer: the part added or removed, the
-    claim's direction and its verdict, and how many float32 runs of the swapped side diverged. ""
-    before any such comparison has all its seeds."""
+    claim's direction and its verdict, and how many float32 runs of the swapped side diverged; a
+    comparison is said once all its seeds are recorded ("" before any is)."""
     out, named = [], None
     for c in FP32_CLAIMS:
-        for t, r in evaluate(c, out_dir=out_dir).parts:
-            a, b = (v.removesuffix(recipes.AT_FP32) for v in (t.a, t.b))
+        v = evaluate(c, out_dir=out_dir)
+        missing = dict(v.missing)
+        for t, r in v.parts:
+            a, b = (x.removesuffix(recipes.AT_FP32) for x in (t.a, t.b))
             swapped, unit = (a, b) if parent_of(a) == b else (b, a)
-            if parent_of(swapped) != unit or r["verdict"] == "not run yet":
+            if parent_of(swapped) != unit or missing.get(t.a) or missing.get(t.b):
                 continue
             part, = set(PROPERTIES[swapped]) ^ set(PROPERTIES[unit])
             added = part in PROPERTIES[swapped]
