@@ -116,10 +116,10 @@ def test_the_float32_swaps_say_the_part_the_direction_the_verdict_and_the_diverg
     float32 runs without the part diverged; nothing is said before a comparison has all its
     seeds."""
     words = precision.swap_words()
-    assert ("with a normalised classifier input (a BN-ReLU before the pool) added, the original "
-            "unit rises less at the jump: *reproduced*") in words
-    assert ("with it removed, full pre-activation rises more at the jump: *reproduced* (5 of 5 "
-            "float32 seeds without it diverged)") in words
+    assert ("adding the normalised classifier input lowered the original unit's rise "
+            "(*reproduced*)") in words
+    assert ("removing it raised full pre-activation's rise (*reproduced*; 5 of 5 seeds "
+            "diverged)") in words
     assert "ResNet-1001" not in words and words.count("diverged") == 1
     from types import SimpleNamespace
 

@@ -17,7 +17,7 @@ from .claim_words import METRIC_SHORT, compared, listed, words
 from .claims import CLAIMS, FP32_CLAIMS, evaluate
 from .rule import RANKED
 from .runs import seed_runs
-from .synthesis import PROPERTIES, PROPERTY_WORDS, parent_of
+from .synthesis import PROPERTIES, PROPERTY_SHORT, parent_of
 
 
 @cache
@@ -128,12 +128,12 @@ def swap_words(out_dir=None) -> str:
             added = part in PROPERTIES[swapped]
             runs = seed_runs(c.experiment, swapped + recipes.AT_FP32, c.scale, c.seeds, out_dir)[0]
             blew = sum(x["status"] == "fail" for x in runs)
-            it = "it" if part == named else PROPERTY_WORDS[part]
+            it = "it" if part == named else f"the {PROPERTY_SHORT[part]}"
             named = part
-            out.append(f"with {it} {'added' if added else 'removed'}, "
-                       f"{words(c.experiment, unit)} rises {'less' if added else 'more'} at the "
-                       f"jump: *{r['verdict']}*"
-                       + (f" ({blew} of {len(runs)} float32 seeds without it diverged)"
-                          if blew and not added else ""))
-    return (f"**In float32** (the precision check, by ranks, {len(FP32_CLAIMS[0].seeds)} seeds a "
-            f"side): {'; '.join(out)}." if out else "")
+            out.append(f"{'adding' if added else 'removing'} {it} "
+                       f"{'lowered' if added else 'raised'} {words(c.experiment, unit)}'s rise "
+                       f"(*{r['verdict']}*"
+                       + (f"; {blew} of {len(runs)} seeds diverged" if blew and not added else "")
+                       + ")")
+    return (f"**In float32** (by ranks, {len(FP32_CLAIMS[0].seeds)} seeds a side): "
+            f"{'; '.join(out)}." if out else "")

@@ -335,7 +335,7 @@ def answer(assessed=None, found=None, out_dir=None, float32="") -> str:
     reference rows' outcomes), what the swaps decided of each mechanism in plain words
     (``_plain``) with `float32` beside it (precision.swap_words: the same swaps in float32), and
     what is still open: the mechanisms no swap tests here or decides yet, the rows undecided or
-    missing. One paragraph each."""
+    missing, in a paragraph of its own."""
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
     full, orig = (found["jump"][r]["outcome"] for r in ("full_preact-110", "original-110"))
@@ -353,7 +353,6 @@ def answer(assessed=None, found=None, out_dir=None, float32="") -> str:
         [f"{listed(undecided)} (the swaps' runs do not decide yet)"] if undecided else []) + (
         [f"{len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)"]
         if waiting else [])
-    why = f"**Why, one part swapped at a time** (at the lr jump): {_plain(statuses)}"
-    still = f"**Still open:** {'; '.join(rest)}." if rest else ""
-    return "\n\n".join(p for p in (f"**What it buys.** {buys}", f"{why} {float32}".strip(), still)
-                       if p)
+    why = f"**Why, one part swapped at a time:** {_plain(statuses)}"
+    still = f"\n\n**Still open:** {'; '.join(rest)}." if rest else ""
+    return f"**What it buys.** {buys} {why} {float32}".strip() + still
