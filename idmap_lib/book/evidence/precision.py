@@ -107,7 +107,7 @@ def precision_words(out_dir=None) -> str:
             f"that decide this page again in float32, {len(FP32_CLAIMS[0].seeds)} seeds a side, "
             f"under a rule fixed before its runs (ranks; a run that diverged counts as the largest "
             f"rise), and reads the bf16 runs by the same rule: {sum(found.values())} of {need} "
-            f"runs recorded. {each}. So far {said}.{rule}")
+            f"runs recorded. {each}. So far, {said}.{rule}")
 
 
 def swap_words(out_dir=None) -> str:
