@@ -1,5 +1,5 @@
 """The float32 check (book/evidence/precision.py): each float32 comparison beside the bf16 runs read
-by the same rule, a verdict that moves named as moved with the precision, a difference of rules
+by the same rule, a verdict that differs named with what drove it, a difference of rules
 named as the rule's, and no verdict read before a comparison has all its seeds."""
 from idmap_lib.book.evidence import precision
 
@@ -25,21 +25,21 @@ def _fp32(monkeypatch, verdicts):
     return precision.precision_words()
 
 
-def test_the_float32_check_says_which_verdict_moved_beside_the_bf16_runs_by_the_same_rule(
+def test_the_float32_check_says_which_verdict_differs_from_the_bf16_runs_by_the_same_rule(
         monkeypatch):
     """Each float32 comparison is set beside the bf16 runs read by its own rule
-    (``bf16_by_rule``), and a verdict that differs is named as moved with the precision."""
+    (``bf16_by_rule``), and a verdict that differs is named."""
     same_rule = [r["verdict"] for c in precision.FP32_CLAIMS
                  for _, r in precision.bf16_by_rule(c).parts]
     same = _fp32(monkeypatch, same_rule)
-    assert "30 of 30 runs recorded" in same and "no verdict moved with the precision" in same
+    assert "30 of 30 runs recorded" in same and "no verdict differs between the precisions" in same
     other = {"reproduced": "contradicted", "contradicted": "reproduced",
              "inconclusive": "reproduced"}
     flip = other.get(same_rule[0], "reproduced")
     moved = _fp32(monkeypatch, [flip] + same_rule[1:])
     assert (f"Full pre-activation vs the original unit: *{flip}* in float32, *{same_rule[0]}* "
             f"in bf16 by the same rule") in moved
-    assert "moved with the precision for full pre-activation vs the original unit." in moved
+    assert "differs between the precisions for full pre-activation vs the original unit (" in moved
 
 
 def _copy_results(tmp_path):
@@ -63,8 +63,8 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     differs (the pre-registered Welch on the log rise) is named as the rule's difference. Then full
     pre-activation without its final BN-ReLU's bf16 runs are planted as copies of full
     pre-activation's own: read from that folder (never the book's), the bf16 side loses its
-    difference by both rules, so the float32 verdict (unchanged) differs from it: named as moved
-    with the precision; the twin is found by what trains."""
+    difference by both rules, so the float32 verdict (unchanged) differs from it: named as
+    differing between the precisions; the twin is found by what trains."""
     import json
     from pathlib import Path
 
@@ -75,7 +75,7 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     before = precision.precision_words(out)  # the book's runs: its own rule (Welch) differs
     row = ("full pre-activation vs full pre-activation without final BN-ReLU: *reproduced* in "
            "float32, *reproduced* in bf16 by the same rule")
-    assert row in before and "moved with the precision for" not in before.split(row)[0]
+    assert row in before and "differs between the precisions for" not in before.split(row)[0]
     assert ("(its bf16 claim's own rule, log10 (0.1 + loss rise at the jump), by Welch's t: "
             "*inconclusive*)") in before and "the difference is the rule's" in before
     twin_claim, twin_test, _ = precision.bf16_twin(fp, fp.tests[2], out)
@@ -91,7 +91,7 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     assert sorted(twin["xb"]) == sorted(twin["xa"]) and twin["verdict"] != "reproduced"
     assert precision.bf16_by_rule(fp, out).parts[2][1]["verdict"] != "reproduced"
     words = precision.precision_words(out)
-    assert ("moved with the precision for full pre-activation vs full pre-activation without "
+    assert ("differs between the precisions for full pre-activation vs full pre-activation without "
             "final BN-ReLU") in words
     assert "reads otherwise (full pre-activation vs full pre-activation without" not in words
     assert row in precision.precision_words()  # (the book's own folder untouched)
@@ -131,3 +131,23 @@ def test_the_float32_swaps_say_the_part_the_direction_the_verdict_and_the_diverg
 
     monkeypatch.setattr(precision, "evaluate", one_missing)
     assert precision.swap_words() == ""
+
+
+def test_a_verdict_that_differs_between_the_precisions_says_what_drove_it_seed_by_seed():
+    """Fig 1's pair: a censored comparison's steps, seed by seed, on both sides and in both
+    precisions (a run that never got there said as 'never'), in the precision paragraph and beside
+    the claim in its chapter; a claim with no float32 twin gets nothing."""
+    from idmap_lib.book.evidence.rule import better
+
+    t = better("a", "b", "steps_to_80")
+    r = {"xa": [90.0, 70.0, 128.0, 128.0], "xb": [128.0] * 4, "censored": (1, 4)}
+    assert precision.seeds_said(t, r) == (" (steps to 80 % train error: 70, 90, 128, never "
+                                          "against never in all 4)")
+    assert precision.seeds_said(better("a", "b", "lr_jump_ranked_rise"), r) == ""
+    said = precision.beside("fig1_1001_original_slow_start")
+    assert said.startswith("**In float32** (the precision check, 5 seeds a side, one rule for "
+                           "both precisions): pre-activation ResNet-1001 vs the original "
+                           "ResNet-1001: *")
+    if "*reproduced* in float32, *reproduced* in bf16" not in said:
+        assert said.count("(steps to 80 % train error: ") == 2
+    assert precision.beside("t2_full_preact_best") == ""

@@ -1,7 +1,7 @@
 """The precision check (claims.FP32_CLAIMS): every other CPU run in the book trains in bf16
 autocast, where the identity path sums in an 8-bit mantissa; the comparisons that decide "why
-pre-activation helps" are trained again in float32 (recipes.FP32). A verdict moved *with the
-precision* only if the bf16 runs, read by the float32 claim's own rule (``bf16_by_rule``: its
+pre-activation helps" are trained again in float32 (recipes.FP32). A verdict differs *between the
+precisions* only if the bf16 runs, read by the float32 claim's own rule (``bf16_by_rule``: its
 metric, seeds and Holm), say otherwise; the bf16 comparison's own claim, under the rule fixed for
 it (``bf16_twin``), is named beside it, so that a difference of rules is never taken for one of
 precision.
@@ -15,7 +15,7 @@ from ...engine import recipes
 from ...engine.results import training_hash
 from .claim_words import METRIC_SHORT, compared, listed, words
 from .claims import CLAIMS, FP32_CLAIMS, evaluate
-from .rule import RANKED
+from .rule import CENSORED, RANKED
 from .runs import seed_runs
 from .synthesis import PROPERTIES, PROPERTY_SHORT, parent_of
 
@@ -54,7 +54,7 @@ def bf16_twin(claim, test, out_dir=None):
 def bf16_by_rule(claim, out_dir=None):
     """The bf16 runs read by `claim`'s own rule (its metric, seeds, Holm over its parts): the claim
     with each side named by its bf16 variant (``row`` for ``row@fp32``). So a verdict that moves
-    between the two moved with the precision, never with the rule."""
+    between the two differs with the precision, never with the rule."""
     tests = tuple(replace(t, a=t.a.removesuffix(recipes.AT_FP32),
                           b=t.b.removesuffix(recipes.AT_FP32)) for t in claim.tests)
     return evaluate(replace(claim, key=f"{claim.key}@bf16", tests=tests), out_dir=out_dir)
@@ -66,11 +66,27 @@ def _rule(test) -> str:
     return f"{METRIC_SHORT[test.metric].removesuffix(' (by ranks)')}, by {how}"
 
 
+def _side(xs, never) -> str:
+    """One side's values, sorted, its `never` censored runs (the largest) said as such."""
+    shown = [f"{x:g}" for x in sorted(xs)[:len(xs) - never]] + ["never"] * never
+    return f"never in all {len(xs)}" if never == len(xs) else ", ".join(shown)
+
+
+def seeds_said(test, result) -> str:
+    """What drove a censored comparison: each side's steps, seed by seed ('' for other metrics)."""
+    if test.metric not in CENSORED or "xa" not in result:
+        return ""
+    na, nb = result.get("censored", (0, 0))
+    return (f" ({METRIC_SHORT[test.metric]}: {_side(result['xa'], na)} against "
+            f"{_side(result['xb'], nb)})")
+
+
 def precision_words(out_dir=None) -> str:
     """The float32 check in words: how many of its runs are recorded and, for each comparison whose
     seeds are all recorded, its verdict in float32 beside the bf16 runs' read by the same rule
-    (``bf16_by_rule``): whether any verdict moved with the precision. Where the bf16 comparison's
-    own claim, under its own rule, says otherwise, that is named as the rule's difference."""
+    (``bf16_by_rule``): whether any verdict differs between the precisions, and where one does, what
+    drove it seed by seed. Where the bf16 comparison's own claim, under its own rule, says
+    otherwise, that is named as the rule's difference, not the precision's."""
     found = {(c.key, v): len(seed_runs(c.experiment, v, c.scale, c.seeds, out_dir)[0])
              for c in FP32_CLAIMS for v in c.variants}
     need = sum(len(c.seeds) * len(c.variants) for c in FP32_CLAIMS)
@@ -84,8 +100,12 @@ def precision_words(out_dir=None) -> str:
                 rows.append(f"{name}: {seeds[0]} and {seeds[1]} of {len(c.seeds)} seeds recorded")
                 continue
             bf16 = bf16 or bf16_by_rule(c, out_dir)
-            same = bf16.parts[i][1]["verdict"]
-            row = f"{name}: *{r['verdict']}* in float32, *{same}* in bf16 by the same rule"
+            b = bf16.parts[i][1]
+            same = b["verdict"]
+            row = (f"{name}: *{r['verdict']}* in float32, *{same}* in bf16 by the same rule"
+                   if r["verdict"] == same else
+                   f"{name}: *{r['verdict']}* in float32{seeds_said(t, r)}, *{same}* in bf16 by "
+                   f"the same rule{seeds_said(t, b)}")
             twin = bf16_twin(c, t, out_dir)
             if twin and twin[2]["verdict"] != same:
                 row += f" (its bf16 claim's own rule, {_rule(twin[1])}: *{twin[2]['verdict']}*)"
@@ -98,8 +118,10 @@ def precision_words(out_dir=None) -> str:
     each = each[:1].upper() + each[1:]
     said = ("no comparison has all its float32 seeds" if not read else
             f"of the {read} with all their seeds, "
-            + (f"the verdict moved with the precision for {listed(moved)}" if moved
-               else "no verdict moved with the precision"))
+            + (f"the verdict differs between the precisions for {listed(moved)} (not shown "
+               f"to be the precision's doing: with {len(FP32_CLAIMS[0].seeds)} seeds a side, one "
+               f"run can move a verdict by ranks)" if moved
+               else "no verdict differs between the precisions"))
     rule = (f" Where a bf16 claim's own rule, fixed before, reads otherwise ({listed(by_rule)}), "
             f"the difference is the rule's, not the precision's." if by_rule else "")
     return (f"**Precision.** Every other CPU run in this book trained in bf16 autocast, where the "
@@ -137,3 +159,24 @@ def swap_words(out_dir=None) -> str:
                        + ")")
     return (f"**In float32** (by ranks, {len(FP32_CLAIMS[0].seeds)} seeds a side): "
             f"{'; '.join(out)}." if out else "")
+
+
+def beside(claim_key, out_dir=None) -> str:
+    """The float32 check of a bf16 claim's comparison, for the chapter that shows the claim: its
+    float32 verdict and the bf16 runs' by the same rule, each with what drove it where they differ;
+    "" where the claim has no float32 twin or its float32 seeds are not all recorded."""
+    out = []
+    for c in FP32_CLAIMS:
+        v = evaluate(c, out_dir=out_dir)
+        missing = dict(v.missing)
+        for i, (t, r) in enumerate(v.parts):
+            twin = _twin(c, t)
+            if not twin or twin[0].key != claim_key or missing.get(t.a) or missing.get(t.b):
+                continue
+            b = bf16_by_rule(c, out_dir).parts[i][1]
+            differs = b["verdict"] != r["verdict"]
+            out.append(f"{compared(c, t).replace(' in float32', '')}: *{r['verdict']}* in "
+                       f"float32{seeds_said(t, r) if differs else ''}, *{b['verdict']}* in bf16"
+                       f"{seeds_said(t, b) if differs else ''}")
+    return (f"**In float32** (the precision check, {len(FP32_CLAIMS[0].seeds)} seeds a side, one "
+            f"rule for both precisions): {'; '.join(out)}." if out else "")
