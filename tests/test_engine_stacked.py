@@ -51,21 +51,27 @@ def test_stacked_module_is_exactly_the_nets_it_stacks():
 
 
 def test_stacked_training_equals_each_run_alone(mnist, tmp_path):
+    """Each window's loss within 0.5 % in float32: batched and single matrix products round apart
+    and training carries it (0.14 % by step 12 on an AMX Xeon, below 1e-4 nats on the AMD EPYC);
+    a stack that mixed two nets' weights or steps would be off by far more."""
     cfgs = [tiny(k, s) for k in KINDS for s in (0, 1)]
     results, nets = train_stacked(cfgs, data=mnist, out_dir=tmp_path / "stacked", progress=False)
     for cfg, r in zip(cfgs, results):
         alone = train(cfg, data=mnist, out_dir=tmp_path / "alone", progress=False, amp="fp32")
         assert r["status"] == alone["status"] == "ok" and r["config_hash"] == alone["config_hash"]
         for a, b in zip(r["history"]["train"], alone["history"]["train"]):
-            assert a["step"] == b["step"] and abs(a["train_loss"] - b["train_loss"]) < 1e-4
-            assert a["train_err"] == pytest.approx(b["train_err"], abs=1 / 128 + 1e-9)
+            assert a["step"] == b["step"]
+            assert a["train_loss"] == pytest.approx(b["train_loss"], rel=5e-3)
+            # (an example or two on the boundary may flip, here and in the test set)
+            assert a["train_err"] == pytest.approx(b["train_err"], abs=2 / 128 + 1e-9)
         assert [h["step"] for h in r["history"]["test"]] == [8, 14]
         assert r["final"]["test_err"] == pytest.approx(alone["final"]["test_err"],
-                                                       abs=1e-9 + 1 / 200)
-        assert r["final"]["test_loss"] == pytest.approx(alone["final"]["test_loss"], abs=1e-4)
+                                                       abs=1e-9 + 2 / 200)
+        assert r["final"]["test_loss"] == pytest.approx(alone["final"]["test_loss"], rel=5e-3)
         assert ("gates_k" in r["final"]) == (cfg["model"]["kwargs"]["kind"] == "gresnet")
         if "gates_k" in r["final"]:
-            assert r["final"]["gates_k"] == pytest.approx(alone["final"]["gates_k"], abs=1e-5)
+            # (k moves ~2e-3 in these steps)
+            assert r["final"]["gates_k"] == pytest.approx(alone["final"]["gates_k"], abs=2e-4)
         assert r["stacked"]["runs"] == 6 and Path(r["path"]).parent == tmp_path / "stacked"
     # the seeds differ and so do the kinds: six different networks came out
     assert len({round(r["final"]["train_loss"], 6) for r in results}) == 6
@@ -172,7 +178,11 @@ def test_stacked_keras_nets_equal_each_alone():
     for mode in ("eval", "train", "eval"):
         out = getattr(s, mode)()(x)
         for r, n in enumerate(nets):
-            assert torch.allclose(out[r], getattr(n, mode)()(x[r]), rtol=1e-4, atol=1e-4), mode
+            # (outputs reach 1e5 over a running variance of 1e-3: an output near 0 carries the
+            # big ones' rounding, so the tolerance is the output's scale; epsilon 1e-5 for 1e-3
+            # moves them by tens of percent)
+            ref = getattr(n, mode)()(x[r])
+            assert torch.allclose(out[r], ref, rtol=1e-4, atol=1e-6 * ref.abs().max().item()), mode
     assert s.eps == 1e-3 and s.momentum == 0.01
 
 
