@@ -168,3 +168,25 @@ def test_the_exercises_broke_rule_is_the_metrics_one():
     assert metrics.broke(r) and not metrics.broke(dict(r, final={**r["final"], "test_err": 0.4}))
     assert metrics.broke(dict(r, status="fail", final={}))
     assert ablations.failed is metrics.broke
+
+
+def test_stuck_before_the_jump_needs_an_error_at_chance_and_a_loss_that_has_not_fallen():
+    """Issue 57: "stuck" means stuck. ReLU before addition starts at 33-61 nats and is at 2.5-3.7
+    nats at the jump with 80-88 % training error: its loss is falling, so it was learning, and its
+    rise counts. BN after addition sits at ln 10 with ~90 % error from its first window: stuck. The
+    earlier definition (the loss at chance at the jump) called both stuck."""
+    base = result("a_table2_activations", "relu_before_add-110", 0, scale="cpu_step_warmup")
+    steps = [10 * (i + 1) for i in range(40)]
+
+    def run(losses, errs):
+        return dict(base, history={"train": [{"step": s, "train_loss": x, "train_err": e}
+                                             for s, x, e in zip(steps, losses, errs)], "test": []})
+    learning = run([40.0] + [2.6] * 39, [0.9] + [0.88] * 39)
+    flat = run([2.32] + [2.29] * 39, [0.9] + [0.89] * 39)
+    near = run([2.32] + [2.20] * 39, [0.9] + [0.89] * 39)   # its loss fell more than 3 %
+    better = run([2.32] + [2.29] * 39, [0.9] + [0.85] * 39)  # its error below 0.97 x 0.9
+    assert not metrics.stuck_before_jump(learning) and metrics.stuck_before_jump_by_loss(learning)
+    assert metrics.stuck_before_jump(flat) and metrics.stuck_before_jump_by_loss(flat)
+    assert not metrics.stuck_before_jump(near) and not metrics.stuck_before_jump(better)
+    assert metrics.left_out(learning, "lr_jump_log_rise") is None
+    assert metrics.left_out(flat, "lr_jump_log_rise") == "stuck before the jump"

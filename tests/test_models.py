@@ -561,3 +561,37 @@ def test_every_swap_is_a_recipe_that_differs_from_its_parent_in_one_model_keywor
             assert diff == set(recipes.SWAPS[swap]["kwargs"]) and f"{unit}+{swap}-{d}" in variants
             assert {k: v for k, v in a.items() if k not in ("model", "variant")} == \
                 {k: v for k, v in b.items() if k not in ("model", "variant")}
+
+
+def test_the_separating_swap_scales_the_classifier_input_by_the_recorded_ratio():
+    """Issue 57's swap: zero gamma with its classifier's input scaled back to the original unit's.
+    The factor in the recipe is the recorded ratio (the mean over the recorded seeds of the
+    original's classifier-input std at initialisation over zero gamma's), to 2 significant digits;
+    the scaled net is zero gamma's bit for bit, its classifier's input that factor larger."""
+    import json
+    import statistics
+    from pathlib import Path
+
+    from idmap_lib.engine import recipes
+
+    def std0(row):
+        files = sorted(Path("data/mechanisms").glob(f"mech_jump_forwards__{row}__*.json"))
+        assert files, row
+        return statistics.fmean(json.loads(f.read_text())["values"]["forwards"][0]["fc_input_std"]
+                                for f in files)
+    factor = recipes.SWAPS["zero_gamma_scaled_input"]["kwargs"]["classifier_scale"]
+    assert factor == float(f"{std0('original-110') / std0('original+zero_gamma-110'):.2g}")
+    torch.manual_seed(0)
+    zero = im.cifar_resnet(20, unit="original", zero_gamma=True).train()
+    torch.manual_seed(0)
+    scaled = im.cifar_resnet(20, unit="original", zero_gamma=True, classifier_scale=factor).train()
+    for (n, p), (_, q) in zip(zero.named_parameters(), scaled.named_parameters()):
+        assert torch.equal(p, q), n
+    seen = {}
+    zero.fc.register_forward_hook(lambda m, a, o: seen.setdefault("zero", a[0]))
+    scaled.fc.register_forward_hook(lambda m, a, o: seen.setdefault("scaled", a[0]))
+    x = torch.randn(8, 3, 32, 32)
+    zero(x), scaled(x)
+    assert torch.allclose(seen["scaled"], factor * seen["zero"])
+    with pytest.raises(ValueError, match="classifier_scale must be a positive number"):
+        im.cifar_resnet(20, classifier_scale=0)

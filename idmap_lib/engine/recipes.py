@@ -90,10 +90,21 @@ SWAPS = {
     "zero_gamma": {"kwargs": {"zero_gamma": True},
                    "words": "every branch's last BN starts at scale 0: F = 0 at initialisation "
                             "(Goyal et al. 2017)"},
+    # zero gamma's classifier input is small as a normalised one is (std 0.21 at initialisation
+    # against the original's 1.6-1.9: data/mechanisms/mech_jump_forwards__*): this swap separates
+    # "branches off at init" from "a small classifier input", scaling the latter back to the
+    # original's (the factor: the mean over the recorded seeds of the original's classifier-input
+    # std at step 0 over zero gamma's, 2 significant digits; tests/test_models.py recomputes it)
+    "zero_gamma_scaled_input": {"kwargs": {"zero_gamma": True, "classifier_scale": 8.2},
+                                "words": "every branch's last BN starts at scale 0, and the "
+                                         "classifier's input is multiplied by 8.2, the original "
+                                         "unit's std at initialisation over zero gamma's: branches "
+                                         "off at init with an un-normalised classifier input"},
 }
 SWAPPED = {  # (unit, swap) -> the depths it is trained at
     ("original", "final_bn_relu"): (110, 1001), ("relu_preact", "final_bn_relu"): (110,),
     ("full_preact", "no_final"): (110, 1001), ("original", "zero_gamma"): (110,),
+    ("original", "zero_gamma_scaled_input"): (110,),
 }
 
 

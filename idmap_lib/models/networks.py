@@ -53,6 +53,24 @@ def _final(unit, channels, final=None):
     return nn.Identity()
 
 
+class ScaledInput(nn.Module):
+    """Multiplies the classifier's input by a fixed factor (no parameter, no random number): the
+    intervention that gives a net the classifier-input scale of another while changing nothing
+    else (chapter "Why pre-activation helps": zero gamma with the original unit's classifier input)."""
+
+    def __init__(self, factor: float):
+        super().__init__()
+        if not (isinstance(factor, (int, float)) and factor > 0):
+            raise ValueError(f"classifier_scale must be a positive number, got {factor!r}")
+        self.factor = float(factor)
+
+    def forward(self, x):
+        return x * self.factor
+
+    def extra_repr(self):
+        return f"factor={self.factor}"
+
+
 def zero_branch_gammas(units):
     """Zero the scale (gamma) of the BN that ends each residual branch, so every F(x) = 0 at
     initialisation and each unit starts as its shortcut (Goyal et al. 2017's "zero gamma"; De &
@@ -105,7 +123,8 @@ def cifar_block(depth, block=None):
 
 
 def cifar_resnet(depth, unit="full_preact", shortcut="identity", num_classes=10, block=None,
-                 gated=False, width_scale=1, final=None, zero_gamma=False, **shortcut_options):
+                 gated=False, width_scale=1, final=None, zero_gamma=False, classifier_scale=None,
+                 **shortcut_options):
     """CIFAR ResNet-`depth` (Paper A Sec 4, Tables 1-4; Paper B Table 3 when `gated`).
 
     Widths 16/32/64 (basic, single) or 64/128/256 with bottlenecks of 16/32/64 (Paper A appendix).
@@ -115,7 +134,8 @@ def cifar_resnet(depth, unit="full_preact", shortcut="identity", num_classes=10,
     depth.
     final: what sits before the pool (FINALS), when not the unit's own (``_final``): one part
     swapped alone. zero_gamma: every branch's last BN starts at scale 0 (``zero_branch_gammas``), F
-    = 0 at initialisation.
+    = 0 at initialisation. classifier_scale: the classifier's input multiplied by this fixed
+    factor (``ScaledInput``, after the final activation), the classifier-input scale swapped alone.
     """
     choose(unit, UNITS, "unit")
     block, n = cifar_block(depth, block)
@@ -140,7 +160,10 @@ def cifar_resnet(depth, unit="full_preact", shortcut="identity", num_classes=10,
             c_in = width
     if zero_gamma:
         zero_branch_gammas(units)
-    return ResNet(_cifar_stem(unit, stem), units, _final(unit, c_in, final), c_in, num_classes)
+    last = _final(unit, c_in, final)
+    if classifier_scale is not None:
+        last = nn.Sequential(last, ScaledInput(classifier_scale))
+    return ResNet(_cifar_stem(unit, stem), units, last, c_in, num_classes)
 
 
 def wide_resnet(depth, widen, dropout=0.0, gated=False, num_classes=10):

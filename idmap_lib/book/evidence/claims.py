@@ -220,7 +220,8 @@ PROBES = [
 SW = "a_swaps"
 SWAP_ROWS_110 = ("original+final_bn_relu-110", "full_preact+no_final-110",
                  "original+zero_gamma-110",
-                 "relu_preact+final_bn_relu-110", "bn_after_add-110")
+                 "relu_preact+final_bn_relu-110", "bn_after_add-110",
+                 "original+zero_gamma_scaled_input-110")
 SWAP_ROWS_1001 = ("original+final_bn_relu-1001", "full_preact+no_final-1001")
 SWAP_WORDS = {"original+final_bn_relu-110": "the original unit with a final BN-ReLU before the "
                                             "pool",
@@ -229,6 +230,9 @@ SWAP_WORDS = {"original+final_bn_relu-110": "the original unit with a final BN-R
               "full_preact+no_final-110": "full pre-activation without its final BN-ReLU",
               "original+zero_gamma-110": "the original unit with every branch's last BN starting "
                                          "at 0",
+              "original+zero_gamma_scaled_input-110": "the original unit with every branch's "
+                                                      "last BN starting at 0 and its classifier's "
+                                                      "input scaled to the original's",
               "bn_after_add-110": "BN after addition (BN-ReLU before every weight layer and the "
                                   "classifier, no clean path)",
               "relu_preact-110": "ReLU-only pre-activation",
@@ -247,8 +251,9 @@ SWAP_CLAIMS = [
           (better(r, "original-110", JUMP), better("full_preact-110", r, JUMP)),
           "the lr-jump probe: ResNet-110, the CPU scale with the paper's step warm-up",
           scale=JUMP_PROBE,
-          # (BN after addition: the issue's 3-4)
-          seeds=ALL_SEEDS if r == "bn_after_add-110" else SEEDS, by="ours")
+          # (BN after addition: the issue's 3-4; the separating row: 5 a side from the start)
+          seeds=ALL_SEEDS if r in ("bn_after_add-110", "original+zero_gamma_scaled_input-110")
+          else SEEDS, by="ours")
     for r in SWAP_ROWS_110] + [
     Claim(f"swap_start_{r.rsplit('-', 1)[0].replace('+', '_')}_1001",
           f"Ours, an intervention: {SWAP_WORDS[r]} starts sooner than the original ResNet-1001, "
@@ -257,7 +262,23 @@ SWAP_CLAIMS = [
           (better(r, "original-1001", START), better("full_preact-1001", r, START)),
           "ResNet-1001 at its real depth, a quarter of its width, 128 steps; 5 seeds (a rank test "
           "cannot decide with 3)", seeds=ALL_SEEDS, by="ours")
-    for r in SWAP_ROWS_1001]
+    for r in SWAP_ROWS_1001] + [
+    # The swap that separates the confound (issue 57), fixed with its row's claim above before any of
+    # its runs: zero gamma switches the branches off at init *and* leaves the classifier a small
+    # input, as a normalised one is; scaling that input back to the original's keeps the first and
+    # removes the second. If branches off at init carry the unit through the jump, the scaled row
+    # rises no more than zero gamma; if the small classifier input does, it rises more. By ranks, a
+    # diverged run the largest rise (``lr_jump_ranked_rise``: one run's spike before an overflow
+    # cannot decide it), 5 seeds a side (a rank test cannot decide with 3).
+    Claim("swap_jump_separates_zero_gamma",
+          "Ours, an intervention: the original unit with zero gamma rises less at the lr jump than "
+          "the same net with its classifier's input scaled to the original's (branches off at "
+          "init in both; the classifier input small in one, un-normalised in the other).",
+          "ours: an intervention (recipes.SWAPS), at the lr-jump probe", SW,
+          (better("original+zero_gamma-110", "original+zero_gamma_scaled_input-110",
+                  "lr_jump_ranked_rise"),),
+          "the lr-jump probe, by ranks (a diverged run the largest rise); 5 seeds a side",
+          scale=JUMP_PROBE, seeds=ALL_SEEDS, by="ours")]
 # Two units of Table 2 placed between the same two references, so that every row of the synthesis
 # has its outcome by one rule; their runs (seeds 0-4 at the lr-jump probe) were read before these
 # were written (for the lr-jump claim).

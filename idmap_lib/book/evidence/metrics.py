@@ -96,10 +96,34 @@ def left_out(result, metric) -> str | None:
     return None
 
 
+def at_chance_err(result, err) -> bool:
+    """A training error where a guessing net sits: at least AT_CHANCE x (1 - 1/C)."""
+    return err >= AT_CHANCE * chance(result)[0]
+
+
 def stuck_before_jump(result) -> bool:
-    """A run still at chance in the window that ends the warm-up: it had not trained when the lr
-    jumped, so its rise says nothing about tolerating the jump ("stuck before the jump", its own
-    outcome; BN after addition's)."""
+    """A run stuck when the lr jumped: in the window that ends the warm-up it is at chance by its
+    training error (``at_chance_err``) *and* its training loss has not fallen (still within 3 % of
+    its first window's). Both signs, because a run whose loss is falling is learning even while its
+    error is near chance (ReLU before addition starts at 33-61 nats and is at 2.5-3.7 at the jump):
+    its rise says how it takes the jump. Its rise is no evidence about tolerating the jump only when
+    it had not moved at all ("stuck before the jump", its own outcome; BN after addition's). This
+    definition replaced ``stuck_before_jump_by_loss`` (issue 57) after the runs it reads were
+    recorded: the pages show the verdicts under both (evidence/history.py)."""
+    warm = result["config"]["schedule"].get("warmup_steps", 0)
+    tr = result["history"]["train"]
+    at_end = [h for h in tr if h["step"] <= warm]
+    if not at_end:
+        return False
+    last = at_end[-1]
+    return at_chance_err(result, last["train_err"]) and \
+        last["train_loss"] >= AT_CHANCE * tr[0]["train_loss"]
+
+
+def stuck_before_jump_by_loss(result) -> bool:
+    """The earlier definition (until issue 57): the window that ends the warm-up at chance by its
+    *loss* (>= AT_CHANCE x ln C). It called a run stuck whose loss was still falling from far above
+    ln C; kept only so that the pages can show the verdicts it gave."""
     warm = result["config"]["schedule"].get("warmup_steps", 0)
     at_end = [h["train_loss"] for h in result["history"]["train"] if h["step"] <= warm]
     return bool(at_end) and at_chance_loss(result, at_end[-1])

@@ -49,6 +49,7 @@ PROPERTIES = {  # row (a_swaps variant) -> the properties it has by construction
     "relu_preact+final_bn_relu-110": ("clean_path", "normalised_classifier"),
     "full_preact+no_final-110": ("clean_path", "bn_every_conv"),
     "original+zero_gamma-110": ("branch_zero_at_init",),
+    "original+zero_gamma_scaled_input-110": ("branch_zero_at_init",),
     "original-1001": (),
     "full_preact-1001": ("clean_path", "bn_every_conv", "normalised_classifier"),
     "original+final_bn_relu-1001": ("normalised_classifier",),

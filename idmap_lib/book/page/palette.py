@@ -19,7 +19,7 @@ SHORTCUT_COLOURS = {"constant_scaling": OKABE_ITO["bluish green"],
                     "shortcut_only_gating": "#882255", "conv1x1": "#6E6E6E", "dropout": "#8C510A"}
 DASHES = ("solid", "dash", "dot")
 SWAP_SYMBOLS = {None: "circle", "final_bn_relu": "diamond", "no_final": "square",
-                "zero_gamma": "triangle-up"}
+                "zero_gamma": "triangle-up", "zero_gamma_scaled_input": "triangle-down"}
 
 
 def unit_of(variant: str) -> tuple[str, str | None]:

@@ -55,7 +55,7 @@ class JumpWatch(mechanisms.Watch):
 
     def __init__(self, model):
         super().__init__(model)
-        self.units = residual_units(model)
+        self.units, self.fc = residual_units(model), getattr(model, "fc", None)
         self.branch = [None] * len(self.units)
         for k, u in enumerate(self.units):
             self.hooks.append(u.residual.register_forward_hook(partial(self._branch, k)))
@@ -67,7 +67,13 @@ class JumpWatch(mechanisms.Watch):
 
     def snapshot(self) -> dict:
         return {**super().snapshot(), "branch_ratio": list(self.branch),
-                "grad_norm": self.grad_norms()}
+                "grad_norm": self.grad_norms(), "fc_grad_norm": self.fc_grad_norm()}
+
+    def fc_grad_norm(self) -> float | None:
+        """||dE/dW|| of the classifier's weights in the step just made: with the logits' std, the
+        head's step at the jump (recorded from issue 57 on; earlier records lack it)."""
+        g = self.fc.weight.grad if self.fc is not None else None
+        return None if g is None else float(g.detach().float().norm())
 
     def grad_norms(self) -> list:
         """Per unit, ||dE/dW|| over its weights in the step just made (the optimizer zeroes them at
