@@ -154,8 +154,8 @@ def test_a_diverged_run_ranks_above_every_finite_rise_on_either_side():
     blew = dict(r, status="fail")
     assert metrics.lr_jump_ranked_rise(blew) == math.inf
     assert metrics.lr_jump_rise(blew) == rise  # the finite metric: its spike, below a 6e29 one
-    assert metrics.left_out(dict(blew, history={"train": [dict(h, train_loss=2.3) for h in
-                                                          r["history"]["train"]]}),
+    assert metrics.left_out(dict(blew, history={"train": [dict(h, train_loss=2.3, train_err=0.9)
+                                                          for h in r["history"]["train"]]}),
                             "lr_jump_ranked_rise") == "stuck before the jump"
 
 

@@ -56,7 +56,8 @@ def _final(unit, channels, final=None):
 class ScaledInput(nn.Module):
     """Multiplies the classifier's input by a fixed factor (no parameter, no random number): the
     intervention that gives a net the classifier-input scale of another while changing nothing
-    else (chapter "Why pre-activation helps": zero gamma with the original unit's classifier input)."""
+    else (chapter "Why pre-activation helps": zero gamma with the original unit's classifier
+    input)."""
 
     def __init__(self, factor: float):
         super().__init__()

@@ -50,6 +50,10 @@ TITLES = {
     "swap_jump_relu_preact_final_bn_relu": "ReLU-only pre-activation with a final BN-ReLU, at the "
                                            "lr jump",
     "swap_jump_bn_after_add": "BN after addition, at the lr jump",
+    "swap_jump_original_zero_gamma_scaled_input": "Zero gamma with the original's classifier "
+                                                  "input, at the lr jump",
+    "swap_jump_separates_zero_gamma": "Zero gamma against itself with the original's classifier "
+                                      "input, at the lr jump",
     "swap_start_original_final_bn_relu_1001": "The original ResNet-1001 with a final BN-ReLU, at "
                                               "the start",
     "swap_start_full_preact_no_final_1001": "Full pre-activation ResNet-1001 without its final "

@@ -263,8 +263,8 @@ SWAP_CLAIMS = [
           "ResNet-1001 at its real depth, a quarter of its width, 128 steps; 5 seeds (a rank test "
           "cannot decide with 3)", seeds=ALL_SEEDS, by="ours")
     for r in SWAP_ROWS_1001] + [
-    # The swap that separates the confound (issue 57), fixed with its row's claim above before any of
-    # its runs: zero gamma switches the branches off at init *and* leaves the classifier a small
+    # The swap that separates the confound (issue 57), fixed with its row's claim above before any
+    # of its runs: zero gamma switches the branches off at init *and* leaves the classifier a small
     # input, as a normalised one is; scaling that input back to the original's keeps the first and
     # removes the second. If branches off at init carry the unit through the jump, the scaled row
     # rises no more than zero gamma; if the small classifier input does, it rises more. By ranks, a
