@@ -5,12 +5,17 @@ with.
 its timings (every log window's loss and error, every evaluation, the first steps' losses, the final
 metrics and gates) plus a digest of the trained weights where the entry point returns them.
 ``RECORDED`` holds what the loops that came before ``engine/loop.py`` (``trainer.Run``,
-``fused.FusedRun``, ``stacked._Stack``) recorded on this machine (``python
-tests/loop_fingerprints.py`` wrote it, at commit 558e55d); ``test_engine_loop.py`` compares."""
+``fused.FusedRun``, ``stacked._Stack``) recorded on an AVX-512 AMD EPYC with AVX512-BF16 (``python
+tests/loop_fingerprints.py`` wrote it, at commit 558e55d); ``RECORDED_AVX2`` what the same cases
+train at torch's AVX2 capability, where "auto" is float32 (recorded on that EPYC with
+``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``, which gave the AVX2-only EPYC's numbers that
+issue 61 quotes: solo_mnist_nadam's first evaluation 0.35, solo_bf16's final training error 0.8125).
+``test_engine_loop.py`` compares with the recording of this machine's capability."""
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import sys
 from pathlib import Path
@@ -23,6 +28,10 @@ from idmap_lib.engine.schedule import step_schedule
 from support import SHARED, tiny_mnist, untimed
 
 RECORDED = Path(__file__).parent / "loop_fingerprints.json"
+RECORDED_AVX2 = Path(__file__).parent / "loop_fingerprints.avx2.json"
+# the settings that cap the instruction sets oneDNN (convolutions, bf16 matmuls) and MKL (float32
+# matmuls) use, whatever the CPU has: a part of the machine kind when set
+ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR")
 KINDS = ("plain", "resnet", "gresnet")
 
 
@@ -57,15 +66,17 @@ def _digest(net) -> str:
 
 
 def machine() -> str:
-    """What a bit-exact comparison depends on: the CPU's instruction sets, torch's version and
-    build."""
+    """What a bit-exact comparison depends on: torch's version and build, the kernels it
+    dispatches (``torch.backends.cpu.get_cpu_capability()``), the CPU's AVX-512 and AMX flags
+    (oneDNN's and MKL's kernels follow them) and any setting that caps those (``ISA_CAPS``)."""
     flags = ""
     if Path("/proc/cpuinfo").exists():
         line = next((l for l in Path("/proc/cpuinfo").read_text().splitlines()
                      if l.startswith("flags")), "")
         flags = " ".join(sorted(f for f in line.split() if f.startswith(("avx512", "amx"))))
+    caps = "".join(f" {k}={os.environ[k]}" for k in ISA_CAPS if os.environ.get(k))
     return (f"{platform.machine()} torch {torch.__version__} "
-            f"{torch.backends.cpu.get_cpu_capability()} {flags}")
+            f"{torch.backends.cpu.get_cpu_capability()} {flags}{caps}")
 
 
 def fingerprints(cases=None) -> dict:
@@ -108,6 +119,12 @@ def _stacked(train_stacked, mnist):
 
 
 if __name__ == "__main__":
+    # python tests/loop_fingerprints.py [PATH]: this machine's recording (by default the file of
+    # its capability: RECORDED at AVX512, RECORDED_AVX2 at AVX2)
     torch.set_num_threads(1)
-    RECORDED.write_text(json.dumps({"machine": machine(), "runs": fingerprints()}, indent=1) + "\n")
-    print(f"wrote {RECORDED}", file=sys.stderr)
+    capability = torch.backends.cpu.get_cpu_capability()
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else (RECORDED_AVX2 if capability == "AVX2"
+                                                      else RECORDED)
+    out.write_text(json.dumps({"machine": machine(), "capability": capability,
+                               "runs": fingerprints()}, indent=1) + "\n")
+    print(f"wrote {out}", file=sys.stderr)

@@ -46,16 +46,23 @@ def test_bf16_only_on_compute_capability_8_and_up(monkeypatch, capability, want)
         amp_dtype(torch.device("cuda"), "half")
 
 
-@pytest.mark.parametrize("native_bf16", [True, False])
-def test_precision_per_request_and_device(monkeypatch, native_bf16):
-    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: native_bf16)
+# (oneDNN's bf16, torch's CPU capability): an AVX-512 EPYC with AVX512-BF16 or an AMX Xeon; an
+# AVX2-only EPYC (or one run with ATEN_CPU_CAPABILITY=avx2); AVX-512 without AVX512-BF16
+@pytest.mark.parametrize("mkldnn_bf16, capability, native_bf16",
+                         [(True, "AVX512", True), (False, "AVX2", False), (True, "AVX2", False),
+                          (False, "AVX512", False), (True, "DEFAULT", False)])
+def test_precision_per_request_and_device(monkeypatch, mkldnn_bf16, capability, native_bf16):
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: mkldnn_bf16)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, **k: (8, 0))
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     for dev in (cpu, cuda, torch.device("meta")):  # an explicit request holds on every device
         assert [amp_dtype(dev, a) for a in ("bf16", "fp16", "fp32", "off", None, False)] == \
             [torch.bfloat16, torch.float16, None, None, None, None]
-    # "auto": bf16 on a CPU only where it is native (emulated bf16 is slower than fp32); none
-    # elsewhere
+    # "auto": bf16 on a CPU only where it is native (emulated bf16 is slower than fp32), as torch's
+    # CPU capability says it (ATEN_CPU_CAPABILITY=avx2 takes the AVX2 machine's float32 path);
+    # none elsewhere
+    assert device.native_cpu_bf16() is native_bf16
     assert amp_dtype(cpu) is amp_dtype(cpu, "auto") is (torch.bfloat16 if native_bf16 else None)
     assert (amp_dtype(cuda, "auto") is torch.bfloat16 and amp_dtype(torch.device("meta"),
                                                                     "auto") is None)

@@ -9,7 +9,7 @@ import torch
 from idmap_lib.engine.fused import train_fused
 from idmap_lib.engine.stacked import train_stacked
 from idmap_lib.engine.trainer import train
-from loop_fingerprints import RECORDED, fingerprints, machine, tiny_cifar
+from loop_fingerprints import RECORDED, RECORDED_AVX2, fingerprints, machine, tiny_cifar
 from support import tiny_mnist, untimed
 
 
@@ -21,39 +21,94 @@ def one_thread():
     torch.set_num_threads(was)
 
 
-# Another machine kind rounds otherwise (AMX on a Xeon, AVX-512 on the EPYC that recorded them:
-# every float within 3.7 % in bf16, 0.25 % in float32, measured 2026-12-05), so there the
-# fingerprints are compared within 5 %: a loop that moves what it trains shows up bit for bit on
-# the recording machine kind, and only as a gross change elsewhere.
-ELSEWHERE = 0.05
+# Elsewhere (a machine kind no recording was made on: an AMX Xeon; an AVX2-only EPYC, whose
+# recording was made by emulation) the kernels round otherwise, so the fingerprints are compared
+# with the recording of the same torch CPU capability (the same precision path: "auto" is bf16 at
+# AVX512, float32 at AVX2) by what no rounding moves, exactly (status, config hash, precision, every
+# step, lr and count), and by the rest within what rounding was measured to move it:
+# - a loss (every window's, evaluation's, first step's): relative ELSEWHERE_LOSS. Measured at one
+#   precision path: 0.37 % in bf16 (native AVX512-BF16 against AVX2's, many_interleaved), 0.06 % in
+#   float32 (AVX-512 against AVX2, fused_fp32) on the AMD EPYC, 2026-12-06; every float within
+#   3.7 % on an AMX Xeon against the EPYC in bf16 (2026-12-05).
+# - an error rate: absolute ELSEWHERE_ERR, 15 of a CIFAR test set's 100 examples (30 of MNIST's
+#   200; 4.8 of a CIFAR window's 32): measured one example (train 1 of 32, test 1 of 100) at one
+#   precision path, 8 of 200 between bf16 and float32 (solo_mnist_nadam's first evaluation, 0.39 ->
+#   0.35, issue 61), so a few examples flipping cannot cross it.
+# - a gate's k: absolute ELSEWHERE_K (measured 3e-4 between bf16 and float32; k moves ~3e-3 here).
+# A loop that moves what it trains shows up bit for bit on the recording machine kind, and as a
+# gross change (a loss off by 5 %, a schedule or a step count off) elsewhere.
+ELSEWHERE_LOSS = 0.05
+ELSEWHERE_ERR = 0.15
+ELSEWHERE_K = 1e-3
+RECORDINGS = (RECORDED, RECORDED_AVX2)
 
 
-def _equal(a, b, tol):
-    """Two fingerprints alike: exactly (tol 0) or every float within tol, relative."""
+def _close(key, a, b):
+    """Whether two floats recorded under `key` agree as well as another machine kind allows."""
+    if key.endswith("_err"):
+        return abs(a - b) <= ELSEWHERE_ERR
+    if key == "gates_k":
+        return abs(a - b) <= ELSEWHERE_K
+    if key.endswith("loss") or key == "first_steps":
+        return abs(a - b) <= ELSEWHERE_LOSS * max(abs(a), abs(b))
+    return a == b  # lr, and anything else: no rounding moves it
+
+
+def _equal(a, b, exact, key=""):
+    """Two fingerprints alike: exactly, or (not `exact`) each float as ``_close`` allows and every
+    other value exactly."""
     if isinstance(a, float) and isinstance(b, float):
-        return a == b or abs(a - b) <= tol * max(abs(a), abs(b))
+        return a == b or (not exact and _close(key, a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_equal(a[k], b[k], tol) for k in a)
+        return a.keys() == b.keys() and all(_equal(a[k], b[k], exact, k) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_equal(x, y, tol) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_equal(x, y, exact, key) for x, y in zip(a, b))
     return a == b
 
 
+def recording(recordings=RECORDINGS, here=None, capability=None):
+    """(the recording to compare this machine with, whether bit for bit): the one made on this
+    machine kind (``machine()``), else the one of this capability, else the first."""
+    here = machine() if here is None else here
+    capability = capability or torch.backends.cpu.get_cpu_capability()
+    recs = [json.loads(p.read_text()) for p in recordings]
+    for r in recs:
+        if r["machine"] == here:
+            return r, True
+    return next((r for r in recs if r["capability"] == capability), recs[0]), False
+
+
+def test_the_recording_compared_is_the_machine_kinds_or_its_capabilitys():
+    """Bit for bit only on the machine kind that recorded (the same capability, flags, torch and
+    ISA caps); elsewhere the recording of the same capability (the same precision path)."""
+    epyc, avx2 = (json.loads(p.read_text())["machine"] for p in RECORDINGS)
+    assert recording(here=epyc) == (json.loads(RECORDED.read_text()), True)
+    assert recording(here=avx2) == (json.loads(RECORDED_AVX2.read_text()), True)
+    # an AVX2-only EPYC (no AVX-512 flags), an AMX Xeon, an AVX-512 EPYC at AVX2 but oneDNN not
+    # capped: compared loosely, each with its capability's recording
+    real_avx2 = "x86_64 torch 2.14.1+cu130 AVX2 "
+    xeon = f"{epyc} amx_bf16 amx_int8 amx_tile"
+    assert recording(here=real_avx2, capability="AVX2")[0]["capability"] == "AVX2"
+    assert recording(here=xeon, capability="AVX512")[0]["capability"] == "AVX512"
+    assert recording(here=avx2.split(" ONEDNN")[0], capability="AVX2")[1] is False
+    # another torch: loosely
+    assert recording(here=epyc.replace("2.14.1", "2.15.0"), capability="AVX512")[1] is False
+
+
 def test_the_loop_records_what_the_old_loops_recorded(one_thread):
-    """Solo (bf16, fp32, NAdam on MNIST, two interleaved), fused (bf16, fp32) and stacked runs:
-    every log window, evaluation, first-step loss and final metric equal to what ``trainer.Run``,
-    ``fused.FusedRun`` and ``stacked._Stack`` recorded (tests/loop_fingerprints.json), bit for bit
-    on the machine that recorded them (elsewhere within ``ELSEWHERE``, the weights' digest
-    aside)."""
-    recorded = json.loads(RECORDED.read_text())
-    exact = recorded["machine"] == machine()
+    """Solo (bf16, fp32, NAdam on MNIST in "auto", two interleaved), fused (bf16, fp32) and stacked
+    runs: every log window, evaluation, first-step loss and final metric equal to what
+    ``trainer.Run``, ``fused.FusedRun`` and ``stacked._Stack`` recorded (tests/loop_fingerprints*.json:
+    an AVX-512 EPYC's; AVX2's, emulated on it), bit for bit on the machine kind that recorded them
+    (elsewhere as ``_close`` allows, the weights' digest aside)."""
+    recorded, exact = recording()
     now = fingerprints()
     assert now.keys() == recorded["runs"].keys()
     for case, runs in recorded["runs"].items():
         if not exact:
             runs = [{k: v for k, v in r.items() if k != "digest"} for r in runs]
             now[case] = [{k: v for k, v in r.items() if k != "digest"} for r in now[case]]
-        assert _equal(now[case], runs, 0.0 if exact else ELSEWHERE), case
+        assert _equal(now[case], runs, exact), case
 
 
 tiny_stack = partial(tiny_mnist, steps=14, log=4, eval_every=8)

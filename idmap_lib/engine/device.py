@@ -39,11 +39,20 @@ def amp_dtype(device: torch.device, amp="auto"):
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.get_device_capability(device)[0] >= 8 else torch.float16
     if device.type == "cpu":
-        try:  # native bf16 (AVX512-BF16 / AMX); emulated bf16 would be slower than fp32
-            return torch.bfloat16 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else None
-        except (AttributeError, RuntimeError):
-            return None
+        return torch.bfloat16 if native_cpu_bf16() else None
     return None
+
+
+def native_cpu_bf16() -> bool:
+    """Whether this CPU runs bf16 natively (AVX512-BF16 / AMX; emulated bf16 would be slower than
+    fp32): oneDNN says so *and* torch dispatches its AVX-512 kernels
+    (``torch.backends.cpu.get_cpu_capability()``), so that a capability lowered with
+    ``ATEN_CPU_CAPABILITY=avx2`` (as on an AVX2-only CPU) takes the float32 path as that CPU does."""
+    try:
+        return (torch.backends.cpu.get_cpu_capability() == "AVX512"
+                and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()))
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def precision_name(dtype) -> str:
