@@ -47,7 +47,7 @@ def native_cpu_bf16() -> bool:
     """Whether this CPU runs bf16 natively (AVX512-BF16 / AMX; emulated bf16 would be slower than
     fp32): oneDNN says so *and* torch dispatches its AVX-512 kernels
     (``torch.backends.cpu.get_cpu_capability()``), so that a capability lowered with
-    ``ATEN_CPU_CAPABILITY=avx2`` (as on an AVX2-only CPU) takes the float32 path as that CPU does."""
+    ``ATEN_CPU_CAPABILITY=avx2`` (as on an AVX2-only CPU) takes that CPU's float32 path."""
     try:
         return (torch.backends.cpu.get_cpu_capability() == "AVX512"
                 and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()))
