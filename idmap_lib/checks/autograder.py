@@ -3,6 +3,7 @@ Gradescope: no browser install, a runner that grades outside the student's kerne
 (:mod:`.gradescope`), and the chapter and the book's classroom runs beside the library."""
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -30,6 +31,13 @@ from idmap_lib.checks import gradescope  # noqa: E402
 
 gradescope.main(base, {chapter!r})
 """
+# `otter run` (Otter's own runner) grades in the student's kernel and loads the submission's log, a
+# pickle, with the grader's rights: the zip refuses it before it reads anything of the submission
+# (its config's language is one Otter rejects, with this sentence in its error). Gradescope runs
+# run_otter.py, which never reads the config's language.
+REFUSED = ("not-otter-run: this zip grades only through its run_otter.py (Gradescope, "
+           "tools/check_autograder.sh) or python -m idmap_lib.checks grade; otter run would load "
+           "the submission's pickle and score in the student's kernel")
 # What setup.sh adds: the environment's Python reachable by the unprivileged user the notebook runs
 # as where bubblewrap cannot (/root is 0700 in Gradescope's image), and bubblewrap where it
 # installs.
@@ -44,7 +52,8 @@ apt-get install -y bubblewrap || true
 def lean(zipped: Path, chapter: Path, name: str):
     """Rewrite the autograder zip of chapter `name` in place: its setup.sh without the browser
     install (BROWSER_LINE) and with SETUP_LINES, its run_otter.py grading outside the student's
-    kernel (RUN_OTTER), and beside the library the chapter (what its grading cells are) and the
+    kernel (RUN_OTTER), its config refusing `otter run` (REFUSED), and beside the library the
+    chapter (what its grading cells are) and the
     book's classroom runs (what a copied run is compared with)."""
     with zipfile.ZipFile(zipped) as z:
         entries = [(i, z.read(i)) for i in z.infolist()]
@@ -55,6 +64,8 @@ def lean(zipped: Path, chapter: Path, name: str):
                 data = ("\n".join(kept) + "\n" + SETUP_LINES).encode()
             elif info.filename == "run_otter.py":
                 data = RUN_OTTER.format(chapter=name).encode()
+            elif info.filename == "otter_config.json":
+                data = json.dumps({**json.loads(data), "lang": REFUSED}, indent=1).encode()
             z.writestr(info, data)
         z.write(chapter, f"files/book/{chapter.name}")
         for run in sorted(Path(book_runs()).glob("*.json")):

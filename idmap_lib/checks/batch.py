@@ -39,22 +39,16 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from . import ablations, implementation, sandbox, spotcheck
+from . import ablations, collect, delegates, implementation, sandbox, spotcheck
 from .ablation_exercises import book_runs as folder
 from .chapter_parts import split_chapter
 from .editions import BOOK, CHAPTERS
 from .student import RUNS
 from .unpack import free_text, strip_links, unpack
 
-MAX_EXTRACT_MB = 20         # what the sandbox hands back
-# the grader's settings the notebook sees too (the tests' quick scale)
-PASSED_ON = ("IDMAP_ABLATION_SCALE",)
-# The sandbox runs this grader's own library (sandbox.ROOT, pristine, the copy that scores): first
-# on the path of the extraction, which runs under `python -I`, and (PYTHONPATH) of the notebook's
-# kernel
-LIBRARY_FIRST = f"import sys; sys.path.insert(0, {str(sandbox.ROOT)!r}); "
-PREFLIGHT = LIBRARY_FIRST + ("import idmap_lib, nbclient, ipykernel; from idmap_lib.checks import "
-                             "ablations, extract; print('ok')")
+PREFLIGHT = collect.LIBRARY_FIRST + ("import idmap_lib, nbclient, ipykernel; from idmap_lib.checks "
+                                     "import ablations, extract; print('ok')")
+BOX_PREFLIGHT = "import sys; sys.path += sys.argv[1:]; import torch; print('ok')"
 
 
 # ---- what a chapter grades -----------------------------------------------------------------------
@@ -137,8 +131,11 @@ def submitted_runs(name: str, folder: Path) -> dict:
 
 
 def _message(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return (text if isinstance(e, AssertionError) else f"{type(e).__name__}: {text}")[:400]
+    """The grader's verdict (its AssertionError), else a fixed message: never text the values
+    carried."""
+    if isinstance(e, AssertionError):
+        return " ".join(str(e).split())[:400]
+    return "the grader could not read this submission's values"
 
 
 def score(chapter_plan: dict, extracted: dict, runs_folder: Path, seed: int) -> dict:
@@ -158,9 +155,10 @@ def score(chapter_plan: dict, extracted: dict, runs_folder: Path, seed: int) -> 
         try:
             with _trusted():
                 # the notebook did not define what its grading cell reads: runs missing, most often
-                if "error" in v:
-                    why = (f"{', '.join(call['args'][1:])} could not be read: "
-                           f"{str(v['error'])[:300]}")
+                if "error" in v:  # (never its text: the notebook's)
+                    why = (f"{call['args'][0] if not ablation else ', '.join(call['args'][2:])} "
+                           f"was not defined once the notebook's code had run (a cell that "
+                           f"defines it failed, or it was never written)")
                     if ablation and any(r is None for r in runs.values()):
                         ablations.status(call["name"], runs, {}, None)  # raises "runs missing"
                     raise AssertionError(why)
@@ -185,30 +183,22 @@ def score(chapter_plan: dict, extracted: dict, runs_folder: Path, seed: int) -> 
 
 # ---- one submission ------------------------------------------------------------------------------
 
-def _extract_in_sandbox(nb_path: Path, scratch: Path, chapter_plan: dict, seed: int, limits,
-                        isolate, hidden):
-    meta = scratch / ".idmap-grader"
-    meta.mkdir()
-    (meta / "plan.json").write_text(json.dumps({**chapter_plan, "seed": seed}))
-    rel = nb_path.relative_to(scratch)
-    inside = Path(sandbox.WORK if isolate else scratch)
-    out = inside / ".idmap-grader" / "values.json"
-    cmd = [sys.executable, "-I", "-c", LIBRARY_FIRST + "from idmap_lib.checks.extract import main; "
-           "main(*sys.argv[1:4])", str(inside / rel), str(inside / ".idmap-grader" / "plan.json"),
-           str(out)]
-    env = {"IDMAP_GRADING": "1", "IDMAP_RUNS": str(inside / rel.parent / RUNS),
-           "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(sandbox.ROOT),
-           **{k: os.environ[k] for k in PASSED_ON if k in os.environ}}
-    outcome = sandbox.run(cmd, scratch, env=env, limits=limits, hidden=hidden, isolate=isolate)
-    values = meta / "values.json"
-    if (values.is_file() and not values.is_symlink()
-            and values.stat().st_size <= MAX_EXTRACT_MB * 2 ** 20):
-        try:
-            return outcome, json.loads(values.read_text())
-        except ValueError:
-            pass
-    return outcome, {}
+def _collect(nb_path, scratch, chapter_plan, seed, limits, isolate, hidden):
+    """(the sandboxes' outcomes, the values, the problems): the implementation calls observed in
+    :mod:`.box`, the ablation calls answered in a kernel (:mod:`.collect`)."""
+    outcomes, values, problems = [], {"calls": []}, []
+    impl = [c for c in chapter_plan["calls"] if c["check"] != "ablations.check"]
+    abl = [c for c in chapter_plan["calls"] if c["check"] == "ablations.check"]
+    for calls, run in ((impl, lambda: collect.observed(nb_path, scratch, impl, seed, limits,
+                                                       isolate, hidden)),
+                       (abl, lambda: collect.answered(nb_path, scratch, abl, limits, isolate,
+                                                      hidden))):
+        if calls:
+            outcome, got, problem = run()
+            outcomes.append(outcome)
+            values["calls"] += got.get("calls", []) if isinstance(got.get("calls"), list) else []
+            problems += [problem] if problem else []
+    return outcomes, values, problems
 
 
 def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=True, hidden=(),
@@ -225,23 +215,22 @@ def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=Tr
             return row
         # the implementation graders' inputs, fresh per submission
         seed = random.SystemRandom().randrange(1, 2 ** 31)
-        outcome, extracted = _extract_in_sandbox(nb_path, scratch, chapter_plan, seed, limits,
-                                                 isolate, hidden)
-        reasons = []
+        outcomes, extracted, reasons = _collect(nb_path, scratch, chapter_plan, seed, limits,
+                                                isolate, hidden)
         # before this process reads one file the notebook may have written
         links = strip_links(scratch)
         if links:
             reasons.append(f"links or special files made by the notebook, removed unread: "
                            f"{', '.join(links[:5])}"
                            + (" ..." if len(links) > 5 else ""))
-        if outcome.timed_out:
-            reasons.append(f"time limit ({limits.wall_s:.0f} s): the notebook did not finish")
-        elif not extracted:
-            reasons.append("the notebook failed as a whole: "
-                           + " ".join(outcome.output.split())[-300:])
         runs_folder = nb_path.parent / RUNS
         marks = score(chapter_plan, extracted, runs_folder, seed)
         graded_runs = {}
+        delegated = delegates.flagged(nb_path, chapter_plan)
+        for q, why in delegated.items():
+            marks[q] = (0.0, why, {})
+        if delegated:
+            row["library use"] = f"answers use idmap_lib: {', '.join(sorted(delegated))}"
         for q, (points, feedback, runs) in marks.items():
             row[q], row[f"{q}: feedback"] = points, feedback
             if points:
@@ -279,7 +268,7 @@ def grade_one(sub: Path, chapter_plan: dict, limits=sandbox.Limits(), isolate=Tr
         row["reason"] = "; ".join(reasons)
         row["seed"] = _seed_of(runs_folder)
         row["runs fingerprint"] = _fingerprint(graded_runs)
-        row["seconds"] = round(outcome.seconds, 1)
+        row["seconds"] = round(sum(o.seconds for o in outcomes), 1)
         row.update(free_text(nb_path))
         return row
     finally:
@@ -320,7 +309,8 @@ def _flag_shared(rows):
             (r.get("seed") is not None and o.get("seed") == r.get("seed")) or
             (r.get("runs fingerprint")
              and o.get("runs fingerprint") == r.get("runs fingerprint")))})
-        r["flag"] = f"same runs as {', '.join(same)}" if same else ""
+        r["flag"] = "; ".join(filter(None, [r.get("library use", ""),
+                                            f"same runs as {', '.join(same)}" if same else ""]))
 
 
 def _write(rows, csv_path):
@@ -340,12 +330,17 @@ def preflight(limits=sandbox.Limits(), isolate=True, hidden=()):
     says what to fix, and no student gets a 0 for the grader's environment."""
     scratch = Path(tempfile.mkdtemp(prefix="idmap-preflight-"))
     try:
-        out = sandbox.run([sys.executable, "-I", "-c", PREFLIGHT], scratch, limits=limits,
-                          hidden=hidden,
-                          isolate=isolate)
+        outs = [sandbox.run([sys.executable, "-I", "-c", PREFLIGHT], scratch, limits=limits,
+                            hidden=hidden, isolate=isolate),
+                # the implementation exercises' box: torch without the library (collect.observed)
+                sandbox.run([sys.executable, "-I", "-S", "-c", BOX_PREFLIGHT,
+                             *collect.site_dirs()], scratch, limits=limits, hidden=hidden,
+                            isolate=isolate, library=False)]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if out.returncode != 0 or "ok" not in out.output:
+    for out in outs:
+        if out.returncode == 0 and "ok" in out.output:
+            continue
         last = " ".join(out.output.split())[-300:] or "no output"
         raise RuntimeError(f"the sandbox cannot import the library or the notebook runner "
                            f"({last}): install the book's environment where `{sys.executable}` "

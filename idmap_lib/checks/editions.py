@@ -42,6 +42,7 @@ from idmap_lib.checks import ablations
 from ..book.page.repository import site_url
 from . import autograder, chapter_parts as parts
 from .ablation_exercises import book_runs
+from .delegates import ALLOWED
 from .student import PUBLISHED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,6 +132,8 @@ def otter_master(src, dst, name=None):
             cells.append(c)
             if c["cell_type"] == "code" and parts.src(c).startswith(SETUP_MARK):
                 cells.append(_cell("code", INIT_CELL.format(name=name)))
+                if "checks.check_" in src.read_text():  # what the implementation answers may use
+                    cells.append(_cell("markdown", f"**What your answers may use.** {ALLOWED}"))
             continue
         ex = part
         cells.append(_cell("raw", f"# BEGIN QUESTION\nname: {ex['label']}\npoints: 1"))

@@ -1,22 +1,17 @@
-"""Inside the sandbox: run a submitted notebook, then write what its grading cells would grade, as
-JSON.
+"""Inside the sandbox: run a submitted notebook of the ablations chapter, then write the answers and
+predictions its grading cells would grade, as JSON.
 
-``python -m idmap_lib.checks.extract NOTEBOOK PLAN OUT`` (started by :mod:`.batch` inside
+``python -m idmap_lib.checks.extract NOTEBOOK PLAN OUT`` (started by :mod:`.collect` inside
 :mod:`.sandbox`) executes the notebook top to bottom in a fresh kernel (nbclient; errors allowed,
 each cell under a time limit), with ``IDMAP_GRADING=1`` (nothing trains, ``ablations.grading``) and
-the runs folder ``./idmap_runs``. Then, in the same kernel, it evaluates the arguments of every
-grader call the PLAN lists (JSON: one entry per call, made by the trusted grader from the chapter)
-and writes them to OUT:
+the runs folder ``./idmap_runs``. Then, in the same kernel, it evaluates the answers and the
+prediction of every ``ablations.check(name, runs, answers, prediction)`` call the PLAN (JSON, on the
+command line: the chapter's grading calls, read by the trusted grader) lists and writes them to OUT,
+and its status (the cells that failed, whether the kernel died) to OUT.status. The runs are not taken
+from the kernel: the trusted grader reads them from the submission's files.
 
-- ``ablations.check(name, runs, answers, prediction)``: the answers and the prediction, as JSON
-  values (the runs are not taken from the kernel: the trusted grader reads them from the
-  submission's files);
-- ``checks.check_x(obj)``: ``implementation.observe("check_x", obj, seed)``, the outputs of the
-  student's code on the grader's inputs for the PLAN's seed.
-
-Everything here runs beside the student's code and may be tampered with; it only carries data. The
-marks are computed from that data by the trusted grader (:mod:`.batch`), with its own copy of the
-graders.
+Everything here runs beside the student's code and may be tampered with; it only carries the
+student's own answers. The implementation exercises are never observed here (:mod:`.box`).
 """
 from __future__ import annotations
 
@@ -58,29 +53,24 @@ def __idmap_extract(plan, out):
             item["error"] = f"{type(e).__name__}: {e}"[:500]
             got.append(item)
             continue
-        if call["check"] == "ablations.check":
-            item["answers"] = value(args[2])
-            item["prediction"] = value(args[3] if len(args) > 3 else None)
-        else:
-            from idmap_lib.checks import implementation
-            item["observation"] = implementation.observe(call["check"].split(".")[-1], args[0],
-                                                         plan["seed"])
+        item["answers"] = value(args[2])
+        item["prediction"] = value(args[3] if len(args) > 3 else None)
         got.append(item)
     with open(out, "w") as f:
         json.dump({"calls": got}, f)
 '''
 
 
-def main(notebook, plan_path, out, cell_timeout=300):
+def main(notebook, plan, out, cell_timeout=300):
     import nbformat
     from nbclient import NotebookClient
     from nbclient.util import run_sync
 
-    plan = json.loads(Path(plan_path).read_text())
+    plan = json.loads(plan)
     nb = nbformat.read(notebook, as_version=4)
     client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(Path(notebook).parent)}})
-    errors, cells = [], sum(c.cell_type == "code" for c in nb.cells)
+    errors, cells, died = [], sum(c.cell_type == "code" for c in nb.cells), False
 
     # (the kernel manager's is_alive is a coroutine: awaited here, or it would always be true)
     def alive():
@@ -104,8 +94,8 @@ def main(notebook, plan_path, out, cell_timeout=300):
                                                         f"{str(out)!r})\n"))
             client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
         else:
-            errors.append("the kernel died: no values could be read")
-    status = {"cell_errors": errors, "cells": cells}
+            died = True
+    status = {"cell_errors": errors, "cells": cells, "kernel_died": died}
     Path(str(out) + ".status").write_text(json.dumps(status))
 
 

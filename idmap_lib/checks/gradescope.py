@@ -12,11 +12,14 @@
   ``files/data/classroom``, are in the zip).
 
 Otter's runner is never called: it scores in the kernel the student's code ran in (a notebook that
-replaces the graders gets full marks there) and loads Otter's log, a pickle.
+replaces the graders gets full marks there) and loads Otter's log, a pickle; the zip's config
+refuses it (``autograder.REFUSED``). Where bubblewrap cannot run, the grader (root) closes
+``/autograder`` to ``nobody``, so that the zip's library is out of the notebook's reach there too.
 """
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import zipfile
 from pathlib import Path
@@ -68,6 +71,8 @@ def main(base="/autograder", chapter="ablations", limits=sandbox.Limits()) -> di
     gone = clean(base / "submission")
     plan = batch.plan(chapter)
     isolate = sandbox.available() is None
+    if not isolate and os.geteuid() == 0:  # the zip's library out of reach of `nobody`
+        os.chmod(base, 0o700)
     try:
         batch.preflight(limits, isolate)
         with tempfile.TemporaryDirectory() as tmp:

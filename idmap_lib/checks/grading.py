@@ -39,6 +39,7 @@ type facts).
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import json
 import math
@@ -48,12 +49,23 @@ from collections import namedtuple
 import torch
 
 from ..engine.device import threads
+from .observers import (MAX_NUMEL, MAX_SEED, _text, check_seed, encode, jsonable,  # noqa: F401
+                        number, record)
+
 WIDTH = 96  # messages are wrapped to this many characters (the book's output boxes, terminals)
 MAX_FACTS = 200  # an observation's facts (the longest grader notes 17)
-MAX_NUMEL = 65536  # entries of one observed tensor kept (the graders' outputs have < 1000)
 MAX_TEXT = 4000  # characters of one observed string
-MAX_SEED = 2 ** 62  # seeds are 0 <= seed < MAX_SEED (the graders add small offsets)
 UNREADABLE = "the grader could not read this submission's observation"
+# the type names a message may repeat (any other name is the student's own choice of text)
+KNOWN_TYPES = frozenset(dir(builtins)) | frozenset(
+    n for n in dir(torch.nn) if isinstance(getattr(torch.nn, n), type)) | {
+    "Tensor", "NoneType", "function", "builtin_function_or_method", "method", "generator",
+    "float64", "float32", "int64", "bool_", "ndarray", "module", "type"}
+
+
+def shown_type(name):
+    """A type name as a message may show it: a builtin, torch or nn name, else 'another type'."""
+    return name if isinstance(name, str) and name in KNOWN_TYPES else "object of another type"
 
 
 # ---- messages ------------------------------------------------------------------------------------
@@ -112,90 +124,6 @@ def grader(thing):
         run.status = status
         return run
     return decorate
-
-
-# ---- the observing half (the student's process) --------------------------------------------------
-
-def check_seed(seed):
-    """The seed every input and reference derives from: an int, 0 <= seed < MAX_SEED (the caller's,
-    trusted)."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
-        raise ValueError(f"seed must be an int in [0, 2**62), got {seed!r}")
-    return seed
-
-
-def _text(value, limit):
-    """str(value) (or repr), never raising, at most `limit` characters, encodable as UTF-8."""
-    try:
-        s = value if isinstance(value, str) else str(value)
-    except Exception:  # noqa: BLE001 - a student's __str__ / __repr__
-        s = f"<{type(value).__name__} that cannot be printed>"
-    s = s.encode("utf-8", "replace").decode("utf-8")
-    return s if len(s) <= limit else s[:limit - 3] + "..."
-
-
-def _repr(value, limit=1000):
-    try:
-        return _text(repr(value), limit)
-    except Exception:  # noqa: BLE001
-        return f"<{type(value).__name__} that cannot be printed>"
-
-
-def encode(value):
-    """A student's output as JSON: a tensor's shape and float64 data (nested lists; omitted when it
-    has more than MAX_NUMEL entries: the judge then needs only its shape), or the type of anything
-    else."""
-    if not isinstance(value, torch.Tensor):
-        return {"tensor": False, "type": type(value).__name__}
-    t = value.detach()
-    small = t.numel() <= MAX_NUMEL
-    return {"tensor": True, "type": type(value).__name__, "shape": list(t.shape),
-            "data": t.cpu().double().tolist() if small else None}
-
-
-def jsonable(value, depth=2):
-    """A small value (ints, strings, None, tuples of them: a layer's kernel size, padding...) as
-    JSON, tuples as lists; anything else as its repr."""
-    if isinstance(value, (tuple, list)) and depth > 0:
-        return [jsonable(v, depth - 1) for v in value[:8]]
-    if value is None or isinstance(value, (int, str)):
-        return value if not isinstance(value, str) else _text(value, 100)
-    return _repr(value, 100)
-
-
-def number(value):
-    """A student's scalar answer as JSON: its type and repr, float(value) (None if that fails), and
-    whether it is an int, a float, a tensor (with how many entries)."""
-    try:
-        f = float(value)
-    except Exception:  # noqa: BLE001 - TypeError, ValueError, OverflowError, a student's __float__
-        f = None
-    tensor = isinstance(value, torch.Tensor)
-    return {"type": type(value).__name__, "repr": _repr(value), "float": f,
-            "is_int": isinstance(value, int),
-            "is_float": isinstance(value, float), "numel": value.numel() if tensor else None}
-
-
-def record(check, observer, student, seed, **options):
-    """Run `observer(student, seed, note, **options)` and return (observation, the student's
-    exception or None). Never raises for the student's code: NotImplementedError ends the facts as
-    "not attempted", any other exception as "raised" (its type and message recorded)."""
-    facts = []
-
-    def note(name, **fields):
-        facts.append({"fact": name, **fields})
-
-    observation = {"check": check, "seed": check_seed(seed), "facts": facts, "end": "done"}
-    try:
-        observer(student, seed, note, **options)
-    except NotImplementedError:
-        observation["end"] = "not attempted"
-    # the student's code: recorded, judged in the trusted process
-    except Exception as e:  # noqa: BLE001
-        observation["end"] = "raised"
-        observation["raised"] = {"type": type(e).__name__, "message": _text(e, 300)}
-        return observation, e
-    return observation, None
 
 
 # ---- the judging half (the trusted process) ------------------------------------------------------
@@ -328,8 +256,9 @@ class Tape:
                 raise Malformed(f"fact {self.i} is not {name!r}")
             return fact
         if self.end == "raised":
-            kind, message = self.raised
-            fail(self.check, f"your code raised {kind}: {message}",
+            kind, _ = self.raised
+            # the type only where it is Python's or torch's: the message is the student's text
+            fail(self.check, f"your code raised {shown_type(kind)}",
                  "call it yourself on a small input to see the "
                  "traceback, fix it, then run this cell again.", self.cause)
         if self.end == "not attempted":
@@ -356,7 +285,7 @@ def read(check, judge, observation, seed, cause=None, **options):
         raise
     # Malformed, or a value the judge could not use: the submission's fault
     except Exception as e:  # noqa: BLE001
-        fail(check, f"{UNREADABLE} ({_text(e, 300)})",
+        fail(check, UNREADABLE,  # never its detail: the observation's text is the submission's
              "run the notebook again from the top (restart the kernel, "
              "run all) and hand it in again; if this persists, tell your instructor.")
 

@@ -47,21 +47,16 @@ import math
 import torch
 
 from . import mistakes
-from .grading import encode, fail, number, one_thread, read, record, split
+from .grading import fail, one_thread, read, shown_type, split
 from .module_checks import check_full_preact_unit, check_gated_residual
+from .observers import (observe_direct_term, observe_exclusive_gating, observe_truncation_rate,
+                        observe_vanishing_depth, record)
 from .references import (GATE_BIASES, MEASURED_CASES, TRUNCATION_CASES, close, direct_term_cases,
                          gating_inputs, max_diff, measured_direct_term, reference_gating,
                          truncation_case, vanishing_cases)
 
 
 # ---- exercise 2: exclusive gating (Paper A Fig 2c) -----------------------------------------------
-
-def observe_exclusive_gating(exclusive_gating, seed, note, channels=4):
-    x, Fx, W_g, biases = gating_inputs(channels, seed)
-    for b_g in biases:
-        note("output", output=encode(exclusive_gating(x.clone(), Fx.clone(), W_g.clone(),
-                                                      b_g.clone())))
-
 
 @split("exclusive_gating", observe_exclusive_gating)
 def check_exclusive_gating(tape, seed, channels=4):
@@ -77,7 +72,7 @@ def check_exclusive_gating(tape, seed, channels=4):
     for b, b_g in zip(GATE_BIASES, biases):
         want, got = reference_gating(x, Fx, W_g, b_g), tape.next("output").tensor("output")
         if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else got
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else shown_type(got)
             fail(check, f"output shape {shape}, expected {tuple(want.shape)}",
                  "the combination is elementwise; g(x) = sigmoid(conv2d(x, W_g, b_g)) has x's "
                  "shape")
@@ -104,14 +99,9 @@ def check_exclusive_gating(tape, seed, channels=4):
 def _as_float(value, check, name):
     """A number(...) fact's float value, or the grader's failure."""
     if value.value is None:
-        fail(check, f"{name} returned {value.type} {value.repr:.60}, not a number",
+        fail(check, f"{name} returned a {shown_type(value.type)}, not a number",
              "return one float (a 0-d tensor is fine too)")
     return value.value
-
-
-def observe_direct_term(direct_term, seed, note):
-    for lams in direct_term_cases(seed).values():
-        note("value", value=number(direct_term(list(lams))))
 
 
 @split("direct_term", observe_direct_term)
@@ -139,11 +129,6 @@ def check_direct_term(tape, seed):
             "") + "; ".join(rows) + "."
 
 
-def observe_vanishing_depth(vanishing_depth, seed, note):
-    for lam, eps in vanishing_cases(seed):
-        note("value", value=number(vanishing_depth(lam, eps)))
-
-
 @split("vanishing_depth", observe_vanishing_depth)
 def check_vanishing_depth(tape, seed):
     """Exercise 3b. `vanishing_depth(lam, eps)` must return the smallest number of units L with
@@ -157,7 +142,9 @@ def check_vanishing_depth(tape, seed):
                                             and got.value.is_integer()))
         if not whole:
             fail(check,
-                 f"vanishing_depth({lam}, {eps}) returned {got.repr}, not a whole number of units",
+                 f"vanishing_depth({lam}, {eps}) returned "
+                 f"{'a ' + shown_type(got.type) if got.value is None else f'{got.value:g}'}, "
+                 f"not a whole number of units",
                  "round up: the depth is the smallest integer L with lam**L < eps (math.ceil, or a "
                  "loop)")
         got = int(got.value)
@@ -173,12 +160,6 @@ def check_vanishing_depth(tape, seed):
 
 
 # ---- exercise 5: ReLU truncation after the addition (Paper A Sec 4.2) ----------------------------
-
-def observe_truncation_rate(truncation_rate, seed, note):
-    for n in range(len(TRUNCATION_CASES)):
-        unit, x, _ = truncation_case(n, seed)
-        note("rate", rate=number(truncation_rate(unit, x.clone())), eval=not unit.training)
-
 
 @split("truncation_rate", observe_truncation_rate)
 def check_truncation_rate(tape, seed):
@@ -196,8 +177,8 @@ def check_truncation_rate(tape, seed):
         got = _as_float(rate.number("rate"), check, "truncation_rate")
         if not math.isclose(got, want, abs_tol=1e-9):
             fail(check,
-                 f"unit {cin}->{cout}, stride {stride}: truncation_rate = {got:.4f}, expected "
-                 f"{want:.4f}",
+                 f"unit {cin}->{cout}, stride {stride}: truncation_rate = {got:.4f}, not the "
+                 f"fraction of entries with y_l < 0",
                  mistakes.truncation(unit, x, got, want, rate.flag("eval")))
         rows.append(f"{want:.3f}")
     return (f"truncation_rate agrees with probes.truncation_rates on {len(TRUNCATION_CASES)} units "

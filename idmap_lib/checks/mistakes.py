@@ -139,4 +139,4 @@ def truncation(unit, x, got, want, left_in_eval):
         return ("you measured in eval mode (running statistics); measure with batch statistics: "
                 "leave the unit in train mode, as at the start of training.")
     return ("compute y = unit.shortcut(x, unit.residual(x)) with the unit in train mode and return "
-            f"(y < 0).float().mean(); here that is {float((y < 0).double().mean()):.4f}.")
+            "(y < 0).float().mean().")

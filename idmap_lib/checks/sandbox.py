@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +39,10 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
        "/etc/nsswitch.conf",
        "/etc/hosts", "/etc/passwd", "/etc/group", "/etc/alternatives")
-# the checkout's history and build outputs: nothing a notebook needs
-HIDDEN_IN_CHECKOUT = (".git", ".vendor", "_build")
+# what a notebook that runs the library needs of the checkout (the ablations chapter's)
+LIBRARY = ("idmap_lib", "book/student")
 UNPRIVILEGED = 65534  # nobody
+MAX_OUTPUT = 64 * 2 ** 20  # bytes of its output kept
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Outcome:
     returncode: int | None     # None: killed at the wall-clock limit
     seconds: float
     output: str                # the last lines of its stdout and stderr together
+    stdout: bytes = b""        # all of them (at most MAX_OUTPUT bytes)
 
     @property
     def timed_out(self) -> bool:
@@ -71,10 +74,12 @@ def _python_dirs() -> list[Path]:
     return sorted(dirs)
 
 
-def binds() -> list[Path]:
-    """Every folder the sandbox sees (read-only) besides its own submission: the system, Python, the
-    checkout."""
-    return [Path(p) for p in SYSTEM + ETC if Path(p).exists()] + _python_dirs() + [ROOT]
+def binds(library: bool = True) -> list[Path]:
+    """Every folder the sandbox sees (read-only) besides its own submission: the system, Python and,
+    with `library`, of the checkout only the library and the published student editions (never its
+    master notebooks, solutions, data or history)."""
+    return ([Path(p) for p in SYSTEM + ETC if Path(p).exists()] + _python_dirs()
+            + ([ROOT / p for p in LIBRARY] if library else []))
 
 
 @functools.cache
@@ -91,17 +96,19 @@ def available() -> str | None:
     return None
 
 
-def _bwrap(workdir: Path, hidden: list[Path]) -> list[str]:
+def _bwrap(workdir: Path, hidden: list[Path], library: bool, ro: dict) -> list[str]:
     # first: binds go on top
     cmd = [shutil.which("bwrap"), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
-    for d in binds():
-        cmd += ["--ro-bind", str(d), str(d)]
-    hidden = list(hidden) + [ROOT / h for h in HIDDEN_IN_CHECKOUT if (ROOT / h).is_dir()]
+    for d in binds(library):
+        if d.exists():
+            cmd += ["--ro-bind", str(d), str(d)]
     # grader folders that happen to lie inside a bound one (a submissions folder in the checkout)
     for h in hidden:
         cmd += ["--tmpfs", str(h)]
-    cmd += ["--bind", str(workdir), WORK, "--unshare-all", "--die-with-parent", "--new-session",
-            "--as-pid-1",
+    for source, inside in ro.items():
+        cmd += ["--ro-bind", str(source), inside]
+    cmd += ["--bind", str(workdir), WORK, "--unshare-all", "--hostname", "sandbox",
+            "--die-with-parent", "--new-session", "--as-pid-1",
             "--uid", str(UNPRIVILEGED), "--gid", str(UNPRIVILEGED), "--chdir", WORK, "--clearenv"]
     return cmd
 
@@ -184,11 +191,15 @@ def _limit(limits: Limits, cgroup: Path | None, drop: bool = False):
 
 
 def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limits(), hidden=(),
-        isolate: bool = True) -> Outcome:
+        isolate: bool = True, library: bool = True, ro: dict | None = None,
+        reply=None) -> Outcome:
     """Run `cmd` with `workdir` (made writable for the sandbox's user) as its only writable folder
     and working directory, the environment `env` only (plus HOME and a PATH), under `limits`.
-    `hidden`: folders inside :func:`binds` the command must not see. `isolate=False` runs it without
-    bubblewrap (limits and kill only, as UNPRIVILEGED where this process is root)."""
+    `hidden`: folders inside :func:`binds` the command must not see; `library`: the checkout's
+    library is seen (:func:`binds`); `ro`: {folder here: where the sandbox sees it, read-only}.
+    `reply(first line)`: what to write on its stdin once it has printed its first line (else its
+    stdin is empty). `isolate=False` runs it without bubblewrap (limits and kill only, as
+    UNPRIVILEGED where this process is root)."""
     workdir = Path(workdir).resolve()
     for p in [workdir, *workdir.rglob("*")]:
         if not p.is_symlink():
@@ -201,7 +212,7 @@ def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limit
         why = available()
         if why:
             raise RuntimeError(f"no sandbox: {why}")
-        full = _bwrap(workdir, [Path(h).resolve() for h in hidden])
+        full = _bwrap(workdir, [Path(h).resolve() for h in hidden], library, ro or {})
         for k, v in env.items():
             full += ["--setenv", k, v]
         full += ["--", *cmd]
@@ -214,18 +225,20 @@ def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limit
     try:
         proc = subprocess.Popen(full, cwd=cwd, env=penv, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, preexec_fn=_limit(limits, cgroup, drop))
+                                stdin=subprocess.PIPE if reply else subprocess.DEVNULL,
+                                preexec_fn=_limit(limits, cgroup, drop))
     except PermissionError as e:  # the unprivileged user cannot reach the grader's Python
         _remove_cgroup(cgroup)
         return Outcome(126, time.monotonic() - t0,
                        f"{e}: the user nobody (uid {UNPRIVILEGED}) must be able "
                        f"to run it (chmod o+x on its folders, e.g. /root)")
+    lines = []
+    reader = threading.Thread(target=_read, args=(proc, lines, reply), daemon=True)
+    reader.start()
     try:
-        out, _ = proc.communicate(timeout=limits.wall_s)
-        rc = proc.returncode
+        rc = proc.wait(timeout=limits.wall_s)
     except subprocess.TimeoutExpired:
         rc = None
-        out = b""
     finally:
         try:  # the whole group (and, in bubblewrap, the PID namespace with it)
             os.killpg(proc.pid, signal.SIGKILL)
@@ -234,5 +247,23 @@ def run(cmd: list[str], workdir, env: dict | None = None, limits: Limits = Limit
         if proc.poll() is None:
             proc.wait()
         _remove_cgroup(cgroup)
-    tail = "\n".join((out or b"").decode(errors="replace").splitlines()[-30:])
-    return Outcome(rc, time.monotonic() - t0, tail)
+    reader.join(5)
+    out = b"".join(lines)
+    tail = "\n".join(out.decode(errors="replace").splitlines()[-30:])
+    return Outcome(rc, time.monotonic() - t0, tail, out)
+
+
+def _read(proc, lines, reply, most=MAX_OUTPUT):
+    """Collect `proc`'s stdout (at most `most` bytes), answering its first line with `reply`."""
+    size = 0
+    for line in proc.stdout:
+        if size < most:
+            lines.append(line[:most - size])
+            size += len(line)
+        if reply and len(lines) == 1:
+            try:
+                proc.stdin.write(reply(line))
+                proc.stdin.close()
+            except (OSError, ValueError):
+                pass
+            reply = None
