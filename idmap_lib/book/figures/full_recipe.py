@@ -40,6 +40,8 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
         # a number, or Paper A's "fail": text either way
         row = {"variant": v, "network": net_name(cfg),
                "paper: error %": paper_numbers.printed(experiment, v)}
+        # what trains (results.training_hash): rows of several tables with one id are one training
+        training = results.training_hash(cfg)[:12]
         c = None if r is not None else committed_checkpoint(cfg, checkpoint_dir)[0]
         if r is not None:
             row.update({"ours: error %": f"{100 * final_test_err(r):.2f}",
@@ -55,6 +57,7 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
             row.update({"ours: error %": "–", "state": "not run: " + command(experiment, v, "full")
                         + " --cuda-graph"})
         row["one run takes"] = "–" if r is not None else full_recipe_time(cfg, out_dir=out_dir)
+        row["training"] = training
         rows.append(row)
     df = pd.DataFrame(rows).set_index("variant")
     lossy_words = f" A finished run here was {LOSSY_NOTE}." if lossy else ""
@@ -78,10 +81,46 @@ def full_scale_table(experiments, seed=0, out_dir=None, checkpoint_dir=None):
     return pd.concat(tables)
 
 
+def _states(df):
+    return df["state"].map(lambda s: "finished" if s.startswith("finished") else s.split(":")[0])
+
+
 def state_counts(df) -> dict:
-    """{state: runs} of a ``full_scale_status`` table: finished, under way, not run (most first)."""
-    states = df["state"].map(lambda s: "finished" if s.startswith("finished") else s.split(":")[0])
+    """{state: trainings} of a ``full_scale_status`` table: finished, under way, not run (most
+    first), each training counted once however many rows (tables) show it: rows with one
+    ``training`` id (results.training_hash) are one run, one result or one checkpoint."""
+    states = _states(df)
+    if "training" in df.columns:
+        states = states.groupby(df["training"].to_numpy()).first()
     return {s: int(n) for s, n in states.value_counts().items()}
+
+
+def shown_more_than_once(df) -> dict:
+    """{state: [[where, ...] for each training that several rows show]} of a ``full_scale_table``,
+    where = 'Table 2 original-110' (the experiment's table in its title, the variant)."""
+    tables = df["experiment"].map(lambda e: recipes.EXPERIMENTS[e]["title"].split(":")[0]
+                                  .replace("Paper A ", "")) if "experiment" in df.columns \
+        else None
+    where = [f"{t} {v}" if tables is not None else str(v)
+             for t, v in zip(tables if tables is not None else df.index, df.index)]
+    out = {}
+    groups = df.assign(_s=_states(df).to_numpy()).groupby(["training", "_s"], sort=False).indices
+    for (_, state), idx in groups.items():
+        if len(idx) > 1:
+            out.setdefault(state, []).append([where[i] for i in idx])
+    return out
+
+
+def counts_in_words(df) -> str:
+    """'24 distinct trainings in 29 rows: 22 not run (...), 1 finished (one training, shown as Table 1
+    original, Table 2 original-110, Table 3 c10-110-original), ...' of a ``full_scale_table``: each
+    training counted once."""
+    counts, more = state_counts(df), shown_more_than_once(df)
+    parts = []
+    for s, n in counts.items():
+        shown = "; ".join("one training, shown as " + ", ".join(w) for w in more.get(s, []))
+        parts.append(f"{n} {s}" + (f" ({shown})" if shown else ""))
+    return f"{sum(counts.values())} distinct trainings in {len(df)} rows: " + ", ".join(parts)
 
 
 def full_recipe_runs(experiment, variants, seed=0, out_dir=None, checkpoint_dir=None):
@@ -179,18 +218,30 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     return figure_style.title(fig, head, sub)
 
 
+def paper_a_keys() -> list[str]:
+    """The keys of Paper A's claims in the CPU-scale table (those the full recipe would decide)."""
+    return [k.key for k in claims.CLAIMS if k.experiment.startswith("a_") and k.scale == "cpu"
+            and k.by == "paper" and k.experiment != "a_swaps"]
+
+
+def seeds_table(keys=None, mc_draws: int = 4000):
+    """The seeds a side each final-error part of Paper A's claims (or `keys`') needs
+    (``power.seeds_table``): at Paper A's spreads 0.14, 0.16 and 0.20, at 5 % and at the Holm level,
+    the queue's choice and the rule simulated there."""
+    return power.seeds_table(paper_a_keys() if keys is None else keys, mc_draws)
+
+
 def paper_a_words(table=None, out_dir=None) -> str:
     """Paper A's claims at the full recipe, in words: their verdicts there, where their runs stand
     (`table`: the ``full_scale_table`` of PAPER_A, seed 0 of each) and how many seeds a verdict
     needs (``power.in_words``)."""
     gpu = full_scale_table(PAPER_A, out_dir=out_dir) if table is None else table
-    keys = [k.key for k in claims.CLAIMS if k.experiment.startswith("a_") and k.scale == "cpu"
-            and k.by == "paper"]
+    keys = paper_a_keys()
     return (verdicts.counts_in_words(verdicts.claims_table(keys, scale="full", out_dir=out_dir),
                                      "Full recipe on a GPU (Paper A's claims)")
-            + f" These are the {len(keys)} claims of Paper A in the CPU-scale table; their "
-              f"{len(gpu)} full-recipe "
-            f"runs (seed 0 of each): " + ", ".join(f"{n} {s}" for s, n in state_counts(gpu).items())
+            + f" These are the {len(keys)} claims of Paper A in the CPU-scale table; the "
+              f"full-recipe table below (seed 0 of each) has {counts_in_words(gpu)}: a row of "
+              f"Table 1 or 3 that trains what a row of Table 2 trains is that run, counted once"
             + f"; a verdict needs {power.in_words(keys)}, and the queue asks for them after every "
               f"claim's first "
             f"{len(SEEDS)}.")

@@ -70,8 +70,9 @@ def claims_at(scale: str, keys=None) -> list:
 def needed(scale="cpu", keys=None, seeds=None, out_dir=None) -> list[tuple]:
     """(experiment, variant, seed, scale) of every run the claims need, in the order that settles
     them soonest; at the full recipe, after every claim's first seeds, the seeds each final-error
-    claim needs for 80 % power to resolve the paper's own gap (power.claim_seeds), claim by claim,
-    for the variants of its parts with a gap."""
+    claim needs for 80 % power to resolve the paper's own gap by the rule's Welch test at the Holm
+    level of its parts and Paper A's batch-128 spread (power.claim_seeds), claim by claim, for the
+    variants of its parts with a gap."""
     first = runs_needed(None if scale == "cpu" and keys is None else claims_at(scale, keys), seeds,
                         out_dir)
     if scale != "full" or seeds is not None:
