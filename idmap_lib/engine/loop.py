@@ -32,6 +32,7 @@ from .outcome import Divergence, evaluates, result as outcome_result, stopped, w
 from .schedule import lr_at
 from .solo import Solo
 from .results import FIRST_STEPS, config_hash, provenance, run_name, save_result
+from .results import segment_at, segment_start, segments_before
 
 
 # recipe keys that runs trained together share (the seed is free; the model as the stepper allows)
@@ -105,6 +106,7 @@ class Loop(GraphedStep):
         self.histories = [{"train": [], "test": []} for _ in range(n)]
         self.status, self.fails = ["running"] * n, [None] * n
         self.step, self.elapsed, self.moves = 0, [0.0] * n, []
+        self.segments = [[] for _ in range(n)]  # each run's segments before this process's
         d = o.checkpoint_dir
         self.paths = [path_of(d, c) for c in self.cfgs] if d else None
         ce = self.eval_every if o.checkpoint_every is None else o.checkpoint_every
@@ -124,6 +126,7 @@ class Loop(GraphedStep):
         self.graph, self.graph_lr, self.static = None, None, None
         self.stepper.train()
         self.t_window = self.t_checkpoint = time.perf_counter()
+        self.segment = segment_start(self.device, self.step)  # this process's part of the run
         self.steps_window = 0
         at = min(self.step + GRAPH_WARMUP + 2, self.stop)  # timed after the first steps
         self._probe = {"at": at, "until": min(at + 10, self.stop)}
@@ -208,6 +211,7 @@ class Loop(GraphedStep):
         self.fails = [ck.get("fail") for ck in cks]
         self.alive = torch.tensor([s == "running" for s in self.status], device=self.device)
         self.moves = list(cks[0].get("moves", []))
+        self.segments = [segments_before(ck) for ck in cks]
         if moved:
             self.moves.append({"step": self.step, "from": f"{kind[0]} {kind[1]}",
                                "to": f"{now[0]} {now[1]}"})
@@ -253,7 +257,8 @@ class Loop(GraphedStep):
                 "data": {"perm": self.perm[r].to(torch.int32).cpu(), "pos": self.pos},
                 "acc": self.acc[r].cpu().clone(), "first": self.first[r].cpu().clone(),
                 "history": self.histories[r], "elapsed": self.elapsed[r],
-                "status": self.status[r], "fail": self.fails[r], "moves": self.moves})
+                "status": self.status[r], "fail": self.fails[r], "moves": self.moves,
+                "segments": self.segments[r] + [segment_at(self.segment, self.step)]})
 
     # ------------------------------------------------------------------ the step
     def _forward_backward(self, x, y):
@@ -390,6 +395,8 @@ class Loop(GraphedStep):
             extra = self.stepper.extra(self.cfgs)
             if self.moves:  # resumed on another kind of device or precision: not one bit-exact run
                 extra["moves"] = self.moves
+            # every segment it trained in (one process each): commit, library hash, steps, hardware
+            extra["segments"] = self.segments[r] + [segment_at(self.segment, self.step)]
             result = outcome_result(
                 cfg, status=self.status[r], fail=self.fails[r], history=self.histories[r],
                 net=nets[r], first_steps=first, dataset_source=self.D["source"], precision=prec,

@@ -109,6 +109,45 @@ def provenance(device, world_size: int = 1) -> dict:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
+def segment_start(device, step: int) -> dict:
+    """The segment of a run that starts (or resumes) here at `step`: the commit and library hash the
+    code ran from, the hardware, the date; ``segment_at`` closes it at a step. A run trained in one
+    go has one segment; a run resumed from checkpoints has one a process, each checkpoint carrying
+    those so far (``segments`` in the checkpoint and the result)."""
+    import torch
+
+    git = _git_commit()
+    hw = str(device)
+    if torch.device(device).type == "cuda":
+        hw = torch.cuda.get_device_name(device)
+    else:
+        hw = f"{_cpu_name()} ({hw})"
+    return {"steps": [int(step), int(step)], "commit": git.get("commit"),
+            "library_modified": git.get("library_modified"), "library_sha256": library_sha256(),
+            "hardware": hw,
+            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "ended": None}
+
+
+def segment_at(seg: dict, step: int) -> dict:
+    """`seg` (``segment_start``) as it stands at `step`: its steps from-to and the date now."""
+    return {**seg, "steps": [seg["steps"][0], int(step)],
+            "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def segments_before(ck: dict) -> list[dict]:
+    """The segments a checkpoint carries; one written before checkpoints carried them gets one
+    segment up to its step, its provenance not recorded (None)."""
+    if ck.get("segments"):
+        return [dict(s) for s in ck["segments"]]
+    if not ck.get("step"):
+        return []
+    return [{"steps": [0, int(ck["step"])], "commit": None, "library_modified": None,
+             "library_sha256": None, "hardware": f"{ck.get('device_type')} "
+             f"{ck.get('precision')}", "started": None, "ended": None,
+             "note": "written before checkpoints carried their segments: not recorded"}]
+
+
 def save_result(result: dict, out_dir=None, indent: int | None = 1) -> Path:
     """Write atomically as <out_dir>/<experiment>__<variant>__<scale>__s<seed>__<hash12>.json
     (`indent` None: one line, for a measurement's long per-layer lists: the tracked tree has a size
