@@ -108,7 +108,8 @@ def _export(nb, name, where, extra=None):
 
 def _students(made, tmp_path):
     nb = _edition(made)
-    at = next(i for i, c in enumerate(nb["cells"]) if "import torch" in "".join(c["source"]))
+    # after the starters (which would redefine the names), before the export cell
+    at = max(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code") - 1
     subs = tmp_path / "subs"
     for name, code in BLANK_BUT.items():
         _export({**nb, "cells": nb["cells"][:at + 1] + [_cell(code)] + nb["cells"][at + 1:]},
