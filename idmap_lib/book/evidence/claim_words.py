@@ -71,6 +71,8 @@ WORDS = {
     "relu_preact+final_bn_relu-110": "ReLU-only pre-activation + final BN-ReLU",
     "full_preact+no_final-110": "full pre-activation without final BN-ReLU",
     "original+zero_gamma-110": "the original unit, branches off at init",
+    "original+zero_gamma_scaled_input-110": "the original unit, branches off at init, its "
+                                            "classifier input scaled to the original's",
     "original-1001": "the original ResNet-1001", "full_preact-1001": "pre-activation ResNet-1001",
     "original+final_bn_relu-1001": "the original ResNet-1001 + final BN-ReLU",
     "full_preact+no_final-1001": "pre-activation ResNet-1001 without final BN-ReLU",
@@ -106,7 +108,7 @@ METRIC_SHORT = {"test_err": "test error", "train_loss": "training loss",
                 "pruned_random": "error pruning at random"}
 VERDICT_WORDS = {"reproduced": "as claimed (reproduced)",
                  "contradicted": "the other way round (contradicted)",
-                 "inconclusive": "too close for these seeds to call (inconclusive)",
+                 "inconclusive": "not told apart by these seeds (inconclusive)",
                  NOT_TESTABLE: "not testable here: a side's runs had nothing to show (stuck before "
                                "the jump)",
                  NEEDS_FULL: "data, not a verdict: the final error needs the full recipe",

@@ -263,7 +263,7 @@ SWAP_CLAIMS = [
           "ResNet-1001 at its real depth, a quarter of its width, 128 steps; 5 seeds (a rank test "
           "cannot decide with 3)", seeds=ALL_SEEDS, by="ours")
     for r in SWAP_ROWS_1001] + [
-    # The swap that separates the confound (issue 57), fixed with its row's claim above before any
+    # The swap that separates the confound, fixed with its row's claim above before any
     # of its runs: zero gamma switches the branches off at init *and* leaves the classifier a small
     # input, as a normalised one is; scaling that input back to the original's keeps the first and
     # removes the second. If branches off at init carry the unit through the jump, the scaled row
@@ -342,6 +342,8 @@ class Verdict:
     parts: list = field(default_factory=list)    # (Compare, result dict)
     missing: list = field(default_factory=list)  # (variant, seeds missing)
     fragile: list = field(default_factory=list)  # (variant, seed, the verdict without that one run)
+    # (variant, seed, each part's verdict without that one run), where any part's moves
+    fragile_parts: list = field(default_factory=list)
 
 
 def values(experiment, variant, scale, metric, out_dir=None, seeds=SEEDS):
@@ -366,7 +368,7 @@ def paper_gap(claim: Claim, test) -> float | None:
     return (pb - pa) / unit - test.margin
 
 
-def _decide(claim, runs, scale, min_seeds=None):
+def _decide(claim, runs, scale, min_seeds=None, stuck=None):
     """(verdict, parts) of `claim` from `runs` ({variant: [run, ...]}): each part by rule.compare
     (the runs that did not train marked), Holm across the parts, the paper's gap beside the smallest
     resolvable difference."""
@@ -375,7 +377,8 @@ def _decide(claim, runs, scale, min_seeds=None):
     for t in claim.tests:
         ra, rb = runs[t.a], runs[t.b]
         xa, xb = [METRICS[t.metric](r) for r in ra], [METRICS[t.metric_of_b](r) for r in rb]
-        why = ([left_out(r, t.metric) for r in ra], [left_out(r, t.metric_of_b) for r in rb])
+        why = ([left_out(r, t.metric, stuck) for r in ra],
+               [left_out(r, t.metric_of_b, stuck) for r in rb])
         cens = ([censored(r, t.metric) for r in ra], [censored(r, t.metric_of_b) for r in rb])
         res = compare(t, xa, xb, scale, why, censored=cens, **kw)
         res["steps"] = (ra or rb)[0]["config"]["steps"] if ra or rb else None
@@ -389,11 +392,13 @@ def _decide(claim, runs, scale, min_seeds=None):
     return combine([p[1]["verdict"] for p in parts]), parts
 
 
-def evaluate(claim: Claim, scale=None, out_dir=None, seeds=None) -> Verdict:
+def evaluate(claim: Claim, scale=None, out_dir=None, seeds=None, stuck=None) -> Verdict:
     """Apply the claim's pre-registered tests to the runs recorded at `scale` (default: the claim's)
     for `seeds` (default: the claim's, plus any of MORE_SEEDS recorded; only the claim's own count
     as missing). A tested verdict is then read again without each single run in turn (down to 2
-    seeds a side): every run whose removal changes it is listed in ``fragile``."""
+    seeds a side): every run whose removal changes it is listed in ``fragile``, and every run whose
+    removal changes any part's verdict in ``fragile_parts`` (the statuses read them). `stuck`: an
+    earlier definition of a run stuck before the jump (history.py), default today's."""
     scale = scale or claim.scale
     more = () if seeds else tuple(s for s in MORE_SEEDS if s not in claim.seeds)
     seeds = seeds or claim.seeds
@@ -403,13 +408,17 @@ def evaluate(claim: Claim, scale=None, out_dir=None, seeds=None) -> Verdict:
         runs[v] = found + seed_runs(claim.experiment, v, scale, more, out_dir)[0]
         if m:
             missing[v] = m
-    verdict, parts = _decide(claim, runs, scale)
-    fragile = []
-    if verdict in TESTED:
+    verdict, parts = _decide(claim, runs, scale, stuck=stuck)
+    fragile, fragile_parts = [], []
+    said = [p[1]["verdict"] for p in parts]
+    if any(v in TESTED for v in said):
         for v in claim.variants:
             for i, r in enumerate(runs[v]):
-                without = _decide(claim, {**runs, v: runs[v][:i] + runs[v][i + 1:]}, scale,
-                                  min_seeds=2)[0]
-                if without != verdict:
-                    fragile.append((v, r["config"]["seed"], without))
-    return Verdict(claim, verdict, parts, sorted(missing.items()), fragile)
+                without, wparts = _decide(claim, {**runs, v: runs[v][:i] + runs[v][i + 1:]}, scale,
+                                          min_seeds=2, stuck=stuck)
+                seed = r["config"]["seed"]
+                if without != verdict and verdict in TESTED:
+                    fragile.append((v, seed, without))
+                if [p[1]["verdict"] for p in wparts] != said:
+                    fragile_parts.append((v, seed, [p[1]["verdict"] for p in wparts]))
+    return Verdict(claim, verdict, parts, sorted(missing.items()), fragile, fragile_parts)

@@ -86,12 +86,12 @@ def censored(result, metric) -> str | None:
     return None
 
 
-def left_out(result, metric) -> str | None:
+def left_out(result, metric, stuck=None) -> str | None:
     """Why a run gives no value of `metric`, from what it did, the same on both sides of every
-    comparison: at the lr jump, "stuck before the jump" (still at chance when the lr jumped: its
-    rise says nothing about tolerating it). None for every other metric and run: the one definition
-    of a run the rule leaves out."""
-    if metric in LR_JUMP and stuck_before_jump(result):
+    comparison: at the lr jump, "stuck before the jump" (``stuck_before_jump``, or the definition
+    `stuck` given: history.py reads the earlier one). None for every other metric and run: the one
+    definition of a run the rule leaves out."""
+    if metric in LR_JUMP and (stuck or stuck_before_jump)(result):
         return "stuck before the jump"
     return None
 
@@ -108,7 +108,7 @@ def stuck_before_jump(result) -> bool:
     error is near chance (ReLU before addition starts at 33-61 nats and is at 2.5-3.7 at the jump):
     its rise says how it takes the jump. Its rise is no evidence about tolerating the jump only when
     it had not moved at all ("stuck before the jump", its own outcome; BN after addition's). This
-    definition replaced ``stuck_before_jump_by_loss`` (issue 57) after the runs it reads were
+    definition replaced ``stuck_before_jump_by_loss`` after the runs it reads were
     recorded: the pages show the verdicts under both (evidence/history.py)."""
     warm = result["config"]["schedule"].get("warmup_steps", 0)
     tr = result["history"]["train"]
@@ -121,8 +121,8 @@ def stuck_before_jump(result) -> bool:
 
 
 def stuck_before_jump_by_loss(result) -> bool:
-    """The earlier definition (until issue 57): the window that ends the warm-up at chance by its
-    *loss* (>= AT_CHANCE x ln C). It called a run stuck whose loss was still falling from far above
+    """The earlier definition (until commit f909178): the window that ends the warm-up at chance by
+    its *loss* (>= AT_CHANCE x ln C). It called a run stuck whose loss was still falling from far above
     ln C; kept only so that the pages can show the verdicts it gave."""
     warm = result["config"]["schedule"].get("warmup_steps", 0)
     at_end = [h["train_loss"] for h in result["history"]["train"] if h["step"] <= warm]

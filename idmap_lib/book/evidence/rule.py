@@ -56,7 +56,9 @@ from dataclasses import dataclass
 from .metrics import METRIC_WORDS
 from .seeds import ALL_SEEDS, MORE_SEEDS, SEEDS  # noqa: F401  (the seed policy lives in seeds.py)
 
-RULE = ("Each claim's test was fixed before any of its runs was read. For *a is better than b* we "
+RULE = ("Each claim's test is data (its metric, sides, margin and seeds), and the records say when "
+        "it took its present form against when its runs were recorded (beside each table). For "
+        "*a is better than b* we "
         "take the difference d of the means over seeds (b minus a, minus a margin where the claim "
         "says *far*), its standard error se = sqrt(var_a / n_a + var_b / n_b) and the interval d ± "
         "q se, with q the 97.5 % quantile of Student's t at the Welch-Satterthwaite degrees of "
@@ -71,14 +73,14 @@ RULE = ("Each claim's test was fixed before any of its runs was read. For *a is 
         "always, at a CPU scale: a run of a few hundred steps is not the paper's experiment, so "
         "its numbers are shown as what they are (*after N steps*), in a neutral colour, never as "
         "reproduced or contradicted. A CPU scale gives verdicts only on early optimisation and "
-        "mechanism, each by a metric fixed before its runs were read. **Both sides are judged "
+        "mechanism, each by a metric written down as data. **Both sides are judged "
         "alike**: every run counts as what it measured (a run that never trained, at chance), "
         "whichever side the claim expects to fail; a run is left out only for what it did, on both "
         "sides alike (still at chance when the lr jumps: *stuck before the jump*), and a side left "
         "with fewer than 3 runs makes the comparison **not testable here**. A start metric that a "
         "run may never reach (*steps until the training error falls below 80 %*) is **censored**: "
         "such a run counts as the run's length on either side, and the comparison is an exact test "
-        "on ranks, never a mean. The float32 lr-jump check, fixed before its runs, ranks the same "
+        "on ranks, never a mean. The float32 lr-jump check ranks the same "
         "way: a run that diverged counts as the largest rise on either side. Beside each "
         "comparison: the smallest difference its seeds can resolve (q x the pooled se) and the "
         "paper's gap; where the gap is smaller, the comparison *cannot resolve at this scale*. A "

@@ -56,34 +56,44 @@ PROPERTIES = {  # row (a_swaps variant) -> the properties it has by construction
     "full_preact+no_final-1001": ("clean_path", "bn_every_conv"),
 }
 LR_JUMP, FIG1 = "lr_jump_preact_tolerates", "fig1_1001_original_slow_start"
-OUTCOMES = {  # what a row can show, per test: (the good outcome, the bad one)
-    "jump": ("tolerates the jump", "fails at the jump"),
-    "start": ("starts quickly", "starts slowly"),
+OUTCOMES = {  # what a row can show, per test: (the good outcome, the bad one), said as what the
+    # comparisons show: below the original and not shown above full pre-activation is no evidence
+    # that a row rises as little as full pre-activation (no equivalence margin), only that the
+    # runs do not tell them apart
+    "jump": ("below the original, not shown above full pre-activation",
+             "above full pre-activation, not shown below the original"),
+    "start": ("sooner than the original, not shown later than full pre-activation",
+              "later than full pre-activation, not shown sooner than the original"),
 }
+# the answer's plain words for the same
+SHORT_OUTCOMES = {"jump": ("copes with the jump", "fails at the jump"),
+                  "start": ("starts sooner", "starts later")}
 ROWS = {"jump": tuple(r for r in PROPERTIES if r.endswith("-110")),
         "start": tuple(r for r in PROPERTIES if r.endswith("-1001"))}
 REFERENCE = {"jump": ("original-110", "full_preact-110"),
              "start": ("original-1001", "full_preact-1001")}
 
 
-def _part(claim_key, index, out_dir):
-    """(verdict, result) of one comparison of a claim, from the recorded runs."""
-    v = evaluate(CLAIMS_BY_KEY[claim_key], out_dir=out_dir)
+def _part(claim_key, index, out_dir, reading=None):
+    """(verdict, result) of one comparison of a claim, from the recorded runs; `reading` (a claim
+    -> claim function, robustness.py) reads it another way."""
+    claim = CLAIMS_BY_KEY[claim_key]
+    v = evaluate(reading(claim) if reading else claim, out_dir=out_dir)
     return v.parts[index][1]["verdict"], v.parts[index][1]
 
 
-def _comparisons(row, test, out_dir):
+def _comparisons(row, test, out_dir, reading=None):
     """The row's two comparisons: (below the original?, above full pre-activation?), each (verdict,
     result) or None where the row is that reference itself."""
     original, full = REFERENCE[test]
     ref_claim = LR_JUMP if test == "jump" else FIG1
     ref_index = 0  # both reference claims hold full pre-activation against the original first
     if row == original:
-        return None, _part(ref_claim, ref_index, out_dir)
+        return None, _part(ref_claim, ref_index, out_dir, reading)
     if row == full:
-        return _part(ref_claim, ref_index, out_dir), None
+        return _part(ref_claim, ref_index, out_dir, reading), None
     key = row_claim(row, test)
-    return _part(key, 0, out_dir), _part(key, 1, out_dir)
+    return _part(key, 0, out_dir, reading), _part(key, 1, out_dir, reading)
 
 
 def row_claim(row, test) -> str:
@@ -93,29 +103,34 @@ def row_claim(row, test) -> str:
     return key if key in CLAIMS_BY_KEY else f"row_{test}_{name}"
 
 
-def outcome(row, test="jump", out_dir=None) -> dict:
-    """{"outcome", "below", "above"} of one row: its outcome in words (OUTCOMES, "in between",
-    "stuck before the jump", "open", "not run yet") and the verdicts of its two comparisons ("–"
-    where the row is that reference)."""
-    below, above = _comparisons(row, test, out_dir)
+def word(below: str, above: str, test="jump") -> str:
+    """A row's outcome from the verdicts of its two comparisons ("–" where it is that reference):
+    below the original and not shown above full pre-activation, the good outcome (OUTCOMES); the
+    reverse, the bad one; both shown, "in between"; neither, "open"."""
     good, bad = OUTCOMES[test]
+    if "not run yet" in (below, above):
+        return "not run yet"
+    is_below, is_above = below == "reproduced", above == "reproduced"
+    return ("in between" if is_below and is_above else good if is_below else bad if is_above
+            else "open")
+
+
+def outcome(row, test="jump", out_dir=None, reading=None) -> dict:
+    """{"outcome", "below", "above"} of one row: its outcome in words (``word``, or "stuck before
+    the jump" where its runs were) and the verdicts of its two comparisons ("–" where the row is
+    that reference)."""
+    below, above = _comparisons(row, test, out_dir, reading)
     # the row is side a of "below the original" and side b of "above full pre-activation"
     mine = [(c, i) for c, i in ((below, 0), (above, 1)) if c is not None]
-    verdicts = [c[0] for c, _ in mine]
-    is_below, is_above = (c is not None and c[0] == "reproduced" for c in (below, above))
-    if "not run yet" in verdicts:
-        word = "not run yet"
-    elif any(c[0] == "not testable here" and c[1].get("excluded", (0, 0))[i] for c, i in mine):
-        word = "stuck before the jump"
-    else:
-        word = ("in between" if is_below and is_above else good if is_below else bad if is_above
-                else "open")
-    return {"outcome": word, "below": below[0] if below else "–",
-            "above": above[0] if above else "–"}
+    b, a = (c[0] if c else "–" for c in (below, above))
+    if "not run yet" not in (b, a) and any(
+            c[0] == "not testable here" and c[1].get("excluded", (0, 0))[i] for c, i in mine):
+        return {"outcome": "stuck before the jump", "below": b, "above": a}
+    return {"outcome": word(b, a, test), "below": b, "above": a}
 
 
-def outcomes(test="jump", out_dir=None) -> dict:
-    return {r: outcome(r, test, out_dir) for r in ROWS[test]}
+def outcomes(test="jump", out_dir=None, reading=None) -> dict:
+    return {r: outcome(r, test, out_dir, reading) for r in ROWS[test]}
 
 
 STATUSES = ("necessary and sufficient", "sufficient, not necessary", "necessary, not sufficient",
@@ -331,16 +346,20 @@ def _plain(statuses: dict) -> str:
     return "; ".join(said) + "." if said else "no part swapped alone has decided anything yet."
 
 
-def answer(assessed=None, found=None, out_dir=None, float32="") -> str:
+def answer(assessed=None, found=None, out_dir=None, float32="", notes=None) -> str:
     """The chapter's opening answer, computed: what full pre-activation buys at this scale (the
     reference rows' outcomes), what the swaps decided of each mechanism in plain words
     (``_plain``) with `float32` beside it (precision.swap_words: the same swaps in float32), and
     what is still open: the mechanisms no swap tests here or decides yet, the rows undecided or
-    missing, in a paragraph of its own."""
+    missing, in a paragraph of its own. `notes`: {mechanism key: sentence} said right after the
+    swaps' verdict (robustness.confounds: a status that rests on a confounded row carries it)."""
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
-    full, orig = (found["jump"][r]["outcome"] for r in ("full_preact-110", "original-110"))
-    start, slow = (found["start"][r]["outcome"] for r in ("full_preact-1001", "original-1001"))
+    def plain(test, row):
+        o = found[test][row]["outcome"]
+        return dict(zip(OUTCOMES[test], SHORT_OUTCOMES[test])).get(o, o)
+    full, orig = (plain("jump", r) for r in ("full_preact-110", "original-110"))
+    start, slow = (plain("start", r) for r in ("full_preact-1001", "original-1001"))
     buys = (f"At this scale full pre-activation {full} and the original unit "
             f"{orig.replace(' the jump', ' it')}; at 1001 layers pre-activation {start} and the "
             f"original {slow}.")
@@ -354,6 +373,7 @@ def answer(assessed=None, found=None, out_dir=None, float32="") -> str:
         [f"{listed(undecided)} (the swaps' runs do not decide yet)"] if undecided else []) + (
         [f"{len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)"]
         if waiting else [])
-    why = f"**Why, one part swapped at a time:** {_plain(statuses)}"
+    why = " ".join([f"**Why, one part swapped at a time:** {_plain(statuses)}",
+                    *(notes or {}).values()])
     still = f"\n\n**Still open:** {'; '.join(rest)}." if rest else ""
     return f"**What it buys.** {buys} {why} {float32}".strip() + still

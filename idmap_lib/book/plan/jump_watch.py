@@ -71,7 +71,7 @@ class JumpWatch(mechanisms.Watch):
 
     def fc_grad_norm(self) -> float | None:
         """||dE/dW|| of the classifier's weights in the step just made: with the logits' std, the
-        head's step at the jump (recorded from issue 57 on; earlier records lack it)."""
+        head's step at the jump (recorded from commit f909178 on; earlier records lack it)."""
         g = self.fc.weight.grad if self.fc is not None else None
         return None if g is None else float(g.detach().float().norm())
 
