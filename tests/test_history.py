@@ -65,7 +65,7 @@ def test_the_preregistration_sentence_follows_the_runs_dates(tmp_path):
                                                               "present rule before")
     said = history.preregistration([c.key], earlier)
     n = history.record(c.key, earlier)["runs"]
-    assert said.startswith("0 of these 1 tests") and f"{n} of its {n} runs recorded before" in said
+    assert said.startswith("This test took its present rule after") and f"{n} of its {n} runs recorded before" in said
     assert f"At commit {form.commit}" in said
     # the earlier "stuck" definition left ReLU before addition out: the claim was not testable
     assert "under the rule it replaced *not testable here*, today *reproduced*" in said

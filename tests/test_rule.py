@@ -186,3 +186,16 @@ def test_holm_corrects_a_claims_parts_for_their_number():
     assert [r["verdict"] for _, r in rule.holm(clear)] == ["reproduced", "reproduced", "reproduced"]
     assert (rule.holm(parts[:1])[0][1]["verdict"] == "reproduced"
             and "holm" not in rule.holm(parts[:1])[0][1])
+
+
+def test_a_rank_tests_floor_is_the_most_extreme_order_of_its_split():
+    """Issue 57: Fig 1's p = 0.048 is the smallest that 4 of 5 against 0 of 5 can give (1/21): said
+    beside it. Values at the run's length tie, on both sides alike."""
+    from idmap_lib.book.evidence.rule import rank_floor, rank_test
+    assert rank_floor([128, 90, 70, 110, 70], [128] * 5) == pytest.approx(1 / 21)
+    assert rank_floor([70, 90, 80, 60, 128], [128] * 5) == rank_test([60, 70, 80, 90, 128],
+                                                                      [128] * 5)
+    # every run reached it: the floor is the plain exact test's, 2 / C(10, 5)
+    assert rank_floor([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
+    assert rank_floor([5, 4, 3, 2, 1], [10, 9, 8, 7, 6]) <= rank_test([5, 9, 3, 2, 1],
+                                                                      [10, 4, 8, 7, 6])

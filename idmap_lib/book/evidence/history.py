@@ -148,6 +148,8 @@ def preregistration(keys, out_dir=None) -> str:
     late = [k for k in keys if recs[k]["before"]]
     head = (f"Every test here ({len(keys)}) took its present rule before any of its runs was "
             f"recorded" if not late else
+            "This test took its present rule after some of its runs were recorded"
+            if len(keys) == 1 else
             f"{len(keys) - len(late)} of these {len(keys)} tests took their present rule before "
             f"any of their runs was recorded, {len(late)} after some were")
     groups = {}

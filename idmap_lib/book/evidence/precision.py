@@ -15,7 +15,7 @@ from ...engine import recipes
 from ...engine.results import training_hash
 from .claim_words import METRIC_SHORT, compared, listed, words
 from .claims import CLAIMS, FP32_CLAIMS, evaluate
-from .rule import CENSORED, RANKED
+from .rule import CENSORED, RANKED, rank_test
 from .runs import seed_runs
 from .synthesis import PROPERTIES, PROPERTY_SHORT, parent_of
 
@@ -180,3 +180,45 @@ def beside(claim_key, out_dir=None) -> str:
                        f"{seeds_said(t, b) if differs else ''}")
     return (f"**In float32** (the precision check, {len(FP32_CLAIMS[0].seeds)} seeds a side, one "
             f"rule for both precisions): {'; '.join(out)}." if out else "")
+
+
+def start_words(claim_key, out_dir=None) -> str:
+    """A start claim judged by ranks (Fig 1), said with what bounds it: its p beside the smallest p
+    its split can give (rule.rank_floor), the single seeds whose removal changes it, its float32
+    twin's verdict with any run that crossed only in the last logged window (there it ties with a
+    run that never did), and both precisions pooled, said as exploration, never as a test."""
+    claim = next(c for c in CLAIMS if c.key == claim_key)
+    v = evaluate(claim, out_dir=out_dir)
+    t, r = v.parts[0]
+    if "p" not in r:
+        return ""
+    na, nb = r["n"]
+    started = na - r.get("censored", (0, 0))[0]
+    said = [f"p = {r['p']:.3f} by ranks, the smallest p that {started} of {na} against "
+            f"{nb - r.get('censored', (0, 0))[1]} of {nb} started can give"
+            if abs(r["p"] - r["floor"]) < 1e-12 else
+            f"p = {r['p']:.3f} by ranks (the smallest this split can give: {r['floor']:.3f})"]
+    if v.fragile:
+        seeds = sorted({s for _, s, _ in v.fragile})
+        said.append(f"**fragile**: without any one of seeds {listed([str(s) for s in seeds])} of "
+                    f"{listed(sorted({words(claim.experiment, x) for x, _, _ in v.fragile}))} it "
+                    f"reads *{v.fragile[0][2]}*")
+    for c in FP32_CLAIMS:
+        fv = evaluate(c, out_dir=out_dir)
+        for i, (ft, fr) in enumerate(fv.parts):
+            if _twin(c, ft) != (claim, 0) or "p" not in fr:
+                continue
+            runs = seed_runs(c.experiment, ft.a, c.scale, c.seeds, out_dir)[0]
+            late = [x for x in runs if x["status"] != "fail" and
+                    next((h["step"] for h in x["history"]["train"] if h["train_err"] < 0.8),
+                         None) == x["config"]["steps"]]
+            fp = (f"in float32 it is *{fr['verdict']}* (p = {fr['p']:.3f})")
+            if late:
+                fp += (f": {len(late)} pre-activation run{'s' if len(late) > 1 else ''} got below "
+                       f"80 % only in the last logged window (step {late[0]['config']['steps']}), "
+                       f"where it ties with a run that never did")
+            said.append(fp)
+            pooled = rank_test(r["xa"] + fr["xa"], r["xb"] + fr["xb"])
+            said.append(f"both precisions pooled ({na + fr['n'][0]} runs a side; exploration, not "
+                        f"a test fixed before): p = {pooled:.4f}")
+    return "; ".join(said)
