@@ -241,8 +241,10 @@ def test_the_library_imports_itself_at_module_level():
 
 
 # where torch's threads may be set for good: a chapter kernel's default (setup), a DDP rank's share of
-# the cores, a benchmark's child process; every other change is device.threads' block
-SETS_THREADS = {"engine/device.py", "book/page/setup.py", "engine/distributed.py", "engine/bench.py"}
+# the cores, a benchmark's child process, the grading sandbox's process (checks/box.py: it runs
+# without the library); every other change is device.threads' block
+SETS_THREADS = {"engine/device.py", "book/page/setup.py", "engine/distributed.py", "engine/bench.py",
+                "checks/box.py"}
 
 
 def test_the_library_changes_torch_threads_through_one_context():

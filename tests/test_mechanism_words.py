@@ -92,6 +92,6 @@ def test_the_truncation_words_compare_the_depths_at_the_recorded_step_and_say_th
     assert (text.startswith(f"**Measured** (2 seeds a depth, CIFAR-10 batches of the runs "
                             f"themselves). {T} steps in"))
     assert (f"a fraction {0.1 + T / 1000:.2g}" in text
-            and "**contradicted** in the first steps" in text)
+            and "is **contradicted**; Paper A" in text)
     lr = mechanisms.recipe_of(110, "original", 0)["schedule"]["warmup_lr"]
     assert f"a few steps at lr {lr:g} cannot test that" in text

@@ -1,6 +1,7 @@
-"""Answers that are the library's, not the student's: a graded object of the implementation exercises
-that is, calls or imports idmap_lib (its units, shortcuts, probes, or the graders' references) is
-flagged and marked 0, read from the notebook's source by the trusted grader (never run).
+"""Answers that are the library's, not the student's: a graded object of the implementation
+exercises that is, calls or imports idmap_lib (its units, shortcuts, probes, or the graders'
+references) is flagged and marked 0, read from the notebook's source by the trusted grader (never
+run).
 
 The grading sandbox does not hold the library (:mod:`.collect`), so an answer that reaches it in a
 way this reading misses fails there anyway (it cannot import it); this says why, in the grader's

@@ -6,9 +6,9 @@ predictions its grading cells would grade, as JSON.
 each cell under a time limit), with ``IDMAP_GRADING=1`` (nothing trains, ``ablations.grading``) and
 the runs folder ``./idmap_runs``. Then, in the same kernel, it evaluates the answers and the
 prediction of every ``ablations.check(name, runs, answers, prediction)`` call the PLAN (JSON, on the
-command line: the chapter's grading calls, read by the trusted grader) lists and writes them to OUT,
-and its status (the cells that failed, whether the kernel died) to OUT.status. The runs are not taken
-from the kernel: the trusted grader reads them from the submission's files.
+command line: the chapter's grading calls, read by the trusted grader) lists and writes them to
+OUT, and its status (the cells that failed, whether the kernel died) to OUT.status. The runs are not
+taken from the kernel: the trusted grader reads them from the submission's files.
 
 Everything here runs beside the student's code and may be tampered with; it only carries the
 student's own answers. The implementation exercises are never observed here (:mod:`.box`).

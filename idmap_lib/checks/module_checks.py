@@ -44,7 +44,8 @@ def check_full_preact_unit(tape, seed, channels=(4, 8)):
         ref = reference_preact(c, seed + c)
         unit = tape.next("unit")
         if not unit.flag("module"):
-            fail(check, f"PreActUnit({c}) returned a {shown_type(unit.text('type'))}, not an nn.Module",
+            fail(check, f"PreActUnit({c}) returned a {shown_type(unit.text('type'))}, not an "
+                        f"nn.Module",
                  "write `class PreActUnit(nn.Module)` whose __init__ takes the number of channels")
         for name, i in PREACT_LAYOUT.items():
             ours, layer = ref.residual[i], tape.next(name)
@@ -55,7 +56,8 @@ def check_full_preact_unit(tape, seed, channels=(4, 8)):
                      "weights into them")
             if not layer.flag("kind"):
                 fail(check,
-                     f"`{name}` is a {shown_type(layer.text('type'))}, expected nn.{type(ours).__name__}",
+                     f"`{name}` is a {shown_type(layer.text('type'))}, expected "
+                     f"nn.{type(ours).__name__}",
                      "bn1/bn2 are nn.BatchNorm2d(channels); conv1/conv2 are nn.Conv2d(channels, "
                      "channels, 3, padding=1, bias=False)")
             if isinstance(ours, nn.Conv2d):

@@ -81,9 +81,9 @@ def number(value):
 
 
 def record(check, observer, student, seed, **options):
-    """Run `observer(student, seed, note, **options)` and return (observation, the student's exception or
-    None). Never raises for the student's code: NotImplementedError ends the facts as "not
-    attempted", any other exception as "raised" (its type recorded)."""
+    """Run `observer(student, seed, note, **options)` and return (observation, the student's
+    exception or None). Never raises for the student's code: NotImplementedError ends the facts as
+    "not attempted", any other exception as "raised" (its type recorded)."""
     facts = []
 
     def note(name, **fields):

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from ...engine import recipes
 from . import claims
-from .metrics import PERCENT, lr_jump_rise, shown_as, stuck_before_jump
+from .metrics import (PERCENT, ended_at_chance, final_test_err, lr_jump_rise, shown_as,
+                      stuck_before_jump)
 from .rule import NEEDS_FULL, NOT_TESTABLE, side_of
 from .runs import seed_runs
 from .tables import OURS, num
@@ -280,7 +281,7 @@ def tally(key, scale=None, out_dir=None) -> dict:
            "parts": len(v.parts),
            "worse": [], "better": [], "close": [], "worse_range": "", "a": "–", "b": "–",
            "a_span": "–", "b_span": "–",
-           "never": 0, "n_b": 0}
+           "never": 0, "n_b": 0, "at_chance": [], "at_chance_err": ""}
     if done:
         t0, r0 = done[0]
         out.update(a=_val(t0.metric, r0["mean_a"]), b=_val(t0.metric_of_b, r0["mean_b"]),
@@ -291,6 +292,12 @@ def tally(key, scale=None, out_dir=None) -> dict:
         out["worse"] = [words(e, t.b) for t, _ in worse]
         out["better"] = [words(e, t.b) for t, r in done if side_of(r) < 0]
         out["close"] = [words(e, t.b) for t, r in done if side_of(r) == 0]
+        # the worse sides whose every run ended at chance: "worse" because they never trained
+        chance = {t.b: seed_runs(e, t.b, scale, c.seeds, out_dir)[0] for t, _ in worse}
+        chance = {v: rs for v, rs in chance.items() if rs and all(map(ended_at_chance, rs))}
+        out["at_chance"] = [words(e, v) for v in chance]
+        out["at_chance_err"] = _span("test_err", [final_test_err(x) for rs in chance.values()
+                                                  for x in rs]) if chance else ""
         if worse:
             gaps = [r["d"] + t.margin for t, r in worse]
             lo, hi = _gap(t0.metric, min(gaps)), _gap(t0.metric, max(gaps))

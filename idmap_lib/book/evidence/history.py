@@ -143,7 +143,8 @@ def _runs_words(key, rec) -> str:
 def preregistration(keys, out_dir=None) -> str:
     """What the records say of the claims `keys`: how many took their present rule before any of
     their runs was recorded, and, grouped by the form their rule took, each that did not, with
-    how many of its runs came first and its verdict under both rules. The one sentence a page may say about pre-registration."""
+    how many of its runs came first and its verdict under both rules. The one sentence a page may
+    say about pre-registration."""
     recs = {k: record(k, out_dir) for k in keys}
     late = [k for k in keys if recs[k]["before"]]
     head = (f"Every test here ({len(keys)}) took its present rule before any of its runs was "

@@ -346,10 +346,11 @@ MECHANISM_CLAIMS = (
           tuple(_b(f"full_preact-{d}", f"{u}-{d}", f"input_std_spread_{w}", margin=TWO)
                 for d in DEPTHS for w in ("init", "last") for u in ("original", "relu_preact"))),
     Claim("m_truncation_grows_with_depth",
-          "The original unit's ReLU after the addition truncates y_l = x_l + F(x_l) more often "
-          "in ResNet-1001 than in ResNet-110 (in the first steps of training: all this scale "
-          "measures).",
-          "Paper A Sec 4.2", TRAINING,
+          "Ours, in the first steps of training (all this scale measures): the original unit's "
+          "ReLU after the addition truncates y_l = x_l + F(x_l) more often in ResNet-1001 than in "
+          "ResNet-110.",
+          "ours, on Paper A Sec 4.2 (whose remark, about trained networks, is not testable at "
+          "this scale)", TRAINING,
           (_b("original-110", "original-1001", "truncation_mean"),)),
 )
 # the chapter that shows each

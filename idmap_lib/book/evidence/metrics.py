@@ -122,8 +122,8 @@ def stuck_before_jump(result) -> bool:
 
 def stuck_before_jump_by_loss(result) -> bool:
     """The earlier definition (until commit f909178): the window that ends the warm-up at chance by
-    its *loss* (>= AT_CHANCE x ln C). It called a run stuck whose loss was still falling from far above
-    ln C; kept only so that the pages can show the verdicts it gave."""
+    its *loss* (>= AT_CHANCE x ln C). It called a run stuck whose loss was still falling from far
+    above ln C; kept only so that the pages can show the verdicts it gave."""
     warm = result["config"]["schedule"].get("warmup_steps", 0)
     at_end = [h["train_loss"] for h in result["history"]["train"] if h["step"] <= warm]
     return bool(at_end) and at_chance_loss(result, at_end[-1])

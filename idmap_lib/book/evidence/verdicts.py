@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...engine import recipes
 from . import claim_words as cw, claims, paper_numbers
 from .claim_words import compared
+from .history import preregistration  # noqa: F401  (said beside every claims table)
 from .metrics import AT_CHANCE, METRIC_WORDS, PERCENT, ended_at_chance, shown_as
 from .rule import ABOUT, NEEDS_FULL, VERDICTS, side_of, tests_in_words
 from .runs import seed_runs

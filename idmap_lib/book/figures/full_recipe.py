@@ -112,9 +112,9 @@ def shown_more_than_once(df) -> dict:
 
 
 def counts_in_words(df) -> str:
-    """'24 distinct trainings in 29 rows: 22 not run (...), 1 finished (one training, shown as Table 1
-    original, Table 2 original-110, Table 3 c10-110-original), ...' of a ``full_scale_table``: each
-    training counted once."""
+    """'24 distinct trainings in 29 rows: 22 not run (...), 1 finished (one training, shown as
+    Table 1 original, Table 2 original-110, Table 3 c10-110-original), ...' of a
+    ``full_scale_table``: each training counted once."""
     counts, more = state_counts(df), shown_more_than_once(df)
     parts = []
     for s, n in counts.items():

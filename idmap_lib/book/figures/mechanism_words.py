@@ -159,8 +159,8 @@ Less in the first third of the units ({span(at(1001, T, "first_third"))} against
 {span(at(110, T, "last_third"))}); only the very first unit, whose $\\mathbf{{x}}_l$ is a fresh
 BN-ReLU output, truncates more at depth 1001 ({span(at(1001, T, "first_unit"))} against
 {span(at(110, T, "first_unit"))}), and the first unit of each later stage peaks higher too (the
-figure). The claim fixed before these runs, that ResNet-1001 truncates more, is
-**{verdict["m_truncation_grows_with_depth"]}** in the first steps.
+figure). Our claim for these first steps, that ResNet-1001 truncates more, is
+**{verdict["m_truncation_grows_with_depth"]}**; Paper A's own remark is not tested by it.
 
 **What it means.** At the start of training depth *lowers* truncation: every unit adds to
 $\\mathbf{{x}}_l \\ge 0$, which grows with depth (chapter 8 measures it: the input of each unit's
