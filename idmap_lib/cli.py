@@ -33,9 +33,8 @@ import json
 import logging
 import sys
 
-from .book.plan.mnist_grid import DEPTHS
 from .engine import paths
-from .engine.recipes import CLAIM_SCALES, KERAS_PROBE, MNIST_KINDS, SCALES
+from .engine.recipes import CLAIM_SCALES, KERAS_PROBE, MNIST_DEPTHS, MNIST_KINDS, SCALES
 
 
 def _parser():
@@ -138,7 +137,7 @@ def _parser():
                        help="Paper B's MNIST grid at the full recipe: list it, or train each "
                             "depth's missing runs together as one stacked network (recorded runs "
                             "are skipped)")
-    m.add_argument("--depths", default=",".join(map(str, DEPTHS)))
+    m.add_argument("--depths", default=",".join(map(str, MNIST_DEPTHS)))
     m.add_argument("--kinds", default=",".join(MNIST_KINDS),
                    help=f"variant prefixes (default the paper's grid; {','.join(KERAS_PROBE)}: "
                         f"chapter 10's probe of Keras's initialisation and BN settings)")

@@ -22,7 +22,11 @@ def test_the_claims_block_shows_words_then_the_folded_table_then_the_forest_and_
     assert blocks.claims(KEYS, ["a_table1_shortcuts"], forest="Table 1's claims",
                          contradictions=True) is None
     kinds = [type(x).__name__ for x in shown]
-    assert kinds == ["Styler", "HTML", "Figure", "Markdown", "Markdown"], kinds
+    # the words, when each claim took its rule (history.preregistration), the fold, the forest,
+    # the notes
+    assert kinds == ["Styler", "Markdown", "HTML", "Figure", "Markdown", "Markdown"], kinds
+    assert "present rule" in shown[1].data
+    del shown[1]
     words, folded = shown[0].data, shown[1].data
     assert len(words) == len(KEYS)  # one row a claim
     assert (folded.startswith('<details class="admonition hide above-output')
@@ -32,7 +36,7 @@ def test_the_claims_block_shows_words_then_the_folded_table_then_the_forest_and_
     assert "Table 1's claims" in shown[2].layout.title.text
     shown.clear()
     blocks.claims(KEYS)  # no forest, no notes: the words and the fold only
-    assert [type(x).__name__ for x in shown] == ["Styler", "HTML"]
+    assert [type(x).__name__ for x in shown] == ["Styler", "Markdown", "HTML"]
 
 
 def test_the_full_recipe_block_reads_its_runs_once(shown, monkeypatch):

@@ -136,3 +136,19 @@ def test_a_status_resting_on_a_row_with_a_small_classifier_input_carries_the_con
     sep = {**small, robustness.SEPARATING: measured(3.9)}
     assert assessed["identity_bias"]["jump"]["status"].startswith("not sufficient")
     assert robustness.confounds(assessed, found, sep) == {}
+
+
+def test_the_firmness_and_the_heads_step_are_said_from_the_records():
+    """The synthesis page's paragraph below the key figure: every status one seed moves, the
+    reading by ranks where it differs, the status rule's history; and the head's step at the jump,
+    from the records around it."""
+    from idmap_lib.book.figures import explorer
+
+    found = {t: synthesis.outcomes(t) for t in synthesis.OUTCOMES}
+    said = robustness.firmness(found)
+    assert said.startswith("**How firm.**") and "commit c223c2c" in said
+    for key, moves in robustness.fragile("jump", found=found["jump"]).items():
+        for v, seed, other in moves:
+            assert f"*{other}* without seed {seed} of" in said
+    head = robustness.head_words(found, explorer.rows_measured())
+    assert head.startswith("**Why the classifier's input matters at the jump.**")

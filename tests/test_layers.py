@@ -409,3 +409,22 @@ def test_the_setup_cell_imports_before_it_installs_what_is_missing():
                          cwd=PACKAGE.parent)
     assert run.returncode == 0, run.stderr[-800:]
     assert "tqdm" in blocked and "plotly" in blocked
+
+
+@pytest.mark.parametrize("argv", [["train", "--help"], None])
+def test_the_command_that_trains_and_the_api_import_nothing_of_the_book_or_the_classroom(argv):
+    """Issue 56: `python -m idmap_lib train` and `import idmap_lib` load the models and the engine
+    only (the command had imported 13 book modules for one tuple of MNIST depths)."""
+    import subprocess
+    import sys
+
+    run = ("import runpy; sys.argv = ['idmap_lib'] + %r\ntry:\n    runpy.run_module('idmap_lib', "
+           "run_name='__main__')\nexcept SystemExit:\n    pass\n" % argv) if argv else \
+        "import idmap_lib\n"
+    code = ("import sys\n" + run + "print(' '.join(m for m in sys.modules if "
+            "m.startswith('idmap_lib.')), file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=PACKAGE.parent)
+    loaded = r.stderr.strip().splitlines()[-1].split()
+    assert loaded and all(m.split(".")[1] in ("models", "engine", "cli", "__main__")
+                          for m in loaded), [m for m in loaded if ".book" in m or ".checks" in m]

@@ -152,11 +152,15 @@ def test_a_blown_up_rise_is_drawn_at_the_axis_edge_and_keeps_its_value(monkeypat
       "identity_bias": "sufficient; necessity not tested here",
       "clean_path": "not testable at this scale"},
      "a normalised signal into the classifier and branches down-weighted at initialisation were "
-     "each enough to carry a failing unit through the jump (**sufficient**); the swaps do not yet "
+     "each enough to bring a failing unit's rise below the original's, not told apart from full "
+     "pre-activation's (**sufficient**, by the rows' outcome rule; each row's two-part claim, "
+     "folded below, reads *inconclusive* where its second part does); the swaps do not yet "
      "show that a unit needs either."),
     ({"classifier_input": "necessary and sufficient", "identity_bias": "sufficient, not necessary"},
      "a normalised signal into the classifier and branches down-weighted at initialisation were "
-     "each enough to carry a failing unit through the jump (**sufficient**); a unit that coped "
+     "each enough to bring a failing unit's rise below the original's, not told apart from full "
+     "pre-activation's (**sufficient**, by the rows' outcome rule; each row's two-part claim, "
+     "folded below, reads *inconclusive* where its second part does); a unit that coped "
      "broke without a normalised signal into the classifier (**necessary**); a unit that coped did "
      "without branches down-weighted at initialisation (**not necessary**)."),
     ({"classifier_input": "neither", "clean_path": "necessary, not sufficient"},

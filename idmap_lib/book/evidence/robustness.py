@@ -157,16 +157,13 @@ def confounds(assessed: dict, found: dict, measured: dict, test="jump", out_dir=
     return out
 
 
-def _status_runs(out_dir=None) -> list:
-    """Every recorded run of the synthesis' rows, each training once."""
-    seen, out = set(), []
+def _status_runs(out_dir=None) -> dict:
+    """{row: its recorded runs} of every row of the synthesis, at its test's scale."""
+    out = {}
     for test in OUTCOMES:
         scale = CLAIMS_BY_KEY[LR_JUMP if test == "jump" else FIG1].scale
         for r in ROWS[test]:
-            for run in seed_runs("a_swaps", r, scale, ALL_SEEDS, out_dir)[0]:
-                if run["config_hash"] not in seen:
-                    seen.add(run["config_hash"])
-                    out.append(run)
+            out[r] = seed_runs("a_swaps", r, scale, ALL_SEEDS, out_dir)[0]
     return out
 
 
@@ -214,3 +211,36 @@ def _status_history(found, assessed, out_dir=None) -> str:
                  + "; ".join(f"{_title(m.key)} would read *{old}* (today *{now}*)"
                              for m, old, now in moved))
     return said + "."
+
+
+def head_words(found: dict, measured: dict) -> str:
+    """Why a classifier input's size matters at the jump, in two sentences from the records around
+    it (the explorer's classifier panel): one SGD step moves the logits of an input x by lr x |x|^2
+    x the loss's gradient at the logits (the classifier is the one weight layer no BN follows), so
+    a tenfold lr on a large input is a large step of the head; the rows' classifier-input std and
+    their logits' std just before the jump and at its largest in the steps after, for the rows
+    below the original and those above full pre-activation."""
+    jump = recipes.config("a_swaps", ROWS["jump"][0], recipes.JUMP_PROBE)["schedule"]
+    step = jump["warmup_steps"]
+    good, bad = OUTCOMES["jump"]
+    groups = {o: [r for r in ROWS["jump"] if found["jump"][r]["outcome"] == o and r in measured]
+              for o in (good, bad)}
+    if not all(groups.values()):
+        return ""
+
+    def at(rows, key, when):
+        return [statistics.fmean(max(f[key] for f in rec if when(f["step"])) for rec in
+                                 measured[r]) for r in rows]
+    said = {o: (at(rs, "fc_input_std", lambda s: s == step),
+                at(rs, "logits_std", lambda s: s == step - 1),
+                at(rs, "logits_std", lambda s: step < s <= step + 10)) for o, rs in groups.items()}
+    g, b = said[good], said[bad]
+    return (f"**Why the classifier's input matters at the jump.** The classifier is the one weight "
+            f"layer no BN follows, and one step of SGD moves its logits for an input x by the "
+            f"learning rate times |x|² times the loss's gradient there: when the lr jumps "
+            f"{jump['base'] / jump['warmup_lr']:g}-fold, a large input makes a large step of the "
+            f"head. In the rows that rise above full pre-activation the classifier's input has std "
+            f"{_span(b[0])} at the jump and their logits' std goes from {_span(b[1])} just before "
+            f"it to {_span(b[2])} at most in the next 10 steps; in the rows below the original, "
+            f"input std {_span(g[0])}, from {_span(g[1])} to {_span(g[2])} (the explorer's "
+            f"classifier-input panel).")

@@ -332,7 +332,10 @@ def _plain(statuses: dict) -> str:
     said = []
     if enough:
         said.append(f"{listed(enough)} {'was' if len(enough) == 1 else 'were each'} enough to "
-                    f"carry a failing unit through the jump (**sufficient**)")
+                    f"bring a failing unit's rise below the original's, not told apart from full "
+                    f"pre-activation's (**sufficient**, by the rows' outcome rule; each row's "
+                    f"two-part claim, folded below, reads *inconclusive* where its second part "
+                    f"does)")
     if short:
         said.append(f"{listed(short)} did not rescue a failing unit (**not sufficient**)")
     if needed:

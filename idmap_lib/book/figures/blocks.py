@@ -33,7 +33,7 @@ def claims(keys, experiments=(), forest=None, contradictions=False) -> None:
     """Show claims `keys`: in words, in full (folded), their forest when `forest` (its title) is
     given, the contradiction notes when asked, and which runs of `experiments` ended at chance."""
     display(styled(claim_words.in_words(keys)))
-    display(Markdown(history.preregistration(keys)))
+    display(Markdown(verdicts.preregistration(keys)))
     table = verdicts.claims_table(keys)
     display(HTML(fold(styled(table).to_html())))
     if forest:

@@ -16,15 +16,14 @@ import torch
 from ...engine import paths
 from ...engine.batches import prepare_data
 from ...engine.build import build_model
-from ...engine.recipes import KERAS_PROBE, MNIST_KINDS as KINDS, mnist_configs as configs
+from ...engine.recipes import (KERAS_PROBE, MNIST_DEPTHS as DEPTHS, MNIST_KINDS as KINDS,
+                               mnist_configs as configs)
 from ...engine.results import config_hash, find_result, run_name, save_result
 from ...engine.stacked import train_stacked
 from ...models import pruning
 from ...models.introspect import residual_units
 
 EXPERIMENT = "b_mnist"
-# the order they train in: d = 100 (and then 10) settle the most claims
-DEPTHS = (100, 10, 50, 20, 2)
 PRUNE_DEPTH = 100
 # chapter 10's probe: the GResNet with Keras's defaults (recipes.KERAS_PROBE)
 PROBE_DEPTHS = (10, 100)
