@@ -199,3 +199,35 @@ def test_a_rank_tests_floor_is_the_most_extreme_order_of_its_split():
     assert rank_floor([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
     assert rank_floor([5, 4, 3, 2, 1], [10, 9, 8, 7, 6]) <= rank_test([5, 9, 3, 2, 1],
                                                                       [10, 4, 8, 7, 6])
+
+
+def test_the_rules_welch_and_rank_tests_agree_with_scipy_on_every_recorded_comparison():
+    """Issue 56: Welch's interval and p equal scipy.stats.ttest_ind(equal_var=False) on every part
+    of every claim (to 1e-12), and the exact rank test equals scipy's permutation Mann-Whitney where
+    ties are symmetric; with asymmetric ties scipy's two-sided p (twice the smaller tail) is another
+    test than the rule's (a rank sum at least as far from its expectation), so the rule keeps its
+    own, fixed before its runs."""
+    import numpy as np
+    from scipy import stats
+
+    from idmap_lib.book.evidence import claims
+    from idmap_lib.book.evidence.rule import LEVEL, rank_test
+
+    checked = 0
+    for c in claims.CLAIMS + claims.PROBES:
+        for t, r in claims.evaluate(c).parts:
+            if "xa" not in r or (r.get("test") != "ranks" and (t.kind != "better" or not r["se"])):
+                continue
+            if r.get("test") == "ranks":
+                p = stats.mannwhitneyu(r["xa"], r["xb"], method=stats.PermutationMethod(
+                    n_resamples=np.inf)).pvalue
+                assert abs(p - r["p"]) < 1e-12, c.key
+            else:
+                w = stats.ttest_ind(r["xb"], [x + t.margin for x in r["xa"]], equal_var=False)
+                ci = w.confidence_interval(2 * LEVEL - 1)
+                assert max(abs(w.pvalue - r["p"]), abs(ci.low - r["lo"]),
+                           abs(ci.high - r["hi"])) < 1e-12, c.key
+            checked += 1
+    assert checked > 50
+    xa, xb = [128, 128, 128], [128, 128, 5, 5, 128]  # asymmetric ties: two different tests
+    assert rank_test(xa, xb) == pytest.approx(13 / 28)
