@@ -52,8 +52,10 @@ def test_stacked_module_is_exactly_the_nets_it_stacks():
 
 def test_stacked_training_equals_each_run_alone(mnist, tmp_path):
     """Each window's loss within 0.5 % in float32: batched and single matrix products round apart
-    and training carries it (0.14 % by step 12 on an AMX Xeon, below 1e-4 nats on the AMD EPYC);
-    a stack that mixed two nets' weights or steps would be off by far more."""
+    and training carries it (0.14 % by step 12 on an AMX Xeon; below 1e-4 nats on the AVX-512 AMD
+    EPYC, and below 0.001 % with 0 examples apart at AVX2, emulated there with
+    ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2, 2026-12-06); a stack that mixed two nets'
+    weights or steps would be off by far more."""
     cfgs = [tiny(k, s) for k in KINDS for s in (0, 1)]
     results, nets = train_stacked(cfgs, data=mnist, out_dir=tmp_path / "stacked", progress=False)
     for cfg, r in zip(cfgs, results):
@@ -62,11 +64,14 @@ def test_stacked_training_equals_each_run_alone(mnist, tmp_path):
         for a, b in zip(r["history"]["train"], alone["history"]["train"]):
             assert a["step"] == b["step"]
             assert a["train_loss"] == pytest.approx(b["train_loss"], rel=5e-3)
-            # (an example or two on the boundary may flip, here and in the test set)
-            assert a["train_err"] == pytest.approx(b["train_err"], abs=2 / 128 + 1e-9)
+            # (an example or two on the boundary may flip, here and in the test set: measured two
+            # on the Xeon, none on the EPYC at AVX-512 or AVX2; so 16 of a window's 512 examples and
+            # 10 of the test set's 200, which a few flips cannot cross and a net scored against
+            # another's labels, ~0.5 off, cannot pass)
+            assert a["train_err"] == pytest.approx(b["train_err"], abs=16 / 512 + 1e-9)
         assert [h["step"] for h in r["history"]["test"]] == [8, 14]
         assert r["final"]["test_err"] == pytest.approx(alone["final"]["test_err"],
-                                                       abs=1e-9 + 2 / 200)
+                                                       abs=1e-9 + 10 / 200)
         assert r["final"]["test_loss"] == pytest.approx(alone["final"]["test_loss"], rel=5e-3)
         assert ("gates_k" in r["final"]) == (cfg["model"]["kwargs"]["kind"] == "gresnet")
         if "gates_k" in r["final"]:
