@@ -117,7 +117,7 @@ def repository_url(root: Path = ROOT) -> str:
 
 
 def site_url(root: Path = ROOT) -> str:
-    """The published site's address: GitHub Pages of the repository (README, "Publishing"), ending
+    """The published site's address: GitHub Pages of the repository (docs/publishing.md), ending
     in '/'."""
     owner, repo = repository_url(root).rstrip("/").split("/")[-2:]
     return f"https://{owner.lower()}.github.io/{repo}/"
