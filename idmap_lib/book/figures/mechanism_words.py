@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..evidence import mechanisms, synthesis
+from ..evidence import mechanisms
 from ..page.prose import sci
 from .mechanism_figures import over_seeds, span, verdicts, weight_input_summary
 
@@ -79,8 +79,8 @@ largest-to-smallest ratio more than 2 times smaller, at both depths, at initiali
 last forward recorded), is **{verdict}**.
 
 **What it says, and what it does not.** Of the three units, the one with normalised inputs to every
-weight layer, and a normalised input to the classifier, is the one that trains through the lr jump:
-properties it shares with the outcome, not a test of cause. The swaps of [Why pre-activation
+weight layer, and a normalised input to the classifier, is the one whose rise at the lr jump is
+lowest: properties it shares with the outcome, not a test of cause. The swaps of [Why pre-activation
 helps](09_why_preactivation.ipynb) change one part at a time; when this page was built:
 {synthesis_words} An argued caveat: a weight layer followed by BN (every weight layer of the
 original and of the ReLU-only pre-activation unit) is blind to the scale of its input in the forward
@@ -178,4 +178,5 @@ def weight_inputs(out_dir=None) -> tuple[str, str]:
     the swaps say)."""
     w = weight_input_summary(out_dir=out_dir)
     verdict = verdicts(out_dir=out_dir)["m_normalised_weight_inputs"]
-    return headline(w), in_full(w, verdict, synthesis.in_words())
+    # the swaps' statuses are said once, on their page (linked above), never pasted here
+    return headline(w), in_full(w, verdict, "that page says which part each swap decided.")
