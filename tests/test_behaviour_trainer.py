@@ -16,11 +16,11 @@ from support import SHARED, tiny_mnist as tiny, untimed
 
 RESULT_KEYS = {"config", "config_hash", "training_hash", "status", "fail", "final", "history",
                "first_steps", "seed", "dataset_source", "precision",
-               "channels_last", "compiled", "cuda_graph", "deterministic"}
+               "channels_last", "compiled", "cuda_graph", "deterministic", "segments"}
 CHECKPOINT_KEYS = {"format", "config", "config_hash", "world_size", "device_type", "precision",
                    "step", "model",
                    "optimizer", "scheduler", "scaler", "rng", "data", "acc", "first", "history",
-                   "elapsed", "status", "fail", "moves"}
+                   "elapsed", "status", "fail", "moves", "segments"}
 
 
 def quiet(cfg, mnist, **kw):
@@ -35,6 +35,9 @@ def test_a_finished_result_holds_what_the_book_reads(mnist, tmp_path):
               on_log=lambda h: seen.append((len(h["train"]), len(h["test"]))))
     wall = time.perf_counter() - t0
     assert set(r) == RESULT_KEYS | set(provenance(torch.device("cpu"), 1)) | {"path"}
+    # one process trained it: one segment, every step, with this tree's provenance
+    assert [s["steps"] for s in r["segments"]] == [[0, cfg["steps"]]]
+    assert r["segments"][0]["library_sha256"] == r["library_sha256"]
     assert (r["status"] == "ok" and r["fail"] is None and r["config"] == cfg
             and r["config_hash"] == config_hash(cfg))
     assert r["training_hash"] == training_hash(cfg) != r["config_hash"]
