@@ -152,3 +152,22 @@ def test_the_firmness_and_the_heads_step_are_said_from_the_records():
             assert f"*{other}* without seed {seed} of" in said
     head = robustness.head_words(found, explorer.rows_measured())
     assert head.startswith("**Why the classifier's input matters at the jump.**")
+
+
+def test_once_the_separating_swap_is_recorded_the_headline_says_what_it_decided(monkeypatch):
+    """The confound stays in the headline until the separating swap's seeds are all recorded; then
+    the headline says each part apart, with its verdict."""
+    from idmap_lib.book.evidence import claims as c
+
+    key = "swap_jump_separates_zero_gamma"
+    v = c.Verdict(c.CLAIMS_BY_KEY[key], "reproduced", [], [], [], [])
+    monkeypatch.setattr(robustness, "evaluate", lambda claim, **k: v)
+    found = {"jump": {robustness.SEPARATING: {"outcome": "in between", "below": "reproduced",
+                                              "above": "reproduced"}}}
+    said = robustness.separated(found)
+    assert said == ("**Separated:** with the original's classifier input, branches off at init "
+                    "still bring the rise below the original's (*reproduced*), not to full "
+                    "pre-activation's (*reproduced*), and zero gamma's own small classifier input "
+                    "lowers the rise further (*reproduced*).")
+    v.missing = [(robustness.SEPARATING, [4])]
+    assert robustness.separated(found) == ""

@@ -152,15 +152,13 @@ def test_a_blown_up_rise_is_drawn_at_the_axis_edge_and_keeps_its_value(monkeypat
       "identity_bias": "sufficient; necessity not tested here",
       "clean_path": "not testable at this scale"},
      "a normalised signal into the classifier and branches down-weighted at initialisation were "
-     "each enough to bring a failing unit's rise below the original's, not told apart from full "
-     "pre-activation's (**sufficient**, by the rows' outcome rule; each row's two-part claim, "
-     "folded below, reads *inconclusive* where its second part does); the swaps do not yet "
+     "each enough to bring a failing unit's rise below the original's (**sufficient**; their "
+     "claims read *inconclusive*: not told apart from full pre-activation); the swaps do not yet "
      "show that a unit needs either."),
     ({"classifier_input": "necessary and sufficient", "identity_bias": "sufficient, not necessary"},
      "a normalised signal into the classifier and branches down-weighted at initialisation were "
-     "each enough to bring a failing unit's rise below the original's, not told apart from full "
-     "pre-activation's (**sufficient**, by the rows' outcome rule; each row's two-part claim, "
-     "folded below, reads *inconclusive* where its second part does); a unit that coped "
+     "each enough to bring a failing unit's rise below the original's (**sufficient**; their "
+     "claims read *inconclusive*: not told apart from full pre-activation); a unit that coped "
      "broke without a normalised signal into the classifier (**necessary**); a unit that coped did "
      "without branches down-weighted at initialisation (**not necessary**)."),
     ({"classifier_input": "neither", "clean_path": "necessary, not sufficient"},
@@ -189,13 +187,13 @@ def test_the_answer_says_what_is_still_open(monkeypatch):
     assert ("**Still open:** the clean additive path, normalised inputs to every convolution and "
             "less ReLU truncation as depth grows (not testable at this scale); a normalised signal "
             "into the classifier and branches down-weighted at initialisation (the swaps' runs do "
-            "not decide yet); {} of {} rows (the table says which).".format(
+            "not decide yet); {} of {} rows (in the table).".format(
                 len(synthesis.PROPERTIES) - 4, len(synthesis.PROPERTIES))) in said
     assert "no part swapped alone has decided anything yet" in said
     decided = {t: {r: {"outcome": synthesis.OUTCOMES[t][0]} for r in synthesis.ROWS[t]}
                for t in synthesis.OUTCOMES}
     said = synthesis.answer(found=decided)
-    assert "rows (the table says which)" not in said
+    assert "rows (in the table)" not in said
     # (zero gamma's parent copes here: adding it cannot show sufficiency, so it stays open)
     assert said.endswith("(not testable at this scale); branches down-weighted at initialisation "
                          "(the swaps' runs do not decide yet).")

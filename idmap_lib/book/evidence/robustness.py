@@ -145,16 +145,36 @@ def confounds(assessed: dict, found: dict, measured: dict, test="jump", out_dir=
         rows = s["rescued"] + s["broke"] + s["not_rescued"] + s["kept"]
         if rows and all(std.get(r) is not None and std[r] < small and
                         NORMALISED not in PROPERTIES[r] for r in rows):
-            out[m.key] = (
-                f"**Confounded:** {listed([words('a_swaps', r) for r in rows])} also "
-                f"{'reads' if len(rows) == 1 else 'read'} a classifier input as small as a "
-                f"normalised one (std {_span([std[r] for r in rows])} at the jump; "
-                f"{_span(norm)} with a BN-ReLU before the pool, {_span(failing)} in every row "
-                f"that fails at the jump), so {m.title[0].lower() + m.title[1:]} cannot be told "
-                f"from a small classifier input until the swap that separates them, "
-                f"{words('a_swaps', SEPARATING)}, decides ({seps} of {len(ALL_SEEDS)} seeds "
-                f"recorded).")
+            said = (f"{'its one row' if len(rows) == 1 else 'its rows'} "
+                    f"({listed([words('a_swaps', r) for r in rows])}) also "
+                    f"{'has' if len(rows) == 1 else 'have'} a small classifier input (std "
+                    f"{_span([std[r] for r in rows])} at the jump, {_span(failing)} where units "
+                    f"fail)")
+            out[m.key] = (separated(found, out_dir) or
+                          f"**Confounded:** {said}; the separating swap has {seps} of "
+                          f"{len(ALL_SEEDS)} seeds.")
     return out
+
+
+def separated(found: dict, out_dir=None) -> str:
+    """What the separating swap decided, once all its seeds are recorded ("" before): its row's two
+    comparisons (with the original's classifier input, do branches off at init still bring the
+    rise below the original's, and is it above full pre-activation's?) and its own claim (does zero
+    gamma rise less than itself with that input?), each with its verdict."""
+    key = "swap_jump_separates_zero_gamma"
+    v = evaluate(CLAIMS_BY_KEY[key], out_dir=out_dir)
+    row = found["jump"].get(SEPARATING)
+    if v.missing or not row or v.verdict not in ("reproduced", "contradicted", "inconclusive"):
+        return ""
+    below, above = row["below"], row["above"]
+    small = {"reproduced": "lowers the rise further", "contradicted": "raises it",
+             "inconclusive": "is not told apart from it"}[v.verdict]
+    return (f"**Separated:** with the original's classifier input, branches off at init "
+            f"{'still bring' if below == 'reproduced' else 'do not bring'} the rise below the "
+            f"original's (*{below}*)"
+            + (f", not to full pre-activation's (*{above}*)," if above == "reproduced"
+               else f", above full pre-activation's *{above}*,")
+            + f" and zero gamma's own small classifier input {small} (*{v.verdict}*).")
 
 
 def _status_runs(out_dir=None) -> dict:

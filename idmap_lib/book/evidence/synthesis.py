@@ -332,10 +332,8 @@ def _plain(statuses: dict) -> str:
     said = []
     if enough:
         said.append(f"{listed(enough)} {'was' if len(enough) == 1 else 'were each'} enough to "
-                    f"bring a failing unit's rise below the original's, not told apart from full "
-                    f"pre-activation's (**sufficient**, by the rows' outcome rule; each row's "
-                    f"two-part claim, folded below, reads *inconclusive* where its second part "
-                    f"does)")
+                    f"bring a failing unit's rise below the original's (**sufficient**; their "
+                    f"claims read *inconclusive*: not told apart from full pre-activation)")
     if short:
         said.append(f"{listed(short)} did not rescue a failing unit (**not sufficient**)")
     if needed:
@@ -354,7 +352,7 @@ def answer(assessed=None, found=None, out_dir=None, float32="", notes=None) -> s
     reference rows' outcomes), what the swaps decided of each mechanism in plain words
     (``_plain``) with `float32` beside it (precision.swap_words: the same swaps in float32), and
     what is still open: the mechanisms no swap tests here or decides yet, the rows undecided or
-    missing, in a paragraph of its own. `notes`: {mechanism key: sentence} said right after the
+    missing, last. `notes`: {mechanism key: sentence} said right after the
     swaps' verdict (robustness.confounds: a status that rests on a confounded row carries it)."""
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
@@ -374,9 +372,9 @@ def answer(assessed=None, found=None, out_dir=None, float32="", notes=None) -> s
                if o["outcome"] in ("not run yet", "open")]
     rest = ([f"{listed(untested)} (not testable at this scale)"] if untested else []) + (
         [f"{listed(undecided)} (the swaps' runs do not decide yet)"] if undecided else []) + (
-        [f"{len(waiting)} of {sum(map(len, ROWS.values()))} rows (the table says which)"]
+        [f"{len(waiting)} of {sum(map(len, ROWS.values()))} rows (in the table)"]
         if waiting else [])
     why = " ".join([f"**Why, one part swapped at a time:** {_plain(statuses)}",
                     *(notes or {}).values()])
-    still = f"\n\n**Still open:** {'; '.join(rest)}." if rest else ""
+    still = f" **Still open:** {'; '.join(rest)}." if rest else ""
     return f"**What it buys.** {buys} {why} {float32}".strip() + still
