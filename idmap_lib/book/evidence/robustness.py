@@ -62,17 +62,18 @@ def fragile(test="jump", out_dir=None, found=None) -> dict:
     found = found or outcomes(test, out_dir)
     verdicts = {k: evaluate(CLAIMS_BY_KEY[k], out_dir=out_dir) for k in set(_keys(test).values())}
     said = {k: [p[1]["verdict"] for p in v.parts] for k, v in verdicts.items()}
-    base = {m.key: assess(m, {test: found} | {t: {} for t in OUTCOMES if t != test})[test]["status"]
-            for m in MECHANISMS if m.prop}
-    out = {k: [] for k in base}
+    props = {m.key: m.prop for m in MECHANISMS if m.prop}
+    base = {k: status(p, found, test)["status"] for k, p in props.items()}
+    out = {k: [] for k in props}
     runs = sorted({(v, s) for V in verdicts.values() for v, s, _ in V.fragile_parts})
     for v, s in runs:
         parts = {k: next((p for vv, ss, p in verdicts[k].fragile_parts if (vv, ss) == (v, s)),
                          said[k]) for k in verdicts}
         without = _found_from(parts, found, test)
-        for m in MECHANISMS:
-            if m.prop and status(m.prop, without, test)["status"] != base[m.key]:
-                out[m.key].append((v, s, status(m.prop, without, test)["status"]))
+        for k, p in props.items():
+            moved = status(p, without, test)["status"]
+            if moved != base[k]:
+                out[k].append((v, s, moved))
     return out
 
 
