@@ -166,8 +166,8 @@ def test_once_the_separating_swap_is_recorded_the_headline_says_what_it_decided(
                                               "above": "reproduced"}}}
     said = robustness.separated(found)
     assert said == ("**Separated:** with the original's classifier input, branches off at init "
-                    "still bring the rise below the original's (*reproduced*), not to full "
-                    "pre-activation's (*reproduced*), and zero gamma's own small classifier input "
-                    "lowers the rise further (*reproduced*).")
+                    "still cut the rise below the original's (*reproduced*), not to full "
+                    "pre-activation's (*reproduced*); zero gamma's small classifier input cuts it "
+                    "further (*reproduced*).")
     v.missing = [(robustness.SEPARATING, [4])]
     assert robustness.separated(found) == ""

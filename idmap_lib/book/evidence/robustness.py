@@ -25,6 +25,7 @@ from ...engine import recipes
 from .claim_words import listed, words
 from .claims import CLAIMS_BY_KEY, evaluate
 from .history import STATUSES, record
+from .rule import TESTED
 from .runs import seed_runs
 from .seeds import ALL_SEEDS
 from .synthesis import (FIG1, LR_JUMP, MECHANISMS, OUTCOMES, PROPERTIES, REFERENCE, ROWS, assess,
@@ -165,17 +166,17 @@ def separated(found: dict, out_dir=None) -> str:
     key = "swap_jump_separates_zero_gamma"
     v = evaluate(CLAIMS_BY_KEY[key], out_dir=out_dir)
     row = found["jump"].get(SEPARATING)
-    if v.missing or not row or v.verdict not in ("reproduced", "contradicted", "inconclusive"):
+    below, above = (row or {}).get("below"), (row or {}).get("above")
+    if v.missing or v.verdict not in TESTED or below not in TESTED or above not in TESTED:
         return ""
-    below, above = row["below"], row["above"]
-    small = {"reproduced": "lowers the rise further", "contradicted": "raises it",
+    small = {"reproduced": "cuts it further", "contradicted": "raises it",
              "inconclusive": "is not told apart from it"}[v.verdict]
     return (f"**Separated:** with the original's classifier input, branches off at init "
-            f"{'still bring' if below == 'reproduced' else 'do not bring'} the rise below the "
+            f"{'still cut' if below == 'reproduced' else 'do not cut'} the rise below the "
             f"original's (*{below}*)"
-            + (f", not to full pre-activation's (*{above}*)," if above == "reproduced"
-               else f", above full pre-activation's *{above}*,")
-            + f" and zero gamma's own small classifier input {small} (*{v.verdict}*).")
+            + (f", not to full pre-activation's (*{above}*);" if above == "reproduced"
+               else f", above full pre-activation's *{above}*;")
+            + f" zero gamma's small classifier input {small} (*{v.verdict}*).")
 
 
 def _status_runs(out_dir=None) -> dict:

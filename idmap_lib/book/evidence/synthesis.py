@@ -362,8 +362,9 @@ def answer(assessed=None, found=None, out_dir=None, float32="", notes=None) -> s
     full, orig = (plain("jump", r) for r in ("full_preact-110", "original-110"))
     start, slow = (plain("start", r) for r in ("full_preact-1001", "original-1001"))
     buys = (f"At this scale full pre-activation {full} and the original unit "
-            f"{orig.replace(' the jump', ' it')}; at 1001 layers pre-activation {start} and the "
-            f"original {slow}.")
+            f"{orig.replace(' the jump', ' it')}; at 1001 layers pre-activation {start}"
+            + (" than the original." if (start, slow) == SHORT_OUTCOMES["start"] else
+               f" and the original {slow}."))
     statuses = {m.key: assessed[m.key]["jump"]["status"] for m in MECHANISMS}
     untested = [_lower(m.title) for m in MECHANISMS
                 if statuses[m.key] == "not testable at this scale"]
