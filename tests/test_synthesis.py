@@ -187,13 +187,13 @@ def test_the_answer_says_what_is_still_open(monkeypatch):
     assert ("**Still open:** the clean additive path, normalised inputs to every convolution and "
             "less ReLU truncation as depth grows (not testable at this scale); a normalised signal "
             "into the classifier and branches down-weighted at initialisation (the swaps' runs do "
-            "not decide yet); {} of {} rows (in the table).".format(
+            "not decide yet); {} of {} rows.".format(
                 len(synthesis.PROPERTIES) - 4, len(synthesis.PROPERTIES))) in said
     assert "no part swapped alone has decided anything yet" in said
     decided = {t: {r: {"outcome": synthesis.OUTCOMES[t][0]} for r in synthesis.ROWS[t]}
                for t in synthesis.OUTCOMES}
     said = synthesis.answer(found=decided)
-    assert "rows (in the table)" not in said
+    assert " rows." not in said
     # (zero gamma's parent copes here: adding it cannot show sufficiency, so it stays open)
     assert said.endswith("(not testable at this scale); branches down-weighted at initialisation "
                          "(the swaps' runs do not decide yet).")

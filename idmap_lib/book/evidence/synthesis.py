@@ -373,7 +373,7 @@ def answer(assessed=None, found=None, out_dir=None, float32="", notes=None) -> s
                if o["outcome"] in ("not run yet", "open")]
     rest = ([f"{listed(untested)} (not testable at this scale)"] if untested else []) + (
         [f"{listed(undecided)} (the swaps' runs do not decide yet)"] if undecided else []) + (
-        [f"{len(waiting)} of {sum(map(len, ROWS.values()))} rows (in the table)"]
+        [f"{len(waiting)} of {sum(map(len, ROWS.values()))} rows"]
         if waiting else [])
     why = " ".join([f"**Why, one part swapped at a time:** {_plain(statuses)}",
                     *(notes or {}).values()])
