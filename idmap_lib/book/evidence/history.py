@@ -165,3 +165,13 @@ def preregistration(keys, out_dir=None) -> str:
         said.append(f"At commit {form.commit} ({_day(form.date)}), {form.what}: "
                     + ", ".join(each) + "." + tail)
     return " ".join(said)
+
+
+RULES = "When each test took its present rule, against when its runs were recorded"
+
+
+def folded(markdown: str, label: str = RULES) -> str:
+    """`markdown` folded under `label` in the book's fold style (a details element; its Markdown
+    still rendered), so that a page's length does not grow with what a reader opens on demand."""
+    return (f'<details class="admonition hide above-output idmap-fold"><summary><p '
+            f'class="admonition-title">{label}</p></summary>\n\n{markdown}\n\n</details>')

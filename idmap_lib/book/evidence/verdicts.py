@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...engine import recipes
 from . import claim_words as cw, claims, paper_numbers
 from .claim_words import compared
-from .history import preregistration  # noqa: F401  (said beside every claims table)
+from .history import folded, preregistration  # noqa: F401  (said beside every claims table)
 from .metrics import AT_CHANCE, METRIC_WORDS, PERCENT, ended_at_chance, shown_as
 from .rule import ABOUT, NEEDS_FULL, VERDICTS, side_of, tests_in_words
 from .runs import seed_runs
@@ -271,11 +271,9 @@ def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None)
         out.append("Ended at chance **at this scale only**: " + ", ".join(schedule)
                    + ". The paper trains these "
                    "to a low error, so this is the short run's kind of failure, not the paper's: "
-                   "such a run did not train, and every comparison counts it as what it measured, "
-                   "on both sides alike (the claims table says how many, under *did not train*): a "
-                   "verdict it carries says the row did not start at this scale, not how slowly "
-                   "the paper's would. What happened to each seed at the lr change is said below "
-                   "the curves.")
+                   "such a run did not train; every comparison counts it as measured, on both "
+                   "sides alike (the claims table counts it, under *did not train*). What happened "
+                   "to each seed at the lr change is said below the curves.")
     if out:  # what "at chance" means here: the training loss, not the test error
         out.append(f"*At chance*: the run diverged, or its final training loss is within "
                    f"{100 * (1 - AT_CHANCE):.0f} % "

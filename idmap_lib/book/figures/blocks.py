@@ -10,13 +10,17 @@ Headings and the number-free prose around them stay Markdown in the chapter.
 """
 from __future__ import annotations
 
+import html
+import re
+
 from IPython.display import HTML, Markdown, display
 
 from ..evidence import claim_words, variants, verdicts
 from ..evidence.tables import styled
 from . import forest as forest_figure, full_recipe as recipe
 
-FOLD = "The claims in full: tests, d with its interval, each part's evidence"
+FOLD = ("The claims in full: when each test took its rule, the tests, d with its interval, each "
+        "part's evidence")
 NO_STUCK = "No recorded run of this page ended at chance."
 
 
@@ -33,9 +37,11 @@ def claims(keys, experiments=(), forest=None, contradictions=False) -> None:
     """Show claims `keys`: in words, in full (folded), their forest when `forest` (its title) is
     given, the contradiction notes when asked, and which runs of `experiments` ended at chance."""
     display(styled(claim_words.in_words(keys)))
-    display(Markdown(verdicts.preregistration(keys)))
     table = verdicts.claims_table(keys)
-    display(HTML(fold(styled(table).to_html())))
+    # in the fold, above the table: when each test took its rule, against its runs' dates
+    rules = "<p>" + re.sub(r"\*([^*]+)\*", r"<em>\1</em>",
+                           html.escape(verdicts.preregistration(keys))) + "</p>"
+    display(HTML(fold(rules + styled(table).to_html())))
     if forest:
         forest_figure.forest(keys, title=forest).show()
     if contradictions:

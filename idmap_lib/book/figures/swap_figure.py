@@ -88,10 +88,10 @@ def key_figure(out_dir=None):
 
 
 def key_figure_caption(values) -> str:
-    """Under the figure: its text alternative, then how to read its markers (the runs' length from
-    their recipe)."""
+    """Under the figure: how to read its markers (the runs' length from their recipe); the medians
+    are the figure's text alternative (``key_figure_alt``, its ``meta.alt``), not repeated here."""
     steps = recipes.config("a_swaps", ROWS["start"][0], CLAIMS_BY_KEY[FIG1].scale)["steps"]
-    return (f"{key_figure_alt(values)} One marker a seed, in its unit's colour; a swapped unit in "
+    return (f"One marker a seed, in its unit's colour; a swapped unit in "
             f"its parent's colour with its own marker. Top: a cross is a run stuck at chance "
             f"before the jump (no rise to read); a triangle at the right edge, a rise beyond "
             f"{RISE_MAX:,.0f} nats (the loss blew up). Bottom: a hollow marker never got below 80 "
