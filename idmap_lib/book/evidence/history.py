@@ -172,6 +172,8 @@ RULES = "When each test took its present rule, against when its runs were record
 
 def folded(markdown: str, label: str = RULES) -> str:
     """`markdown` folded under `label` in the book's fold style (a details element; its Markdown
-    still rendered), so that a page's length does not grow with what a reader opens on demand."""
+    still rendered; a wide table in it scrolls inside the fold), so that a page's length does not
+    grow with what a reader opens on demand."""
     return (f'<details class="admonition hide above-output idmap-fold"><summary><p '
-            f'class="admonition-title">{label}</p></summary>\n\n{markdown}\n\n</details>')
+            f'class="admonition-title">{label}</p></summary>\n<div style="max-width: 100%; '
+            f'overflow-x: auto">\n\n{markdown}\n\n</div>\n</details>')
