@@ -25,12 +25,10 @@ NO_STUCK = "No recorded run of this page ended at chance."
 
 
 def fold(html: str, label: str = FOLD) -> str:
-    """`html` folded under `label`: a details element (the book's fold style; a native fold in
-    Jupyter and Colab, where a cell's hide tags do nothing), opened by a click or Enter; a wide
-    table in it scrolls inside the fold (the fold itself clips)."""
-    return (f'<details class="admonition hide above-output idmap-fold"><summary><p '
-            f'class="admonition-title">{label}</p></summary><div style="max-width: 100%; '
-            f'overflow-x: auto">{html}</div></details>')
+    """`html` folded under `label`: the book's one fold (history.folded: a details element, a native
+    fold in Jupyter and Colab, where a cell's hide tags do nothing; a wide table in it scrolls
+    inside the fold)."""
+    return verdicts.folded(html, label)
 
 
 def claims(keys, experiments=(), forest=None, contradictions=False) -> None:
