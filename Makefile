@@ -51,7 +51,7 @@ book: setup vendor
 $(CHROMIUM):
 	apt-get update && apt-get install -y chromium
 
-# The batch grader runs each student's notebook inside bubblewrap (idmap_lib/checks/sandbox.py).
+# The batch grader runs each student's notebook inside bubblewrap (idmap_class/sandbox.py).
 $(BWRAP):
 	apt-get update && apt-get install -y bubblewrap
 

@@ -2,8 +2,8 @@
 Residual Networks") and Savarese et al. 2016 (Paper B, "Learning Identity Mappings with Residual
 Gates"), with the trainer and the helpers the book's chapters use.
 
-Where things live: four layers, each a folder, none importing a layer above it
-(tests/test_layers.py)
+This package is the library that trains, and only that: two layers, each a folder, the second on
+the first (tests/test_layers.py)
 - models/: registry.py (variant names), units.py (Fig 4 units, Paper B gates), shortcuts.py (Fig 2
   shortcuts), networks.py (CIFAR, Wide and ImageNet ResNets), mlp.py (Paper B MNIST nets), init.py
   (He init), introspect.py (units, gates, identity point, layouts), pruning.py (removing blocks);
@@ -11,13 +11,12 @@ Where things live: four layers, each a folder, none importing a layer above it
   training loop) with its steppers solo.py, fused.py (N runs of one architecture as one network) and
   stacked.py (Paper B's MNIST nets as one), trainer.py (``train``, ``run``), checkpoint.py,
   results.py, distributed.py, bench.py;
-- book/ (on both; what the chapters call), in five rooms: page/ (setup, prose, figure style), maths/
-  (sympy derivations, probes), evidence/ (claims, the rule, metrics, runs, verdicts, synthesis),
-  plan/ (what to train next), figures/; ``from idmap_lib.book import say, claims`` reaches any of
-  them by its short name;
-- checks/ (on the book): the exercise graders, the student editions and batch grading (``python -m
-  idmap_lib.checks``).
-On top: this file (the ``im.`` API below) and cli.py (``python -m idmap_lib``).
+on top: this file (the ``im.`` API below) and cli.py (``python -m idmap_lib train|list|bench``).
+
+Built on it, each its own package: ``idmap_book`` (what the chapters call: the claims, the rule,
+the evidence, prose and figures; ``python -m idmap_book sweep|mnist``) and ``idmap_class`` (the
+exercise graders, the student editions, batch grading; ``python -m idmap_class``). Nothing here
+imports them; their old paths (``idmap_lib.book``, ``idmap_lib.checks``) forward for one release.
 """
 from .models import (BLOCKS, FINALS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, gates,
                      imagenet_resnet, make_unit, mlp,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.checks import ablations, effects
+from idmap_class import ablations, effects
 from idmap_lib.engine.results import find_result
 
 ROOT = Path(__file__).resolve().parents[1]

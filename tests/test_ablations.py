@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.checks import ablation_grading, ablations, editions
+from idmap_class import ablation_grading, ablations, editions
 from idmap_lib.engine.results import config_hash
 
 ROOT = Path(__file__).resolve().parents[1]

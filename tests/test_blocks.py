@@ -1,9 +1,9 @@
-"""The blocks chapters 7-10 repeat (idmap_lib.book.figures.blocks): one call shows the claims in
+"""The blocks chapters 7-10 repeat (idmap_book.figures.blocks): one call shows the claims in
 words, then in full under a fold, the forest and the notes, in that order; the full recipe's words
 and curves from one reading of its runs."""
 import pytest
 
-from idmap_lib.book.figures import blocks
+from idmap_book.figures import blocks
 
 KEYS = ["t1_identity_best", "t1_fail_rows_far_behind"]
 
@@ -37,7 +37,7 @@ def test_the_claims_block_shows_words_then_the_folded_table_then_the_forest_and_
 
 
 def test_the_full_recipe_block_reads_its_runs_once(shown, monkeypatch):
-    from idmap_lib.book.figures import full_recipe
+    from idmap_book.figures import full_recipe
 
     reads, real = [], full_recipe.full_recipe_runs
     monkeypatch.setattr(full_recipe, "full_recipe_runs",
@@ -53,7 +53,7 @@ def test_the_full_recipe_block_reads_its_runs_once(shown, monkeypatch):
 def test_open_claims_words_names_what_each_scale_leaves_open(monkeypatch):
     import pandas as pd
 
-    from idmap_lib.book.evidence import claim_words, rule, verdicts
+    from idmap_book.evidence import claim_words, rule, verdicts
 
     k1, k2, k3 = "b_plain_breaks_deep", "b_gresnet_beats_resnet", "b_gated_wrn_better"
     said = {k1: "reproduced", k2: "inconclusive", k3: rule.NEEDS_FULL}
@@ -70,8 +70,8 @@ def test_open_claims_words_names_what_each_scale_leaves_open(monkeypatch):
 
 
 def test_the_run_yourself_cell_trains_only_when_asked(monkeypatch):
-    from idmap_lib.book.figures import live, yourself
-    from idmap_lib.book.plan import mnist_grid, sweep
+    from idmap_book.figures import live, yourself
+    from idmap_book.plan import mnist_grid, sweep
 
     calls = []
     monkeypatch.setattr(yourself, "show", lambda *a, **k: calls.append(("show", a[0])))
@@ -88,7 +88,7 @@ def test_the_run_yourself_cell_trains_only_when_asked(monkeypatch):
 
 
 def test_training_what_is_missing_trains_paper_bs_mnist_nets_a_depth_at_a_time(monkeypatch):
-    from idmap_lib.book.plan import mnist_grid, sweep
+    from idmap_book.plan import mnist_grid, sweep
 
     depths = []
     monkeypatch.setattr(mnist_grid, "train_depth",

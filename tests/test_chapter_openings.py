@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fake_runs import save
-from idmap_lib.book.evidence import claim_words, claims, rule
+from idmap_book.evidence import claim_words, claims, rule
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CHAPTERS = ["07_shortcuts", "08_activations", "09_depth", "10_gates"]
@@ -172,7 +172,7 @@ def test_a_chapters_title_is_plain_text_and_a_figure_number_is_never_e_notation(
     \\mathrm{ReLU}\\) hurts'); a slider's title read '2.1e+04' where every other step reads
     x10^n."""
     import nbformat
-    from idmap_lib.book.figures import slider_figures
+    from idmap_book.figures import slider_figures
 
     for nb_path in sorted(Path(__file__).resolve().parents[1].glob("book/[0-9]*.ipynb")):
         first = next(c for c in nbformat.read(nb_path, as_version=4).cells
@@ -205,7 +205,7 @@ def test_the_books_own_hypotheses_are_supported_never_reproduced(tmp_path):
     """Issue 42.6: chapter 10 said 'reproduced' for the book's own Keras hypotheses."""
     from fake_runs import mnist_run
     from idmap_lib.engine import results
-    from idmap_lib.book.evidence import tables
+    from idmap_book.evidence import tables
 
     for seed in range(3):
         results.save_result(mnist_run("gresnet_keras-d10", seed, test_err=0.010 + seed / 1000),

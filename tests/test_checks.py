@@ -1,4 +1,4 @@
-"""The exercise graders (idmap_lib.checks) pass the reference solutions and catch typical wrong
+"""The exercise graders (idmap_class) pass the reference solutions and catch typical wrong
 answers with the right hint. (The editions and batch grading: test_editions.py.)"""
 import json
 import math
@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from idmap_lib import checks
+import idmap_class as checks
 
 
 
@@ -272,7 +272,7 @@ def test_links_and_special_files_a_notebook_made_are_removed_unread(tmp_path):
     the instructor's, a hard link and a pipe are removed without being followed; plain files and
     folders stay."""
     import os
-    from idmap_lib.checks import unpack
+    from idmap_class import unpack
 
     secret = tmp_path / "secret"
     secret.write_text("instructor only")
@@ -308,7 +308,7 @@ def test_extract_reads_the_values_after_the_last_cell_and_writes_its_status(tmp_
                        "args": ["'x'", "None", "answers", "None"]}]}
     out = tmp_path / "values.json"
     # (issue 60: the plan on the command line, never a file in the sandbox)
-    done = subprocess.run([sys.executable, "-m", "idmap_lib.checks.extract", str(path),
+    done = subprocess.run([sys.executable, "-m", "idmap_class.extract", str(path),
                            json.dumps(plan), str(out)], capture_output=True, text=True,
                           timeout=1200)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -322,7 +322,7 @@ def test_extract_reads_the_values_after_the_last_cell_and_writes_its_status(tmp_
 def test_grading_refuses_at_once_where_the_sandbox_cannot_import_the_library(tmp_path, monkeypatch):
     """Issue 45.5: an environment whose editable install points elsewhere gave every honest student
     0/6."""
-    from idmap_lib.checks import batch, sandbox
+    from idmap_class import batch, sandbox
 
     (tmp_path / "alice.ipynb").write_text("{}")
     monkeypatch.setattr(sandbox, "run",
@@ -341,7 +341,7 @@ def test_grading_refuses_at_once_where_the_sandbox_cannot_import_the_library(tmp
 def test_feedback_never_echoes_a_long_answer_value():
     """Issue 45.3: an answer built from the host name and a listing of /etc came back whole in the
     feedback."""
-    from idmap_lib.checks import ablation_grading as g
+    from idmap_class import ablation_grading as g
 
     leak = "host-x:" + "ssh_host_rsa_key " * 20
     assert len(g.shown(leak)) == g.SHOWN_CHARS and g.shown(0.25) == "0.25"
@@ -354,7 +354,7 @@ def test_a_book_run_relabelled_with_its_first_steps_retrained_is_caught_by_its_l
     seed with those steps trained again passed it. Its later windows still equal the book run's;
     another seed's never do."""
     import copy
-    from idmap_lib.checks import batch, spotcheck
+    from idmap_class import batch, spotcheck
 
     book = batch.book_runs()
     assert len(book) >= 90
@@ -376,7 +376,7 @@ def test_a_book_run_relabelled_with_its_first_steps_retrained_is_caught_by_its_l
 def test_an_unattempted_ablation_says_what_is_still_a_stub(capsys):
     """Issue 42.3: 'answers ... still raises NotImplementedError' where `answers` is a dict of
     `...`."""
-    from idmap_lib.checks import ablations
+    from idmap_class import ablations
     from idmap_lib.engine.results import find_result
 
     name = "constant_scaling"
@@ -396,7 +396,7 @@ def test_each_exercise_gives_one_time_a_student_plans_by():
     opens with one time for a laptop CPU (the idle timing, doubled, whole minutes up) and one for a
     Colab GPU."""
     import math
-    from idmap_lib.checks import ablations, guide, marking
+    from idmap_class import ablations, guide, marking
 
     for name in ablations.ABLATIONS:
         t = ablations.run_times(name)
@@ -411,7 +411,7 @@ def test_each_exercise_gives_one_time_a_student_plans_by():
 def test_the_instructor_guide_has_points_a_rubric_model_answers_and_a_session_plan():
     """Issue 42.3: goals, expected answers and commands, but no points, no rubric, no model answer,
     no plan."""
-    from idmap_lib.checks import ablations, guide, marking
+    from idmap_class import ablations, guide, marking
 
     text = guide.instructor_guide()
     assert "## Marks, rubric and a session plan" in text and "**Points per exercise: 4.**" in text
@@ -425,7 +425,7 @@ def test_a_fork_bomb_stops_at_the_sandboxs_task_limit(tmp_path):
     import os
     import sys
 
-    from idmap_lib.checks import sandbox
+    from idmap_class import sandbox
     if sandbox.available() or sandbox.task_limit():
         pytest.skip(sandbox.available() or sandbox.task_limit())
     bomb = ("import os, time\nn = 0\ntry:\n    for i in range(400):\n        if os.fork() == 0:\n"
@@ -458,8 +458,8 @@ def test_the_gradescope_run_removes_pickles_and_links_unread_and_never_calls_ott
     import runpy
     import zipfile
 
-    from idmap_lib.checks import batch
-    from idmap_lib.checks.autograder import RUN_OTTER
+    from idmap_class import batch
+    from idmap_class.autograder import RUN_OTTER
 
     sub = tmp_path / "submission"
     (sub / "idmap_runs").mkdir(parents=True)
@@ -499,7 +499,7 @@ def test_without_bubblewrap_a_root_grader_runs_the_students_code_as_nobody(tmp_p
     """Gradescope's container is root and has no user namespaces: the notebook then runs as the
     unprivileged user, which cannot write outside its folder; a Python it cannot reach is one clear
     message, not a crash."""
-    from idmap_lib.checks import sandbox
+    from idmap_class import sandbox
 
     code = ("import os\nprint(os.getuid(), os.getgroups())\nopen('mine.txt', "
             "'w').write('x')\nopen('/root/x', 'w')")

@@ -3,10 +3,10 @@ and against the paper."""
 import pytest
 
 from fake_runs import history, mnist_run, result, save
-from idmap_lib.book.evidence import claims, metrics, rule
-from idmap_lib.book.evidence.claims import CLAIMS, Claim
-from idmap_lib.book.evidence.rule import compare
-from idmap_lib.book.evidence.runs import seed_runs
+from idmap_book.evidence import claims, metrics, rule
+from idmap_book.evidence.claims import CLAIMS, Claim
+from idmap_book.evidence.rule import compare
+from idmap_book.evidence.runs import seed_runs
 from idmap_lib.engine import recipes, results
 
 

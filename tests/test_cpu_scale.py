@@ -1,7 +1,7 @@
 """The probe that chose the CPU scale (chapter 11)."""
 from fake_runs import history, result
-from idmap_lib.book.plan import cpu_scale
-from idmap_lib.book.evidence import rule
+from idmap_book.plan import cpu_scale
+from idmap_book.evidence import rule
 from idmap_lib.engine import results
 
 
@@ -42,7 +42,7 @@ def test_chapter_11s_probe_table_and_note_say_where_the_rule_holds(tmp_path):
             and len(t) == 2 * len(rule.ALL_SEEDS))
     note = cpu_scale.probe_note(out_dir=tmp_path)
     assert note.startswith("With the step warm-up the rule **fails**; with the ramp it **is not "
-                           "decided yet (seed 2 not recorded: `python -m idmap_lib sweep`)**")
+                           "decided yet (seed 2 not recorded: `python -m idmap_book sweep`)**")
 
 
 def test_inside_the_ramp_each_seeds_peak_and_whether_it_recovers_before_the_ramp_ends(tmp_path):

@@ -3,8 +3,8 @@ does not set."""
 import re
 
 from fake_runs import history, result, save
-from idmap_lib.book.figures import curves
-from idmap_lib.book.page import log_axes
+from idmap_book.figures import curves
+from idmap_book.page import log_axes
 from idmap_lib.engine import results
 
 
@@ -133,8 +133,8 @@ def test_a_unit_has_one_colour_in_every_figure(tmp_path):
     palette.py's wherever a curve of it is drawn (Table 2's, Table 3's or the interventions' runs),
     and no two units share one."""
     from fake_runs import save
-    from idmap_lib.book.figures import curves
-    from idmap_lib.book.page import palette
+    from idmap_book.figures import curves
+    from idmap_book.page import palette
 
     units = ("original-110", "relu_preact-110", "full_preact-110")
     for v in units:
@@ -153,7 +153,7 @@ def test_a_unit_has_one_colour_in_every_figure(tmp_path):
     # chapter 8's probes of the trained nets: each unit in its colour there too
     import torch
 
-    from idmap_lib.book.figures import trained_probes as tp
+    from idmap_book.figures import trained_probes as tp
     m = {"info": "", "pre_info": "", "x": torch.zeros(2, 3, 32, 32),
          "rates": {tp.INIT: torch.rand(54), tp.TRAINED: torch.rand(54)},
          "grads": {tp.GRAD_ORIGINAL: torch.rand(55) + 1, tp.GRAD_PREACT: torch.rand(55) + 1}}
@@ -169,7 +169,7 @@ def test_table1_shortcuts_a_colour_per_kind_a_dash_per_setting_and_none_a_units(
     chapter 8, and two of its shortcuts were teal and cyan. The identity is the original unit's
     colour; each modified shortcut's kind has its own, used by no unit, with 3:1 contrast on white;
     settings of one kind differ by dash."""
-    from idmap_lib.book.page import palette
+    from idmap_book.page import palette
     from idmap_lib.engine import recipes
 
     t1 = [v for v in recipes.EXPERIMENTS["a_table1_shortcuts"]["variants"] if v != "original"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.checks import ablations, batch, chapter_parts, editions, student
+from idmap_class import ablations, batch, chapter_parts, editions, student
 from idmap_lib.engine import results
 
 pytestmark = pytest.mark.slow  # minutes: `pytest -m 'not slow'` leaves it out of the quick loop
@@ -84,7 +84,7 @@ def test_student_edition_has_no_solutions_and_no_instructor_notes(dist, chapter)
     assert made["autograder"].exists() and zipfile.is_zipfile(made["autograder"])
     with zipfile.ZipFile(made["autograder"]) as z:
         names = z.namelist()
-    assert any(n.startswith("files/idmap_lib/checks/") for n in names) and "run_autograder" in names
+    assert any(n.startswith("files/idmap_class/") for n in names) and "run_autograder" in names
     # Gradescope's image: Python 3.11, CPU torch, no browser
     with zipfile.ZipFile(made["autograder"]) as z:
         env, setup = z.read("environment.yml").decode(), z.read("setup.sh").decode()
@@ -266,18 +266,18 @@ def test_ablation_submission_graded_from_its_recorded_runs(dist, tmp_path, monke
 
 
 def test_instructor_guide_is_computed():
-    from idmap_lib.checks.guide import instructor_guide
+    from idmap_class.guide import instructor_guide
     text = instructor_guide()
     for name in ablations.ABLATIONS:
         assert f"### {name}" in text
-    assert ("python -m idmap_lib.checks "
-            "assign") in text and "python -m idmap_lib.checks grade" in text
+    assert ("python -m idmap_class "
+            "assign") in text and "python -m idmap_class grade" in text
     sp = ablations.spread()
     # the time measured as the notebook runs it, or "not measured" with the command
     for name in ablations.ABLATIONS:
         wall = sp.get(name, {}).get("notebook_wall")
         assert (f"{wall['s'] / 60:.1f} min" if wall
-                else "not measured: `python -m idmap_lib.checks time`") in text
+                else "not measured: `python -m idmap_class time`") in text
         mlp = all(c["model"]["builder"] == "mlp"
                   for c in ablations.configs(name, 0, "classroom").values())
         # as ablations.run picks them
@@ -348,7 +348,7 @@ def test_run_all_goes_top_to_bottom_for_a_wrong_student(dist, tmp_path):
 
 def test_published_student_editions_are_current(tmp_path):
     """The student editions the exercise pages' Colab buttons open (book/student/) are what the
-    chapters make now: `python -m idmap_lib.checks publish` writes them; a chapter edited without it
+    chapters make now: `python -m idmap_class publish` writes them; a chapter edited without it
     fails here."""
     fresh = editions.publish(dest=tmp_path)
     committed = sorted(p.relative_to(student.PUBLISHED) for p in student.PUBLISHED.rglob("*")
@@ -356,7 +356,7 @@ def test_published_student_editions_are_current(tmp_path):
     assert committed == sorted(p.relative_to(tmp_path) for p in fresh)
     stale = [str(p) for p in committed
              if (tmp_path / p).read_bytes() != (student.PUBLISHED / p).read_bytes()]
-    assert not stale, f"run `python -m idmap_lib.checks publish` and commit book/student/: {stale}"
+    assert not stale, f"run `python -m idmap_class publish` and commit book/student/: {stale}"
     # the student's otter = the grader's
     assert student.OTTER in (ROOT / "requirements-grading.txt").read_text().split()
     for page, rel in editions.student_edition_paths().items():
@@ -452,7 +452,7 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
     import tempfile
     import time
 
-    from idmap_lib.checks.sandbox import Limits
+    from idmap_class.sandbox import Limits
     monkeypatch.setenv("IDMAP_ABLATION_SCALE", "quick")
     made = dist["ablations"]
     nb = json.loads(Path(made["student"]).read_text())
@@ -463,7 +463,7 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
     def with_cell(source, name, extra=None):
         cells = list(nb["cells"])
         at = next(i for i, c in enumerate(cells)
-                  if "from idmap_lib.checks import ablations" in "".join(c["source"]))
+                  if "from idmap_class import ablations" in "".join(c["source"]))
         cells.insert(at + 1, {"cell_type": "code", "metadata": {}, "outputs": [],
                               "execution_count": None,
                               "source": source})
@@ -472,7 +472,7 @@ def test_cheating_hanging_and_pickled_submissions_get_nothing_and_touch_nothing(
             for arc, data in (extra or {}).items():
                 z.writestr(arc, data)
 
-    with_cell("import idmap_lib.checks.ablations as A\nA.status = lambda *a, **k: 'passed'\n"
+    with_cell("import idmap_class.ablations as A\nA.status = lambda *a, **k: 'passed'\n"
               "A.check = lambda *a, **k: print('PASSED')\n"
               "import otter.test_files.abstract_test as T\n"
               "T.TestFile.run = lambda self, env: setattr(self, 'test_case_results', [])\n",
@@ -544,8 +544,8 @@ def test_assign_as_the_readme_documents_it(tmp_path):
     import subprocess
     import sys
     readme = (ROOT / "README.md").read_text()
-    assert ".venv/bin/python -m idmap_lib.checks assign --out dist" in readme
-    done = subprocess.run([sys.executable, "-m", "idmap_lib.checks", "assign", "--out", "dist"],
+    assert ".venv/bin/python -m idmap_class assign --out dist" in readme
+    done = subprocess.run([sys.executable, "-m", "idmap_class", "assign", "--out", "dist"],
                           cwd=tmp_path,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -612,8 +612,8 @@ def test_the_gradescope_run_scores_outside_the_students_kernel(dist, tmp_path):
     at = next(i for i, c in enumerate(nb["cells"]) if "student_grader" in "".join(c["source"]))
     nb["cells"].insert(at + 1, {"cell_type": "code", "metadata": {}, "outputs": [],
                                 "execution_count": None,
-                                "source": "import idmap_lib.checks as C, "
-                                          "idmap_lib.checks.implementation as I\nfor n in "
+                                "source": "import idmap_class as C, "
+                                          "idmap_class.implementation as I\nfor n in "
                                           "dir(I):\n    if n.startswith('check_'):\n        "
                                           "setattr(I, n, lambda *a, **k: None); setattr(C, n, "
                                           "getattr(I, n))\nimport otter.test_files.abstract_test "

@@ -162,7 +162,7 @@ def test_mnist_configs_are_one_depths_full_recipe_kind_by_kind_and_seed_by_seed(
 def test_overrides_change_a_config_in_one_place_and_the_exercise_scales_are_recipe_data():
     """recipes.config is the one constructor: an exercise's scale and change are overrides given to
     it (the exercises' scales are data there), never edits made to its config afterwards."""
-    from idmap_lib.checks import ablation_exercises as ax
+    from idmap_class import ablation_exercises as ax
     from idmap_lib.engine import recipes
 
     base = recipes.config("a_table2_activations", "original-110", recipes.JUMP_PROBE, 3)

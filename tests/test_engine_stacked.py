@@ -192,7 +192,7 @@ def test_stacked_keras_nets_equal_each_alone():
 
 
 def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_path, monkeypatch):
-    from idmap_lib.book.plan import mnist_grid
+    from idmap_book.plan import mnist_grid
 
     monkeypatch.setattr(mnist_grid, "configs",
                         lambda d, seeds, kinds=KINDS: [tiny(k, s, d=6) for k in kinds
@@ -219,7 +219,7 @@ def test_mnist_grid_trains_only_what_is_missing_and_records_pruning(mnist, tmp_p
         assert mnist_grid.test_error(net, x, y) == p["at_random"][0][0]
         if kind == "gresnet":
             assert [float(k.detach()) for k in gates(net)] == pytest.approx(r["final"]["gates_k"])
-    with pytest.raises(FileNotFoundError, match="python -m idmap_lib mnist --depths 6"):
+    with pytest.raises(FileNotFoundError, match="python -m idmap_book mnist --depths 6"):
         mnist_grid.trained_net(tiny("resnet", 5, d=6), tmp_path / "w")
 
 

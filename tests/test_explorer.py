@@ -3,8 +3,8 @@ colouring that row's traces in its unit's colour and every other row faint; noth
 nothing is measured."""
 import pytest
 
-from idmap_lib.book.figures import explorer
-from idmap_lib.book.page import figure_style, palette
+from idmap_book.figures import explorer
+from idmap_book.page import figure_style, palette
 
 
 def test_no_measured_row_draws_nothing(tmp_path):

@@ -1,7 +1,7 @@
 """The full recipe on the page: runs finished, under way (committed checkpoints) or not run, and
 their curves."""
-from idmap_lib.book.figures import full_recipe
-from idmap_lib.book.evidence import tables
+from idmap_book.figures import full_recipe
+from idmap_book.evidence import tables
 from idmap_lib.engine import recipes, results
 
 

@@ -2,8 +2,8 @@
 figure."""
 import pytest
 
-from idmap_lib.book.evidence import tables
-from idmap_lib.book.figures import gate_figures as gf, gate_words as gw
+from idmap_book.evidence import tables
+from idmap_book.figures import gate_figures as gf, gate_words as gw
 from idmap_lib.engine import recipes, results
 
 
@@ -31,7 +31,7 @@ def test_mnist_table_puts_ours_beside_the_papers_and_names_the_missing(tmp_path)
     assert (t.loc[100, "GResNet: ours %"] == "1.30 ± 0.10"
             and t.loc[100, "mean k: ours"] == "0.75 ± 0.00")
     assert t.loc[100, "mean k: paper"] == "0.67" and t.loc[100, "ResNet: ours %"] == "–"
-    assert t.loc[100, "to run"] == "python -m idmap_lib mnist --depths 100"
+    assert t.loc[100, "to run"] == "python -m idmap_book mnist --depths 100"
     assert t.loc[2, "seeds"] == 0
 
 
@@ -109,8 +109,8 @@ def test_k_vs_paper_note_compares_every_recorded_depth(tmp_path):
 
 
 def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
-    from idmap_lib.book.evidence import claims
-    from idmap_lib.book.figures import keras_probe
+    from idmap_book.evidence import claims
+    from idmap_book.figures import keras_probe
     for s in range(3):
         results.save_result(mnist_result("gresnet", 10, s, 0.020, ks=[0.5, 0.5, 0.5, 0.5, -0.1]),
                             tmp_path)
@@ -183,7 +183,7 @@ def cifar_gated_result(experiment, seed, ks):
 
 @pytest.mark.parametrize("seeds", [(0, 1, 2, 3, 4), (0, 1, 2, 3)])
 def test_k_figure_and_its_note_count_every_recorded_seed(tmp_path, seeds):
-    from idmap_lib.book.evidence import rule
+    from idmap_book.evidence import rule
     assert gf.ALL_SEEDS == rule.ALL_SEEDS and len(gf.ALL_SEEDS) > len(gf.SEEDS)
     for s in seeds:  # more seeds than the claim's 3 recorded: the figure and the note read them all
         results.save_result(cifar_gated_result("b_resnet32", s,
@@ -212,8 +212,8 @@ def test_numbers_that_round_to_zero_print_without_a_sign(tmp_path):
 
 
 def test_cifar_curves_are_titled_by_the_tables_of_the_variants_shown(tmp_path):
-    from idmap_lib.book.figures import curves
-    from idmap_lib.book.evidence import paper_numbers
+    from idmap_book.figures import curves
+    from idmap_book.evidence import paper_numbers
     assert paper_numbers.source("b_wrn", ["plain", "gated", "gated-k_decay"]) == "Paper B Table 3"
     assert paper_numbers.source("b_wrn",
                                 ["gated", "c100-gated"]) == "Paper B Table 3 / Paper B Table 4"

@@ -6,8 +6,8 @@ import torch
 import torch.nn as nn
 
 import idmap_lib as im
-from idmap_lib.book.figures import gate_figures as gf
-from idmap_lib.book.maths import probes
+from idmap_book.figures import gate_figures as gf
+from idmap_book.maths import probes
 from idmap_lib.engine import results
 from idmap_lib.models.shortcuts import Shortcut
 from idmap_lib.models.units import GatedLayer, ResidualUnit

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.checks import batch, editions, sandbox, student
+from idmap_class import batch, editions, sandbox, student
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("otter")
@@ -26,15 +26,15 @@ BOOK = ROOT / "book"
 BLANK_BUT = {
     # reads the seed file and writes the values file the old extraction trusted, then ends the kernel
     "seed_reader": "import json, os\nplan = json.load(open('.idmap-grader/plan.json'))\n"
-                   "from idmap_lib.checks import implementation as I, references as R\n"
+                   "from idmap_class import implementation as I, references as R\n"
                    "os._exit(0)\n",
     # replaces the observer, then json.dump, so that the references' observations are written
-    "observer_patch": "import idmap_lib.checks.implementation as I, idmap_lib.checks.references as R\n"
+    "observer_patch": "import idmap_class.implementation as I, idmap_class.references as R\n"
                       "I.observe = lambda check, obj, seed: {'check': check, 'seed': seed}\n",
     "dump_patch": "import json\n_dump = json.dump\njson.dump = lambda v, f, **k: _dump({'calls': []}, f)\n"
                   "json.dumps = lambda v, **k: '{\"calls\": []}'\n",
     # replaces the graders with objects whose status() is "passed"
-    "grader_patch": "import idmap_lib.checks as C\nclass P:\n    def __call__(self, *a, **k):\n"
+    "grader_patch": "import idmap_class as C\nclass P:\n    def __call__(self, *a, **k):\n"
                     "        pass\n    def status(self, *a, **k):\n        return 'passed'\n"
                     "for n in dir(C):\n    if n.startswith('check_'):\n        setattr(C, n, P())\n",
     # a module (and an exception) whose type names carry what the notebook can read
@@ -46,10 +46,10 @@ BLANK_BUT = {
 }
 # answers that are the library's own references
 DELEGATE = {
-    "def exclusive_gating": "from idmap_lib.checks.references import reference_gating\n"
+    "def exclusive_gating": "from idmap_class.references import reference_gating\n"
                             "def exclusive_gating(x, Fx, W_g, b_g):\n"
                             "    return reference_gating(x, Fx, W_g, b_g)\n",
-    "def direct_term": "from idmap_lib.checks import measured_direct_term\n"
+    "def direct_term": "from idmap_class import measured_direct_term\n"
                        "def direct_term(lams):\n    return measured_direct_term(lams)\n\n"
                        "def vanishing_depth(lam, eps):\n    n = 1\n"
                        "    while lam ** n >= eps:\n        n += 1\n    return n\n",
@@ -180,7 +180,7 @@ def test_otter_run_refuses_the_zip_before_reading_the_submission(made, tmp_path)
 def test_the_sandbox_holds_no_reference_and_the_seed_comes_after_the_code(tmp_path):
     """An answer that reaches the library in a way the source reading misses cannot import it in
     the sandbox; the seed is not in the sandbox while the code loads."""
-    from idmap_lib.checks import collect
+    from idmap_class import collect
     nb = {"cells": [_cell("import os\nSEEN = sorted(os.listdir('.'))\n"
                           "def direct_term(lams):\n"
                           "    m = [__builtins__['__import__'] if isinstance(__builtins__, dict) "

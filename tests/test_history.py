@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib.book.evidence import claims, history, robustness, rule, synthesis
+from idmap_book.evidence import claims, history, robustness, rule, synthesis
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -142,7 +142,7 @@ def test_the_firmness_and_the_heads_step_are_said_from_the_records():
     """The synthesis page's paragraph below the key figure: every status one seed moves, the
     reading by ranks where it differs, the status rule's history; and the head's step at the jump,
     from the records around it."""
-    from idmap_lib.book.figures import explorer
+    from idmap_book.figures import explorer
 
     found = {t: synthesis.outcomes(t) for t in synthesis.OUTCOMES}
     said = robustness.firmness(found)
@@ -157,7 +157,7 @@ def test_the_firmness_and_the_heads_step_are_said_from_the_records():
 def test_once_the_separating_swap_is_recorded_the_headline_says_what_it_decided(monkeypatch):
     """The confound stays in the headline until the separating swap's seeds are all recorded; then
     the headline says each part apart, with its verdict."""
-    from idmap_lib.book.evidence import claims as c
+    from idmap_book.evidence import claims as c
 
     key = "swap_jump_separates_zero_gamma"
     v = c.Verdict(c.CLAIMS_BY_KEY[key], "reproduced", [], [], [], [])

@@ -66,7 +66,7 @@ def _notebook(folder: Path):
 
     nb = nbformat.read(ROOT / "book" / "10_gates.ipynb", as_version=4)
     setup = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Setup."))
-    nb.cells = [setup, nbformat.v4.new_code_cell("from idmap_lib.book import live\n" + LIVE)]
+    nb.cells = [setup, nbformat.v4.new_code_cell("from idmap_book import live\n" + LIVE)]
     nbformat.write(nb, folder / "live.ipynb")
 
 

@@ -1,6 +1,8 @@
-"""The package's layers, as its folders show them: models <- engine <- book <- checks (the exercise
-graders), and the command line and the ``import idmap_lib as im`` API on top. No module imports
-upward: read from every module's source (``ast``), at module level and inside functions alike."""
+"""The layers, as the packages and folders show them: the library that trains (``idmap_lib``:
+models <- engine <- the command line and the ``import idmap_lib as im`` API), then the book's
+evidence, prose and figures built on it (``idmap_book``), then the classroom built on both
+(``idmap_class``, the exercise graders). No module imports upward: read from every module's source
+(``ast``), at module level and inside functions alike."""
 import ast
 import importlib
 from pathlib import Path
@@ -9,32 +11,35 @@ import pytest
 
 import idmap_lib as im
 
-PACKAGE = Path(im.__file__).resolve().parent
-LAYERS = {"models": 0, "engine": 1, "book": 2, "checks": 3}
-TOP = 4  # idmap_lib/__init__.py (the im. API), __main__.py, cli.py
-TOP_MODULES = {"idmap_lib", "idmap_lib.__main__", "idmap_lib.cli"}
-NAMES = ["models", "engine", "book", "checks", "top"]
+ROOT = Path(im.__file__).resolve().parents[1]
+PACKAGES = ("idmap_lib", "idmap_book", "idmap_class")
+# the longest name a module starts with says its layer
+LAYERS = {"idmap_lib.models": 0, "idmap_lib.engine": 1, "idmap_lib": 2, "idmap_book": 3,
+          "idmap_class": 4}
+NAMES = ["models", "engine", "the library's API and command line", "book", "classroom"]
+# the old import paths of the book and the classroom, forwarded for one release by name (never an
+# import: idmap_lib/_forward.py)
+FORWARDS = {"idmap_lib.book", "idmap_lib.checks"}
 
 
 def modules():
-    """{module name: path} of every module of the package."""
+    """{module name: path} of every module of the three packages."""
     out = {}
-    for p in sorted(PACKAGE.rglob("*.py")):
-        parts = list(p.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for p in sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py")):
+        parts = list(p.relative_to(ROOT).with_suffix("").parts)
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
     return out
 
 
 MODULES = modules()
+SOURCES = [p for n, p in MODULES.items() if n not in FORWARDS]
 
 
 def layer(module: str) -> int:
-    if module in TOP_MODULES:
-        return TOP
-    sub = module.split(".")[1]
-    if sub not in LAYERS:
-        raise AssertionError(f"{module} is in no layer: put it under models/, engine/ or book/")
-    return LAYERS[sub]
+    for name in sorted(LAYERS, key=len, reverse=True):
+        if module == name or module.startswith(name + "."):
+            return LAYERS[name]
+    raise AssertionError(f"{module} is in no layer")
 
 
 def imported(name: str, path: Path, source: str | None = None):
@@ -61,20 +66,20 @@ def imported(name: str, path: Path, source: str | None = None):
         else:
             continue
         for t in targets:
-            if isinstance(t, str) and (t == "idmap_lib" or t.startswith("idmap_lib.")):
+            if isinstance(t, str) and t.split(".")[0] in PACKAGES:
                 yield node.lineno, t
 
 
 def upward(name: str, path: Path, source: str | None = None) -> list:
-    return [f"{path.relative_to(PACKAGE.parent)}:{line}: {NAMES[layer(name)]} imports {t} "
+    return [f"{path.relative_to(ROOT)}:{line}: {NAMES[layer(name)]} imports {t} "
             f"({NAMES[layer(t)]})"
             for line, t in sorted(set(imported(name, path, source))) if layer(t) > layer(name)]
 
 
 def test_every_module_is_in_a_layer():
-    assert {n.split(".")[1] for n in MODULES if n not in TOP_MODULES} == set(LAYERS)
-    for name in MODULES:
-        layer(name)
+    assert {layer(n) for n in MODULES} == set(LAYERS.values())
+    assert {n for n in MODULES if layer(n) == LAYERS["idmap_lib"]} == {
+        "idmap_lib", "idmap_lib.__main__", "idmap_lib.cli", "idmap_lib._forward"} | FORWARDS
 
 
 def test_no_module_imports_upward():
@@ -85,11 +90,12 @@ def test_no_module_imports_upward():
 @pytest.mark.parametrize("module, planted", [
     ("idmap_lib.models.units", "from ..engine import recipes"),
     ("idmap_lib.models.pruning", "import idmap_lib"),
-    ("idmap_lib.engine.trainer", "def f():\n    from ..book.claims import CLAIMS\n"),
+    ("idmap_lib.engine.trainer", "def f():\n    from idmap_book.evidence.claims import CLAIMS\n"),
     ("idmap_lib.engine.bench", "def f():\n    from idmap_lib import cli\n"),
-    ("idmap_lib.engine.stacked", "from .. import book"),
-    ("idmap_lib.book.evidence.verdicts",
-     "def f():\n    import importlib\n    importlib.import_module('idmap_lib.cli')\n"),
+    ("idmap_lib.engine.stacked", "import idmap_class"),
+    ("idmap_lib.cli", "def f():\n    from idmap_book.plan import sweep\n"),
+    ("idmap_book.evidence.verdicts",
+     "def f():\n    import importlib\n    importlib.import_module('idmap_class.batch')\n"),
 ])
 def test_a_planted_upward_import_is_caught(module, planted):
     path = MODULES[module]
@@ -118,7 +124,7 @@ def test_no_import_circle():
 def test_a_planted_import_circle_is_caught():
     """figures/live.py imports evidence/runs.py; runs importing live back (even inside a function)
     closes a circle."""
-    live, runs = "idmap_lib.book.figures.live", "idmap_lib.book.evidence.runs"
+    live, runs = "idmap_book.figures.live", "idmap_book.evidence.runs"
     assert runs in {t for _, t in imported(live, MODULES[live])}
     circle = import_circle({runs: MODULES[runs].read_text()
                             + "\n\ndef f():\n    from ..figures import live\n"})
@@ -145,7 +151,7 @@ def test_the_library_says_what_and_why_not_which_issue():
     """Docstrings and comments say what and why; the issue a line came from belongs in git log."""
     import re
 
-    found = [f"{p.relative_to(PACKAGE)}:{i}" for p in sorted(PACKAGE.rglob("*.py"))
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in SOURCES
              for i, line in enumerate(p.read_text().splitlines(), 1)
              if re.search(r"(?i)\bissue [0-9]", line)]
     assert not found, "issue numbers in the library: " + ", ".join(found)
@@ -159,16 +165,16 @@ def room(module: str):
     """The index of the book room `module` sits in (None outside the rooms: book/__init__,
     __main__)."""
     parts = module.split(".")
-    if len(parts) > 2 and parts[1] == "book" and parts[2] in BOOK_ROOMS:
-        return BOOK_ROOMS.index(parts[2])
+    if len(parts) > 1 and parts[0] == "idmap_book" and parts[1] in BOOK_ROOMS:
+        return BOOK_ROOMS.index(parts[1])
     return None
 
 
 def room_problems(name: str, path: Path, source: str | None = None) -> list:
     here = room(name)
-    return [f"{path.relative_to(PACKAGE.parent)}:{line}: {BOOK_ROOMS[here]} imports {t}"
+    return [f"{path.relative_to(ROOT)}:{line}: {BOOK_ROOMS[here]} imports {t}"
             for line, t in sorted(set(imported(name, path, source)))
-            if here is not None and t.startswith("idmap_lib.book")
+            if here is not None and t.startswith("idmap_book")
             and (room(t) is None or room(t) > here)]
 
 
@@ -178,10 +184,10 @@ def test_the_book_rooms_import_only_the_rooms_before_them():
 
 
 @pytest.mark.parametrize("module, planted", [
-    ("idmap_lib.book.evidence.rule", "def f():\n    from ..plan import sweep\n"),
-    ("idmap_lib.book.page.palette", "from ..evidence.claims import CLAIMS\n"),
+    ("idmap_book.evidence.rule", "def f():\n    from ..plan import sweep\n"),
+    ("idmap_book.page.palette", "from ..evidence.claims import CLAIMS\n"),
     # the book package itself sits above the rooms
-    ("idmap_lib.book.maths.theory", "from .. import say\n"),
+    ("idmap_book.maths.theory", "from .. import say\n"),
 ])
 def test_a_planted_import_from_a_later_room_is_caught(module, planted):
     path = MODULES[module]
@@ -192,21 +198,21 @@ def test_a_planted_import_from_a_later_room_is_caught(module, planted):
 def test_every_book_module_is_in_a_room_and_the_book_names_it_there():
     """book/__init__ re-exports each module by its short name from the room it sits in
     (``book.claims``)."""
-    from idmap_lib import book
+    import idmap_book as book
 
-    found = {n.split(".")[3]: n.split(".")[2] for n in MODULES if room(n) is not None
-             and n.count(".") == 3}
+    found = {n.split(".")[2]: n.split(".")[1] for n in MODULES if room(n) is not None
+             and n.count(".") == 2}
     assert found == book.ROOM_OF
-    assert {n for n in MODULES if n.startswith("idmap_lib.book.")
-            and room(n) is None} == {"idmap_lib.book.__main__"}
-    assert book.claims is importlib.import_module("idmap_lib.book.evidence.claims")
+    assert {n for n in MODULES if n.startswith("idmap_book.")
+            and room(n) is None} == {"idmap_book.__main__"}
+    assert book.claims is importlib.import_module("idmap_book.evidence.claims")
 
 
 def test_init_files_only_re_export():
     """A package's __init__ names what its modules define; it defines nothing itself but the
     short-name lookup."""
-    defs = [f"{p.relative_to(PACKAGE.parent)}:{n.lineno} {n.name}"
-            for p in PACKAGE.rglob("__init__.py")
+    defs = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name}"
+            for p in SOURCES if p.name == "__init__.py"
             for n in ast.parse(p.read_text()).body
             if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name != "__getattr__"]
     assert not defs, "\n".join(defs)
@@ -217,7 +223,7 @@ def test_no_chapter_sets_torch_threads_itself():
     chapter does."""
     import json
 
-    book = PACKAGE.parent / "book"
+    book = ROOT / "book"
     found = [p.name for p in sorted(book.rglob("*.ipynb"))
              if "set_num_threads" in "".join("".join(c["source"])
                                              for c in json.loads(p.read_text())["cells"])]
@@ -226,30 +232,29 @@ def test_no_chapter_sets_torch_threads_itself():
 
 # the command lines import each command's modules when it runs (their --help stays quick; noted in
 # each); every other module imports the library at its top, where its header lists what it needs
-LAZY = {"cli.py", "checks/__main__.py"}
+LAZY = {"idmap_lib/cli.py", "idmap_class/__main__.py", "idmap_book/plan/commands.py"}
 
 
 def test_the_library_imports_itself_at_module_level():
-    found = sorted(f"{p.relative_to(PACKAGE)}:{s.lineno}" for p in PACKAGE.rglob("*.py")
-                   if str(p.relative_to(PACKAGE)) not in LAZY
+    found = sorted(f"{p.relative_to(ROOT)}:{s.lineno}" for p in SOURCES
+                   if str(p.relative_to(ROOT)) not in LAZY
                    for f in ast.walk(ast.parse(p.read_text()))
                    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                    for s in ast.walk(f)
                    if isinstance(s, ast.ImportFrom)
-                   and (s.level or (s.module or "").startswith("idmap_lib")))
+                   and (s.level or (s.module or "").split(".")[0] in PACKAGES))
     assert not found, found
 
 
 # where torch's threads may be set for good: a chapter kernel's default (setup), a DDP rank's share of
 # the cores, a benchmark's child process, the grading sandbox's process (checks/box.py: it runs
 # without the library); every other change is device.threads' block
-SETS_THREADS = {"engine/device.py", "book/page/setup.py", "engine/distributed.py", "engine/bench.py",
-                "checks/box.py"}
+SETS_THREADS = {"idmap_lib/engine/device.py", "idmap_book/page/setup.py",
+                "idmap_lib/engine/distributed.py", "idmap_lib/engine/bench.py", "idmap_class/box.py"}
 
 
 def test_the_library_changes_torch_threads_through_one_context():
-    found = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
-             if "set_num_threads" in p.read_text()]
+    found = [str(p.relative_to(ROOT)) for p in SOURCES if "set_num_threads" in p.read_text()]
     assert set(found) <= SETS_THREADS, sorted(set(found) - SETS_THREADS)
     from idmap_lib.engine import device
 
@@ -282,8 +287,8 @@ def test_which_scales_there_are_is_said_only_in_recipes():
     """The scales are data in engine/recipes.py (SCALES, CPU_SCALES, CLAIM_SCALES); the models, the
     engine, the book and the command line name them from there. (The exercises' classroom scales are
     the graders' own.)"""
-    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items()
-             if name != "idmap_lib.engine.recipes" and not name.startswith("idmap_lib.checks")
+    found = [f"{path.relative_to(ROOT)}:{line}" for name, path in MODULES.items()
+             if name != "idmap_lib.engine.recipes" and not name.startswith("idmap_class")
              for line in scale_lists(path.read_text())]
     assert not found, found
     assert scale_lists('SCALES = ("cpu", "full")\n') == [1] and scale_lists('s = "cpu"\n') == []
@@ -300,9 +305,9 @@ def test_the_lr_jump_probe_is_named_only_in_recipes():
         return [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant)
                 and n.value == JUMP_PROBE]
 
-    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items()
+    found = [f"{path.relative_to(ROOT)}:{line}" for name, path in MODULES.items()
              if name != "idmap_lib.engine.recipes" for line in spelled(path.read_text())]
-    for p in sorted((PACKAGE.parent / "book").glob("*.ipynb")):
+    for p in sorted((ROOT / "book").glob("*.ipynb")):
         cells = json.loads(p.read_text())["cells"]
         code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
         code = "\n".join(line for line in code.splitlines()
@@ -316,22 +321,22 @@ HANDFUL = 10  # the most book modules a chapter may import
 
 
 def chapter_modules(source: str) -> set[str]:
-    """The book modules a chapter's code imports (``from idmap_lib.book import claims``, ``...
-    import idmap_lib.book.evidence.claims``), each once, by its short name; the page helpers the
+    """The book modules a chapter's code imports (``from idmap_book import claims``, ``...
+    import idmap_book.evidence.claims``), each once, by its short name; the page helpers the
     book re-exports by name (``say``, ``styled``, ``setup``, ...) are the page's vocabulary, not
     modules."""
-    from idmap_lib import book
+    import idmap_book as book
 
     found = set()
     for n in ast.walk(ast.parse(source)):
-        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("idmap_lib.book"):
-            if n.module == "idmap_lib.book":
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("idmap_book"):
+            if n.module == "idmap_book":
                 found |= {a.name for a in n.names if a.name in book.ROOM_OF}
             else:
                 found.add(n.module.rpartition(".")[2])
         elif isinstance(n, ast.Import):
             found |= {a.name.rpartition(".")[2] for a in n.names
-                      if a.name.startswith("idmap_lib.book.")}
+                      if a.name.startswith("idmap_book.")}
     return found
 
 
@@ -342,7 +347,7 @@ def test_a_chapter_imports_a_handful_of_book_modules():
     import json
 
     over = {}
-    for p in sorted((PACKAGE.parent / "book").glob("*.ipynb")):
+    for p in sorted((ROOT / "book").glob("*.ipynb")):
         cells = json.loads(p.read_text())["cells"]
         code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
         code = "\n".join(line for line in code.splitlines()
@@ -351,8 +356,8 @@ def test_a_chapter_imports_a_handful_of_book_modules():
         if len(mods) > HANDFUL:
             over[p.name] = sorted(mods)
     assert not over, over
-    planted = "from idmap_lib.book import claims, curves, say\nimport " \
-              "idmap_lib.book.evidence.rule\nfrom idmap_lib.book.evidence.tables import styled\n"
+    planted = "from idmap_book import claims, curves, say\nimport " \
+              "idmap_book.evidence.rule\nfrom idmap_book.evidence.tables import styled\n"
     assert chapter_modules(planted) == {"claims", "curves", "rule", "tables"}
 
 
@@ -368,8 +373,8 @@ def test_where_results_and_checkpoints_go_is_said_only_in_paths():
     """engine/paths.py says where results and checkpoints are kept, the library's and a reader's
     runs folder's (runs_folder); nobody else joins those names onto a path. (Gradescope's results/
     is Gradescope's layout.)"""
-    own = {"idmap_lib.engine.paths", "idmap_lib.checks.gradescope"}
-    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for name, path in MODULES.items()
+    own = {"idmap_lib.engine.paths", "idmap_class.gradescope"}
+    found = [f"{path.relative_to(ROOT)}:{line}" for name, path in MODULES.items()
              if name not in own
              for line in folder_joins(path.read_text())]
     assert not found, found
@@ -377,44 +382,65 @@ def test_where_results_and_checkpoints_go_is_said_only_in_paths():
             and folder_joins('p = root / "weights"\n') == [])
 
 
-def test_one_command_line_reaches_the_book_and_the_checks(capsys, monkeypatch):
-    """``python -m idmap_lib book ...`` and ``... checks ...`` are the rooms' own command lines
-    (whose old forms, ``python -m idmap_lib.book`` and ``python -m idmap_lib.checks``, work too)."""
+def test_the_moved_commands_forward_to_the_book_and_the_classroom(capsys, monkeypatch):
+    """``python -m idmap_lib sweep|mnist|book ...|checks ...`` (their forms before the book and the
+    classroom became packages) run ``python -m idmap_book ...`` and ``python -m idmap_class ...``
+    for one release; the library names them, never imports them."""
     from idmap_lib import cli
-    from idmap_lib.book import __main__ as book_main
-    from idmap_lib.checks import __main__ as checks_main
+    from idmap_book import __main__ as book_main
+    from idmap_class import __main__ as checks_main
 
     got = []
     monkeypatch.setattr(book_main, "main", lambda argv: got.append(("book", argv)) or 3)
     monkeypatch.setattr(checks_main, "main", lambda argv: got.append(("checks", argv)))
     assert cli.main(["book", "check", "--expect", "u"]) == 3 and cli.main(["checks", "guide"]) == 0
-    assert got == [("book", ["check", "--expect", "u"]), ("checks", ["guide"])]
-    assert "python -m idmap_lib checks" in cli.__doc__ and "python -m idmap_lib book" in cli.__doc__
+    assert cli.main(["sweep", "--next"]) == 3 and cli.main(["mnist", "--list"]) == 3
+    assert got == [("book", ["check", "--expect", "u"]), ("checks", ["guide"]),
+                   ("book", ["sweep", "--next"]), ("book", ["mnist", "--list"])]
+    assert "python -m idmap_book sweep" in cli.__doc__
+
+
+def test_the_old_import_paths_forward_to_the_same_modules():
+    """``idmap_lib.book.X`` and ``idmap_lib.checks.X`` are ``idmap_book.X`` and ``idmap_class.X``
+    themselves (one copy of each module), also as ``python -m`` (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = ("import idmap_lib.book.evidence.claims as a, idmap_book.evidence.claims as b\n"
+            "from idmap_lib.checks import delegates\nimport idmap_class.delegates as d\n"
+            "from idmap_lib import book\nimport idmap_book\n"
+            "assert a is b and delegates is d and book is idmap_book, (a, b)\n"
+            "assert a.__spec__.name == 'idmap_book.evidence.claims'\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-800:]
+    run = subprocess.run([sys.executable, "-m", "idmap_lib.checks", "--help"], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert run.returncode == 0 and "python -m idmap_class" in run.stdout, run.stderr[-800:]
 
 
 def test_the_setup_cell_imports_before_it_installs_what_is_missing():
-    """A chapter's setup cell imports ``idmap_lib.book.page.repository`` (so ``import idmap_lib``)
+    """A chapter's setup cell imports ``idmap_book.page.repository`` (so ``import idmap_lib``)
     and only then installs the requirements that are missing: nothing on that path may need a
     requirement besides torch (a third-party import at a module's top there breaks Colab's first
     run). Planted: tqdm at loop.py's top."""
     import subprocess
     import sys
 
-    from idmap_lib.book.page.repository import requirements
+    from idmap_book.page.repository import requirements
 
     blocked = sorted({r for r in requirements() if r not in ("torch", "torchvision", "numpy")})
     code = ("import sys\nfor m in %r: sys.modules[m] = None\n" % blocked
-            + "import idmap_lib, idmap_lib.book.page.repository\n")
+            + "import idmap_lib, idmap_book.page.repository\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=PACKAGE.parent)
+                         cwd=ROOT)
     assert run.returncode == 0, run.stderr[-800:]
     assert "tqdm" in blocked and "plotly" in blocked
 
 
 @pytest.mark.parametrize("argv", [["train", "--help"], None])
 def test_the_command_that_trains_and_the_api_import_nothing_of_the_book_or_the_classroom(argv):
-    """Issue 56: `python -m idmap_lib train` and `import idmap_lib` load the models and the engine
-    only (the command had imported 13 book modules for one tuple of MNIST depths)."""
+    """`python -m idmap_lib train` and `import idmap_lib` load the models and the engine only (the
+    command had imported 13 book modules for one tuple of MNIST depths)."""
     import subprocess
     import sys
 
@@ -422,9 +448,9 @@ def test_the_command_that_trains_and_the_api_import_nothing_of_the_book_or_the_c
            "run_name='__main__')\nexcept SystemExit:\n    pass\n" % argv) if argv else \
         "import idmap_lib\n"
     code = ("import sys\n" + run + "print(' '.join(m for m in sys.modules if "
-            "m.startswith('idmap_lib.')), file=sys.stderr)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=PACKAGE.parent)
+            "m.split('.')[0] in %r), file=sys.stderr)" % (PACKAGES,))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     loaded = r.stderr.strip().splitlines()[-1].split()
-    assert loaded and all(m.split(".")[1] in ("models", "engine", "cli", "__main__")
-                          for m in loaded), [m for m in loaded if ".book" in m or ".checks" in m]
+    assert "idmap_lib.engine.loop" in loaded or argv is None
+    assert loaded and all(layer(m) <= LAYERS["idmap_lib"] and m not in FORWARDS
+                          for m in loaded), [m for m in loaded if layer(m) > 2]

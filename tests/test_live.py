@@ -1,10 +1,10 @@
-"""Train it yourself (idmap_lib.book.figures.live), as a student would: a few steps, a disconnect,
+"""Train it yourself (idmap_book.figures.live), as a student would: a few steps, a disconnect,
 the same cell again, the finished run shown as theirs in the chapter's table; and the trainer's part
 of it (wall-time checkpoints, a progress line from the first steps that counts max_steps)."""
 import pytest
 
-from idmap_lib.book.evidence import variants
-from idmap_lib.book.figures import live
+from idmap_book.evidence import variants
+from idmap_book.figures import live
 from idmap_lib.engine import recipes
 from idmap_lib.engine import loop as loop_mod
 from idmap_lib.engine.trainer import train
@@ -162,7 +162,7 @@ def test_a_plain_jupyter_kernel_also_gets_each_figures_html(monkeypatch):
     others' alone."""
     import plotly.io as pio
 
-    from idmap_lib.book.page import setup
+    from idmap_book.page import setup
 
     for before, after in (("plotly_mimetype", setup.JUPYTER_RENDERER), ("colab", "colab"),
                           ("vscode", "vscode")):

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from idmap_lib.book.page import log_axes
+from idmap_book.page import log_axes
 
 
 @pytest.mark.parametrize("lo, hi", [(1e-46, 1e41), (1e-46, 1.0), (0.03, 250), (0.02, 300), (8, 60),

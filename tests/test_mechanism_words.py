@@ -1,7 +1,7 @@
 """Chapter 8's sentences on the weight layers' inputs: each number read from the summary it is
 given."""
-from idmap_lib.book.evidence import mechanisms
-from idmap_lib.book.figures import mechanism_words
+from idmap_book.evidence import mechanisms
+from idmap_book.figures import mechanism_words
 from support import Words
 
 mw = Words(mechanism_words)

@@ -9,8 +9,8 @@ import torch
 import torch.nn as nn
 
 import idmap_lib as im
-from idmap_lib.book.evidence import mechanisms as mech
-from idmap_lib.book.maths import probes
+from idmap_book.evidence import mechanisms as mech
+from idmap_book.maths import probes
 from idmap_lib.models.introspect import post_relu, weight_layers
 
 
@@ -233,7 +233,7 @@ def _fake_records(out_dir):
 
 
 def test_summaries_and_figures_read_the_records(tmp_path):
-    from idmap_lib.book.figures import mechanism_figures as mf
+    from idmap_book.figures import mechanism_figures as mf
 
     assert (mf.forward_figure(out_dir=tmp_path) is None
             and mf.truncation_figure(out_dir=tmp_path) is None)
@@ -273,7 +273,7 @@ def test_metrics_read_the_right_entry(tmp_path):
     assert mech.METRICS["input_std_spread_init"](tr) == pytest.approx(1.0)
     assert mech.METRICS["input_std_spread_last"](tr) == pytest.approx(mech.AT[1001][-1] + 1)
     assert mech.METRICS["truncation_mean"](tr) == pytest.approx(1.5 * mech.TRUNCATION_STEP / 100)
-    from idmap_lib.book.figures import mechanism_figures as mf
+    from idmap_book.figures import mechanism_figures as mf
     assert (mf.span([0.5, 0.25]), mf.span([1.0, 1.0])) == ("0.25–0.5", "1")
     assert mf.span([-46.1, -45.2], ".0f", tens=True) == "$10^{-46}$ to $10^{-45}$"
 
@@ -282,7 +282,7 @@ def test_the_jump_watch_records_every_unit_at_the_steps_asked_in_the_very_traini
     """Issue 40.2: per unit the weight layers' input std, the branch beside its input and the
     gradient norm, the classifier's input; the measurement's logged windows are those a plain
     training of the same recipe logs."""
-    from idmap_lib.book.plan import jump_watch
+    from idmap_book.plan import jump_watch
     from idmap_lib.engine import recipes, schedule, trainer
 
     cfg = recipes.config("a_swaps", "original+final_bn_relu-110", "cpu_step_warmup", 0)
@@ -311,7 +311,7 @@ def test_the_jump_watch_records_every_unit_at_the_steps_asked_in_the_very_traini
 
 def test_a_mechanism_claim_is_read_again_without_each_record_as_the_claims_are(monkeypatch):
     """Issue 40.3: the mechanism claims get the claims' evaluation, leave-one-out included."""
-    from idmap_lib.book.evidence.claims import Claim
+    from idmap_book.evidence.claims import Claim
 
     claim = Claim("k", "", "", mech.TRAINING, (mech._b("a-110", "b-110", "m"),))
     vals = {"a-110": [1.0, 1.1, 1.2, 1.0], "b-110": [2.0, 2.1, 2.2, 9.0]}

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from fake_runs import history, mnist_run, result
-from idmap_lib.book.evidence import metrics
+from idmap_book.evidence import metrics
 
 
 def test_steps_to_80_is_moved_by_neither_the_loss_at_initialisation_nor_a_spike_at_the_lr_jump():
@@ -72,7 +72,7 @@ def test_paper_b_metrics_read_gates_and_pruning_curves():
     assert (metrics.shut_gates(r) == 0
             and metrics.shut_gates(mnist_run("gresnet-d100", 0, ks=[0.0, -0.1, 2.0])) == 2)
     assert metrics.pruned_half(mnist_run("resnet-d100", 1, status="fail")) == pytest.approx(0.9)
-    with pytest.raises(ValueError, match="python -m idmap_lib mnist"):
+    with pytest.raises(ValueError, match="python -m idmap_book mnist"):
         metrics.pruned_half(mnist_run("resnet-d100", 2))
 
 
@@ -162,7 +162,7 @@ def test_a_diverged_run_ranks_above_every_finite_rise_on_either_side():
 def test_the_exercises_broke_rule_is_the_metrics_one():
     """Chapter 6's "this depth breaks", defined once (metrics.broke) and used by the exercise's
     grader."""
-    from idmap_lib.checks import ablations
+    from idmap_class import ablations
 
     r = result("b_mnist", "plain-d20", 0, test_err=0.6, scale="full")
     assert metrics.broke(r) and not metrics.broke(dict(r, final={**r["final"], "test_err": 0.4}))

@@ -2,7 +2,7 @@
 verdict and the numbers come from the claim's evaluation."""
 from types import SimpleNamespace as NS
 
-from idmap_lib.book.evidence import claim_words, claims, pointers
+from idmap_book.evidence import claim_words, claims, pointers
 
 
 def fake(monkeypatch, verdicts):

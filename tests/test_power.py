@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from idmap_lib.book.evidence import claims, power
-from idmap_lib.book.evidence.rule import ALPHA, better, compare
+from idmap_book.evidence import claims, power
+from idmap_book.evidence.rule import ALPHA, better, compare
 
 # (gap, sd, n, alpha): Table 2's 0.24-point gap at the three spreads, at 5 % and at its Holm level
 # (4 parts), the 0.33 and 1.80 parts of BN-after-addition-is-worst, a few seeds and many

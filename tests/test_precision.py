@@ -1,14 +1,14 @@
 """The float32 check (book/evidence/precision.py): each float32 comparison beside the bf16 runs read
 by the same rule, a verdict that differs named with what drove it, a difference of rules
 named as the rule's, and no verdict read before a comparison has all its seeds."""
-from idmap_lib.book.evidence import precision
+from idmap_book.evidence import precision
 
 
 def _fp32(monkeypatch, verdicts):
     """Every float32 run recorded, and the float32 comparisons' verdicts `verdicts` (in order)."""
     from types import SimpleNamespace
 
-    from idmap_lib.book.evidence import claims
+    from idmap_book.evidence import claims
 
     real, fp = claims.evaluate, list(claims.FP32_CLAIMS)
     it = iter(verdicts)
@@ -52,8 +52,8 @@ def _copy_results(tmp_path):
 
 
 def _variant_runs(out_dir, variant, scale="cpu_step_warmup"):
-    from idmap_lib.book.evidence.runs import seed_runs
-    from idmap_lib.book.evidence.seeds import ALL_SEEDS
+    from idmap_book.evidence.runs import seed_runs
+    from idmap_book.evidence.seeds import ALL_SEEDS
 
     return seed_runs("a_swaps", variant, scale, ALL_SEEDS, out_dir)[0]
 
@@ -68,7 +68,7 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     import json
     from pathlib import Path
 
-    from idmap_lib.book.evidence.claims import CLAIMS_BY_KEY
+    from idmap_book.evidence.claims import CLAIMS_BY_KEY
 
     fp = CLAIMS_BY_KEY["fp32_lr_jump"]
     out = _copy_results(tmp_path)
@@ -137,7 +137,7 @@ def test_a_verdict_that_differs_between_the_precisions_says_what_drove_it_seed_b
     """Fig 1's pair: a censored comparison's steps, seed by seed, on both sides and in both
     precisions (a run that never got there said as 'never'), in the precision paragraph and beside
     the claim in its chapter; a claim with no float32 twin gets nothing."""
-    from idmap_lib.book.evidence.rule import better
+    from idmap_book.evidence.rule import better
 
     t = better("a", "b", "steps_to_80")
     r = {"xa": [90.0, 70.0, 128.0, 128.0], "xb": [128.0] * 4, "censored": (1, 4)}

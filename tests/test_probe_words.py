@@ -2,7 +2,7 @@
 import numpy as np
 import torch
 
-from idmap_lib.book.maths import probe_words
+from idmap_book.maths import probe_words
 from support import Words
 
 pw = Words(probe_words)

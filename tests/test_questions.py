@@ -1,7 +1,7 @@
 """Chapter 6's honest questions: what the book's own classroom runs show, from the records."""
 import pytest
 
-from idmap_lib.checks import effects, guide, questions
+from idmap_class import effects, guide, questions
 
 SCALE = {"net": "ResNet-20 (9 residual units)", "length": "400 steps",
          "paper_net": "ResNet-110 (54 residual units)", "paper_length": "64,000 steps"}
@@ -58,7 +58,7 @@ def test_the_chapter_asks_each_question_through_the_library():
 
 
 def test_every_exercise_whose_runs_do_not_show_the_paper_asks_one():
-    from idmap_lib.checks import ablations
+    from idmap_class import ablations
 
     assert set(questions.HONEST) == {n for n in ablations.ABLATIONS
                                      if not all(effects.SHOWS_PAPER_EFFECT[n].values())}

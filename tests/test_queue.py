@@ -14,8 +14,8 @@ import torch
 pytest.importorskip("submitit")
 
 from fake_runs import result  # noqa: E402
-from idmap_lib.book.plan import ledger, queue as q  # noqa: E402
-from idmap_lib.book.plan.queue_status import status, status_text  # noqa: E402
+from idmap_book.plan import ledger, queue as q  # noqa: E402
+from idmap_book.plan.queue_status import status, status_text  # noqa: E402
 from idmap_lib.engine import recipes, results  # noqa: E402
 from support import SHARED, checkpoint_step, tiny_mnist, untimed  # noqa: E402
 
@@ -136,7 +136,7 @@ def test_a_recorded_run_is_never_submitted_again_and_runs_under_way_wait(tmp_pat
     left = [recipes.config(T2, "full_preact-110", "full", 1),
             recipes.config(T2, "bn_after_add-110", "full", 2),
             recipes.config("b_resnet32", "gated", "full", 0)]
-    from idmap_lib.book.plan.queue_status import remaining_hours
+    from idmap_book.plan.queue_status import remaining_hours
     assert remaining_hours(left, "full", out, gpu_dir=tmp_path) == \
         "1.0 GPU-hours on NVIDIA H200 at its recorded pace (+ 1 runs of a network it has not trained)"
     again = q.queue("full", out_dir=out, folder=folder, checkpoint_dir=ck)
@@ -300,7 +300,7 @@ def test_the_full_queue_asks_for_the_seeds_that_resolve_the_papers_gap_after_eve
     0.24-point gap needs 7 seeds a side for 80 % power by the rule's Welch test at 5 % (3 find it
     about 28 % of the time), 10 at the Holm level of its claim's 4 parts; the queue asks for the
     Holm level's once every claim has its first 3."""
-    from idmap_lib.book.evidence import claims, power
+    from idmap_book.evidence import claims, power
 
     assert power.seeds_for(0.24, 0.14) == 7 and 0.25 < power.power(3, 0.24, 0.14) < 0.35
     assert power.claim_seeds(claims.CLAIMS_BY_KEY["t2_full_preact_best"]) == 10

@@ -57,7 +57,7 @@ def test_a_recorded_run_of_every_family_retrains_its_first_window_as_recorded(ex
     window as recorded: bit for bit on the machine kind it was recorded on (same CPU, torch,
     precision, threads), within the spot check's loose tolerance elsewhere. A change that moves what
     a family trains fails here, naming the run."""
-    from idmap_lib.checks import spotcheck
+    from idmap_class import spotcheck
 
     found = [json.loads(f.read_text())
              for f in sorted(Path(RESULTS_DIR).glob(f"{experiment}__*__s0__*.json"))]

@@ -1,8 +1,8 @@
 """Reports: the papers' numbers as data, our results beside them, missing runs shown as missing."""
 
 
-from idmap_lib.book.evidence import reports
-from idmap_lib.book.evidence.paper_numbers import PAPER
+from idmap_book.evidence import reports
+from idmap_book.evidence.paper_numbers import PAPER
 from idmap_lib.engine import recipes, results
 
 

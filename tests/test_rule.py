@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from idmap_lib.book.evidence import rule
-from idmap_lib.book.evidence.rule import better, combine, similar
+from idmap_book.evidence import rule
+from idmap_book.evidence.rule import better, combine, similar
 
 
 def compare(test, xa, xb, scale="full", **kw):
@@ -191,7 +191,7 @@ def test_holm_corrects_a_claims_parts_for_their_number():
 def test_a_rank_tests_floor_is_the_most_extreme_order_of_its_split():
     """Issue 57: Fig 1's p = 0.048 is the smallest that 4 of 5 against 0 of 5 can give (1/21): said
     beside it. Values at the run's length tie, on both sides alike."""
-    from idmap_lib.book.evidence.rule import rank_floor, rank_test
+    from idmap_book.evidence.rule import rank_floor, rank_test
     assert rank_floor([128, 90, 70, 110, 70], [128] * 5) == pytest.approx(1 / 21)
     assert rank_floor([70, 90, 80, 60, 128], [128] * 5) == rank_test([60, 70, 80, 90, 128],
                                                                       [128] * 5)
@@ -210,8 +210,8 @@ def test_the_rules_welch_and_rank_tests_agree_with_scipy_on_every_recorded_compa
     import numpy as np
     from scipy import stats
 
-    from idmap_lib.book.evidence import claims
-    from idmap_lib.book.evidence.rule import LEVEL, rank_test
+    from idmap_book.evidence import claims
+    from idmap_book.evidence.rule import LEVEL, rank_test
 
     checked = 0
     for c in claims.CLAIMS + claims.PROBES:

@@ -1,5 +1,5 @@
 """How long a full recipe takes: measured on an H200, derived for a T4 and a CPU."""
-from idmap_lib.book.plan import run_times
+from idmap_book.plan import run_times
 from idmap_lib.engine import recipes, results
 
 
@@ -57,5 +57,5 @@ def test_an_exercises_time_in_words_comes_from_the_runs_it_describes():
              "date": "2026-12-02T00:06:24+00:00"}
     assert (run_times.timed_alone(alone) == "0.7 min timed alone at 2 threads (a 2-core AMD EPYC, "
                                             "2026-12-02)")
-    with pytest.raises(ValueError, match="python -m idmap_lib.checks time"):
+    with pytest.raises(ValueError, match="python -m idmap_class time"):
         run_times.timed_alone({"s": 44.79})

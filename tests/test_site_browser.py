@@ -644,7 +644,7 @@ CONTROL_MODELS = ("SliderModel", "DropdownModel", "ButtonModel", "TextModel", "T
 @pytest.mark.parametrize("name", site_pages() or ["index.html"])
 def test_no_frozen_widget_controls(name):
     """The static site shows no ipywidgets control: live widgets are shown only where a kernel runs
-    (idmap_lib.book.live_widget); the sliders readers can use in the page are plotly's own."""
+    (idmap_book.live_widget); the sliders readers can use in the page are plotly's own."""
     assert (SITE / "index.html").is_file(), f"{SITE} has no built site: run `make book` first"
     html = (SITE / name).read_text(encoding="utf-8")
     models = set(re.findall(r'"_model_name": "(\w+)"', html))
@@ -657,8 +657,8 @@ def test_no_frozen_widget_controls(name):
 def test_launch_buttons_follow_the_repository_url_setting():
     """Every chapter page opens its own notebook on Colab from the repository named in _config.yml
     (an exercise page: its student edition, book/student/)."""
-    from idmap_lib.book.page import repository
-    from idmap_lib.checks.editions import student_edition_paths
+    from idmap_book.page import repository
+    from idmap_class.editions import student_edition_paths
 
     assert (SITE / "index.html").is_file(), f"{SITE} has no built site: run `make book` first"
     url = repository.repository_url()

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from idmap_lib import book
-from idmap_lib.book.page import repository
+import idmap_book as book
+from idmap_book.page import repository
 
 pytestmark = pytest.mark.slow  # minutes: `pytest -m 'not slow'` leaves it out of the quick loop
 
 ROOT = Path(__file__).resolve().parents[1]
 # a chapter that trains nothing
 CHAPTER = os.environ.get("IDMAP_COLAB_CHAPTER", "01_residual_units")
-# Chapters owned by other branches while this check was introduced: `python -m idmap_lib.book
+# Chapters owned by other branches while this check was introduced: `python -m idmap_book
 # set-url` rewrites their setup cells too once they are merged.
 PENDING_SETUP_CELL = set()
 
@@ -134,7 +134,7 @@ TINY = ("from idmap_lib.engine import recipes\n"
         "'test_per_class': 20})\n    return cfg\n"
         "recipes.config = config")
 TRY = ("import glob, json, torch\n"
-       "from idmap_lib.book import live, variants\n"
+       "from idmap_book import live, variants\n"
        "first = not glob.glob('idmap_runs/checkpoints/*.pt')\n"
        "before = None if first else torch.load(glob.glob('idmap_runs/checkpoints/*.pt')[0], "
        "weights_only=True)['step']\nout = live.train_live('b_mnist', 'gresnet-d10', scale='full', "
@@ -313,7 +313,7 @@ def test_the_student_edition_runs_on_colab_as_handed_out(tmp_path):
     the batch grader grades."""
     import nbformat
 
-    from idmap_lib.checks import batch, editions, student
+    from idmap_class import batch, editions, student
 
     python = _clean_venv(tmp_path, exclude=(MISSING, *NOT_ON_COLAB))
     wheels = _colab_like_packages(python, tmp_path)

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import idmap_lib as im
-from idmap_lib import book
-from idmap_lib.book.figures.diagrams import _lines, draw_units
+import idmap_book as book
+from idmap_book.figures.diagrams import _lines, draw_units
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_live_widget_only_where_a_kernel_runs(monkeypatch, capsys):
 
 def test_the_gate_path_is_drawn_dashed_and_the_others_solid():
     """Chapter 1 says the gate's path is dashed: every line of it is, and no other line is."""
-    from idmap_lib.book.figures.diagrams import GATE_COLOR
+    from idmap_book.figures.diagrams import GATE_COLOR
 
     gated = draw_units([im.unit_layout(im.make_unit("original", "exclusive_gating"))], ["g"])
     lines = re.findall(r"<line [^>]*/>", gated)
@@ -139,7 +139,7 @@ def test_the_book_renderer_writes_log_ticks_out_in_full(monkeypatch, keep_render
     fig.update_yaxes(type="log", tickvals=[5, 50], row=1, col=3)
     html = pio.renderers[book.RENDERER].to_mimebundle(fig.to_dict())["text/html"]
     d = fig.to_dict()
-    from idmap_lib.book.page.log_axes import readable_log_axes
+    from idmap_book.page.log_axes import readable_log_axes
     lay = readable_log_axes(d)["layout"]
     assert lay["yaxis"]["ticktext"] == ["0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20",
                                         "50", "100", "200"]

@@ -154,7 +154,7 @@ def test_chapter_11_never_mixes_scales_in_one_claims_table():
     names both scales in its columns and has no verdict column)."""
     from bs4 import BeautifulSoup
 
-    from idmap_lib.book.evidence import claim_words, claims
+    from idmap_book.evidence import claim_words, claims
     page = SITE / "11_reproductions.html"
     if not page.exists():
         pytest.skip("the book is not built")
@@ -180,7 +180,7 @@ def test_the_exercise_pages_colab_buttons_open_the_student_editions():
     itself."""
     from bs4 import BeautifulSoup
 
-    from idmap_lib.checks import editions
+    from idmap_class import editions
     if not (SITE / "index.html").is_file():
         pytest.skip("the book is not built")
     for name in pages():
@@ -202,7 +202,7 @@ def _sliders():
     measure them)."""
     import numpy as np
 
-    from idmap_lib.book.figures import slider_figures
+    from idmap_book.figures import slider_figures
     k = np.arange(1001)
     lam = slider_figures.lambda_slider({lam: lam ** k * (1 + k / 500)
                                         for lam in (0.9, 0.99, 1.0, 1.05, 1.1)})
@@ -221,7 +221,7 @@ def test_the_sliders_set_readable_axes_at_every_step():
     import json
     import math
 
-    from idmap_lib.book.page import setup as book  # the build's renderer
+    from idmap_book.page import setup as book  # the build's renderer
     for fig in _sliders():
         html = book._book_renderer().to_mimebundle(fig.to_dict())["text/html"]
         assert h.figures(html) and not h.crowded_axes(html), h.crowded_axes(html)
@@ -258,7 +258,7 @@ def test_the_sliders_set_readable_axes_at_every_step():
 def test_the_slider_figures_say_what_is_wrong_with_their_input():
     import numpy as np
 
-    from idmap_lib.book.figures import slider_figures
+    from idmap_book.figures import slider_figures
     with pytest.raises(ValueError, match="start=0.5 is not one of the measured lambdas"):
         slider_figures.lambda_slider({1.0: np.ones(11)}, start=0.5)
     with pytest.raises(ValueError, match="the same depths"):
@@ -288,8 +288,8 @@ def test_the_theory_layout_is_readable():
     checks."""
     import plotly.graph_objects as go
 
-    from idmap_lib.book.page import setup as book  # the build's renderer
-    from idmap_lib.book.figures import slider_figures
+    from idmap_book.page import setup as book  # the build's renderer
+    from idmap_book.figures import slider_figures
     fig = go.Figure([go.Scatter(y=[1, 2], name="a"), go.Scatter(y=[2, 1], name="b")])
     fig.update_layout(slider_figures.THEORY_LAYOUT, title_text="t")
     figs = [fig, *_sliders()]
@@ -304,7 +304,7 @@ def _probed():
     checkpoints), with the line ``checkpoints.trained_model`` writes: the step and the hardware."""
     import torch
 
-    from idmap_lib.book.figures import trained_probes as tp
+    from idmap_book.figures import trained_probes as tp
     info = "ResNet-110 (basic) after 29,000 of 64,000 steps of the paper's recipe (cuda, bfloat16)"
     return {"info": info, "pre_info": info.replace("basic", "basic, full pre-activation"),
             "x": torch.zeros(4, 3, 32, 32),
@@ -317,8 +317,8 @@ def _probed():
 def _book_figures():
     """Every figure the library draws for chapters 3-11, called as the chapters call it, from the
     recorded runs."""
-    from idmap_lib.book.evidence import claims, variants
-    from idmap_lib.book.figures import (curves, forest, full_recipe, gate_figures, keras_probe,
+    from idmap_book.evidence import claims, variants
+    from idmap_book.figures import (curves, forest, full_recipe, gate_figures, keras_probe,
                                         live, mechanism_figures, swap_figure, trained_probes)
     t1 = [c.key for c in claims.CLAIMS if c.experiment == "a_table1_shortcuts"]
     return {
@@ -356,7 +356,7 @@ def test_every_figure_of_the_book_is_readable(name):
     renderer, has no text under 12 px (a <sup> subtitle counted as drawn), no legend beside the plot
     and no hardware or date in its title (figure_style.py holds the fonts, legends and caption line
     they share)."""
-    from idmap_lib.book.page import setup as book  # the build's renderer
+    from idmap_book.page import setup as book  # the build's renderer
     assert set(_book_figures()) == set(BOOK_FIGURES)
     html = book._book_renderer().to_mimebundle(_book_figures()[name]().to_dict())["text/html"]
     assert h.figures(html), f"{name} drew no figure"
@@ -367,8 +367,8 @@ def test_every_figure_of_the_book_is_readable(name):
 def test_a_caption_holds_what_the_title_does_not():
     """The hardware of chapter 8's probes sits in the caption line under the plot, in lines a
     phone's column holds."""
-    from idmap_lib.book.page import figure_style
-    from idmap_lib.book.figures import trained_probes
+    from idmap_book.page import figure_style
+    from idmap_book.figures import trained_probes
     fig = trained_probes.gradient_figure(_probed())
     assert "cuda" not in fig.layout.title.text
     caption, = [a for a in fig.layout.annotations if "cuda" in a.text]
@@ -383,7 +383,7 @@ def test_a_caption_s_own_breaks_stay_and_a_legend_under_it_has_its_rows():
     wraps again at its width); the caption's own are kept; a legend at the foot gets its rows under
     the caption, not on it."""
     import plotly.graph_objects as go
-    from idmap_lib.book.page import figure_style
+    from idmap_book.page import figure_style
 
     text = " ".join(["word"] * 30) + "<br>a line of its own"
     fig = figure_style.caption(go.Figure(), text, legend_rows=3)
@@ -401,7 +401,7 @@ def test_a_long_title_wraps_and_pushes_the_plot_down_instead_of_growing_into_it(
     line in the top margin, so lines added grow down into the subplot titles), its lines fit the
     column, and the margin holds them."""
     import plotly.graph_objects as go
-    from idmap_lib.book.page import figure_style as fs
+    from idmap_book.page import figure_style as fs
 
     short, long = go.Figure(), go.Figure()
     fs.title(short, "A title", "a subtitle")
@@ -423,7 +423,7 @@ def test_the_argument_and_the_depth_chapter_end_pointing_to_the_synthesis_with_i
     each mechanism's status is said (issue 59: never pasted here as well)."""
     from bs4 import BeautifulSoup
 
-    from idmap_lib.book.evidence import synthesis
+    from idmap_book.evidence import synthesis
     if not (SITE / f"{chapter}.html").exists():
         pytest.skip("the book is not built")
     article = BeautifulSoup((SITE / f"{chapter}.html").read_text(), "html.parser").find("article")

@@ -17,7 +17,7 @@ import torch
 
 pytest.importorskip("submitit")
 
-from idmap_lib.book.plan import ledger, queue as q  # noqa: E402
+from idmap_book.plan import ledger, queue as q  # noqa: E402
 from idmap_lib.engine import results  # noqa: E402
 from support import SHARED, checkpoint_step, tiny_mnist, untimed  # noqa: E402
 

@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from idmap_lib.checks import spotcheck
+from idmap_class import spotcheck
 from idmap_lib.engine import results
 from idmap_lib.engine.results import FIRST_STEPS
 from idmap_lib.engine.trainer import train

@@ -2,7 +2,7 @@
 import importlib.metadata
 import importlib.util
 
-from idmap_lib.checks import student
+from idmap_class import student
 
 
 def test_otter_is_installed_with_every_missing_requirement_down_the_graph_and_nothing_upgraded(monkeypatch, capsys):

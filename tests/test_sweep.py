@@ -3,9 +3,9 @@ costs."""
 import pytest
 
 from fake_runs import history, result, save
-from idmap_lib.book.evidence import claims, rule
-from idmap_lib.book.plan import cpu_scale, sweep
-from idmap_lib.book.evidence.claims import CLAIMS
+from idmap_book.evidence import claims, rule
+from idmap_book.plan import cpu_scale, sweep
+from idmap_book.evidence.claims import CLAIMS
 from idmap_lib.engine import recipes, results
 
 

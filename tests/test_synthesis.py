@@ -4,9 +4,9 @@ its property predicts the outcomes across the rows (necessary, sufficient, neith
 with the rows that decide it."""
 import pytest
 
-from idmap_lib.book.evidence import synthesis
-from idmap_lib.book.figures import swap_figure
-from idmap_lib.book.evidence.claims import CLAIMS_BY_KEY
+from idmap_book.evidence import synthesis
+from idmap_book.figures import swap_figure
+from idmap_book.evidence.claims import CLAIMS_BY_KEY
 from idmap_lib.engine import recipes
 
 
@@ -111,7 +111,7 @@ def test_the_summary_and_the_tables_name_every_mechanism_with_a_computed_status(
 
 
 def test_the_key_figure_draws_every_recorded_seed_of_every_row_in_its_units_colour():
-    from idmap_lib.book.page import palette
+    from idmap_book.page import palette
 
     fig, values = swap_figure.key_figure()
     drawn = [t for t in fig.data if len(t.x)]

@@ -1,5 +1,5 @@
 """How the book prints a table."""
-from idmap_lib.book.evidence import tables
+from idmap_book.evidence import tables
 
 
 def test_styled_tables_let_long_claim_keys_break_after_an_underscore():

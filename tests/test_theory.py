@@ -1,5 +1,5 @@
-"""The book's derivations (idmap_lib.book.maths.theory) reproduce the papers' equations, and the
-probes (idmap_lib.book.maths.probes) measure what the equations say on real idmap_lib networks."""
+"""The book's derivations (idmap_book.maths.theory) reproduce the papers' equations, and the
+probes (idmap_book.maths.probes) measure what the equations say on real idmap_lib networks."""
 import json
 import math
 import re
@@ -9,8 +9,8 @@ import pytest
 import sympy as sp
 import torch
 
-from idmap_lib.book.maths import gate_theory as G, notation, theory as T
-from idmap_lib.book.page import repository
+from idmap_book.maths import gate_theory as G, notation, theory as T
+from idmap_book.page import repository
 
 # ---- sympy: every derived equation equals the paper's --------------------------------------------
 
@@ -123,7 +123,7 @@ def test_long_equations_are_set_on_several_lines():
 
 
 def test_no_chapter_prints_latex_itself():
-    """Chapters display math through idmap_lib.book.maths.theory (sympy's printer), never sp.latex
+    """Chapters display math through idmap_book.maths.theory (sympy's printer), never sp.latex
     or a regex on LaTeX."""
     for nb in sorted((Path(__file__).parents[1] / "book").glob("0[1-5]_*.ipynb")):
         code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
@@ -145,7 +145,7 @@ from pathlib import Path
 import torch.nn as nn
 
 import idmap_lib as im
-from idmap_lib.book.maths import probes
+from idmap_book.maths import probes
 
 
 def _stack(n, unit="full_preact", shortcut="identity", channels=4, **opts):
@@ -294,7 +294,7 @@ def test_chapter_notebook_shape(chapter):
     assert len(titles) == 1
 
 
-# Numbers a page measures are written by the page (idmap_lib.book.say with f-strings), never typed
+# Numbers a page measures are written by the page (idmap_book.say with f-strings), never typed
 # in its prose: typed powers of ten, long decimals and "about half" are how measured numbers crept
 # in.
 TYPED_MEASUREMENT = (re.compile(r"10\^\{?-?\d|2\^\{?-\d|\\cdot\s*10|\d\.\d{3,}|about half|orders "

@@ -3,7 +3,7 @@ numbers."""
 import pytest
 import torch
 
-from idmap_lib.book.figures import trained_probes as tp
+from idmap_book.figures import trained_probes as tp
 from idmap_lib.engine import recipes
 
 

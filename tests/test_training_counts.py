@@ -3,7 +3,7 @@ run), and a full-recipe run trained in segments records every segment's commit a
 import json
 from pathlib import Path
 
-from idmap_lib.book.figures import full_recipe
+from idmap_book.figures import full_recipe
 from idmap_lib.engine import recipes, results
 
 ROOT = Path(__file__).resolve().parents[1]

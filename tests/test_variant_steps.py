@@ -1,7 +1,7 @@
 """A variant's table: the steps to a training error below 80 % never put a run that did not get
 there inside the mean (metrics.did_not_train: "not reached within N steps")."""
 from fake_runs import history, result
-from idmap_lib.book.evidence import variants
+from idmap_book.evidence import variants
 from idmap_lib.engine import results
 
 

@@ -1,6 +1,6 @@
 """A variant on the page: its table over seeds, and what each scale trains."""
 from fake_runs import save
-from idmap_lib.book.evidence import variants
+from idmap_book.evidence import variants
 
 
 def test_variant_table_reads_the_seeds_and_says_what_is_missing(tmp_path):
@@ -41,7 +41,7 @@ def test_scale_differences_show_whole_values_setting_by_setting():
 def test_each_chapter_shows_the_variants_its_claims_compare():
     """SHOWN is the one list of each experiment chapter: every variant a CPU-scale claim compares,
     none other."""
-    from idmap_lib.book.evidence import claims
+    from idmap_book.evidence import claims
     from idmap_lib.engine import recipes
     compared = {}
     for c in claims.CLAIMS:
@@ -67,7 +67,7 @@ def test_a_table1_variant_names_its_shortcut_and_options_as_make_unit_takes_them
 
 
 def test_the_papers_numbers_print_as_the_papers_do():
-    from idmap_lib.book.evidence import paper_numbers
+    from idmap_book.evidence import paper_numbers
     # 2 decimals, as printed
     assert paper_numbers.printed("a_table1_shortcuts", "exclusive_gating-b-6") == "8.70"
     # Paper A's word

@@ -5,8 +5,8 @@ import re
 import pytest
 
 from fake_runs import mnist_run, result, save
-from idmap_lib.book.evidence import claims, rule, tables, verdicts
-from idmap_lib.book.figures import forest
+from idmap_book.evidence import claims, rule, tables, verdicts
+from idmap_book.figures import forest
 from idmap_lib.engine import results
 
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Grade a folder of submissions (.zip / .ipynb) as Gradescope will: per submission, the autograder zip unpacked
 # into <graded>/<student>/source, the upload into .../submission, then the zip's run_otter.py (which grades as
-# `python -m idmap_lib.checks grade` grades one row: idmap_lib/checks/gradescope.py) in a venv built from nothing
+# `python -m idmap_class grade` grades one row: idmap_class/gradescope.py) in a venv built from nothing
 # but the zip's environment.yml (its pip lines and its conda packages, from the package index). The venv is made
 # afresh on every call (a temporary folder, removed at the end; or VENV, emptied first).
 #   tools/check_autograder.sh dist/ablations/dist/autograder/*.zip submissions/ graded/ [venv]

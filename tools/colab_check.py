@@ -23,7 +23,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 SRC, WORK = Path(sys.argv[1]), Path(sys.argv[2])
 
 LIVE = """\
-from idmap_lib.book import live
+from idmap_book import live
 V = ("b_resnet32", "gated")
 # (a restart finds the first kernel's)
 before = live.train_live(*V, scale="cpu", run=False, show=False)["stopped"]

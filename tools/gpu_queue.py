@@ -1,5 +1,5 @@
 """What a lent GPU trains next: the library's queue at the full recipe
-(idmap_lib/book/plan/queue.py, as ``python -m idmap_lib sweep --scale full`` lists it), cut into the
+(idmap_book/plan/queue.py, as ``python -m idmap_book sweep --scale full`` lists it), cut into the
 window's processes.
 
 Runs with a checkpoint in data/checkpoints/ come first (resumed), then the runs the claims need in
@@ -22,14 +22,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 # tools/gpu_preflight.py reads it from here
-from idmap_lib.book.plan.queue import in_flight  # noqa: E402,F401
+from idmap_book.plan.queue import in_flight  # noqa: E402,F401
 
 
 def next_runs(n_groups=2, out_dir=None, checkpoint_dir=None, fuse=1,
               solo=False) -> list[tuple[str, list[str], list[int]]]:
     """Up to n_groups (experiment, [variants], [seeds]) groups, one process each
     (book/plan/queue.py: queue, groups)."""
-    from idmap_lib.book.plan import queue as q
+    from idmap_book.plan import queue as q
 
     todo = q.queue("full", out_dir=out_dir, checkpoint_dir=checkpoint_dir)
     jobs = q.groups(todo, fuse, pairs=fuse <= 1 and not solo, steps=q.started(checkpoint_dir))

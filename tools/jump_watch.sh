@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the networks see at the lr jump (idmap_lib/book/plan/jump_watch.py), measured in the background from a clean
+# What the networks see at the lr jump (idmap_book/plan/jump_watch.py), measured in the background from a clean
 # checkout of main's latest commit (a worktree of its own: each record's provenance names the committed code), one
 # record at a time, each committed on its own; resumable (a recorded one is skipped). Rows to measure may be named:
 #   nice -n 19 nohup bash tools/jump_watch.sh > jump.log 2>&1 &
@@ -14,7 +14,7 @@ git -C "$TREE" checkout -q --detach main || exit 1
 echo "[$(date -u +%FT%TZ)] jump_watch at $(git -C "$TREE" rev-parse --short HEAD)"
 # the records go into this checkout's data/mechanisms (IDMAP_ROOT-free: the worktree's DEFAULT_ROOT is its own, so
 # each record is copied across as it lands)
-(cd "$TREE" && PYTHONPATH=$TREE "$PY" -m idmap_lib.book.plan.jump_watch ${ROWS:-}) 2>&1 | while read -r line; do
+(cd "$TREE" && PYTHONPATH=$TREE "$PY" -m idmap_book.plan.jump_watch ${ROWS:-}) 2>&1 | while read -r line; do
   echo "$line"
   f=$(sed -n 's/^recorded: \(.*\) ([0-9]* s)$/\1/p' <<<"$line")
   [[ -z $f ]] && continue

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Paper B's MNIST grid at the full recipe (idmap_lib/book/plan/mnist_grid.py), in the background across sessions: one depth
+# Paper B's MNIST grid at the full recipe (idmap_book/plan/mnist_grid.py), in the background across sessions: one depth
 # at a time, its missing runs trained together as one stacked network, resumable (checkpoints), each finished
 # depth's results committed (the d = 100 nets' weights stay in data/weights/, not committed). Trains from a clean worktree of main's latest commit
 # (its own, apart from tools/sweep.sh's) so each result's provenance names the code that made it. One thread:
@@ -17,7 +17,7 @@ export IDMAP_DATA=${IDMAP_DATA:-$(cd "$REPO/.." && pwd)/shared/data} OMP_NUM_THR
 for d in ${DEPTHS:-100 10 50 20 2}; do
   git -C "$TREE" checkout -q --detach main || exit 1
   echo "[$(date -u +%FT%TZ)] mnist d=$d at $(git -C "$TREE" rev-parse --short HEAD)"
-  (cd "$TREE" && PYTHONPATH=$TREE nice -n 5 "$PY" -m idmap_lib mnist --depths "$d" --seeds "${SEEDS:-0,1,2}" --kinds "${KINDS:-plain,resnet,gresnet}" \
+  (cd "$TREE" && PYTHONPATH=$TREE nice -n 5 "$PY" -m idmap_book mnist --depths "$d" --seeds "${SEEDS:-0,1,2}" --kinds "${KINDS:-plain,resnet,gresnet}" \
      --out "$REPO/data/results" --weights-dir "$REPO/data/weights" --checkpoint-dir "$CKPT") \
      || { echo "mnist: training failed; stop"; exit 1; }
   for try in 1 2 3 4 5 6 7 8 9 10; do  # the CIFAR sweep may be committing: retry

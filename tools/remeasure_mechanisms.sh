@@ -16,7 +16,7 @@ git -C "$TREE" checkout -q --detach main || exit 1
 mkdir -p "$OUT"
 echo "[$(date -u +%FT%TZ)] remeasuring at $(git -C "$TREE" rev-parse --short HEAD) into $OUT"
 (cd "$TREE" && PYTHONPATH=$TREE "$PY" -c "
-from idmap_lib.book.evidence import mechanisms
+from idmap_book.evidence import mechanisms
 mechanisms.measure_missing(out_dir='$OUT')") || exit 1
 "$PY" - "$OUT" "$REPO/data/mechanisms" <<'PY'
 import json, shutil, sys

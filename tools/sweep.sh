@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CPU-scale sweep the claims need (idmap_lib/book/evidence/claims.py), run in the background across sessions: a loop
-# around the library's queue (python -m idmap_lib sweep --executor local: idmap_lib/book/plan/queue.py), one job at a
+# The CPU-scale sweep the claims need (idmap_book/evidence/claims.py), run in the background across sessions: a loop
+# around the library's queue (python -m idmap_book sweep --executor local: idmap_book/plan/queue.py), one job at a
 # time through submitit's local executor -- resumable (a recorded run is skipped; a run cut off mid-way resumes from
 # its checkpoint) and every finished result committed on its own. It trains from a clean checkout of main's latest
 # commit (a worktree of its own, checked out again before every run), so each result's provenance names exactly the
@@ -9,7 +9,7 @@
 #
 #   nohup bash tools/sweep.sh > sweep.log 2>&1 &                    (from the repository root)
 #   SWEEP_WORKER=2 nohup bash tools/sweep.sh > sweep2.log 2>&1 &    (a second worker, on the other core)
-#   .venv/bin/python -m idmap_lib sweep --status --folder ../idmap-sweep-checkpoints/queue   (where it stands)
+#   .venv/bin/python -m idmap_book sweep --status --folder ../idmap-sweep-checkpoints/queue   (where it stands)
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 WORKER=${SWEEP_WORKER:-1}
@@ -26,7 +26,7 @@ trap 'rm -f "$LOG"' EXIT
 while true; do
   git -C "$TREE" checkout -q --detach main || exit 1  # main's latest commit, clean
   echo "[$(date -u +%FT%TZ)] worker $WORKER at $(git -C "$TREE" rev-parse --short HEAD)"
-  (cd "$TREE" && PYTHONPATH=$TREE nice -n 5 "$PY" -m idmap_lib sweep --executor local --max-jobs 1 --out "$OUT" \
+  (cd "$TREE" && PYTHONPATH=$TREE nice -n 5 "$PY" -m idmap_book sweep --executor local --max-jobs 1 --out "$OUT" \
      --folder "$QUEUE" --checkpoint-dir "$CKPT") 2>&1 | tee "$LOG"
   [[ ${PIPESTATUS[0]} == 0 ]] || { echo "sweep: training failed (the job's log: $QUEUE/jobs); stop"; exit 1; }
   files=$(sed -n 's/^recorded: //p' "$LOG")

@@ -1,6 +1,6 @@
 /* idmap book: plotly figures laid out again for a phone (issue 30: at 390 px figures stack, no text overlaps).
  * Loaded on pages with plotly figures (see idmap_site.py); does nothing on a screen 600 px wide or more, so the
- * desktop layout (idmap_lib/book/page/figure_style.py) is untouched. On a phone, once a figure is drawn and visible:
+ * desktop layout (idmap_book/page/figure_style.py) is untouched. On a phone, once a figure is drawn and visible:
  * 0. side margins shrink to what ticks need (plotly's default 80 px each would halve a phone's plot);
  * 1. panels side by side (make_subplots with 2-3 columns) stack into one column, each panel the full width,
  *    their subplot titles moved along; notes under the plot keep their distance from it in px;

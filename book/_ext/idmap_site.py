@@ -2,7 +2,7 @@
 
 - plotly.js: the installed plotly package's own ``plotly.min.js`` is copied into ``_static/vendor/``
   and loaded once, only on pages that contain a plotly figure, in the page or in the saved state of
-  its widgets (an ``interact`` output). The chapters' figures are emitted by ``idmap_lib.book``'s
+  its widgets (an ``interact`` output). The chapters' figures are emitted by ``idmap_book``'s
   renderer as plain divs that call it. It is loaded before require.js, so that
   its UMD wrapper sets ``window.Plotly`` instead of registering an anonymous AMD module.
 - MathJax 3, require.js and the ipywidgets html-manager come from ``.vendor/site`` (``make vendor``),
@@ -17,7 +17,7 @@
 - MathJax is loaded on every page (not only those with equations of their own): chapter titles
   with math appear in every page's navigation.
 - The exercise pages' Colab button opens the student edition (``book/student/``: solutions hidden, checks
-  and submission intact, see ``idmap_lib.checks.editions.publish``), not the instructor's page it sits on.
+  and submission intact, see ``idmap_class.editions.publish``), not the instructor's page it sits on.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _page_scripts(app, pagename, templatename, context, doctree):
 
 def _student_edition_button(app, pagename, templatename, context, doctree):
     """After the theme's launch buttons (priority 501): on an exercise page, Colab opens the student edition."""
-    from idmap_lib.checks.editions import student_edition_paths
+    from idmap_class.editions import student_edition_paths
 
     edition = student_edition_paths().get(pagename)
     for group in context.get("header_buttons", []) if edition else []:

@@ -87,7 +87,7 @@ def cpu_threads(cfgs) -> int:
     every physical core, never more (a second hyperthread of one core only contends for it). Why:
     on two cores a second thread makes an MLP step about 1.3x faster when the machine is idle and
     4x slower beside one busy process, while a ResNet step gains about 1.8x idle (the classroom
-    configs, timed with ``python -m idmap_lib.checks time``)."""
+    configs, timed with ``python -m idmap_class time``)."""
     return 1 if all(c["model"]["builder"] == "mlp" for c in cfgs) else physical_cores()
 
 

@@ -7,6 +7,6 @@ points = 1
 
 @test_case(points=None, hidden=False)
 def test_ab_bn_after_add_0(env):
-    from idmap_lib.checks.editions import run_grading_cell
+    from idmap_class.editions import run_grading_cell
     run_grading_cell(env, 'ablations.check("bn_after_addition", runs_bn, answers_bn, prediction_bn)')
 

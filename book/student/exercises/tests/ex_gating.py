@@ -7,6 +7,6 @@ points = 1
 
 @test_case(points=None, hidden=False)
 def test_ex_gating_0(env):
-    from idmap_lib.checks.editions import run_grading_cell
+    from idmap_class.editions import run_grading_cell
     run_grading_cell(env, 'checks.check_exclusive_gating(exclusive_gating)')
 

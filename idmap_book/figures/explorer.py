@@ -1,0 +1,123 @@
+"""An explorer for "why" (the synthesis page): what each row of the interventions -- the units of
+Fig 4 and the swaps of one part -- sees around the lr jump, measured in the very trainings the
+claims judge (jump_watch.py).
+
+One slider step per row: that row's seeds drawn in its unit's colour (palette.py), every other row
+faint grey, on four small panels that share the steps around the jump: how far apart the weight
+layers' input stds are (log10 of the largest over the smallest), the classifier's input std, the
+largest branch beside its path (||F(x_l)|| / ||x_l||) and the gradient norm on the first unit's
+weights. The slider's label says the row's loss rise at the jump in its recorded runs. A plotly
+figure: it works on the static page, without a kernel, and its slider steps from the keyboard
+(book/_ext/idmap_keys.js).
+"""
+from __future__ import annotations
+
+import statistics
+
+from idmap_lib.engine import recipes
+from ..evidence import claim_words, claims
+from ..evidence.seeds import ALL_SEEDS
+from ..evidence.synthesis import PROPERTIES
+from ..page import figure_style, palette
+from ..plan import jump_watch
+
+PANELS = (("input_spread", "weight-layer input std,<br>log10 largest / smallest", "linear"),
+          ("fc_input_std", "classifier input std", "log"),
+          ("branch_ratio_max", "largest branch / path", "log"),
+          ("grad_norm_first", "gradient norm, first unit", "log"))
+FAINT = "rgba(120, 120, 120, 0.35)"
+
+
+def rows_measured(out_dir=None) -> dict:
+    """{row: [summary of each recorded seed]} for the ResNet-110 rows (jump_watch.summary), measured
+    ones only."""
+    found = {}
+    for row in (r for r in PROPERTIES if jump_watch.depth_of(r) == 110):
+        recs = [jump_watch.measured(jump_watch.spec(row, s), out_dir, compute=False)
+                for s in ALL_SEEDS]
+        recs = [r for r in recs if r is not None]
+        if recs:
+            found[row] = [jump_watch.summary(r) for r in recs]
+    return found
+
+
+def _step_name(step: int) -> str:
+    return "init" if step == 0 else f"{step} (jump)" if step == 100 else str(step)
+
+
+def explorer(out_dir=None, height=760):
+    """The explorer figure (see the module's docstring); None where no row is measured yet."""
+    from plotly.subplots import make_subplots
+    import plotly.graph_objects as go
+
+    found = rows_measured(out_dir)
+    if not found:
+        return None
+    fig = make_subplots(rows=len(PANELS), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=[p[1].replace("<br>", " ") for p in PANELS])
+    owner = []
+    for row, seeds in found.items():
+        for s, summ in enumerate(seeds):
+            x = [_step_name(f["step"]) for f in summ]
+            for k, (key, _, _) in enumerate(PANELS, start=1):
+                fig.add_trace(go.Scatter(x=x, y=[f[key] for f in summ], mode="lines+markers",
+                                         name=claim_words.words("a_swaps", row), legendgroup=row,
+                                         showlegend=False,
+                                         marker=dict(symbol=palette.symbol(row), size=6),
+                                         hovertemplate=claim_words.words("a_swaps", row)
+                                         + "<br>step %{x}: %{y:.3g}<extra></extra>"), row=k, col=1)
+                owner.append(row)
+    rises = {r: claims.values("a_swaps", r, recipes.JUMP_PROBE, "lr_jump_rise", out_dir,
+                              ALL_SEEDS)[0] for r in found}
+    steps = []
+    for n, row in enumerate(found, start=1):
+        on, said = [o == row for o in owner], claim_words.words("a_swaps", row)
+        rise = (f"its loss rose {statistics.median(rises[row]):.2g} nats at the jump (median of "
+                f"{len(rises[row])} runs)" if rises[row] else "no run of it recorded yet")
+        steps.append(dict(method="update", label=str(n), value=f"{n}: {said}", args=[{
+            "line.color": [palette.colour(o) if o == row else FAINT for o in owner],
+            "marker.color": [palette.colour(o) if o == row else FAINT for o in owner],
+            "line.width": [3 if x else 1 for x in on], "opacity": [1 if x else 0.6 for x in on]},
+            {"title.text": _title(f"{n}. {said[0].upper()}{said[1:]}", rise)}]))
+    first = steps[0]["args"][0]
+    for i, t in enumerate(fig.data):
+        t.line.color, t.marker.color, t.line.width, t.opacity = (first["line.color"][i],
+                                                                 first["marker.color"][i],
+                                                                  first["line.width"][i],
+                                                                  first["opacity"][i])
+    for k, (_, _, kind) in enumerate(PANELS, start=1):
+        fig.update_yaxes(type=kind, tickfont=figure_style.LEAST_FONT, row=k, col=1)
+    fig.update_xaxes(type="category", tickfont=figure_style.LEAST_FONT)
+    fig.update_xaxes(title_text="updates so far (the lr jumps at 100)", row=len(PANELS), col=1)
+    figure_style.title(fig, "title", "subtitle")  # its place and top margin; the text is the row's
+    fig.update_layout(**figure_style.LAYOUT, height=height, margin=dict(b=150, l=60, r=20),
+                      sliders=[dict(active=0, steps=steps, x=0, len=1.0, y=0, yanchor="top",
+                                    pad=dict(t=72),
+                                    font=figure_style.LEAST_FONT,
+                                    currentvalue=dict(prefix="row ", font=figure_style.FONT))],
+                      meta={"alt": alt(found)}, title_text=steps[0]["args"][1]["title.text"])
+    return fig
+
+
+def _title(head: str, sub: str) -> str:
+    """A row's title as figure_style.title sets one (wrapped, its subtitle smaller)."""
+    import plotly.graph_objects as go
+
+    return figure_style.title(go.Figure(), head, sub).layout.title.text
+
+
+def alt(found: dict) -> str:
+    """The explorer's text alternative: what it shows, for how many rows and seeds."""
+    n = sum(len(s) for s in found.values())
+    return (f"An explorer over {len(found)} rows of the interventions ({n} measured trainings): "
+            f"for the row picked with the slider, "
+            f"{', '.join(p[1].replace('<br>', ' ') for p in PANELS)}, at initialisation and around "
+            f"the lr jump at step 100.")
+
+
+def alt_caption(out_dir=None) -> str:
+    """The caption under the explorer: its text alternative, and the rows not measured yet."""
+    found = rows_measured(out_dir)
+    missing = [claim_words.words("a_swaps", r) for r in PROPERTIES if jump_watch.depth_of(r) == 110
+               and r not in found]
+    return alt(found) + (f" Not measured yet: {'; '.join(missing)}." if missing else "")
