@@ -51,7 +51,8 @@ def test_the_measurement_in_full_reads_each_unit_and_says_the_verdict_and_the_sw
     assert "a factor of 1e+02 and 10 over all weight layers" in text
     assert ("the std of its input is 0.28 in full pre-activation ResNet-110 against 1.7 "
             "(original) and 1.4" in text)
-    assert "is **reproduced**." in text and "when this page was built: SWAPS SAY THIS." in text
+    assert "is **reproduced**." in text and "one part at a time: SWAPS SAY THIS." in text
+    assert "when this page was built" not in text  # a pointer to the synthesis, no status list
 
 
 def test_the_scaled_shortcuts_words_read_each_lambda_and_the_fit():

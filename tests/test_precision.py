@@ -25,6 +25,15 @@ def _fp32(monkeypatch, verdicts):
     return precision.precision_words()
 
 
+def _row(words, comparison):
+    """The precision table's row of `comparison`, its cells stripped, from the page's Markdown."""
+    for line in words.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] == comparison:
+            return dict(zip(("comparison", "bf16", "float32", "note"), cells))
+    raise AssertionError(f"no row {comparison!r} in {words}")
+
+
 def test_the_float32_check_says_which_verdict_differs_from_the_bf16_runs_by_the_same_rule(
         monkeypatch):
     """Each float32 comparison is set beside the bf16 runs read by its own rule
@@ -32,13 +41,14 @@ def test_the_float32_check_says_which_verdict_differs_from_the_bf16_runs_by_the_
     same_rule = [r["verdict"] for c in precision.FP32_CLAIMS
                  for _, r in precision.bf16_by_rule(c).parts]
     same = _fp32(monkeypatch, same_rule)
-    assert "30 of 30 runs recorded" in same and "no verdict differs between the precisions" in same
+    assert "30 of 30 float32 runs recorded" in same
+    assert "no verdict differs between the precisions" in same
     other = {"reproduced": "contradicted", "contradicted": "reproduced",
              "inconclusive": "reproduced"}
     flip = other.get(same_rule[0], "reproduced")
     moved = _fp32(monkeypatch, [flip] + same_rule[1:])
-    assert (f"Full pre-activation vs the original unit: *{flip}* in float32, *{same_rule[0]}* "
-            f"in bf16 by the same rule") in moved
+    row = _row(moved, "Full pre-activation vs the original unit")
+    assert (row["float32"], row["bf16"]) == (f"*{flip}*", f"*{same_rule[0]}*")
     assert "differs between the precisions for full pre-activation vs the original unit (" in moved
 
 
@@ -73,11 +83,13 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     fp = CLAIMS_BY_KEY["fp32_lr_jump"]
     out = _copy_results(tmp_path)
     before = precision.precision_words(out)  # the book's runs: its own rule (Welch) differs
-    row = ("full pre-activation vs full pre-activation without final BN-ReLU: *reproduced* in "
-           "float32, *reproduced* in bf16 by the same rule")
-    assert row in before and "differs between the precisions for" not in before.split(row)[0]
-    assert ("(its bf16 claim's own rule, log10 (0.1 + loss rise at the jump), by Welch's t: "
-            "*inconclusive*)") in before and "the difference is the rule's" in before
+    name = "Full pre-activation vs full pre-activation without final BN-ReLU"
+    row = _row(before, name)
+    assert (row["bf16"], row["float32"]) == ("*reproduced*", "*reproduced*")
+    assert row["note"] == ("its bf16 claim's own rule (log10 (0.1 + loss rise at the jump), by "
+                           "Welch's t): *inconclusive*, the rule's difference, not the "
+                           "precision's")
+    assert "differs between the precisions for full pre-activation vs full" not in before
     twin_claim, twin_test, _ = precision.bf16_twin(fp, fp.tests[2], out)
     assert (twin_claim.key, twin_test.a, twin_test.b) == (
         "swap_jump_full_preact_no_final", "full_preact-110", "full_preact+no_final-110")
@@ -93,8 +105,8 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     words = precision.precision_words(out)
     assert ("differs between the precisions for full pre-activation vs full pre-activation without "
             "final BN-ReLU") in words
-    assert "reads otherwise (full pre-activation vs full pre-activation without" not in words
-    assert row in precision.precision_words()  # (the book's own folder untouched)
+    assert "the rule's difference" not in _row(words, name)["note"]
+    assert _row(precision.precision_words(), name) == row  # (the book's own folder untouched)
 
 
 def test_the_float32_check_reads_no_verdict_before_a_comparison_has_all_its_seeds(monkeypatch):
@@ -104,8 +116,9 @@ def test_the_float32_check_reads_no_verdict_before_a_comparison_has_all_its_seed
                                                               []))
     words = precision.precision_words()
     n = len(precision.FP32_CLAIMS[0].seeds)
-    assert f"pre-activation ResNet-1001 vs the original ResNet-1001: {n - 1} and {n - 1} of {n} " \
-           f"seeds recorded" in words
+    row = _row(words, "Pre-activation ResNet-1001 vs the original ResNet-1001")
+    assert row == {"comparison": row["comparison"], "bf16": "", "float32": "",
+                   "note": f"{n - 1} and {n - 1} of {n} seeds recorded"}
     assert "of the 3 with all their seeds" in words
 
 
@@ -135,8 +148,8 @@ def test_the_float32_swaps_say_the_part_the_direction_the_verdict_and_the_diverg
 
 def test_a_verdict_that_differs_between_the_precisions_says_what_drove_it_seed_by_seed():
     """Fig 1's pair: a censored comparison's steps, seed by seed, on both sides and in both
-    precisions (a run that never got there said as 'never'), in the precision paragraph and beside
-    the claim in its chapter; a claim with no float32 twin gets nothing."""
+    precisions (a run that never got there said as 'never'), in the precision table's note and
+    beside the claim in its chapter; a claim with no float32 twin gets nothing."""
     from idmap_book.evidence.rule import better
 
     t = better("a", "b", "steps_to_80")
@@ -151,3 +164,19 @@ def test_a_verdict_that_differs_between_the_precisions_says_what_drove_it_seed_b
     if "*reproduced* in float32, *reproduced* in bf16" not in said:
         assert said.count("(steps to 80 % train error: ") == 2
     assert precision.beside("t2_full_preact_best") == ""
+    row = _row(precision.precision_words(), "Pre-activation ResNet-1001 vs the original ResNet-1001")
+    if row["bf16"] != row["float32"]:
+        assert row["note"].startswith("steps to 80 % train error, bf16: ")
+        assert "; float32: " in row["note"] and row["note"].count(" against ") == 2
+
+
+def test_the_float32_check_is_a_small_table_a_row_a_comparison():
+    """The check is a table (comparison, bf16, float32, note), one row a float32 comparison, in the
+    page's Markdown between one sentence on what it trains and one on what it found."""
+    table = precision.precision_table()
+    assert list(table.columns) == ["comparison", "bf16", "float32", "note"]
+    assert len(table) == sum(len(c.tests) for c in precision.FP32_CLAIMS)
+    words = precision.precision_words()
+    head, _, rest = words.partition("\n\n| comparison")
+    assert head.count(". ") <= 2 and rest.rstrip().endswith(".")
+    assert [_row(words, c)["float32"] for c in table["comparison"]] == list(table["float32"])

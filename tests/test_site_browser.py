@@ -520,14 +520,16 @@ def test_nothing_is_cut_off(browser, site_url, name):
 # (listed in that commit's message), plus ~15 %, rounded up to 500 px; chapter 11's is the issue's
 # 8000 px (it was 7403); "Why pre-activation helps", rewritten around the interventions (their rows'
 # table, the mechanisms' table), 4734 px in the build of 4 Dec 2026, plus ~15 %, plus the explorer
-# (figures/explorer.py, 760 px with its heading and caption: ~1000 px).
+# (figures/explorer.py, 760 px with its heading and caption: ~1000 px); issue 59: one sitting,
+# 3500 px (it had grown to 6494: the rows' table in three columns, the explorer and the precision
+# table folded).
 HEIGHT_BUDGET = {
     "01_residual_units.html": 13_000, "02_propagation.html": 9_500,
     "03_scaled_shortcuts.html": 16_000,
     "04_relu_truncation.html": 8_000, "05_learning_identity.html": 10_500,
     "06_ablations.html": 14_500,
     "06_exercises.html": 8_000, "06_instructor_guide.html": 11_000, "07_shortcuts.html": 8_000,
-    "08_activations.html": 15_000, "09_depth.html": 6_500, "09_why_preactivation.html": 6_500,
+    "08_activations.html": 15_000, "09_depth.html": 6_500, "09_why_preactivation.html": 3_500,
     "10_gates.html": 13_500, "11_reproductions.html": 8_000,
     "genindex.html": 1_500, "index.html": 3_500, "intro.html": 3_500, "search.html": 1_500,
 }
@@ -792,3 +794,117 @@ def test_a_long_title_on_a_phone_is_caught(browser, site_url):
              "'A planted title far too long to fit on one line of a phone screen at all'})")
     bad = _text_faults(name, _figure_texts(browser, site_url, name, plant=plant))
     assert any("A planted title" in b and "outside the figure" in b for b in bad), bad
+
+
+# ---- the synthesis page's explorer: its title under plotly's toolbar at every row (issue 59)
+# ------------------------------------------------------------------------------------------ The
+# toolbar (plotly's modebar) spans a phone's width at the figure's top; each slider step gives the
+# explorer a new title (a row's name and its rise), which the phone's layout does not wrap again.
+EXPLORER_PAGE = "09_why_preactivation.html"
+EXPLORER_TITLE_JS = """async () => {
+  for (const d of document.querySelectorAll('details')) d.open = true;
+  const gd = Array.from(document.querySelectorAll('article .plotly-graph-div'))
+    .find(g => g.layout.sliders && g.layout.sliders.length);
+  if (!gd) return null;
+  await Plotly.Plots.resize(gd);
+  const box = e => { const f = gd.getBoundingClientRect(), b = e.getBoundingClientRect();
+                     return [b.left - f.left, b.top - f.top, b.right - f.left, b.bottom - f.top]; };
+  const out = [], steps = gd.layout.sliders[0].steps;
+  for (let i = 0; i < steps.length; i++) {
+    const s = steps[i];
+    await Plotly.update(gd, s.args[0] || {}, Object.assign({}, s.args[1] || {}, {'sliders[0].active': i}));
+    const t = gd.querySelector('.infolayer .gtitle'), m = gd.querySelector('.modebar');
+    out.push({row: i + 1, title: t ? box(t) : null, modebar: m ? box(m) : null,
+              width: gd.getBoundingClientRect().width});
+  }
+  return out;
+}"""
+
+
+def _explorer_title_faults(browser, site_url, viewport, plant=None):
+    _, visit = _open_drawn(browser, site_url, EXPLORER_PAGE, viewport)
+    try:
+        page = visit.page
+        page.evaluate("() => { for (const d of document.querySelectorAll('details')) d.open = true; }")
+        page.wait_for_timeout(600)
+        page.wait_for_function("() => !window.idmapPhone || window.idmapPhone.pending() === 0",
+                               timeout=30_000)
+        if plant:
+            page.evaluate(plant)
+        rows = page.evaluate(EXPLORER_TITLE_JS)
+    finally:
+        visit.close()
+    assert rows, f"{EXPLORER_PAGE}: no figure with a slider"
+    bad = []
+    for r in rows:
+        assert r["title"] and r["modebar"], r
+        t, m = r["title"], r["modebar"]
+        if min(t[2], m[2]) - max(t[0], m[0]) > 0 and min(t[3], m[3]) - max(t[1], m[1]) > 0:
+            bad.append(f"row {r['row']}: title {[round(v) for v in t]} under the toolbar "
+                       f"{[round(v) for v in m]}")
+        if t[0] < -OUTSIDE_PX or t[2] > r["width"] + OUTSIDE_PX:
+            bad.append(f"row {r['row']}: title {[round(v) for v in t]} runs outside the figure "
+                       f"({round(r['width'])} px)")
+    return bad
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_the_explorers_title_is_clear_of_its_toolbar_at_every_row(browser, site_url, viewport):
+    bad = _explorer_title_faults(browser, site_url, viewport)
+    assert not bad, f"{EXPLORER_PAGE} at {viewport[0]} px:\n" + "\n".join(bad)
+
+
+def test_an_explorer_title_under_the_toolbar_is_caught(browser, site_url):
+    """The check above sees a planted fault: the title moved up to plotly's own place, under the
+    toolbar."""
+    plant = ("() => { const gd = Array.from(document.querySelectorAll('article .plotly-graph-div'))"
+             ".find(g => g.layout.sliders && g.layout.sliders.length); "
+             "return Plotly.relayout(gd, {'title.pad.t': 16}); }")
+    assert _explorer_title_faults(browser, site_url, PHONE, plant=plant)
+
+
+# ---- the synthesis page's rows on a phone (issue 59): the outcome second, nothing off-screen
+ROWS_TABLE_JS = """() => {
+  const t = document.querySelector('div.cell.tag_outcome-on-one-line table');
+  if (!t) return null;
+  const block = t.closest('.pst-scrollable-table-container, .table-wrapper, .output') || t.parentElement;
+  return {heads: Array.from(t.querySelectorAll('thead th')).map(h => h.textContent.trim()),
+          right: t.getBoundingClientRect().right, blockRight: block.getBoundingClientRect().right,
+          scroll: block.scrollWidth, client: block.clientWidth, page: document.documentElement.clientWidth};
+}"""
+
+
+def _rows_table(browser, site_url, plant=None):
+    _, visit = _open_typeset(browser, site_url, EXPLORER_PAGE, PHONE)
+    try:
+        if plant:
+            visit.page.evaluate(plant)
+        return visit.page.evaluate(ROWS_TABLE_JS)
+    finally:
+        visit.close()
+
+
+def _rows_table_faults(info) -> list[str]:
+    if info is None:
+        return ["no table in a cell tagged outcome-on-one-line"]
+    out = []
+    if info["heads"][:3] != ["unit", "outcome", "parts it has"]:
+        out.append(f"columns {info['heads']}: the outcome is not second")
+    if info["scroll"] > info["client"] + 1 or info["right"] > min(info["blockRight"], info["page"]) + 1:
+        out.append(f"wider than a phone's column: {info}")
+    return out
+
+
+def test_the_synthesis_rows_fit_a_phone_with_the_outcome_second(browser, site_url):
+    """At 390 px the rows' table (each unit and swap, its outcome, its parts) fits the column: no
+    column, the outcome least of all, is off-screen or behind a scroll."""
+    assert (SITE / EXPLORER_PAGE).is_file(), f"{EXPLORER_PAGE} was not built"
+    assert _rows_table_faults(_rows_table(browser, site_url)) == []
+
+
+def test_a_rows_table_wider_than_a_phone_is_caught(browser, site_url):
+    plant = ("() => { const c = document.querySelector('div.cell.tag_outcome-on-one-line tbody td');"
+             " c.style.setProperty('white-space', 'nowrap', 'important');"
+             " c.textContent = 'a unit name far too long to wrap on a phone, kept on one line'; }")
+    faults = _rows_table_faults(_rows_table(browser, site_url, plant))
+    assert faults and "wider than a phone" in faults[0]

@@ -416,11 +416,12 @@ def test_a_long_title_wraps_and_pushes_the_plot_down_instead_of_growing_into_it(
     assert long.layout.margin.t - short.layout.margin.t == fs.TITLE_LINE_PX * (lines - 2)
 
 
-@pytest.mark.parametrize("chapter", ["04_relu_truncation", "09_depth"])
+@pytest.mark.parametrize("chapter", ["04_relu_truncation", "08_activations", "09_depth"])
 def test_the_argument_and_the_depth_chapter_end_pointing_to_the_synthesis_with_its_status(chapter):
     """Issue 30.1: chapter 4 (where the argument ends) and chapter 9 (where the reader has seen
     *that* the original ResNet-1001 is slow) close with a link to "Why pre-activation helps", where
-    each mechanism's status is said (issue 59: never pasted here as well)."""
+    each mechanism's status is said (issue 59: never pasted here as well, nor in chapter 8's
+    measurement of the weight layers' inputs, which points there too)."""
     from bs4 import BeautifulSoup
 
     from idmap_book.evidence import synthesis

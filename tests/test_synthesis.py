@@ -197,3 +197,36 @@ def test_the_answer_says_what_is_still_open(monkeypatch):
     # (zero gamma's parent copes here: adding it cannot show sufficiency, so it stays open)
     assert said.endswith("(not testable at this scale); branches down-weighted at initialisation "
                          "(the swaps' runs do not decide yet).")
+
+
+def test_the_swap_table_says_each_rows_outcome_second_in_three_columns_a_phone_holds():
+    """Issue 59: the rows' table is three columns (a phone's 358 px hold them), the outcome second,
+    in the answer's words, then the parts each row has by construction, in words."""
+    found = {t: synthesis.outcomes(t) for t in synthesis.OUTCOMES}
+    table = synthesis.swap_table(found=found)
+    assert table.index.name == "unit" and list(table.columns) == ["outcome", "parts it has"]
+    assert list(table.index) == [synthesis.words("a_swaps", r) for r in synthesis.PROPERTIES]
+    for r, row in zip(synthesis.PROPERTIES, table.itertuples()):
+        test = "jump" if r in synthesis.ROWS["jump"] else "start"
+        said = dict(zip(synthesis.OUTCOMES[test], synthesis.SHORT_OUTCOMES[test]))
+        assert row.outcome == said.get(found[test][r]["outcome"], found[test][r]["outcome"])
+        parts = [synthesis.PROPERTY_SHORT[p] for p in synthesis.PROPERTY_WORDS
+                 if p in synthesis.PROPERTIES[r]]
+        assert row._2 == (", ".join(parts) or "none")
+    assert table.loc["full pre-activation", "outcome"] == "copes with the jump"
+    # no cell longer than a phone's column holds in a few lines
+    assert max(len(str(v)) for v in table.reset_index().to_numpy().ravel()) <= 90
+
+
+def test_the_mechanisms_table_says_a_status_alone_where_no_swap_decides_it():
+    """Three columns a phone holds: each mechanism with who offers it, its status at the lr jump
+    and at 1001 layers with the swaps that decided it; 'not testable at this scale' stands alone
+    (the page says what it means once)."""
+    shown = synthesis.mechanism_table()
+    assert list(shown.columns) == ["mechanism", "at the lr jump", "at 1001 layers"]
+    assert list(shown["mechanism"]) == [f"{m.title} ({m.who})" for m in synthesis.MECHANISMS]
+    assert all(m.who for m in synthesis.MECHANISMS)
+    cells = list(shown["at the lr jump"]) + list(shown["at 1001 layers"])
+    assert "not testable at this scale" in cells
+    assert all(c == "not testable at this scale" or not c.startswith("not testable") for c in cells)
+    assert any("(adding it rescued the original unit" in c for c in cells)

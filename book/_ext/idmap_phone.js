@@ -96,7 +96,8 @@
       update["title.text"] = wrapText(title, L.title.font.size, width - 24);
       update["title.x"] = 0; update["title.xanchor"] = "left"; update["title.xref"] = "container";
       update["title.pad.l"] = 8; update["title.y"] = 1; update["title.yanchor"] = "top";
-      update["title.yref"] = "container"; update["title.pad.t"] = 30;  // under the toolbar
+      // under the toolbar; a figure that sets a larger pad (the explorer's, under the toolbar at any width) keeps it
+      update["title.yref"] = "container"; update["title.pad.t"] = Math.max(30, (L.title.pad && L.title.pad.t) || 0);
     }
     var anns = update.annotations || (gd.layout.annotations || []).map(function (a) { return Object.assign({}, a); });
     // Long notes wrap; a note under the plot grows downwards (its top kept) and the bottom margin with it,

@@ -72,64 +72,90 @@ def _side(xs, never) -> str:
     return f"never in all {len(xs)}" if never == len(xs) else ", ".join(shown)
 
 
+def _sides(result) -> str:
+    """Both sides' values of a censored comparison, seed by seed."""
+    na, nb = result.get("censored", (0, 0))
+    return f"{_side(result['xa'], na)} against {_side(result['xb'], nb)}"
+
+
+def _first_up(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def seeds_said(test, result) -> str:
     """What drove a censored comparison: each side's steps, seed by seed ('' for other metrics)."""
     if test.metric not in CENSORED or "xa" not in result:
         return ""
-    na, nb = result.get("censored", (0, 0))
-    return (f" ({METRIC_SHORT[test.metric]}: {_side(result['xa'], na)} against "
-            f"{_side(result['xb'], nb)})")
+    return f" ({METRIC_SHORT[test.metric]}: {_sides(result)})"
 
 
-def precision_words(out_dir=None) -> str:
-    """The float32 check in words: how many of its runs are recorded and, for each comparison whose
-    seeds are all recorded, its verdict in float32 beside the bf16 runs' read by the same rule
-    (``bf16_by_rule``): whether any verdict differs between the precisions, and where one does, what
-    drove it seed by seed. Where the bf16 comparison's own claim, under its own rule, says
-    otherwise, that is named as the rule's difference, not the precision's."""
+def checks(out_dir=None) -> dict:
+    """The float32 check, comparison by comparison: {"rows": [{"comparison", "bf16", "float32",
+    "note"}], "recorded", "need", "read", "moved", "by_rule"}. A comparison whose seeds are all
+    recorded has its float32 verdict beside the bf16 runs' read by the same rule
+    (``bf16_by_rule``); where they differ, the note says what drove each, seed by seed; where the
+    bf16 comparison's own claim, under its own rule, says otherwise, the note names it as the
+    rule's difference, not the precision's. One whose seeds are not all recorded says how many
+    are, with no verdict."""
     found = {(c.key, v): len(seed_runs(c.experiment, v, c.scale, c.seeds, out_dir)[0])
              for c in FP32_CLAIMS for v in c.variants}
-    need = sum(len(c.seeds) * len(c.variants) for c in FP32_CLAIMS)
-    rows, read, moved, by_rule = [], 0, [], []
+    out = {"rows": [], "recorded": sum(found.values()), "read": 0, "moved": [], "by_rule": [],
+           "need": sum(len(c.seeds) * len(c.variants) for c in FP32_CLAIMS)}
     for c in FP32_CLAIMS:
         bf16 = None
         for i, (t, r) in enumerate(evaluate(c, out_dir=out_dir).parts):
-            name = compared(c, t).replace(" in float32", "")  # (the sentence says it once)
+            name = compared(c, t).replace(" in float32", "")  # (the table says it once)
             seeds = [found[c.key, v] for v in (t.a, t.b)]
             if seeds != [len(c.seeds)] * 2:
-                rows.append(f"{name}: {seeds[0]} and {seeds[1]} of {len(c.seeds)} seeds recorded")
+                out["rows"].append({"comparison": _first_up(name), "bf16": "", "float32": "",
+                                    "note": f"{seeds[0]} and {seeds[1]} of {len(c.seeds)} seeds "
+                                            f"recorded"})
                 continue
             bf16 = bf16 or bf16_by_rule(c, out_dir)
             b = bf16.parts[i][1]
-            same = b["verdict"]
-            row = (f"{name}: *{r['verdict']}* in float32, *{same}* in bf16 by the same rule"
-                   if r["verdict"] == same else
-                   f"{name}: *{r['verdict']}* in float32{seeds_said(t, r)}, *{same}* in bf16 by "
-                   f"the same rule{seeds_said(t, b)}")
+            notes = []
+            if r["verdict"] != b["verdict"]:
+                out["moved"].append(name)
+                if "xa" in r and "xa" in b and t.metric in CENSORED:
+                    notes.append(f"{METRIC_SHORT[t.metric]}, bf16: {_sides(b)}; float32: "
+                                 f"{_sides(r)}")
             twin = bf16_twin(c, t, out_dir)
-            if twin and twin[2]["verdict"] != same:
-                row += f" (its bf16 claim's own rule, {_rule(twin[1])}: *{twin[2]['verdict']}*)"
-                by_rule.append(name)
-            rows.append(row)
-            read += 1
-            if r["verdict"] != same:
-                moved.append(name)
-    each = "; ".join(rows)
-    each = each[:1].upper() + each[1:]
-    said = ("no comparison has all its float32 seeds" if not read else
-            f"of the {read} with all their seeds, "
-            + (f"the verdict differs between the precisions for {listed(moved)} (not shown "
-               f"to be the precision's doing: with {len(FP32_CLAIMS[0].seeds)} seeds a side, one "
-               f"run can move a verdict by ranks)" if moved
-               else "no verdict differs between the precisions"))
-    rule = (f" Where a bf16 claim's own rule, fixed before, reads otherwise ({listed(by_rule)}), "
-            f"the difference is the rule's, not the precision's." if by_rule else "")
-    return (f"**Precision.** Every other CPU run in this book trained in bf16 autocast, where the "
-            f"identity path sums in an 8-bit mantissa. The float32 check trains the comparisons "
-            f"that decide this page again in float32, {len(FP32_CLAIMS[0].seeds)} seeds a side, "
-            f"under a rule fixed before its runs (ranks; a run that diverged counts as the largest "
-            f"rise), and reads the bf16 runs by the same rule: {sum(found.values())} of {need} "
-            f"runs recorded. {each}. So far, {said}.{rule}")
+            if twin and twin[2]["verdict"] != b["verdict"]:
+                out["by_rule"].append(name)
+                notes.append(f"its bf16 claim's own rule ({_rule(twin[1])}): "
+                             f"*{twin[2]['verdict']}*, the rule's difference, not the precision's")
+            out["rows"].append({"comparison": _first_up(name), "bf16": f"*{b['verdict']}*",
+                                "float32": f"*{r['verdict']}*", "note": "; ".join(notes)})
+            out["read"] += 1
+    return out
+
+
+def precision_table(out_dir=None, found=None):
+    """The float32 check as a table: one row a comparison, its verdict in bf16 (by the float32
+    claim's rule) and in float32, and a note (``checks``)."""
+    import pandas as pd
+
+    found = found or checks(out_dir)
+    return pd.DataFrame(found["rows"], columns=["comparison", "bf16", "float32", "note"])
+
+
+def precision_words(out_dir=None) -> str:
+    """The float32 check in Markdown: what it trains and how many of its runs are recorded, the
+    table (``precision_table``), and whether any verdict differs between the precisions."""
+    found = checks(out_dir)
+    n = len(FP32_CLAIMS[0].seeds)
+    moved = found["moved"]
+    said = ("no comparison has all its float32 seeds yet" if not found["read"] else
+            f"of the {found['read']} with all their seeds, "
+            + (f"the verdict differs between the precisions for {listed(moved)} (not shown to "
+               f"be the precision's doing: with {n} seeds a side, one run can move a verdict by "
+               f"ranks)" if moved else "no verdict differs between the precisions"))
+    return (f"Every other CPU run in this book trained in bf16 autocast, where the identity path "
+            f"sums in an 8-bit mantissa. The comparisons that decide this page were trained again "
+            f"in float32, {n} seeds a side, and both precisions are read by one rule (ranks; a "
+            f"diverged run counts as the largest rise): {found['recorded']} of {found['need']} "
+            f"float32 runs recorded.\n\n{precision_table(found=found).to_markdown(index=False)}"
+            f"\n\nSo far, {said}.")
 
 
 def swap_words(out_dir=None) -> str:

@@ -26,6 +26,11 @@ PANELS = (("input_spread", "weight-layer input std,<br>log10 largest / smallest"
           ("branch_ratio_max", "largest branch / path", "log"),
           ("grad_norm_first", "gradient norm, first unit", "log"))
 FAINT = "rgba(120, 120, 120, 0.35)"
+# The title (a row's name and its rise) sits under plotly's toolbar, which spans a phone's width:
+# its first line's top is TITLE_PAD_PX - 16 px from the figure's top, the toolbar's bottom 28 px
+# (their boxes in Chromium). Its lines are wrapped for a phone's column (about 330 px: 18 px title
+# text, 12.6 px subtitle), since a slider step's new title is not laid out again there.
+TITLE_PAD_PX, HEAD_CHARS, SUB_CHARS = 50, 32, 47
 
 
 def rows_measured(out_dir=None) -> dict:
@@ -45,7 +50,7 @@ def _step_name(step: int) -> str:
     return "init" if step == 0 else f"{step} (jump)" if step == 100 else str(step)
 
 
-def explorer(out_dir=None, height=760):
+def explorer(out_dir=None, height=800):
     """The explorer figure (see the module's docstring); None where no row is measured yet."""
     from plotly.subplots import make_subplots
     import plotly.graph_objects as go
@@ -72,13 +77,13 @@ def explorer(out_dir=None, height=760):
     steps = []
     for n, row in enumerate(found, start=1):
         on, said = [o == row for o in owner], claim_words.words("a_swaps", row)
-        rise = (f"its loss rose {statistics.median(rises[row]):.2g} nats at the jump (median of "
+        rise = (f"rise at the jump: {statistics.median(rises[row]):.2g} nats (median, "
                 f"{len(rises[row])} runs)" if rises[row] else "no run of it recorded yet")
         steps.append(dict(method="update", label=str(n), value=f"{n}: {said}", args=[{
             "line.color": [palette.colour(o) if o == row else FAINT for o in owner],
             "marker.color": [palette.colour(o) if o == row else FAINT for o in owner],
             "line.width": [3 if x else 1 for x in on], "opacity": [1 if x else 0.6 for x in on]},
-            {"title.text": _title(f"{n}. {said[0].upper()}{said[1:]}", rise)}]))
+            {"title.text": _title(f"{n}. {said[0].upper()}{said[1:]}", rise)[0]}]))
     first = steps[0]["args"][0]
     for i, t in enumerate(fig.data):
         t.line.color, t.marker.color, t.line.width, t.opacity = (first["line.color"][i],
@@ -89,21 +94,33 @@ def explorer(out_dir=None, height=760):
         fig.update_yaxes(type=kind, tickfont=figure_style.LEAST_FONT, row=k, col=1)
     fig.update_xaxes(type="category", tickfont=figure_style.LEAST_FONT)
     fig.update_xaxes(title_text="updates so far (the lr jumps at 100)", row=len(PANELS), col=1)
-    figure_style.title(fig, "title", "subtitle")  # its place and top margin; the text is the row's
-    fig.update_layout(**figure_style.LAYOUT, height=height, margin=dict(b=150, l=60, r=20),
+    lines = max(s["args"][1]["title.text"].count("<br>") + 1 for s in steps)  # the longest row's
+    fig.update_layout(**figure_style.LAYOUT, height=height,
+                      margin=dict(t=TITLE_PAD_PX + figure_style.TITLE_LINE_PX * lines + 40, b=150,
+                                  l=60, r=20),
+                      title=dict(text=steps[0]["args"][1]["title.text"], x=0, xanchor="left",
+                                 xref="paper", y=1, yanchor="top", yref="container",
+                                 pad=dict(t=TITLE_PAD_PX)),
                       sliders=[dict(active=0, steps=steps, x=0, len=1.0, y=0, yanchor="top",
                                     pad=dict(t=72),
                                     font=figure_style.LEAST_FONT,
                                     currentvalue=dict(prefix="row ", font=figure_style.FONT))],
-                      meta={"alt": alt(found)}, title_text=steps[0]["args"][1]["title.text"])
+                      meta={"alt": alt(found)})
     return fig
 
 
-def _title(head: str, sub: str) -> str:
-    """A row's title as figure_style.title sets one (wrapped, its subtitle smaller)."""
-    import plotly.graph_objects as go
+def _wrap(text: str, chars: int) -> list[str]:
+    import textwrap
 
-    return figure_style.title(go.Figure(), head, sub).layout.title.text
+    return textwrap.wrap(text, chars, break_on_hyphens=False)
+
+
+def _title(head: str, sub: str) -> tuple[str, int]:
+    """A row's title (`head`, its subtitle `sub` smaller) in lines that fit a phone (soft breaks,
+    as figure_style.soft_wrap writes them), and how many lines it has."""
+    heads, subs = _wrap(head, HEAD_CHARS), _wrap(sub, SUB_CHARS)
+    return (" <br>".join(heads) + (f"<br><sup>{' <br>'.join(subs)}</sup>" if subs else ""),
+            len(heads) + len(subs))
 
 
 def alt(found: dict) -> str:

@@ -81,8 +81,8 @@ last forward recorded), is **{verdict}**.
 **What it says, and what it does not.** Of the three units, the one with normalised inputs to every
 weight layer, and a normalised input to the classifier, is the one whose rise at the lr jump is
 lowest: properties it shares with the outcome, not a test of cause. The swaps of [Why pre-activation
-helps](09_why_preactivation.ipynb) change one part at a time; when this page was built:
-{synthesis_words} An argued caveat: a weight layer followed by BN (every weight layer of the
+helps](09_why_preactivation.ipynb) change one part at a time: {synthesis_words}
+An argued caveat: a weight layer followed by BN (every weight layer of the
 original and of the ReLU-only pre-activation unit) is blind to the scale of its input in the forward
 pass; what the scale changes is how the gradient reaches the layers below, and the first steps of
 ResNet-1001 show it: one step multiplies the std of the first unit's input by

@@ -91,11 +91,10 @@ def key_figure_caption(values) -> str:
     """Under the figure: how to read its markers (the runs' length from their recipe); the medians
     are the figure's text alternative (``key_figure_alt``, its ``meta.alt``), not repeated here."""
     steps = recipes.config("a_swaps", ROWS["start"][0], CLAIMS_BY_KEY[FIG1].scale)["steps"]
-    return (f"One marker a seed, in its unit's colour; a swapped unit in "
-            f"its parent's colour with its own marker. Top: a cross is a run stuck at chance "
-            f"before the jump (no rise to read); a triangle at the right edge, a rise beyond "
-            f"{RISE_MAX:,.0f} nats (the loss blew up). Bottom: a hollow marker never got below 80 "
-            f"% within the run's {steps} steps. CPU scale, bf16 autocast.")
+    return (f"One marker a seed, in its unit's colour; a swap in its parent's colour, with its "
+            f"own marker. Top: a cross, stuck at chance before the jump; a triangle at the edge, a "
+            f"rise beyond {RISE_MAX:,.0f} nats. Bottom: hollow, never below 80 % within the run's "
+            f"{steps} steps.")
 
 
 def key_figure_alt(values) -> str:
