@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...engine import recipes
+from ...models.registry import UNIT_ROWS
 from .claim_words import compared, listed, words
 from .claims import CLAIMS_BY_KEY, evaluate
 from .runs import seed_runs
@@ -39,12 +40,22 @@ PROPERTY_WORDS = {
 PROPERTY_SHORT = {"clean_path": "clean path", "bn_every_conv": "BN before every conv",
                   "normalised_classifier": "normalised classifier input",
                   "branch_zero_at_init": "branches off at init"}
+
+
+def built(unit: str) -> tuple:
+    """The properties a unit has by construction, read from its registry row: f is the identity (a
+    clean path); BN before each weight layer, or after each but the last and in f (BN in front of
+    every convolution); a BN-ReLU before the pool, its final or its f (a normalised classifier
+    input)."""
+    r = UNIT_ROWS[unit]
+    has = {"clean_path": not r.post,
+           "bn_every_conv": "BN" in r.pre or ("BN" in r.after and "BN" in r.post),
+           "normalised_classifier": r.final == "bn_relu" or r.post == ("BN", "ReLU")}
+    return tuple(p for p, on in has.items() if on)
+
+
 PROPERTIES = {  # row (a_swaps variant) -> the properties it has by construction
-    "original-110": (),
-    "bn_after_add-110": ("bn_every_conv", "normalised_classifier"),
-    "relu_before_add-110": ("clean_path",),
-    "relu_preact-110": ("clean_path",),
-    "full_preact-110": ("clean_path", "bn_every_conv", "normalised_classifier"),
+    **{f"{unit}-110": built(unit) for unit in UNIT_ROWS},  # every unit (recipes.SWAPS' units)
     "original+final_bn_relu-110": ("normalised_classifier",),
     "relu_preact+final_bn_relu-110": ("clean_path", "normalised_classifier"),
     "full_preact+no_final-110": ("clean_path", "bn_every_conv"),
