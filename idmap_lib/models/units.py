@@ -1,4 +1,5 @@
-"""Residual units: Paper A Eqns 1-2 with the activation variants of Fig 4, and Paper B's gate.
+"""Residual units: Paper A Eqns 1-2 with the activation variants of Fig 4, and Paper B's gate. Each
+unit is built from its registry row (registry.UNIT_ROWS: the ops around its weight layers).
 
 A unit computes x_{l+1} = f(h(x_l) + F(x_l, W_l)) (Eqns 1-2). Its parts, as attributes:
 

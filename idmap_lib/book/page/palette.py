@@ -12,7 +12,7 @@ OKABE_ITO = {"orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E7
              "yellow": "#F0E442",
              "blue": "#0072B2", "vermillion": "#D55E00", "reddish purple": "#CC79A7",
              "black": "#000000"}
-UNIT_COLOURS = {unit: row.colour for unit, row in UNIT_ROWS.items()}  # each unit's row names it
+UNIT_COLOURS = {unit: row.colour for unit, row in UNIT_ROWS.items()}  # its row's (models/registry)
 SHORTCUT_COLOURS = {"constant_scaling": OKABE_ITO["bluish green"],
                     "exclusive_gating": OKABE_ITO["black"],
                     "shortcut_only_gating": "#882255", "conv1x1": "#6E6E6E", "dropout": "#8C510A"}
