@@ -24,7 +24,7 @@ class Unit:
     words: str  # what a page calls it
     colour: str  # its colour on every page (Okabe and Ito 2008: the book's palette)
     paper: dict = field(default_factory=dict)  # depth -> Paper A Table 2's CIFAR-10 test error %
-    named: bool = True  # a network's name says its unit; the original, the default reading, not
+    named: bool = True  # whether a network's name says its unit (the original's goes unsaid)
     pre: tuple = ()
     after: tuple = ()
     last: tuple = ()
