@@ -176,6 +176,8 @@ def test_table1_shortcuts_a_colour_per_kind_a_dash_per_setting_and_none_a_units(
     colours = {v: palette.of("a_table1_shortcuts", v) for v in t1}
     assert set(colours.values()) == set(palette.SHORTCUT_COLOURS.values())
     assert not set(colours.values()) & set(palette.UNIT_COLOURS.values())
+    # every unit's colour (its registry row's) is one of Okabe and Ito's
+    assert set(palette.UNIT_COLOURS.values()) <= set(palette.OKABE_ITO.values())
 
     def luminance(hex_):
         c = [int(hex_[i:i + 2], 16) / 255 for i in (1, 3, 5)]

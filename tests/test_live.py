@@ -4,6 +4,7 @@ of it (wall-time checkpoints, a progress line from the first steps that counts m
 import pytest
 
 from idmap_book.evidence import variants
+from idmap_lib.models.registry import UNIT_ROWS
 from idmap_book.figures import live
 from idmap_lib.engine import recipes
 from idmap_lib.engine import loop as loop_mod
@@ -257,9 +258,10 @@ def test_a_scale_or_variant_the_page_does_not_offer_says_what_to_write():
     with pytest.raises(ValueError, match="unknown variant 'full_preact-1001' of this page") as e:
         live.train_live("a_table2_activations", "full_preact-1001")
     offered = str(e.value).split("its variants: ")[1].split(", ")
-    assert offered == ["original-110", "bn_after_add-110", "relu_before_add-110", "relu_preact-110",
-                       # chapter 8's: no unrecorded -164
-                       "full_preact-110", "original-164", "full_preact-164"]
+    # the recorded ones: Table 2's units at 110 layers (a unit the book adds, once it has runs),
+    # then chapter 8's pair (no unrecorded -164)
+    assert offered == [f"{u}-110" for u, row in UNIT_ROWS.items() if row.paper] + [
+        "original-164", "full_preact-164"]
 
 
 def test_wall_time_checkpoints_between_the_recipe_checkpoints(monkeypatch, mnist, tmp_path):

@@ -1,12 +1,15 @@
 """The residual-unit library: every variant, the papers' parameter counts, the identity property."""
 
 import math
+import re
 
 import pytest
 import torch
 import torch.nn as nn
 
 import idmap_lib as im
+from idmap_lib.models.registry import UNIT_ROWS
+from idmap_lib.models.units import OPS
 
 torch.set_num_threads(2)
 SMALL = {"basic": 8, "bottleneck": 11, "single": 5}  # the shallowest net of each block type
@@ -36,13 +39,29 @@ def test_every_variant_trains_a_step(unit, shortcut, block):
     assert len(im.residual_units(model)) == 3 * (SMALL[block] - 2) // (3 * layers)
 
 
+@pytest.mark.parametrize("unit, row", list(UNIT_ROWS.items()))
+def test_each_unit_row_is_all_a_unit_needs(unit, row):
+    """A unit is its registry row: its figure and ops in words (``im.UNITS``), words and a colour of
+    its own, the paper's number at a depth of Table 2, and a construction made of known ops that
+    builds and trains."""
+    assert im.UNITS[unit] == f"{row.figure}: {row.describes}"
+    others = [r for u, r in UNIT_ROWS.items() if u != unit]
+    assert all(row.figure != r.figure and row.words != r.words and row.colour != r.colour
+               for r in others)
+    assert re.fullmatch("#[0-9A-F]{6}", row.colour) and row.final in im.FINALS
+    assert set(row.paper) <= {110, 164} and all(0 < e < 100 for e in row.paper.values())
+    assert set(row.pre + row.after + row.last + row.post + row.stem) <= set(OPS)
+    # the construction is the row's: f is its post, and its first weight layer follows its pre
+    u = im.make_unit(unit)
+    assert im.unit_layout(u)["post"] == list(row.post)
+    assert im.unit_layout(u)["residual"][:len(row.pre)] == list(row.pre)
+
+
 def test_registries_describe_every_variant_with_its_figure():
-    assert list(im.UNITS) == ["original", "bn_after_add", "relu_before_add", "relu_preact",
-                              "full_preact"]
     assert list(im.SHORTCUTS) == ["identity", "constant_scaling", "exclusive_gating",
                                   "shortcut_only_gating", "conv1x1", "dropout"]
-    for letter, text in zip("abcde", im.UNITS.values()):
-        assert f"Fig 4({letter})" in text
+    fig4 = [row.figure for row in UNIT_ROWS.values() if row.figure.startswith("Paper A Fig 4")]
+    assert fig4 == [f"Paper A Fig 4({letter})" for letter in "abcde"]  # all five, in order
     for letter, text in zip("abcdef", im.SHORTCUTS.values()):
         assert f"Fig 2({letter})" in text
 

@@ -3,24 +3,48 @@ build, each row's outcome follows from its two comparisons, and each mechanism's
 its property predicts the outcomes across the rows (necessary, sufficient, neither, not testable),
 with the rows that decide it."""
 import pytest
+import torch.nn as nn
 
 from idmap_book.evidence import synthesis
 from idmap_book.figures import swap_figure
 from idmap_book.evidence.claims import CLAIMS_BY_KEY
 from idmap_lib.engine import recipes
+from idmap_lib.engine.build import build_model
+from idmap_lib.models.networks import ScaledInput
+
+
+def _in_order(net):
+    """The network's ops in the order its forward pass meets them, "+" for each addition (the
+    shortcut's own ops left out: the path the properties are about is the sum's)."""
+    leaves = lambda m: [x for x in m.modules() if not list(x.children())  # noqa: E731
+                        and not isinstance(x, nn.Identity)]
+    ops = leaves(net.stem)
+    for u in net.units:
+        ops += leaves(u.preact) + leaves(u.residual) + ["+"] + leaves(u.post)
+    return ops + leaves(net.final)
+
+
+def _behind(ops, i):
+    """The op that feeds ops[i], looking through ReLUs, dropout and a fixed scaling."""
+    skip = (nn.ReLU, nn.Dropout, ScaledInput)
+    while i > 0 and isinstance(ops[i - 1], skip):
+        i -= 1
+    return ops[i - 1] if i else None
 
 
 def test_every_row_is_a_recipe_whose_built_model_has_exactly_the_properties_listed():
-    """The properties were written by hand before the runs: the recipes' own model keywords must
-    agree."""
+    """The properties are read from the registry's rows and the swaps' words: the networks the
+    recipes build must have exactly those, looked at module by module."""
     for row, props in synthesis.PROPERTIES.items():
-        kw = recipes.config("a_swaps", row, "cpu_step_warmup")["model"]["kwargs"]
-        final = (kw.get("final") or {"full_preact": "bn_relu",
-                                     "relu_preact": "relu"}.get(kw["unit"], "none"))
-        built = {"clean_path": kw["unit"] in ("relu_before_add", "relu_preact", "full_preact"),
-                 "bn_every_conv": kw["unit"] in ("full_preact", "bn_after_add"),
-                 "normalised_classifier": final == "bn_relu" or kw["unit"] == "bn_after_add",
-                 "branch_zero_at_init": bool(kw.get("zero_gamma"))}
+        net = build_model(recipes.config("a_swaps", row, "cpu_step_warmup")["model"])
+        ops = _in_order(net)
+        convs = [i for i, op in enumerate(ops) if isinstance(op, nn.Conv2d)][1:]  # after conv1
+        built = {"clean_path": all(isinstance(u.post, nn.Identity) for u in net.units),
+                 "bn_every_conv": all(isinstance(_behind(ops, i), nn.BatchNorm2d) for i in convs),
+                 "normalised_classifier": isinstance(_behind(ops, len(ops)), nn.BatchNorm2d),
+                 "branch_zero_at_init": all(
+                     float([m for m in u.residual if isinstance(m, nn.BatchNorm2d)][-1]
+                           .weight.detach().abs().sum()) == 0 for u in net.units)}
         assert {p for p, on in built.items() if on} == set(props), row
         test = "jump" if row.endswith("-110") else "start"
         if row not in synthesis.REFERENCE[test]:

@@ -1,6 +1,7 @@
 """A variant on the page: its table over seeds, and what each scale trains."""
 from fake_runs import save
 from idmap_book.evidence import variants
+from idmap_lib.models.registry import UNIT_ROWS
 
 
 def test_variant_table_reads_the_seeds_and_says_what_is_missing(tmp_path):
@@ -51,8 +52,8 @@ def test_each_chapter_shows_the_variants_its_claims_compare():
     for e, shown in variants.SHOWN.items():
         assert len(set(shown)) == len(shown) and set(shown) <= set(recipes.EXPERIMENTS[e]["variants"])
     assert set(variants.T1_CURVES) | set(variants.T1_FULL) <= set(variants.SHOWN["a_table1_shortcuts"])
-    # Fig 4's five units
-    assert variants.UNITS_110[-1] == "full_preact-110" and len(variants.UNITS_110) == 5
+    # every unit of the registry, in its order
+    assert variants.UNITS_110 == tuple(f"{u}-110" for u in UNIT_ROWS)
 
 
 def test_a_table1_variant_names_its_shortcut_and_options_as_make_unit_takes_them():

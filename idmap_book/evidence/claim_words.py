@@ -9,6 +9,7 @@ N steps", and that the final error needs the full recipe (rule.NEEDS_FULL).
 from __future__ import annotations
 
 from idmap_lib.engine import recipes
+from idmap_lib.models.registry import UNIT_ROWS
 from . import claims
 from .metrics import (PERCENT, ended_at_chance, final_test_err, lr_jump_rise, shown_as,
                       stuck_before_jump)
@@ -77,10 +78,9 @@ WORDS = {
     "original-1001": "the original ResNet-1001", "full_preact-1001": "pre-activation ResNet-1001",
     "original+final_bn_relu-1001": "the original ResNet-1001 + final BN-ReLU",
     "full_preact+no_final-1001": "pre-activation ResNet-1001 without final BN-ReLU",
-    "original": "the identity shortcut", "original-110": "the original unit",
-    "full_preact-110": "full pre-activation",
-    "bn_after_add-110": "BN after addition", "relu_before_add-110": "ReLU before addition",
-    "relu_preact-110": "ReLU-only pre-activation", "original-164": "the original ResNet-164",
+    "original": "the identity shortcut",
+    **{f"{unit}-110": row.words for unit, row in UNIT_ROWS.items()},  # each unit's row
+    "original-164": "the original ResNet-164",
     "full_preact-164": "pre-activation ResNet-164", "c10-1001-original": "the original ResNet-1001",
     "c10-1001-full_preact": "pre-activation ResNet-1001",
     "c10-110-single-original": "the original unit",

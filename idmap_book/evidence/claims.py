@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from idmap_lib.engine.recipes import AT_FP32, JUMP_PROBE, SCALES
+from idmap_lib.models.registry import UNIT_ROWS
 from . import paper_numbers
 from .metrics import METRICS, censored, left_out
 from .rule import TESTED, better, combine, compare, holm, similar
@@ -60,7 +61,8 @@ T1_MODIFIED = ("constant_scaling-0-1", "constant_scaling-0.5-1", "constant_scali
                "exclusive_gating-b-6", "exclusive_gating-b-7", "shortcut_only_gating-b0",
                "shortcut_only_gating-b-6", "conv1x1", "dropout-0.5")
 T1_FAIL = ("constant_scaling-0-1", "constant_scaling-0.5-1", "exclusive_gating-b0", "dropout-0.5")
-UNITS_110 = ("original-110", "bn_after_add-110", "relu_before_add-110", "relu_preact-110")
+# Table 2's other units at 110 layers (each unit's registry row holds the paper's number)
+UNITS_110 = tuple(f"{u}-110" for u, r in UNIT_ROWS.items() if 110 in r.paper and u != "full_preact")
 
 CLAIMS = [
     Claim("t1_identity_best",

@@ -11,6 +11,8 @@ number.
 """
 from __future__ import annotations
 
+from idmap_lib.models.registry import UNIT_ROWS
+
 ERR = "test error %"
 FAIL = "fail"
 FAIL_MEANING = "fail: Paper A's mark for test error > 20%"
@@ -47,18 +49,11 @@ PAPER = {
         "dropout-0.5": _e(FAIL, _A1, f"Fig 2(f), dropout 0.5 on the shortcut; {FAIL_MEANING}"),
     },
     # Paper A Table 2: activation variants, CIFAR-10
+    # (each unit's registry row holds its numbers)
     "a_table2_activations": {
-        "original-110": _e(6.61, _A2, "Fig 4(a), ResNet-110"),
-        "bn_after_add-110": _e(8.17, _A2, "Fig 4(b) BN after addition, ResNet-110"),
-        "relu_before_add-110": _e(7.84, _A2, "Fig 4(c) ReLU before addition, ResNet-110"),
-        "relu_preact-110": _e(6.71, _A2, "Fig 4(d) ReLU-only pre-activation, ResNet-110"),
-        "full_preact-110": _e(6.37, _A2, "Fig 4(e) full pre-activation, ResNet-110"),
-        "original-164": _e(5.93, _A2, "Fig 4(a), ResNet-164"),
-        "bn_after_add-164": _e(6.50, _A2, "Fig 4(b) BN after addition, ResNet-164"),
-        "relu_before_add-164": _e(6.14, _A2, "Fig 4(c) ReLU before addition, ResNet-164"),
-        "relu_preact-164": _e(5.91, _A2, "Fig 4(d) ReLU-only pre-activation, ResNet-164"),
-        "full_preact-164": _e(5.46, _A2, "Fig 4(e) full pre-activation, ResNet-164"),
-    },
+        f"{unit}-{d}": _e(row.paper[d], _A2, f"{row.figure.removeprefix('Paper A ')}"
+                          f"{' ' + row.words if row.named else ''}, ResNet-{d}")
+        for d in (110, 164) for unit, row in UNIT_ROWS.items() if d in row.paper},
     # Paper A Table 3: original vs pre-activation, CIFAR-10 and CIFAR-100
     "a_table3_preact": {
         "c10-110-single-original": _e(9.90, _A3,

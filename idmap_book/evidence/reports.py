@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from idmap_lib.engine import recipes, results
 from idmap_lib.models.networks import cifar_block
+from idmap_lib.models.registry import UNIT_ROWS
 
 
 def command(experiment: str, variant: str, scale: str, seed: int = 0) -> str:
@@ -14,9 +15,8 @@ def command(experiment: str, variant: str, scale: str, seed: int = 0) -> str:
     return cmd + (f" --seed {seed}" if seed else "")
 
 
-UNIT_WORDS = {"full_preact": "full pre-activation", "relu_preact": "ReLU-only pre-activation",
-              # Fig 4 (b)-(e)
-              "bn_after_add": "BN after addition", "relu_before_add": "ReLU before addition"}
+# the units a network's name says (Fig 4 (b)-(e)), in their registry rows' words
+UNIT_WORDS = {unit: row.words for unit, row in UNIT_ROWS.items() if row.named}
 
 
 def net_name(cfg: dict) -> str:

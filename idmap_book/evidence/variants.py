@@ -9,6 +9,7 @@ from __future__ import annotations
 from idmap_lib.engine import recipes, results
 # (train, test) images: variants.DATASET_SIZES
 from idmap_lib.engine.data import SIZES as DATASET_SIZES
+from idmap_lib.models.registry import UNITS
 from . import paper_numbers
 from .metrics import censored, final_test_err, final_train_loss, steps_to_80
 from .reports import net_name
@@ -16,9 +17,8 @@ from .seeds import ALL_SEEDS, SEEDS
 from .runs import seed_runs, seeds_command, your_results
 from .tables import drop_if_empty, mean_sd
 
-# Fig 4
-UNITS_110 = ("original-110", "bn_after_add-110", "relu_before_add-110", "relu_preact-110",
-             "full_preact-110")
+# Fig 4: every unit of the registry
+UNITS_110 = tuple(f"{unit}-110" for unit in UNITS)
 # against full pre-activation
 LR_JUMP_OTHERS = ("original-110", "relu_preact-110", "relu_before_add-110")
 # the units of the lr-jump claim (chapter 8's first figure)

@@ -6,14 +6,13 @@ take a colour per kind that no unit has, dark enough for 3:1 on white (WCAG 2.1,
 per setting of that kind (``dash``)."""
 from __future__ import annotations
 from idmap_lib.engine import recipes
+from idmap_lib.models.registry import UNIT_ROWS
 
 OKABE_ITO = {"orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
              "yellow": "#F0E442",
              "blue": "#0072B2", "vermillion": "#D55E00", "reddish purple": "#CC79A7",
              "black": "#000000"}
-UNIT_COLOURS = {"original": OKABE_ITO["vermillion"], "bn_after_add": OKABE_ITO["reddish purple"],
-                "relu_before_add": OKABE_ITO["orange"], "relu_preact": OKABE_ITO["sky blue"],
-                "full_preact": OKABE_ITO["blue"]}
+UNIT_COLOURS = {unit: row.colour for unit, row in UNIT_ROWS.items()}  # its row's (models/registry)
 SHORTCUT_COLOURS = {"constant_scaling": OKABE_ITO["bluish green"],
                     "exclusive_gating": OKABE_ITO["black"],
                     "shortcut_only_gating": "#882255", "conv1x1": "#6E6E6E", "dropout": "#8C510A"}

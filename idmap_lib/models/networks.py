@@ -9,8 +9,8 @@ import torch
 import torch.nn as nn
 
 from .init import he_init
-from .registry import BLOCKS, FINALS, UNITS, choose
-from .units import PREACT_UNITS, make_unit
+from .registry import BLOCKS, FINALS, UNIT_ROWS, UNITS, choose
+from .units import OPS, make_unit
 
 LAYERS_PER_UNIT = {"basic": 2, "bottleneck": 3, "single": 1}
 PAPER_BOTTLENECK_DEPTHS = (164, 1001)  # Paper A: ResNet-164 and -1001 are bottleneck nets
@@ -36,16 +36,13 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
-UNIT_FINAL = {"full_preact": "bn_relu", "relu_preact": "relu"}  # the post-activation units: "none"
-
-
 def _final(unit, channels, final=None):
     """The activation after the last addition (Paper A Sec 4.1: pre-activation nets need one before
     the pool, being the pre-activation of a unit that does not exist): BN+ReLU for full
     pre-activation (Fig 4e), ReLU for ReLU-only pre-activation (Fig 4d, whose pre-activation is a
     ReLU), none for the post-activation units. `final` (a key of FINALS) swaps it alone: the
     intervention that gives a unit the classifier input of another."""
-    final = choose(final, FINALS, "final") if final is not None else UNIT_FINAL.get(unit, "none")
+    final = choose(final, FINALS, "final") if final is not None else UNIT_ROWS[unit].final
     if final == "bn_relu":
         return nn.Sequential(nn.BatchNorm2d(channels), nn.ReLU())
     if final == "relu":
@@ -72,6 +69,10 @@ class ScaledInput(nn.Module):
         return f"factor={self.factor}"
 
 
+# the units whose branch ends in BN (optionally followed by a ReLU): those zero gamma can switch off
+_ENDS_IN_BN = [u for u, r in UNIT_ROWS.items() if [o for o in r.last if o != "ReLU"][-1:] == ["BN"]]
+
+
 def zero_branch_gammas(units):
     """Zero the scale (gamma) of the BN that ends each residual branch, so every F(x) = 0 at
     initialisation and each unit starts as its shortcut (Goyal et al. 2017's "zero gamma"; De &
@@ -84,7 +85,7 @@ def zero_branch_gammas(units):
             raise ValueError(f"zero_gamma zeroes the BN that ends each residual branch, but unit "
                              f"{i} ({u.variant['unit']}) ends its branch in "
                              f"{type(ops[-1]).__name__ if ops else 'nothing'}: use a unit whose "
-                             f"branch ends in BN (original, relu_before_add, relu_preact)")
+                             f"branch ends in BN ({', '.join(_ENDS_IN_BN)})")
         nn.init.zeros_(ops[-1].weight)
 
 
@@ -95,11 +96,8 @@ def _cifar_stem(unit, width=16):
     layer, conv1 included (its unit brings only the ReLU), so no un-normalised signal rides the
     identity path."""
     conv = nn.Conv2d(3, width, 3, padding=1, bias=False)
-    if unit == "full_preact":
-        return conv
-    if unit == "relu_preact":
-        return nn.Sequential(conv, nn.BatchNorm2d(width))
-    return nn.Sequential(conv, nn.BatchNorm2d(width), nn.ReLU())
+    ops = [OPS[name](width) for name in UNIT_ROWS[unit].stem]
+    return nn.Sequential(conv, *ops) if ops else conv
 
 
 def cifar_block(depth, block=None):

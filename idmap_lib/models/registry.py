@@ -1,20 +1,59 @@
-"""The variants of both papers, by name, and the one place that validates a choice.
+"""The variants of both papers, by name, and the one place that validates a choice. A residual unit
+is one row (``UNIT_ROWS``): adding one is adding its row.
 
 Paper A = He et al. 2016, "Identity Mappings in Deep Residual Networks".
 Paper B = Savarese et al. 2016, "Learning Identity Mappings with Residual Gates".
 """
 
-UNITS = {
-    "original": "Paper A Fig 4(a): conv-BN-ReLU-conv-BN, add, then ReLU (f = ReLU), the ResNet of "
-                "2015",
-    "bn_after_add": "Paper A Fig 4(b): conv-BN-ReLU-conv, add, then BN and ReLU (f = BN+ReLU)",
-    "relu_before_add": "Paper A Fig 4(c): conv-BN-ReLU-conv-BN-ReLU, then add (F >= 0, f = "
-                       "identity)",
-    "relu_preact": "Paper A Fig 4(d): ReLU-only pre-activation, ReLU-conv-BN-ReLU-conv-BN, then "
-                   "add",
-    "full_preact": "Paper A Fig 4(e): full pre-activation, BN-ReLU-conv-BN-ReLU-conv, then add (f "
-                   "= identity)",
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One residual unit: what it is, how a page shows it, and how it is built (plain data: the
+    models build from it, the book reads its words, colour and the paper's numbers from it).
+
+    The construction names the ops around the unit's weight layers ("BN", "ReLU"; units.OPS):
+    `pre` before each weight layer, `after` after each but the last, `last` after the last, `post`
+    (f) after the addition; `stem` what follows conv1 (less what the first unit's pre-activation
+    brings), `final` what sits before the pool (a key of FINALS).
+    """
+
+    figure: str  # where the paper draws it
+    describes: str  # its ops in words
+    words: str  # what a page calls it
+    colour: str  # its colour on every page (Okabe and Ito 2008: the book's palette)
+    paper: dict = field(default_factory=dict)  # depth -> Paper A Table 2's CIFAR-10 test error %
+    named: bool = True  # whether a network's name says its unit (the original's goes unsaid)
+    pre: tuple = ()
+    after: tuple = ()
+    last: tuple = ()
+    post: tuple = ()
+    stem: tuple = ("BN", "ReLU")
+    final: str = "none"
+
+
+BN_RELU = ("BN", "ReLU")
+UNIT_ROWS = {
+    "original": Unit("Paper A Fig 4(a)", "conv-BN-ReLU-conv-BN, add, then ReLU (f = ReLU), the "
+                     "ResNet of 2015", "the original unit", "#D55E00",  # vermillion
+                     {110: 6.61, 164: 5.93}, named=False,
+                     after=BN_RELU, last=("BN",), post=("ReLU",)),
+    "bn_after_add": Unit("Paper A Fig 4(b)", "conv-BN-ReLU-conv, add, then BN and ReLU (f = "
+                         "BN+ReLU)", "BN after addition", "#CC79A7",  # reddish purple
+                         {110: 8.17, 164: 6.50}, after=BN_RELU, post=BN_RELU),
+    "relu_before_add": Unit("Paper A Fig 4(c)", "conv-BN-ReLU-conv-BN-ReLU, then add (F >= 0, f "
+                            "= identity)", "ReLU before addition", "#E69F00",  # orange
+                            {110: 7.84, 164: 6.14}, after=BN_RELU, last=BN_RELU),
+    "relu_preact": Unit("Paper A Fig 4(d)", "ReLU-only pre-activation, ReLU-conv-BN-ReLU-conv-BN, "
+                        "then add", "ReLU-only pre-activation", "#56B4E9",  # sky blue
+                        {110: 6.71, 164: 5.91}, pre=("ReLU",), after=("BN",), last=("BN",),
+                        stem=("BN",), final="relu"),
+    "full_preact": Unit("Paper A Fig 4(e)", "full pre-activation, BN-ReLU-conv-BN-ReLU-conv, then "
+                        "add (f = identity)", "full pre-activation", "#0072B2",  # blue
+                        {110: 6.37, 164: 5.46}, pre=BN_RELU, stem=(), final="bn_relu"),
 }
+UNITS = {name: f"{row.figure}: {row.describes}" for name, row in UNIT_ROWS.items()}
 
 SHORTCUTS = {
     "identity": "Paper A Fig 2(a): h(x) = x, the identity shortcut",

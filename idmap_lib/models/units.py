@@ -1,4 +1,5 @@
-"""Residual units: Paper A Eqns 1-2 with the activation variants of Fig 4, and Paper B's gate.
+"""Residual units: Paper A Eqns 1-2 with the activation variants of Fig 4, and Paper B's gate. Each
+unit is built from its registry row (registry.UNIT_ROWS: the ops around its weight layers).
 
 A unit computes x_{l+1} = f(h(x_l) + F(x_l, W_l)) (Eqns 1-2). Its parts, as attributes:
 
@@ -15,10 +16,10 @@ import torch
 import torch.nn as nn
 
 from .init import he_init
-from .registry import BLOCKS, UNITS, choose, shortcut_options
+from .registry import BLOCKS, UNIT_ROWS, UNITS, choose, shortcut_options
 from .shortcuts import make_shortcut
 
-PREACT_UNITS = ("relu_preact", "full_preact")
+OPS = {"BN": nn.BatchNorm2d, "ReLU": lambda channels: nn.ReLU()}  # a unit's ops, by row name
 PREACT_PLACEMENTS = {
     "residual": "inside F: the ordinary pre-activation unit",
     "shared": "before the split, seen by both paths (first unit, dimension-changing units)",
@@ -79,35 +80,14 @@ def _convs(block, in_channels, out_channels, stride, stride_at="first"):
     return [conv(in_channels, out_channels, 3, stride)]  # "single": Table 3's 1-layer skip
 
 
-def _pre(unit, channels):
-    """Ops before each weight layer (Fig 4 d, e)."""
-    if unit == "full_preact":
-        return [nn.BatchNorm2d(channels), nn.ReLU()]
-    if unit == "relu_preact":
-        return [nn.ReLU()]
-    return []
+def _ops(names, channels):
+    """The unit's ops named in its registry row ("BN", "ReLU"), in order."""
+    return [OPS[name](channels) for name in names]
 
 
-def _after(unit, channels, last):
-    """Ops after each weight layer (Fig 4 a-d)."""
-    if unit == "original":
-        return [nn.BatchNorm2d(channels)] + ([] if last else [nn.ReLU()])
-    if unit == "bn_after_add":
-        return [] if last else [nn.BatchNorm2d(channels), nn.ReLU()]
-    if unit == "relu_before_add":
-        return [nn.BatchNorm2d(channels), nn.ReLU()]
-    if unit == "relu_preact":
-        return [nn.BatchNorm2d(channels)]
-    return []
-
-
-def _post(unit, channels):
-    """f, after the addition: ReLU (a), BN+ReLU (b), identity (c, d, e)."""
-    if unit == "original":
-        return nn.ReLU()
-    if unit == "bn_after_add":
-        return nn.Sequential(nn.BatchNorm2d(channels), nn.ReLU())
-    return nn.Identity()
+def _one(ops):
+    """Ops as one module: nothing is nn.Identity, one op itself, several an nn.Sequential."""
+    return nn.Identity() if not ops else ops[0] if len(ops) == 1 else nn.Sequential(*ops)
 
 
 def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_channels=16, stride=1,
@@ -126,7 +106,7 @@ def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_chann
     stride_at: "first" (default, official CIFAR code) or "3x3" (fb.resnet.torch's ImageNet
     bottlenecks).
     """
-    choose(unit, UNITS, "unit")
+    row = UNIT_ROWS[choose(unit, UNITS, "unit")]
     choose(block, BLOCKS, "block")
     options = shortcut_options(shortcut, shortcut_opts)
     changes = in_channels != out_channels or stride != 1
@@ -139,22 +119,23 @@ def make_unit(unit="full_preact", shortcut="identity", in_channels=16, out_chann
     ops = []
     for i, conv in enumerate(convs):
         last = i == len(convs) - 1
-        ops += _pre(unit, conv.in_channels)
+        ops += _ops(row.pre, conv.in_channels)
         if last and dropout:
             ops.append(nn.Dropout(dropout))
         ops.append(conv)
-        ops += _after(unit, conv.out_channels, last)
+        ops += _ops(row.last if last else row.after, conv.out_channels)
     shared = None
-    if unit in PREACT_UNITS and preact != "residual":
-        n = len(_pre(unit, in_channels))
+    if row.pre and preact != "residual":
+        n = len(row.pre)
         shared, ops = (nn.Sequential(*ops[:n]) if preact == "shared" else None), ops[n:]
 
     # BN after a projection wherever the unit puts BN after its weight layers (Fig 4 a-d;
     # fb.resnet.torch); full pre-activation's projection is a bare 1x1 conv (the official
     # pre-activation code)
     sc = make_shortcut(shortcut, in_channels, out_channels, stride, projection,
-                       bn=unit != "full_preact", options=options)
-    module = ResidualUnit(nn.Sequential(*ops), sc, shared, _post(unit, out_channels), gated)
+                       bn="BN" in row.after + row.last, options=options)
+    module = ResidualUnit(nn.Sequential(*ops), sc, shared, _one(_ops(row.post, out_channels)),
+                          gated)
     module.variant = {"unit": unit, "shortcut_name": shortcut, "block": block}
     return he_init(module)
 
