@@ -213,6 +213,7 @@ class Mechanism:
     prop: str | None = None
     why_not: str = ""        # why no swap here tests it (prop None)
     by: str = ""             # who offers it
+    who: str = ""            # the same in a few words, for the page's table
 
 
 MECHANISMS = (
@@ -221,7 +222,8 @@ MECHANISMS = (
               "of the residual functions (Eqn 4) and the gradient reaching any unit has a direct "
               "term of 1 (Eqn 5).",
               "[chapter 2](02_propagation.ipynb): the gradient at every unit, and its direct term",
-              "clean_path", by="Paper A (its reason for easier optimisation, Sec 3-4.1)"),
+              "clean_path", by="Paper A (its reason for easier optimisation, Sec 3-4.1)",
+              who="Paper A"),
     Mechanism("normalised_inputs", "Normalised inputs to every convolution",
               "In full pre-activation every convolution reads a BN-ReLU output; in the original "
               "unit and in ReLU-only pre-activation the first convolution of each unit reads the "
@@ -229,7 +231,7 @@ MECHANISMS = (
               "[chapter 8](08_activations.ipynb): the std of every weight layer's input, per unit",
               "bn_every_conv",
               by="Paper A, as its reason for *regularisation* (Sec 4.2); this book tests it for "
-                 "optimisation"),
+                 "optimisation", who="Paper A, for regularisation"),
     Mechanism("classifier_input", "A normalised signal into the classifier",
               "Full pre-activation ends in a BN-ReLU before the pool, so the classifier (the one "
               "weight layer no BN follows, whose step grows with its input's square) reads a "
@@ -237,20 +239,21 @@ MECHANISMS = (
               "every unit.",
               "[chapter 8](08_activations.ipynb): the std of the classifier's input",
               "normalised_classifier",
-              by="this book (a consequence of Paper A's final BN-ReLU, Sec 4.1)"),
+              by="this book (a consequence of Paper A's final BN-ReLU, Sec 4.1)", who="this book"),
     Mechanism("identity_bias", "Branches down-weighted at initialisation",
               "A BN-fed branch on an un-normalised path is down-weighted with depth at "
               "initialisation, so a deep net starts close to a shallow one (De & Smith 2020; "
               "SkipInit, Fixup, zero gamma).",
               "[chapter 3](03_scaled_shortcuts.ipynb): the branch beside the path, unit by unit",
-              "branch_zero_at_init", by="De & Smith 2020; Goyal et al. 2017 (zero gamma)"),
+              "branch_zero_at_init", by="De & Smith 2020; Goyal et al. 2017 (zero gamma)",
+              who="De & Smith 2020"),
     Mechanism("truncation", "Less ReLU truncation as depth grows",
               "The original unit's ReLU after the addition truncates y_l = x_l + F(x_l); Paper A "
               "(Sec 4.2) argues this is more frequent at 1000 layers, once trained.",
               "[chapter 4](04_relu_truncation.ipynb): the fraction of y_l < 0 per unit",
               why_not="Paper A's remark is about trained networks; a swap that removes the ReLU "
                       "after the addition is ReLU-only pre-activation's path, not one part alone",
-                      by="Paper A (Sec 4.2)"),
+                      by="Paper A (Sec 4.2)", who="Paper A"),
 )
 MECHANISMS_BY_KEY = {m.key: m for m in MECHANISMS}
 
@@ -271,46 +274,58 @@ def assess_all(out_dir=None) -> dict:
     return {m.key: assess(m, found) for m in MECHANISMS}
 
 
-def swap_table(out_dir=None):
-    """The page's table: one row a unit or swap, its properties (a tick each) and its two
-    outcomes."""
+def short_outcome(found_row: dict, test="jump") -> str:
+    """A row's outcome in the answer's plain words (SHORT_OUTCOMES: "copes with the jump", "fails
+    at the jump", "starts sooner", "starts later"); any other outcome as it is."""
+    o = found_row["outcome"]
+    return dict(zip(OUTCOMES[test], SHORT_OUTCOMES[test])).get(o, o)
+
+
+def swap_table(out_dir=None, found=None):
+    """The page's table: one row a unit or swap, its outcome (``short_outcome``) second, then the
+    parts it has by construction (PROPERTY_SHORT), in three columns that fit a phone."""
     import pandas as pd
 
-    found = {t: outcomes(t, out_dir) for t in OUTCOMES}
+    found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     rows = []
     for r in PROPERTIES:
         test = "jump" if r in ROWS["jump"] else "start"
-        row = {"unit": words("a_swaps", r)}
-        row.update({PROPERTY_SHORT[p]: "✓" if p in PROPERTIES[r] else "" for p in PROPERTY_WORDS})
-        row["outcome"] = found[test][r]["outcome"]
-        rows.append(row)
+        rows.append({"unit": words("a_swaps", r), "outcome": short_outcome(found[test][r], test),
+                     "parts it has": ", ".join(PROPERTY_SHORT[p] for p in PROPERTY_WORDS
+                                               if p in PROPERTIES[r]) or "none"})
     return pd.DataFrame(rows).set_index("unit")
 
 
 def table(assessed=None):
     """One row a mechanism: who offers it, its status at the lr jump and at the start of
-    ResNet-1001, with the rows that decide it, and where the book shows it."""
+    ResNet-1001, with the swaps that decide it, and where the book shows it. A status no swap can
+    decide is said alone: the page says once what *not testable at this scale* means."""
     import pandas as pd
 
     assessed = assessed or assess_all()
+    said = {"rescued": "adding it rescued", "not_rescued": "adding it did not rescue",
+            "broke": "removing it broke", "kept": "removing it did not break"}
     rows = []
     for m in MECHANISMS:
         a = assessed[m.key]
         row = {"mechanism": m.title, "offered by": m.by}
         for t, label in (("jump", "at the lr jump"), ("start", "at 1001 layers")):
             s = a[t]
-            said = {"rescued": "adding it rescued", "not_rescued": "adding it did not rescue",
-                    "broke": "removing it broke", "kept": "removing it did not break"}
-            why = [f"{said[k]} {words('a_swaps', parent_of(r))}" for k in said for r in s[k]]
-            if s["status"] == "not testable at this scale":
-                why = ["no swap changes this part alone"]
+            why = [f"{said[k]} {listed([words('a_swaps', parent_of(r)) for r in s[k]])}"
+                   for k in said if s[k]]
             row[label] = s["status"] + (f" ({'; '.join(why)})" if why else "")
         row["shown in"] = m.where
-        if m.why_not:
-            row["at the lr jump"] = row["at 1001 layers"] = (f"not testable at this scale: "
-                f"{m.why_not}")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def mechanism_table(assessed=None):
+    """The page's table of mechanisms (``table``) in three columns a phone holds: each mechanism
+    with who offers it in a few words, its status at the lr jump and at 1001 layers."""
+    rows = table(assessed)
+    who = {m.title: m.who for m in MECHANISMS}
+    rows["mechanism"] = [f"{t} ({who[t]})" for t in rows["mechanism"]]
+    return rows[["mechanism", "at the lr jump", "at 1001 layers"]]
 
 
 def in_words(assessed=None) -> str:
@@ -368,8 +383,7 @@ def answer(assessed=None, found=None, out_dir=None, float32="", notes=None) -> s
     found = found or {t: outcomes(t, out_dir) for t in OUTCOMES}
     assessed = assessed or {m.key: assess(m, found) for m in MECHANISMS}
     def plain(test, row):
-        o = found[test][row]["outcome"]
-        return dict(zip(OUTCOMES[test], SHORT_OUTCOMES[test])).get(o, o)
+        return short_outcome(found[test][row], test)
     full, orig = (plain("jump", r) for r in ("full_preact-110", "original-110"))
     start, slow = (plain("start", r) for r in ("full_preact-1001", "original-1001"))
     buys = (f"At this scale full pre-activation {full} and the original unit "
