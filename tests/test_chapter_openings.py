@@ -107,7 +107,7 @@ def test_claims_in_words_first_the_rule_linked_and_one_run_yourself_block(chapte
     # the claims: one block call (in words first, the full table folded: tests/test_blocks.py), no
     # piece alone
     assert any("blocks.claims(" in src(c) for c in cells)
-    assert not any(p in src(c) for c in cells for p in ("verdicts.claims_table(", "cw.in_words(",
+    assert not any(p in src(c) for c in cells for p in ("verdicts.claims_table(", "cw.readable_table(",
                                                         "forest.forest("))
     live = [c for c in cells if "yourself.cell(" in src(c)]
     assert len(live) == 1 and "hide-cell" in tags(live[0])
@@ -141,7 +141,7 @@ def test_a_short_run_says_what_it_shows_as_data_and_that_the_final_error_needs_t
     assert "d =" not in s and "[" not in s and "t1_gating_bias" not in s
     t = claim_words.tally("t1_gating_bias", out_dir=tmp_path)
     assert t["worse"] == ["exclusive gating at b_g = 0"] and t["worse_range"] == "20.0 points"
-    row = claim_words.in_words(["t1_gating_bias"],
+    row = claim_words.readable_table(["t1_gating_bias"],
                                out_dir=tmp_path).loc[claim_words.TITLES["t1_gating_bias"]]
     assert row["verdict"] == rule.NEEDS_FULL and row["what the runs show"] == s
 
@@ -211,7 +211,7 @@ def test_the_books_own_hypotheses_are_supported_never_reproduced(tmp_path):
         results.save_result(mnist_run("gresnet_keras-d10", seed, test_err=0.010 + seed / 1000),
                             tmp_path)
         results.save_result(mnist_run("gresnet-d10", seed, test_err=0.020 + seed / 1000), tmp_path)
-    row = claim_words.in_words(["probe_keras_err_d10"], out_dir=tmp_path).iloc[0]
+    row = claim_words.readable_table(["probe_keras_err_d10"], out_dir=tmp_path).iloc[0]
     assert row["verdict"] == "supported" and "(supported)" in row["what the runs show"]
     assert "reproduced" not in row["what the runs show"]
     assert tables.VERDICT_COLOURS["supported"] == tables.VERDICT_COLOURS["reproduced"]

@@ -428,3 +428,36 @@ def test_the_command_that_trains_and_the_api_import_nothing_of_the_book_or_the_c
     loaded = r.stderr.strip().splitlines()[-1].split()
     assert loaded and all(m.split(".")[1] in ("models", "engine", "cli", "__main__")
                           for m in loaded), [m for m in loaded if ".book" in m or ".checks" in m]
+
+
+def definitions(source: str, names) -> list[tuple[str, int]]:
+    """Where `source` defines one of `names`: a function, a parameter or an assigned variable."""
+    out = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in names:
+            out.append((n.name, n.lineno))
+        elif isinstance(n, ast.arg) and n.arg in names:
+            out.append((n.arg, n.lineno))
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in names:
+            out.append((n.id, n.lineno))
+    return out
+
+
+def test_one_idea_one_name():
+    """``say`` shows a page's computed prose (page/prose.py), ``in_sentence`` lowercases a title
+    inside a sentence (claim_words.py); a name means one thing, so each is defined once, and the
+    words of something are ``<thing>_in_words``, never a bare ``in_words``. A title is never
+    lowercased whole (``power`` once wrote 'bn after addition')."""
+    import re
+
+    found, where = {}, []
+    for name, path in MODULES.items():
+        source = path.read_text()
+        for what, line in definitions(source, ("say", "in_words", "in_sentence")):
+            found.setdefault(what, []).append(name)
+            where.append(f"{name}:{line} {what}")
+        assert not re.search(r"TITLES\[[^]]+\]\.lower\(\)|title\[0\]\.lower\(\)", source), name
+    assert found == {"say": ["idmap_lib.book.page.prose"],
+                     "in_sentence": ["idmap_lib.book.evidence.claim_words"]}, where
+    assert definitions("def f(say=print):\n    in_words = 1\n", ("say", "in_words")) == [
+        ("say", 1), ("in_words", 2)]

@@ -433,5 +433,5 @@ def test_the_argument_and_the_depth_chapter_end_pointing_to_the_synthesis_with_i
                          f"synthesis")
     # issue 59: the statuses are said once, on the synthesis page; a chapter links to them and never
     # pastes the generated list
-    assert (synthesis.in_words() not in " ".join(last.get_text(" ").split())), (f"{chapter}: the "
+    assert (synthesis.statuses_in_words() not in " ".join(last.get_text(" ").split())), (f"{chapter}: the "
         f"generated status list is pasted here")

@@ -1,10 +1,10 @@
 """The claims in words, for a reader: each claim's readable title (``TITLES``), one plain sentence
 of what its runs show (``sentence``, computed from claims.evaluate: the same numbers as the claims
-table, without identifiers, d or intervals), the table of both (``in_words``: what chapters 7-11
-show first; the full ``verdicts.claims_table`` is folded under it), and the page's one "Run these
-yourself" block (``run_yourself``: the commands, the full-recipe queue). A claim about the paper's
-final error read at a CPU scale gets no verdict: its sentence says what the short runs show, "after
-N steps", and that the final error needs the full recipe (rule.NEEDS_FULL).
+table, without identifiers, d or intervals), the table of both (``readable_table``: what chapters
+7-11 show first; the full ``verdicts.claims_table`` is folded under it), and the page's one "Run
+these yourself" block (``run_yourself``: the commands, the full-recipe queue). A claim about the
+paper's final error read at a CPU scale gets no verdict: its sentence says what the short runs show,
+"after N steps", and that the final error needs the full recipe (rule.NEEDS_FULL).
 """
 from __future__ import annotations
 
@@ -236,7 +236,7 @@ def sentence(key, scale=None, out_dir=None) -> str:
     return f"{lead}, {body}: {said}."
 
 
-def in_words(keys, scale=None, out_dir=None):
+def readable_table(keys, scale=None, out_dir=None):
     """The claims a reader sees first: one row per claim, its readable title, the verdict and what
     the runs show (``sentence``); the full ``verdicts.claims_table`` (identifiers, tests, d,
     intervals, per-part evidence) is folded below it on the page."""
@@ -250,6 +250,15 @@ def in_words(keys, scale=None, out_dir=None):
                      "verdict": OURS.get(v, v) if c.by == "ours" else v,
                      "what the runs show": sentence(k, scale, out_dir)})
     return pd.DataFrame(rows).set_index("claim")
+
+
+def in_sentence(title: str) -> str:
+    """A title as it reads inside a sentence: its first letter lowercased, unless its first word
+    keeps its capitals (an acronym: BN, ReLU, GResNet; a name: Keras)."""
+    first = title.split(" ", 1)[0]
+    if any(ch.isupper() for ch in first[1:]) or first.startswith("Keras"):
+        return title
+    return title[:1].lower() + title[1:]
 
 
 def key_of(title) -> str | None:

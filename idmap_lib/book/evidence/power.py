@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 from ...engine import recipes
-from .claim_words import TITLES
+from .claim_words import TITLES, in_sentence
 from .claims import CLAIMS_BY_KEY, paper_gap
 from .rule import ALPHA, LEVEL, MIN_SEEDS
 
@@ -186,7 +186,7 @@ def caption() -> str:
             "level at ± 0.14 (never fewer than the rule's 3 seeds).")
 
 
-def in_words(keys) -> str:
+def seeds_in_words(keys) -> str:
     """'from 3 (...) to 39 (...) seeds a side' over the claims of `keys` that have a paper gap,
     their titles in words, at the Holm level and the batch-128 spread, and the batch-64 spread's
     top."""
@@ -197,8 +197,8 @@ def in_words(keys) -> str:
     lo, hi = min(need, key=need.get), max(need, key=need.get)
     wide = max(claim_seeds(CLAIMS_BY_KEY[k], sd=SDS["cifar10"][-1])
                for k in need if dataset_of(CLAIMS_BY_KEY[k]) == "cifar10")
-    return (f"from {need[lo]} ({TITLES[lo].lower()}) to {need[hi]} seeds a side "
-            f"({TITLES[hi].lower()}) for 80 % power to resolve the paper's own gap at the Holm "
-            f"level of the claim's parts, given the spread Paper A reports at batch 128 (± "
+    return (f"from {need[lo]} ({in_sentence(TITLES[lo])}) to {need[hi]} seeds a side "
+            f"({in_sentence(TITLES[hi])}) for 80 % power to resolve the paper's own gap at the "
+            f"Holm level of the claim's parts, given the spread Paper A reports at batch 128 (± "
             f"{SPREAD['cifar10']:g} points on CIFAR-10; at its batch-64 spread, ± "
             f"{SDS['cifar10'][-1]:g}, up to {wide})")
