@@ -75,7 +75,7 @@ def test_the_seeds_table_shows_every_spread_at_5_percent_and_at_the_holm_level()
 
 
 def test_a_title_inside_a_sentence_keeps_its_acronyms():
-    from idmap_lib.book.evidence.claim_words import TITLES, in_sentence
+    from idmap_lib.book.evidence.claim_words import in_sentence
 
     assert in_sentence("BN after addition is the worst unit") == "BN after addition is the worst unit"
     assert in_sentence("ReLU-only pre-activation") == "ReLU-only pre-activation"
@@ -83,4 +83,4 @@ def test_a_title_inside_a_sentence_keeps_its_acronyms():
     assert in_sentence("A GResNet survives") == "a GResNet survives"
     assert in_sentence("The clean additive path") == "the clean additive path"
     words = power.seeds_in_words(["t2_bn_after_add_worst", "t2_full_preact_best"])
-    assert f"({TITLES['t2_bn_after_add_worst']})" in words and "bn after" not in words
+    assert f"({claims.CLAIMS_BY_KEY['t2_bn_after_add_worst'].title})" in words and "bn after" not in words

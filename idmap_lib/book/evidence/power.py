@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 from ...engine import recipes
-from .claim_words import TITLES, in_sentence
+from .claim_words import in_sentence
 from .claims import CLAIMS_BY_KEY, paper_gap
 from .rule import ALPHA, LEVEL, MIN_SEEDS
 
@@ -160,7 +160,7 @@ def seeds_table(keys, mc_draws: int = 4000):
         ds, m = dataset_of(c), holm_parts(c)
         a_holm = holm_alpha(c)
         for t, g in gaps:
-            row = {"claim": TITLES.get(key, key), "part": f"{t.a} < {t.b}",
+            row = {"claim": c.title, "part": f"{t.a} < {t.b}",
                    "paper's gap (points)": round(g, 2), "Holm m": m}
             for sd in SDS[ds]:
                 row[f"sd {sd:g}: at 5 %"] = seeds_for(g, sd)
@@ -197,8 +197,8 @@ def seeds_in_words(keys) -> str:
     lo, hi = min(need, key=need.get), max(need, key=need.get)
     wide = max(claim_seeds(CLAIMS_BY_KEY[k], sd=SDS["cifar10"][-1])
                for k in need if dataset_of(CLAIMS_BY_KEY[k]) == "cifar10")
-    return (f"from {need[lo]} ({in_sentence(TITLES[lo])}) to {need[hi]} seeds a side "
-            f"({in_sentence(TITLES[hi])}) for 80 % power to resolve the paper's own gap at the "
-            f"Holm level of the claim's parts, given the spread Paper A reports at batch 128 (± "
-            f"{SPREAD['cifar10']:g} points on CIFAR-10; at its batch-64 spread, ± "
-            f"{SDS['cifar10'][-1]:g}, up to {wide})")
+    lo_title, hi_title = (in_sentence(CLAIMS_BY_KEY[k].title) for k in (lo, hi))
+    return (f"from {need[lo]} ({lo_title}) to {need[hi]} seeds a side ({hi_title}) for 80 % "
+            f"power to resolve the paper's own gap at the Holm level of the claim's parts, given "
+            f"the spread Paper A reports at batch 128 (± {SPREAD['cifar10']:g} points on "
+            f"CIFAR-10; at its batch-64 spread, ± {SDS['cifar10'][-1]:g}, up to {wide})")
