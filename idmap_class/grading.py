@@ -7,7 +7,7 @@ What every grader uses (the implementation and the ablation exercises):
   ATTEMPTED`` (the stub still raises ``NotImplementedError``) or raises ``AssertionError``;
   ``check.status(student)`` returns "passed" or "not attempted" instead (for batch grading);
 - :func:`fail` raises that ``AssertionError``: what differs, then a hint, each wrapped to
-  :data:`WIDTH`; :func:`say` prints a wrapped line; :func:`wrap` wraps one;
+  :data:`WIDTH`; :func:`print_wrapped` prints a wrapped line; :func:`wrap` wraps one;
 - :func:`one_thread`: the graders' tensors are tiny, one thread is fastest.
 
 Grading in two halves. A student can patch the graders in their own kernel (``I._close = lambda *a,
@@ -76,7 +76,7 @@ def wrap(text):
                          break_on_hyphens=False)
 
 
-def say(text):
+def print_wrapped(text):
     """Print `text` wrapped."""
     print(wrap(text))
 
@@ -110,11 +110,11 @@ def grader(thing):
                     detail = check(student, *args, **kwargs)
             # its message, where the check says what is still a stub
             except NotImplementedError as e:
-                say(f"NOT ATTEMPTED {check.__name__}: "
+                print_wrapped(f"NOT ATTEMPTED {check.__name__}: "
                     + (str(e) or f"{thing} still raises NotImplementedError "
                     "(the stub). Write it, then run this cell again."))
                 return "not attempted"
-            say(f"PASSED {check.__name__}: {detail}")
+            print_wrapped(f"PASSED {check.__name__}: {detail}")
             return "passed"
 
         @functools.wraps(check)

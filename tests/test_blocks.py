@@ -53,18 +53,18 @@ def test_the_full_recipe_block_reads_its_runs_once(shown, monkeypatch):
 def test_open_claims_words_names_what_each_scale_leaves_open(monkeypatch):
     import pandas as pd
 
-    from idmap_book.evidence import claim_words, rule, verdicts
+    from idmap_book.evidence import claims, rule, verdicts
 
     k1, k2, k3 = "b_plain_breaks_deep", "b_gresnet_beats_resnet", "b_gated_wrn_better"
     said = {k1: "reproduced", k2: "inconclusive", k3: rule.NEEDS_FULL}
     monkeypatch.setattr(verdicts, "claims_table", lambda keys, out_dir=None: pd.DataFrame(
         {"verdict": [said[k] for k in keys]}, index=keys))
     text = verdicts.open_claims_words({"full recipe": [k1, k2], "CPU scale": [k3]})
-    assert (f"Not reproduced (yet) at the full recipe: **{claim_words.TITLES[k2]}** "
+    assert (f"Not reproduced (yet) at the full recipe: **{claims.CLAIMS_BY_KEY[k2].title}** "
             f"(inconclusive)." in text)
     assert (f"No verdict at the CPU scale (*{rule.NEEDS_FULL}*): "
-            f"**{claim_words.TITLES[k3]}**." in text)
-    assert claim_words.TITLES[k1] not in text
+            f"**{claims.CLAIMS_BY_KEY[k3].title}**." in text)
+    assert claims.CLAIMS_BY_KEY[k1].title not in text
     every = verdicts.open_claims_words({"full recipe": [k1]})
     assert every.startswith("At the full recipe, every claim it can test was reproduced.")
 

@@ -1,5 +1,7 @@
 """The claims registry: pre-registered tests, applied to recorded runs, give the same verdicts for
 and against the paper."""
+import dataclasses
+
 import pytest
 
 from fake_runs import history, mnist_run, result, save
@@ -227,3 +229,31 @@ def test_a_claims_parts_are_corrected_for_their_number(tmp_path):
     assert all(0.02 < r["p"] < 0.05 for _, r in v.parts)            # each alone: reproduced
     assert v.verdict == "inconclusive" and {r["verdict"] for _, r in v.parts} == {"inconclusive"}
     assert all(r["holm"][0] == 4 for _, r in v.parts)
+
+
+def test_a_claim_is_one_row_with_its_title_chapter_and_sweep_place(monkeypatch):
+    """A claim carries its readable title, the chapter that shows it (a notebook of the book) and
+    its place in the CPU sweep (none at the full recipe): the sweep's order, the chapters' key lists
+    and a chapter's kind are read from the rows."""
+    from pathlib import Path
+
+    from idmap_book.plan.sweep import SWEEP_ORDER
+
+    book = Path(__file__).resolve().parents[1] / "book"
+    for c in claims.CLAIMS_BY_KEY.values():
+        assert c.title and (book / f"{c.chapter}.ipynb").exists(), c.key
+        assert (c.sweep is None) == (c.scale == "full"), c.key
+    places = [claims.CLAIMS_BY_KEY[k].sweep for k in SWEEP_ORDER]
+    assert places == sorted(places) and len(SWEEP_ORDER) == sum(
+        c.sweep is not None for c in claims.CLAIMS)
+    assert claims.in_chapter("09_depth") == ["fig1_1001_original_slow_start",
+                                             "t3_preact_1layer_skip"]
+    kinds = claims.chapters()
+    assert list(kinds) == sorted(kinds) and kinds["07_shortcuts"] == "paper"
+    assert kinds["09_why_preactivation"] == "ours"  # the interventions: the book's own claims only
+    # a paper's claim shown in the interventions' chapter makes it a paper's chapter
+    t1 = claims.CLAIMS_BY_KEY["t1_gating_bias"]
+    monkeypatch.setitem(claims.CLAIMS_BY_KEY, t1.key,
+                        dataclasses.replace(t1, chapter="09_why_preactivation"))
+    assert claims.chapters()["09_why_preactivation"] == "paper"
+    assert "t1_gating_bias" in claims.in_chapter("09_why_preactivation")

@@ -72,3 +72,15 @@ def test_the_seeds_table_shows_every_spread_at_5_percent_and_at_the_holm_level()
     row = df[df["part"] == "full_preact-110 < original-110"].iloc[0]
     assert (row["sd 0.14: at 5 %"], row["sd 0.2: at Holm"], row["queue asks (a side)"]) == (7, 18, 10)
     assert "Holm" in df.attrs["caption"]
+
+
+def test_a_title_inside_a_sentence_keeps_its_acronyms():
+    from idmap_book.evidence.claim_words import in_sentence
+
+    assert in_sentence("BN after addition is the worst unit") == "BN after addition is the worst unit"
+    assert in_sentence("ReLU-only pre-activation") == "ReLU-only pre-activation"
+    assert in_sentence("Keras's defaults give a larger k") == "Keras's defaults give a larger k"
+    assert in_sentence("A GResNet survives") == "a GResNet survives"
+    assert in_sentence("The clean additive path") == "the clean additive path"
+    words = power.seeds_in_words(["t2_bn_after_add_worst", "t2_full_preact_best"])
+    assert f"({claims.CLAIMS_BY_KEY['t2_bn_after_add_worst'].title})" in words and "bn after" not in words

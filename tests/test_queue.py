@@ -109,7 +109,7 @@ def test_a_worker_whose_next_run_another_worker_took_sends_the_one_after(tmp_pat
                                                      if results.find_result(tiny[r], out) is None])
     assert ledger.claim(folder, tiny[taken], "local")  # the other worker (alive: this process) holds it
     report = q.run_local(out_dir=out, folder=folder, checkpoint_dir=tmp_path / "ck", max_jobs=1,
-                         say=lambda s: None)
+                         log=lambda s: None)
     assert (report["done"] == [results.run_name(tiny[run])]
             and results.find_result(tiny[taken], out) is None)
 

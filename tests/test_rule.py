@@ -1,5 +1,6 @@
 """The rule: Welch's t decides a comparison the same way for and against the paper."""
 import math
+import statistics
 
 import pytest
 
@@ -202,11 +203,11 @@ def test_a_rank_tests_floor_is_the_most_extreme_order_of_its_split():
 
 
 def test_the_rules_welch_and_rank_tests_agree_with_scipy_on_every_recorded_comparison():
-    """Issue 56: Welch's interval and p equal scipy.stats.ttest_ind(equal_var=False) on every part
-    of every claim (to 1e-12), and the exact rank test equals scipy's permutation Mann-Whitney where
-    ties are symmetric; with asymmetric ties scipy's two-sided p (twice the smaller tail) is another
-    test than the rule's (a rank sum at least as far from its expectation), so the rule keeps its
-    own, fixed before its runs."""
+    """Welch's interval and p equal scipy.stats.ttest_ind(equal_var=False) on every part of every
+    claim (to 1e-12), a margin moving a's values, and the exact rank test equals scipy's permutation
+    Mann-Whitney where ties are symmetric; with asymmetric ties scipy's two-sided p (twice the
+    smaller tail) is another test than the rule's (a rank sum at least as far from its
+    expectation), so the rule runs scipy's permutation test on its own statistic."""
     import numpy as np
     from scipy import stats
 
@@ -231,3 +232,69 @@ def test_the_rules_welch_and_rank_tests_agree_with_scipy_on_every_recorded_compa
     assert checked > 50
     xa, xb = [128, 128, 128], [128, 128, 5, 5, 128]  # asymmetric ties: two different tests
     assert rank_test(xa, xb) == pytest.approx(13 / 28)
+
+
+@pytest.mark.parametrize("na, nb, critical", [(3, 3, None), (3, 5, 0), (4, 4, 0), (4, 5, 1),
+                                              (5, 5, 2), (6, 6, 5)])
+def test_the_shifts_interval_ends_at_the_published_mann_whitney_critical_values(na, nb, critical):
+    """scipy has no Hodges-Lehmann interval: its ends are the (U + 1)-th smallest and largest of the
+    pairwise differences, U the two-sided 5 % critical value of Mann-Whitney's table (3 + 3: none,
+    the interval is unbounded)."""
+    xa, xb = list(range(na)), [1000 * (j + 1) for j in range(nb)]  # every difference distinct
+    diffs = sorted(b - a for a in xa for b in xb)
+    d, lo, hi = rule.shift_interval(xa, xb)
+    assert d == statistics.median(diffs)
+    if critical is None:
+        assert (lo, hi) == (-math.inf, math.inf)
+    else:
+        assert (lo, hi) == (diffs[critical], diffs[-critical - 1])
+
+
+def test_holm_rejects_what_its_adjusted_p_values_reject():
+    """scipy has no Holm: the published example (p = 0.01, 0.04, 0.03, 0.005 at 5 %: the two
+    smallest rejected) and, over random p, the adjusted p = max over the smaller p of (m - i) p."""
+    import random
+
+    def held(ps):
+        parts = [(better("a", str(i)), {"verdict": "reproduced", "p": p}) for i, p in enumerate(ps)]
+        return [r["verdict"] == "reproduced" for _, r in rule.holm(parts)]
+
+    assert held([0.01, 0.04, 0.03, 0.005]) == [True, False, False, True]
+    rng = random.Random(1)
+    for _ in range(500):
+        ps = [rng.choice([rng.random() * 0.1, rng.random()]) for _ in range(rng.randint(2, 6))]
+        order, adjusted, top = sorted(range(len(ps)), key=ps.__getitem__), {}, 0.0
+        for i, j in enumerate(order):
+            top = max(top, (len(ps) - i) * ps[j])
+            adjusted[j] = top
+        assert held(ps) == [adjusted[j] < rule.ALPHA for j in range(len(ps))]
+
+
+def test_the_rank_test_is_every_split_counted_and_a_nan_has_no_rank():
+    """The exact test on mid-ranks against its definition, split by split (ties at the run's length
+    included); a NaN (no metric gives one) is an error, never a rank."""
+    import itertools
+    import random
+
+    rng = random.Random(2)
+    for _ in range(40):
+        xa = [rng.choice([1, 2, 3, 128]) for _ in range(rng.randint(2, 5))]
+        xb = [rng.choice([1, 2, 3, 4, 128]) for _ in range(rng.randint(2, 5))]
+        pooled = sorted(xa + xb)
+        rank = {v: (pooled.index(v) + 1 + len(pooled) - pooled[::-1].index(v)) / 2 for v in pooled}
+        r = [rank[v] for v in xa + xb]
+        mid = len(xa) * (len(r) + 1) / 2
+        splits = list(itertools.combinations(r, len(xa)))
+        seen = abs(sum(r[:len(xa)]) - mid)
+        assert rule.rank_test(xa, xb) == pytest.approx(
+            sum(abs(sum(s) - mid) >= seen - 1e-9 for s in splits) / len(splits), abs=1e-12)
+    with pytest.raises(ValueError):
+        rule.rank_test([1, 2, math.nan], [4, 5, 6])
+
+
+def test_no_spread_on_either_side_makes_the_interval_the_difference_itself():
+    r = compare(better("a", "b"), [0.4] * 3, [0.5] * 3)
+    assert (r["verdict"], r["p"], r["q"], r["se"]) == ("reproduced", 0.0, 0.0, 0.0)
+    assert r["lo"] == r["hi"] == r["d"] == pytest.approx(0.1)
+    assert compare(better("a", "b"), [0.4] * 3, [0.4] * 3)["p"] == 1.0
+    assert compare(similar("a", "b"), [0.4] * 3, [0.41] * 3)["verdict"] == "reproduced"

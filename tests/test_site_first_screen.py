@@ -4,11 +4,11 @@ chapters 7-10). The notebooks' order is tested without a build (test_chapter_ope
 what a reader sees."""
 import pytest
 
+from idmap_book.evidence import claims
 from test_site_browser import SITE, _open_drawn, browser, site_url  # noqa: F401  (the fixtures)
 
 pytestmark = pytest.mark.slow
-CHAPTERS = ["07_shortcuts.html", "08_activations.html", "09_depth.html",
-            "09_why_preactivation.html", "10_gates.html"]
+CHAPTERS = [f"{ch}.html" for ch in claims.chapters()]  # every chapter that tests a claim
 SCREEN = (1280, 900)
 FIRST_SCREEN_JS = """() => {
   const fig = document.querySelector('article .plotly-graph-div');

@@ -154,7 +154,7 @@ def test_chapter_11_never_mixes_scales_in_one_claims_table():
     names both scales in its columns and has no verdict column)."""
     from bs4 import BeautifulSoup
 
-    from idmap_book.evidence import claim_words, claims
+    from idmap_book.evidence import claims
     page = SITE / "11_reproductions.html"
     if not page.exists():
         pytest.skip("the book is not built")
@@ -165,8 +165,8 @@ def test_chapter_11_never_mixes_scales_in_one_claims_table():
             continue
         names = {th.get_text("", strip=True).replace("\u200b", "") for th in table.find_all("th")}
         # or titles
-        keys = (names & set(claims.CLAIMS_BY_KEY)) | {k for k, t in claim_words.TITLES.items()
-                                                      if t in names}
+        keys = (names & set(claims.CLAIMS_BY_KEY)) | {k for k, c in claims.CLAIMS_BY_KEY.items()
+                                                      if c.title in names}
         scales = {claims.CLAIMS_BY_KEY[k].scale for k in keys}
         assert len(scales) == 1, f"one claims table mixes scales {scales}: {sorted(keys)}"
         tables += 1
@@ -434,5 +434,5 @@ def test_the_argument_and_the_depth_chapter_end_pointing_to_the_synthesis_with_i
                          f"synthesis")
     # issue 59: the statuses are said once, on the synthesis page; a chapter links to them and never
     # pastes the generated list
-    assert (synthesis.in_words() not in " ".join(last.get_text(" ").split())), (f"{chapter}: the "
+    assert (synthesis.statuses_in_words() not in " ".join(last.get_text(" ").split())), (f"{chapter}: the "
         f"generated status list is pasted here")

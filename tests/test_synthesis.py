@@ -6,6 +6,7 @@ import pytest
 import torch.nn as nn
 
 from idmap_book.evidence import synthesis
+from idmap_book.evidence.claim_words import in_sentence
 from idmap_book.figures import swap_figure
 from idmap_book.evidence.claims import CLAIMS_BY_KEY
 from idmap_lib.engine import recipes
@@ -125,9 +126,9 @@ def test_the_references_take_their_outcome_from_the_papers_claims(monkeypatch):
 
 def test_the_summary_and_the_tables_name_every_mechanism_with_a_computed_status():
     assessed = synthesis.assess_all()
-    words = synthesis.in_words(assessed)
+    words = synthesis.statuses_in_words(assessed)
     for m in synthesis.MECHANISMS:
-        assert m.title[0].lower() + m.title[1:] in words
+        assert in_sentence(m.title) in words
         assert all(assessed[m.key][t]["status"] in synthesis.STATUSES for t in synthesis.OUTCOMES)
     assert assessed["truncation"]["jump"]["status"] == "not testable at this scale"
     assert len(synthesis.table(assessed)) == len(synthesis.MECHANISMS)

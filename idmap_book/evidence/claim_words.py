@@ -1,10 +1,10 @@
-"""The claims in words, for a reader: each claim's readable title (``TITLES``), one plain sentence
-of what its runs show (``sentence``, computed from claims.evaluate: the same numbers as the claims
-table, without identifiers, d or intervals), the table of both (``in_words``: what chapters 7-11
-show first; the full ``verdicts.claims_table`` is folded under it), and the page's one "Run these
-yourself" block (``run_yourself``: the commands, the full-recipe queue). A claim about the paper's
-final error read at a CPU scale gets no verdict: its sentence says what the short runs show, "after
-N steps", and that the final error needs the full recipe (rule.NEEDS_FULL).
+"""The claims in words, for a reader: each claim's readable title (``Claim.title``), one plain
+sentence of what its runs show (``sentence``, computed from claims.evaluate: the same numbers as the
+claims table, without identifiers, d or intervals), the table of both (``readable_table``: what
+chapters 7-11 show first; the full ``verdicts.claims_table`` is folded under it), and the page's one
+"Run these yourself" block (``run_yourself``: the commands, the full-recipe queue). A claim about
+the paper's final error read at a CPU scale gets no verdict: its sentence says what the short runs
+show, "after N steps", and that the final error needs the full recipe (rule.NEEDS_FULL).
 """
 from __future__ import annotations
 
@@ -16,55 +16,6 @@ from .metrics import (PERCENT, ended_at_chance, final_test_err, lr_jump_rise, sh
 from .rule import NEEDS_FULL, NOT_TESTABLE, side_of
 from .runs import seed_runs
 from .tables import OURS, num
-
-# one readable line per claim (claims.CLAIMS + claims.PROBES): the row a reader sees first
-TITLES = {
-    "t1_identity_best": "The identity shortcut beats every modified shortcut",
-    "t1_fail_rows_far_behind": "Scaled, b_g = 0 gated and dropout shortcuts fall far behind",
-    "t1_gating_bias": "Exclusive gating trains only with its gates nearly shut on F",
-    "t1_shortcut_only_gating_near_identity": "Shortcut-only gating at b_g = −6 is close to the "
-                                             "identity",
-    "t2_full_preact_best": "Full pre-activation is the best of the five units",
-    "t2_bn_after_add_worst": "BN after addition is the worst unit",
-    "fig6_bn_after_add_slow_start": "BN after addition is slow to start (Fig 6)",
-    "fig1_1001_original_slow_start": "At 1001 layers the original unit starts slowly, "
-                                     "pre-activation quickly",
-    "t3_preact_1layer_skip": "Pre-activation helps with 1-layer residual units too",
-    "s42_preact164_regularises": "Pre-activation ResNet-164 regularises",
-    "lr_jump_preact_tolerates": "Only full pre-activation trains through the lr jump",
-    "b_plain_breaks_deep": "Plain nets break at 50 layers and more; residual ones do not",
-    "b_gresnet_beats_resnet": "The gated ResNet beats the ResNet",
-    "b_k_falls_with_depth": "The learned gates k fall as the net deepens",
-    "b_greedy_pruning_beats_random": "Pruning by smallest k beats pruning at random",
-    "b_gresnet_survives_pruning": "A GResNet survives losing half its blocks, a ResNet not",
-    "b_gated_resnet32_better": "Gating ResNet-32 lowers its error",
-    "b_resnet32_k_decay_worse": "Weight decay on k takes back part of ResNet-32's gain",
-    "b_gated_wrn_better": "Gating the Wide ResNet lowers its error",
-    "b_wrn_k_decay_worse": "Weight decay on k takes back part of the WRN's gain",
-    "probe_keras_k_d10": "Keras's defaults give a larger k (d = 10)",
-    "probe_keras_k_d100": "Keras's defaults give a larger k (d = 100)",
-    "probe_keras_err_d10": "Keras's defaults give a lower error (d = 10)",
-    "swap_jump_original_final_bn_relu": "The original unit with a final BN-ReLU, at the lr jump",
-    "swap_jump_full_preact_no_final": "Full pre-activation without its final BN-ReLU, at the lr "
-                                      "jump",
-    "swap_jump_original_zero_gamma": "The original unit with its branches off at init, at the lr "
-                                     "jump",
-    "swap_jump_relu_preact_final_bn_relu": "ReLU-only pre-activation with a final BN-ReLU, at the "
-                                           "lr jump",
-    "swap_jump_bn_after_add": "BN after addition, at the lr jump",
-    "swap_jump_original_zero_gamma_scaled_input": "Zero gamma with the original's classifier "
-                                                  "input, at the lr jump",
-    "swap_jump_separates_zero_gamma": "Zero gamma against itself with the original's classifier "
-                                      "input, at the lr jump",
-    "swap_start_original_final_bn_relu_1001": "The original ResNet-1001 with a final BN-ReLU, at "
-                                              "the start",
-    "swap_start_full_preact_no_final_1001": "Full pre-activation ResNet-1001 without its final "
-                                            "BN-ReLU, at the start",
-    "row_jump_relu_preact": "ReLU-only pre-activation between the two references, at the lr jump",
-    "row_jump_relu_before_add": "ReLU before addition between the two references, at the lr jump",
-    "fp32_lr_jump": "In float32: the lr jump and its classifier swaps",
-    "fp32_fig1_start": "In float32: the start at 1001 layers",
-}
 
 # variant -> words, where its key does not read as English; (experiment, variant) where it depends
 # on it
@@ -236,7 +187,7 @@ def sentence(key, scale=None, out_dir=None) -> str:
     return f"{lead}, {body}: {said}."
 
 
-def in_words(keys, scale=None, out_dir=None):
+def readable_table(keys, scale=None, out_dir=None):
     """The claims a reader sees first: one row per claim, its readable title, the verdict and what
     the runs show (``sentence``); the full ``verdicts.claims_table`` (identifiers, tests, d,
     intervals, per-part evidence) is folded below it on the page."""
@@ -246,15 +197,24 @@ def in_words(keys, scale=None, out_dir=None):
     for k in keys:
         c = claims.CLAIMS_BY_KEY[k]
         v = claims.evaluate(c, scale, out_dir).verdict
-        rows.append({"claim": TITLES[k], "source": c.source,
+        rows.append({"claim": c.title, "source": c.source,
                      "verdict": OURS.get(v, v) if c.by == "ours" else v,
                      "what the runs show": sentence(k, scale, out_dir)})
     return pd.DataFrame(rows).set_index("claim")
 
 
+def in_sentence(title: str) -> str:
+    """A title as it reads inside a sentence: its first letter lowercased, unless its first word
+    keeps its capitals (an acronym: BN, ReLU, GResNet; a name: Keras)."""
+    first = title.split(" ", 1)[0]
+    if any(ch.isupper() for ch in first[1:]) or first.startswith("Keras"):
+        return title
+    return title[:1].lower() + title[1:]
+
+
 def key_of(title) -> str | None:
-    """The claim a readable title names (the inverse of TITLES), or None."""
-    return next((k for k, t in TITLES.items() if t == title), None)
+    """The claim a readable title names (the inverse of ``Claim.title``), or None."""
+    return next((k for k, c in claims.CLAIMS_BY_KEY.items() if c.title == title), None)
 
 
 def _span(metric, xs) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .claim_words import TITLES, listed, words
+from .claim_words import listed, words
 from .claims import CLAIMS, CLAIMS_BY_KEY, FP32_CLAIMS, PROBES, evaluate
 from .metrics import LR_JUMP, stuck_before_jump_by_loss
 from .runs import seed_runs
@@ -158,7 +158,7 @@ def preregistration(keys, out_dir=None) -> str:
         groups.setdefault(recs[k]["form"], []).append(k)
     said = [head + "."]
     for form, ks in sorted(groups.items(), key=lambda g: g[0].date):
-        each = [f"*{TITLES[k]}* ({_runs_words(k, recs[k])}"
+        each = [f"*{CLAIMS_BY_KEY[k].title}* ({_runs_words(k, recs[k])}"
                 + (f"; {_both(k, out_dir)})" if form.earlier and k not in form.introduced
                    else ", first written then)" if k in form.introduced else ")") for k in ks]
         tail = "" if form.earlier else " The rule it replaced is not in today's code."

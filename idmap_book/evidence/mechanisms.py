@@ -263,7 +263,7 @@ def all_specs(seeds=SEEDS):
            [training_spec(d, u, s) for d in DEPTHS for u in UNITS for s in seeds]
 
 
-def measure_missing(seeds=SEEDS, out_dir=None, say=print):
+def measure_missing(seeds=SEEDS, out_dir=None, log=print):
     """Measure every spec not yet recorded (the CIFAR-10 data loaded once); returns the records."""
     data, out = None, []
     for spec in all_specs(seeds):
@@ -271,7 +271,7 @@ def measure_missing(seeds=SEEDS, out_dir=None, say=print):
                     compute=False) is None and spec["experiment"] == TRAINING:
             data = data or data_mod.load("cifar10")
         rec = measured(spec, out_dir, data=data)
-        say(f"{spec['experiment']} {spec['variant']} s{spec['seed']}: {rec['wall_s']:.0f} s")
+        log(f"{spec['experiment']} {spec['variant']} s{spec['seed']}: {rec['wall_s']:.0f} s")
         out.append(rec)
     return out
 

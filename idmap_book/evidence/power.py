@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 from idmap_lib.engine import recipes
-from .claim_words import TITLES
+from .claim_words import in_sentence
 from .claims import CLAIMS_BY_KEY, paper_gap
 from .rule import ALPHA, LEVEL, MIN_SEEDS
 
@@ -74,7 +74,6 @@ def monte_carlo(n: int, gap: float, sd: float, alpha: float = ALPHA, draws: int 
     (Welch's interval d ± q se, q Student's t at 1 - alpha / 2 and the Welch-Satterthwaite degrees
     of freedom: reproduced where it lies above 0)."""
     import numpy as np
-    from scipy.stats import t
 
     rng = np.random.default_rng(seed)
     xa = rng.normal(0.0, sd, (draws, n))
@@ -86,16 +85,11 @@ def monte_carlo(n: int, gap: float, sd: float, alpha: float = ALPHA, draws: int 
 
 def welch_reproduced(xa, xb, alpha: float = ALPHA):
     """For each row of xa, xb (seeds along the last axis): whether the rule's *a is better than b*
-    comes out reproduced (numpy, vectorised; rule.compare row by row gives the same)."""
-    import numpy as np
-    from scipy.stats import t
+    comes out reproduced, its Welch interval above 0 (scipy's ``ttest_ind``, vectorised;
+    rule.compare row by row gives the same)."""
+    from scipy.stats import ttest_ind
 
-    na, nb = xa.shape[-1], xb.shape[-1]
-    va, vb = xa.var(-1, ddof=1) / na, xb.var(-1, ddof=1) / nb
-    se = np.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (na - 1) + vb ** 2 / (nb - 1))
-    d = xb.mean(-1) - xa.mean(-1)
-    return d - t.ppf(1 - alpha / 2, df) * se > 0
+    return ttest_ind(xb, xa, axis=-1, equal_var=False).confidence_interval(1 - alpha).low > 0
 
 
 def seeds_for(gap: float, sd: float, target: float = POWER, alpha: float = ALPHA) -> int:
@@ -166,7 +160,7 @@ def seeds_table(keys, mc_draws: int = 4000):
         ds, m = dataset_of(c), holm_parts(c)
         a_holm = holm_alpha(c)
         for t, g in gaps:
-            row = {"claim": TITLES.get(key, key), "part": f"{t.a} < {t.b}",
+            row = {"claim": c.title, "part": f"{t.a} < {t.b}",
                    "paper's gap (points)": round(g, 2), "Holm m": m}
             for sd in SDS[ds]:
                 row[f"sd {sd:g}: at 5 %"] = seeds_for(g, sd)
@@ -192,7 +186,7 @@ def caption() -> str:
             "level at ± 0.14 (never fewer than the rule's 3 seeds).")
 
 
-def in_words(keys) -> str:
+def seeds_in_words(keys) -> str:
     """'from 3 (...) to 39 (...) seeds a side' over the claims of `keys` that have a paper gap,
     their titles in words, at the Holm level and the batch-128 spread, and the batch-64 spread's
     top."""
@@ -203,8 +197,8 @@ def in_words(keys) -> str:
     lo, hi = min(need, key=need.get), max(need, key=need.get)
     wide = max(claim_seeds(CLAIMS_BY_KEY[k], sd=SDS["cifar10"][-1])
                for k in need if dataset_of(CLAIMS_BY_KEY[k]) == "cifar10")
-    return (f"from {need[lo]} ({TITLES[lo].lower()}) to {need[hi]} seeds a side "
-            f"({TITLES[hi].lower()}) for 80 % power to resolve the paper's own gap at the Holm "
-            f"level of the claim's parts, given the spread Paper A reports at batch 128 (± "
-            f"{SPREAD['cifar10']:g} points on CIFAR-10; at its batch-64 spread, ± "
-            f"{SDS['cifar10'][-1]:g}, up to {wide})")
+    lo_title, hi_title = (in_sentence(CLAIMS_BY_KEY[k].title) for k in (lo, hi))
+    return (f"from {need[lo]} ({lo_title}) to {need[hi]} seeds a side ({hi_title}) for 80 % "
+            f"power to resolve the paper's own gap at the Holm level of the claim's parts, given "
+            f"the spread Paper A reports at batch 128 (± {SPREAD['cifar10']:g} points on "
+            f"CIFAR-10; at its batch-64 spread, ± {SDS['cifar10'][-1]:g}, up to {wide})")

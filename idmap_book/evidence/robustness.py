@@ -22,7 +22,7 @@ import statistics
 from dataclasses import replace
 
 from idmap_lib.engine import recipes
-from .claim_words import listed, words
+from .claim_words import in_sentence, listed, words
 from .claims import CLAIMS_BY_KEY, evaluate
 from .history import STATUSES, record
 from .rule import TESTED
@@ -214,8 +214,7 @@ def firmness(found: dict, out_dir=None) -> str:
 
 
 def _title(key: str) -> str:
-    m = next(m for m in MECHANISMS if m.key == key)
-    return m.title[0].lower() + m.title[1:]
+    return in_sentence(next(m for m in MECHANISMS if m.key == key).title)
 
 
 def _status_history(found, assessed, out_dir=None) -> str:

@@ -178,20 +178,6 @@ def tests_in_words(tests) -> str:
     return "; ".join(out)
 
 
-def welch_q(xa: list[float], xb: list[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """(se, degrees of freedom, q): the standard error of mean(b) - mean(a) with unequal variances,
-    the Welch-Satterthwaite degrees of freedom and Student's t quantile at `level` for them. With no
-    spread on either side the interval is the point d itself (q = 0)."""
-    from scipy.stats import t as student_t
-
-    va, vb = statistics.variance(xa) / len(xa), statistics.variance(xb) / len(xb)
-    se = math.sqrt(va + vb)
-    if se == 0:
-        return 0.0, math.inf, 0.0
-    df = (va + vb) ** 2 / (va ** 2 / (len(xa) - 1) + vb ** 2 / (len(xb) - 1))
-    return se, df, float(student_t.ppf(level, df))
-
-
 def resolvable(xa: list[float], xb: list[float], level: float = LEVEL) -> float:
     """The smallest difference of means these seeds can resolve: q x the pooled se, with the pooled
     sd of both sides, se = sd sqrt(1/n_a + 1/n_b) and q Student's t at `level` for n_a + n_b - 2
@@ -203,14 +189,6 @@ def resolvable(xa: list[float], xb: list[float], level: float = LEVEL) -> float:
     pooled = ((na - 1) * statistics.variance(xa)
               + (nb - 1) * statistics.variance(xb)) / (na + nb - 2)
     return float(student_t.ppf(level, na + nb - 2)) * math.sqrt(pooled * (1 / na + 1 / nb))
-
-
-def _p_two_sided(d: float, se: float, df: float) -> float:
-    from scipy.stats import t as student_t
-
-    if se == 0:
-        return 0.0 if d != 0 else 1.0
-    return float(2 * student_t.sf(abs(d) / se, df))
 
 
 def _kept(xs, why):
@@ -238,15 +216,16 @@ def rank_test(xa: list[float], xb: list[float]) -> float:
     """Two-sided p of the exact permutation test on mid-ranks: the share of all splits of the pooled
     values into groups of len(xa) and len(xb) whose rank sum of the first group lies at least as far
     from its expectation as xa's. Ties (runs censored at the same length) share their mid-rank, on
-    both sides alike."""
-    import itertools
+    both sides alike. (scipy's Mann-Whitney p, twice the smaller tail, is the same test only where
+    the ties leave the rank sum's null distribution symmetric.)"""
+    import numpy as np
+    from scipy.stats import permutation_test, rankdata
 
-    pooled, r, na = list(xa) + list(xb), _ranks(xa, xb), len(xa)
-    mid = na * (len(pooled) + 1) / 2
-    seen = abs(sum(r[:na]) - mid)
-    splits = list(itertools.combinations(range(len(pooled)), na))
-    hits = sum(abs(sum(r[i] for i in c) - mid) >= seen - 1e-9 for c in splits)
-    return hits / len(splits)
+    r, na = rankdata(list(xa) + list(xb), nan_policy="raise"), len(xa)
+    mid = na * (len(r) + 1) / 2
+    return float(permutation_test((r[:na], r[na:]), lambda a, b, axis: abs(a.sum(axis) - mid),
+                                  n_resamples=np.inf, alternative="greater",
+                                  vectorized=True).pvalue)
 
 
 def shift_interval(xa: list[float], xb: list[float],
@@ -273,6 +252,23 @@ def shift_interval(xa: list[float], xb: list[float],
     if k == 0:
         return mid, -math.inf, math.inf
     return mid, diffs[k - 1], diffs[-k]
+
+
+def _welch(xa, xb, margin):
+    """(se, df, q, lo, hi, p) of Welch's t for mean(b) - mean(a) - margin (scipy's ``ttest_ind``,
+    unequal variances): its standard error, Welch-Satterthwaite degrees of freedom, Student's t
+    quantile at LEVEL for them, the two-sided interval at that level and p. With no spread on
+    either side the interval is the point d itself (q = 0; p 1 where d = 0, else 0)."""
+    from scipy.stats import t as student_t
+    from scipy.stats import ttest_ind
+
+    if statistics.variance(xa) == statistics.variance(xb) == 0:
+        d = statistics.fmean(xb) - statistics.fmean(xa) - margin
+        return 0.0, math.inf, 0.0, d, d, float(d == 0)
+    w = ttest_ind(xb, [x + margin for x in xa], equal_var=False)
+    lo, hi = w.confidence_interval(2 * LEVEL - 1)
+    q = float(student_t.ppf(LEVEL, w.df))
+    return (hi - lo) / (2 * q), float(w.df), q, float(lo), float(hi), float(w.pvalue)
 
 
 def compare(test: Compare, xa: list[float], xb: list[float], scale: str = "cpu", why=None,
@@ -302,18 +298,16 @@ def compare(test: Compare, xa: list[float], xb: list[float], scale: str = "cpu",
     if test.metric_of_b in RANKED and test.kind == "better":
         return _by_ranks(test, ka, kb, short, out)
     ma, mb = statistics.fmean(ka), statistics.fmean(kb)
-    se, df, q = welch_q(ka, kb)
+    se, df, q, lo, hi, p = _welch(ka, kb, test.margin) if test.kind == "better" else \
+        _welch(kb, ka, 0.0)
     out.update(mean_a=ma, mean_b=mb, sd_a=statistics.stdev(ka), sd_b=statistics.stdev(kb), se=se,
-               df=df, q=q,
-               resolvable=resolvable(ka, kb))
+               df=df, q=q, resolvable=resolvable(ka, kb))
     if test.kind == "better":
         d = mb - ma - test.margin
-        lo, hi = d - q * se, d + q * se
         verdict = "reproduced" if lo > 0 else "contradicted" if hi < 0 else "inconclusive"
-        out["p"] = _p_two_sided(d, se, df)
+        out["p"] = p
     elif test.kind == "similar":
         d = ma - mb
-        lo, hi = d - q * se, d + q * se
         verdict = ("reproduced" if -test.margin < lo and hi < test.margin
                    else "contradicted" if lo >= test.margin or hi <= -test.margin
                    else "inconclusive")
@@ -338,23 +332,18 @@ def rank_floor(xa: list[float], xb: list[float]) -> float:
 def _by_ranks(test, ka, kb, short, out):
     """A censored metric's comparison: the exact rank test decides, the shift and its interval are
     shown, beside the smallest p the split can give (``rank_floor``)."""
+    from scipy.stats import rankdata
+
     p = rank_test(ka, kb)
     out["floor"] = rank_floor(ka, kb)
     d, lo, hi = (x - test.margin for x in shift_interval(ka, kb))
     # a's runs rank lower
-    ahead = statistics.fmean(_ranks(ka, kb)[:len(ka)]) < (len(ka) + len(kb) + 1) / 2
+    ahead = statistics.fmean(rankdata(ka + kb)[:len(ka)]) < (len(ka) + len(kb) + 1) / 2
     verdict = "inconclusive" if p >= ALPHA else "reproduced" if ahead else "contradicted"
     out.update(test="ranks", p=p, d=d, lo=lo, hi=hi, mean_a=statistics.median(ka),
                mean_b=statistics.median(kb),
                centre="median", verdict=NEEDS_FULL if short else verdict)
     return out
-
-
-def _ranks(xa, xb):
-    """Mid-ranks of the pooled values, xa's first: tied values share the mean of their ranks."""
-    pooled = list(xa) + list(xb)
-    order = sorted(pooled)
-    return [sum(i + 1 for i, w in enumerate(order) if w == v) / order.count(v) for v in pooled]
 
 
 def holm(parts: list[tuple], alpha: float = ALPHA) -> list[tuple]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from idmap_lib.engine import recipes
 from idmap_lib.models.registry import UNIT_ROWS
-from .claim_words import compared, listed, words
+from .claim_words import compared, in_sentence, listed, words
 from .claims import CLAIMS_BY_KEY, evaluate
 from .runs import seed_runs
 
@@ -328,18 +328,14 @@ def mechanism_table(assessed=None):
     return rows[["mechanism", "at the lr jump", "at 1001 layers"]]
 
 
-def in_words(assessed=None) -> str:
+def statuses_in_words(assessed=None) -> str:
     """Each mechanism's status at the lr jump, in one sentence (for the chapter's opening answer and
     chapters 4 and 9)."""
     assessed = assessed or assess_all()
     out = []
     for m in MECHANISMS:
-        out.append(f"{m.title[0].lower() + m.title[1:]}: {assessed[m.key]['jump']['status']}")
+        out.append(f"{in_sentence(m.title)}: {assessed[m.key]['jump']['status']}")
     return "At the lr jump, " + "; ".join(out) + "."
-
-
-def _lower(title: str) -> str:
-    return title[0].lower() + title[1:]
 
 
 def _plain(statuses: dict) -> str:
@@ -348,7 +344,7 @@ def _plain(statuses: dict) -> str:
     failing unit through the jump and which was not, which a unit that coped could or could not
     lose, and where the swaps do not yet show whether a unit needs it."""
     def having(*test):
-        return [_lower(MECHANISMS_BY_KEY[k].title) for k, s in statuses.items()
+        return [in_sentence(MECHANISMS_BY_KEY[k].title) for k, s in statuses.items()
                 if any(t(s) for t in test)]
     enough = having(lambda s: s.startswith("sufficient"), lambda s: s == "necessary and sufficient")
     short = having(lambda s: s.startswith("not sufficient"),
@@ -391,9 +387,9 @@ def answer(assessed=None, found=None, out_dir=None, float32="", notes=None) -> s
             + (" than the original." if (start, slow) == SHORT_OUTCOMES["start"] else
                f" and the original {slow}."))
     statuses = {m.key: assessed[m.key]["jump"]["status"] for m in MECHANISMS}
-    untested = [_lower(m.title) for m in MECHANISMS
+    untested = [in_sentence(m.title) for m in MECHANISMS
                 if statuses[m.key] == "not testable at this scale"]
-    undecided = [_lower(m.title) for m in MECHANISMS if statuses[m.key] == "open"]
+    undecided = [in_sentence(m.title) for m in MECHANISMS if statuses[m.key] == "open"]
     waiting = [r for t in OUTCOMES for r, o in found[t].items()
                if o["outcome"] in ("not run yet", "open")]
     rest = ([f"{listed(untested)} (not testable at this scale)"] if untested else []) + (

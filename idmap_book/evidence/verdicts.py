@@ -346,12 +346,13 @@ def open_claims_words(keys_by_scale: dict, out_dir=None) -> str:
         data = table[table["verdict"] == NEEDS_FULL]
         if not data.empty:
             words.append(f"No verdict at the {scale} (*{NEEDS_FULL}*): "
-                         + "; ".join(f"**{cw.TITLES[k]}**" for k in data.index) + ".")
+                         + "; ".join(f"**{claims.CLAIMS_BY_KEY[k].title}**"
+                                     for k in data.index) + ".")
         if not tested.empty:
             words.append(f"At the {scale}, every claim it can test was reproduced." if not_yet.empty
                          else
                          f"Not reproduced (yet) at the {scale}: "
-                         + "; ".join(f"**{cw.TITLES[k]}** ({v})"
+                         + "; ".join(f"**{claims.CLAIMS_BY_KEY[k].title}** ({v})"
                                      for k, v in not_yet["verdict"].items()) + ".")
     return " ".join(words + [
         "At the CPU scale a claim about the final error *needs the full recipe*: its numbers are a "

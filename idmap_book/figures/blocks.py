@@ -34,7 +34,7 @@ def fold(html: str, label: str = FOLD) -> str:
 def claims(keys, experiments=(), forest=None, contradictions=False) -> None:
     """Show claims `keys`: in words, in full (folded), their forest when `forest` (its title) is
     given, the contradiction notes when asked, and which runs of `experiments` ended at chance."""
-    display(styled(claim_words.in_words(keys)))
+    display(styled(claim_words.readable_table(keys)))
     table = verdicts.claims_table(keys)
     # in the fold, above the table: when each test took its rule, against its runs' dates
     rules = "<p>" + re.sub(r"\*([^*]+)\*", r"<em>\1</em>",

@@ -55,7 +55,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
             # a claim's first row here: its title, then the comparison
             if head is None or head[0] != c.key:
                 head = (c.key, short)
-                lines = wrapped(cw.TITLES.get(c.key, c.key) + short, bold=True) + wrapped(label)
+                lines = wrapped(c.title + short, bold=True) + wrapped(label)
             # a further row of it: the comparison, and its note where the title's is not its own
             else:
                 lines = wrapped(label + (short if short != head[1] else ""))

@@ -234,7 +234,7 @@ def seeds_table(keys=None, mc_draws: int = 4000):
 def paper_a_words(table=None, out_dir=None) -> str:
     """Paper A's claims at the full recipe, in words: their verdicts there, where their runs stand
     (`table`: the ``full_scale_table`` of PAPER_A, seed 0 of each) and how many seeds a verdict
-    needs (``power.in_words``)."""
+    needs (``power.seeds_in_words``)."""
     gpu = full_scale_table(PAPER_A, out_dir=out_dir) if table is None else table
     keys = paper_a_keys()
     return (verdicts.counts_in_words(verdicts.claims_table(keys, scale="full", out_dir=out_dir),
@@ -242,6 +242,6 @@ def paper_a_words(table=None, out_dir=None) -> str:
             + f" These are the {len(keys)} claims of Paper A in the CPU-scale table; the "
               f"full-recipe table below (seed 0 of each) has {counts_in_words(gpu)}: a row of "
               f"Table 1 or 3 that trains what a row of Table 2 trains is that run, counted once"
-            + f"; a verdict needs {power.in_words(keys)}, and the queue asks for them after every "
-              f"claim's first "
+            + f"; a verdict needs {power.seeds_in_words(keys)}, and the queue asks for them after "
+              f"every claim's first "
             f"{len(SEEDS)}.")

@@ -289,9 +289,9 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     out = {"figure": None, "result": done, "stopped": None,
            "command": command(experiment, variant, scale, seed,
                               os.environ.get("IDMAP_RUNS", "idmap_runs"))}
-    say = print if show else (lambda *a: None)
+    log = print if show else (lambda *a: None)
     if not (run or done or ck or recorded):
-        say(f"Nothing to draw yet: the book has no recorded run of {variant} at the "
+        log(f"Nothing to draw yet: the book has no recorded run of {variant} at the "
             f"{recipes.SCALE_WORDS[scale]} and you have none. To train it: {out['command']}")
         return out
     live = out["figure"] = LiveFigure(experiment, variant, scale, seed)
@@ -302,7 +302,7 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
         out["stopped"] = {"status": "stopped", "step": ck["step"], "config": cfg,
                           "checkpoint": str(path_of(ckpts, cfg))}
     if done is not None or not run:
-        say(f"Your run {results.run_name(cfg)}: " + (
+        log(f"Your run {results.run_name(cfg)}: " + (
             f"recorded ({done['path']}), test error "
             f"{100 * done['final'].get('test_err', float('nan')):.2f} %"
             if done else (f"stopped at step {ck['step']} of {cfg['steps']}; " if ck
@@ -311,11 +311,11 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
         return out
     # nothing to train: say so, without loading data
     if ck and max_steps is not None and ck["step"] >= max_steps:
-        say(stop_line(out["stopped"], max_steps))
+        log(stop_line(out["stopped"], max_steps))
         return out
     device_type = pick_device(device).type
     if line := first_line(cfg, device_type):
-        say(line)
+        log(line)
     start, stop = (ck or {}).get("step", 0), min(cfg["steps"], max_steps or cfg["steps"])
     paced = []
 
@@ -326,7 +326,7 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
         new = [h for h in history["train"] if h["step"] > start]
         if new and not paced:
             paced.append(new[0])
-            say(pace_line(cfg, new[0]["step"], new[0]["img_per_s"], stop, device_type))
+            log(pace_line(cfg, new[0]["step"], new[0]["img_per_s"], stop, device_type))
 
     try:
         r = train(cfg, data=data, device=device, out_dir=mine, checkpoint_dir=ckpts,
@@ -345,6 +345,6 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     out["result"] = r if r["status"] != "stopped" else None
     out["stopped"] = r if r["status"] == "stopped" else None
     first_log = (start // cfg["log_every"] + 1) * cfg["log_every"]
-    say(stop_line(r, max_steps) + ("" if paced or r["status"] != "stopped" else
+    log(stop_line(r, max_steps) + ("" if paced or r["status"] != "stopped" else
                                    f"; no pace measured yet: the first comes at step {first_log}"))
     return out

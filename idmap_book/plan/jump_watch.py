@@ -122,7 +122,7 @@ def measured(spec_, out_dir=None, compute=True, data=None):
                                measure=lambda s, d: watch_training(s["recipe"], s["at"], d))
 
 
-def measure_missing(rows=None, seeds=SEEDS, out_dir=None, say=print):
+def measure_missing(rows=None, seeds=SEEDS, out_dir=None, log=print):
     """Measure every spec not yet recorded, one after another (the CIFAR-10 data loaded once);
     returns the paths."""
     data, paths = None, []
@@ -131,7 +131,7 @@ def measure_missing(rows=None, seeds=SEEDS, out_dir=None, say=print):
             continue
         data = data or data_mod.load("cifar10")
         rec = measured(s, out_dir, data=data)
-        say(f"recorded: {rec['path']} ({rec['wall_s']:.0f} s)")
+        log(f"recorded: {rec['path']} ({rec['wall_s']:.0f} s)")
         paths.append(rec["path"])
     return paths
 

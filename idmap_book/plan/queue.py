@@ -329,7 +329,7 @@ def submit(ex, jobs, out_dir=None, folder=None, checkpoint_dir=None, fuse=1, **j
 
 def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, checkpoint_dir=None,
               parallel=1,
-              max_jobs=None, time_limit="24h", fuse=1, pairs=False, poll_s=2.0, say=print,
+              max_jobs=None, time_limit="24h", fuse=1, pairs=False, poll_s=2.0, log=print,
               **job_kwargs) -> dict:
     """The CPU background sweep: keep `parallel` jobs of the queue running on this machine through
     submitit's local executor, reading the queue again after each ends, until it is empty (or
@@ -346,7 +346,7 @@ def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, che
             # the ledger has it; the sweep goes on with the others
             except Exception as e:  # noqa: BLE001
                 report["failed"] += names
-                say(f"sweep: job {job.job_id} ({', '.join(names)}) failed: {type(e).__name__}: "
+                log(f"sweep: job {job.job_id} ({', '.join(names)}) failed: {type(e).__name__}: "
                     f"{str(e)[-300:]}")
         free = parallel - len(running)
         if free > 0 and (max_jobs is None or sent < max_jobs):
@@ -359,7 +359,7 @@ def run_local(scale="cpu", keys=None, seeds=None, out_dir=None, folder=None, che
                 tried.update(g)
                 for job in submit(ex, [g], out_dir, folder, checkpoint_dir, fuse, **job_kwargs):
                     names = [results.run_name(c) for c in job.submission().function.cfgs]
-                    say(f"sweep: job {job.job_id}: {', '.join(names)}")
+                    log(f"sweep: job {job.job_id}: {', '.join(names)}")
                     running.append((job, names))
                     sent, free = sent + 1, free - 1
         if not running:

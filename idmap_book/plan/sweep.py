@@ -7,28 +7,15 @@ from __future__ import annotations
 
 from idmap_lib.engine import recipes, results
 from idmap_lib.engine.trainer import run
-from ..evidence.claims import CLAIMS, CLAIMS_BY_KEY, ROW_CLAIMS, SWAP_CLAIMS, evaluate
+from ..evidence.claims import CLAIMS, CLAIMS_BY_KEY, evaluate
 from ..evidence.seeds import MORE_SEEDS, SEEDS
 from . import mnist_grid
 from .cpu_scale import PROBE
 
-# the order the sweep trains them in: the claims each CPU hour settles soonest first (Paper B's
-# ResNet-32 and WRN-28-1 runs are the same training at both CPU scales: recorded already). Table 2's
-# ResNet-110 units settle three claims, Fig 6's with the probe's runs; Table 1's identity claim
-# comes last: it has a verdict once any one of its parts is contradicted, which Table 1's other runs
-# settle first; then our lr-jump claim's runs at the lr-jump probe the interventions first: the runs
-# still missing
-SWEEP_ORDER = tuple(c.key for c in SWAP_CLAIMS + ROW_CLAIMS) + (
-               "b_gated_resnet32_better", "b_resnet32_k_decay_worse", "b_gated_wrn_better",
-               "b_wrn_k_decay_worse",
-               "fig6_bn_after_add_slow_start", "t2_full_preact_best", "t2_bn_after_add_worst",
-               "t1_gating_bias",
-               "t1_shortcut_only_gating_near_identity", "fig1_1001_original_slow_start",
-               "t3_preact_1layer_skip",
-               "t1_fail_rows_far_behind", "s42_preact164_regularises", "t1_identity_best",
-               "lr_jump_preact_tolerates",
-               # the precision check last: 2-3 times the bf16 runs' cost
-               "fp32_lr_jump", "fp32_fig1_start")
+# the order the sweep trains them in (each claim's ``sweep`` place, claims.py): the claims each CPU
+# hour settles soonest first
+SWEEP_ORDER = tuple(c.key for c in sorted((c for c in CLAIMS if c.sweep is not None),
+                                          key=lambda c: c.sweep))
 assert sorted(SWEEP_ORDER) == sorted(c.key for c in CLAIMS if c.scale != "full")
 
 
