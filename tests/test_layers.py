@@ -19,7 +19,7 @@ LAYERS = {"idmap_lib.models": 0, "idmap_lib.engine": 1, "idmap_lib": 2, "idmap_b
 NAMES = ["models", "engine", "the library's API and command line", "book", "classroom"]
 # the old import paths of the book and the classroom, forwarded for one release by name (never an
 # import: idmap_lib/_forward.py)
-FORWARDS = {"idmap_book", "idmap_class"}
+FORWARDS = {"idmap_lib.book", "idmap_lib.checks"}
 
 
 def modules():
@@ -383,7 +383,7 @@ def test_where_results_and_checkpoints_go_is_said_only_in_paths():
 
 
 def test_the_moved_commands_forward_to_the_book_and_the_classroom(capsys, monkeypatch):
-    """``python -m idmap_book sweep|mnist|book ...|checks ...`` (their forms before the book and the
+    """``python -m idmap_lib sweep|mnist|book ...|checks ...`` (their forms before the book and the
     classroom became packages) run ``python -m idmap_book ...`` and ``python -m idmap_class ...``
     for one release; the library names them, never imports them."""
     from idmap_lib import cli
@@ -401,19 +401,19 @@ def test_the_moved_commands_forward_to_the_book_and_the_classroom(capsys, monkey
 
 
 def test_the_old_import_paths_forward_to_the_same_modules():
-    """``idmap_book.X`` and ``idmap_class.X`` are ``idmap_book.X`` and ``idmap_class.X``
+    """``idmap_lib.book.X`` and ``idmap_lib.checks.X`` are ``idmap_book.X`` and ``idmap_class.X``
     themselves (one copy of each module), also as ``python -m`` (a fresh interpreter)."""
     import subprocess
     import sys
 
-    code = ("import idmap_book.evidence.claims as a, idmap_book.evidence.claims as b\n"
-            "from idmap_class import delegates\nimport idmap_class.delegates as d\n"
-            "import idmap_book as book\nimport idmap_book\n"
+    code = ("import idmap_lib.book.evidence.claims as a, idmap_book.evidence.claims as b\n"
+            "from idmap_lib.checks import delegates\nimport idmap_class.delegates as d\n"
+            "from idmap_lib import book\nimport idmap_book\n"
             "assert a is b and delegates is d and book is idmap_book, (a, b)\n"
             "assert a.__spec__.name == 'idmap_book.evidence.claims'\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-800:]
-    run = subprocess.run([sys.executable, "-m", "idmap_class", "--help"], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "idmap_lib.checks", "--help"], capture_output=True,
                          text=True, cwd=ROOT)
     assert run.returncode == 0 and "python -m idmap_class" in run.stdout, run.stderr[-800:]
 
