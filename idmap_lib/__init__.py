@@ -10,7 +10,7 @@ Where things live: four layers, each a folder, none importing a layer above it
 - engine/ (on models): recipes.py (every experiment as data), data.py, augment.py, loop.py (the one
   training loop) with its steppers solo.py, fused.py (N runs of one architecture as one network) and
   stacked.py (Paper B's MNIST nets as one), trainer.py (``train``, ``run``), checkpoint.py,
-  results.py, distributed.py, bench.py;
+  results.py, distributed.py (the benchmarks: tools/bench.py);
 - book/ (on both; what the chapters call), in five rooms: page/ (setup, prose, figure style), maths/
   (sympy derivations, probes), evidence/ (claims, the rule, metrics, runs, verdicts, synthesis),
   plan/ (what to train next), figures/; ``from idmap_lib.book import say, claims`` reaches any of

@@ -19,7 +19,8 @@ from ...engine.build import build_model
 from ...engine.recipes import (KERAS_PROBE, MNIST_DEPTHS as DEPTHS, MNIST_KINDS as KINDS,
                                mnist_configs as configs)
 from ...engine.results import config_hash, find_result, run_name, save_result
-from ...engine.stacked import train_stacked
+from ...engine.stacked import Stacked
+from ...engine.trainer import train
 from ...models import pruning
 from ...models.introspect import residual_units
 
@@ -104,9 +105,9 @@ def train_depth(d, seeds, data=None, out_dir=None, weights_dir=None, checkpoint_
     todo = missing(d, seeds, out_dir, kinds)
     if not todo:
         return []
-    results, nets = train_stacked(todo, data=data, checkpoint_dir=checkpoint_dir, resume=True,
-                                  progress=progress,
-                                  write_result=False)
+    results = train(todo, data=data, stepper=Stacked, checkpoint_dir=checkpoint_dir,
+                    resume=True, progress=progress, write_result=False)
+    nets = results.nets
     if d == PRUNE_DEPTH:
         x, y = test_set(todo[0], data)
         for cfg, r, net in zip(todo, results, nets):
