@@ -159,3 +159,24 @@ def test_every_stepper_takes_the_options_the_loop_implements(stepper, mnist, cif
     assert len(logs) == 4 // every and logs[-1]["train"][-1]["step"] == 4 // every * every
     rest = go(data, resume=True, move=True, **kw)  # (nothing to move: the same device)
     assert all(r["status"] == "ok" and "moves" not in r for r in rest)
+
+
+def test_every_stepper_has_every_member_of_the_contract(mnist, cifar):
+    """``loop.Stepper`` names what the loop asks of a stepper, once: each stepper, built, has all
+    of it (its class the class-level ones)."""
+    from idmap_lib.engine.loop import Stepper
+    from idmap_lib.engine.solo import Solo
+    from support import loop_of
+
+    members = {n for n in vars(Stepper) if not n.startswith("_")} | set(Stepper.__annotations__)
+    assert {"ddp", "cl", "dtype", "opt", "graph_on", "torch_rng", "check", "step",
+            "test_sums", "states", "load", "trained", "extra"} <= members
+    built = {Solo: loop_of(tiny_cifar(0), cifar, progress=False, device="cpu"),
+             Fused: loop_of([tiny_cifar(s) for s in (0, 1)], cifar, Fused, progress=False,
+                            device="cpu"),
+             Stacked: loop_of([tiny_stack(k, 0) for k in ("plain", "gresnet")], mnist, Stacked,
+                              progress=False, device="cpu")}
+    for kind, lp in built.items():
+        assert type(lp.stepper) is kind
+        assert not [m for m in sorted(members) if not hasattr(lp.stepper, m)], kind.__name__
+        assert isinstance(kind.ddp, bool)
