@@ -1,17 +1,9 @@
 """The one entry: ``train`` takes configs and returns their results, whichever stepper trains them
-(solo, fused or stacked: loop.py drives them all); ``run`` returns a recorded result or trains it.
-
-- best device (CUDA, then CPU); the whole uint8 dataset on that device; batches gathered by index
-  from a seeded permutation, normalised and augmented there (augment.py): no DataLoader, no PIL;
-- autocast: bf16 where the hardware has it (GPUs of compute capability >= 8; CPUs with
-  AVX512-BF16/AMX), fp16 + GradScaler on older GPUs (Colab's T4), else fp32; channels_last for conv
-  nets (solo.py);
-- no host-device sync per step: the sums live on the device and are read every ``log_every`` steps;
-- divergence is a result (outcome.Divergence): a non-finite loss ends the run "fail" at its step;
-- atomic checkpoints of the whole state and exact resume; DDP under torchrun (only rank 0 writes);
-- here, once for every caller: the per-run lock (runlock.py), the process-wide settings and thread
-  policy (device.EngineSettings), several loops interleaved a step at a time (each on its own CUDA
-  stream and its own global RNG), Ctrl-C keeping a checkpoint (interrupt.py).
+(solo.py, fused.py, stacked.py; loop.py drives them all); ``run`` returns a recorded result or
+trains it. Here, once for every caller: the per-run lock (runlock.py), the process-wide settings
+and thread policy (device.EngineSettings), several loops interleaved a step at a time (each on its
+own CUDA stream and global RNG), Ctrl-C keeping a checkpoint (interrupt.py). How a step trains
+(device, precision, on-device data, device-side sums, checkpoints, DDP): loop.py and solo.py.
 """
 from __future__ import annotations
 
