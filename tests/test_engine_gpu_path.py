@@ -170,6 +170,17 @@ def test_duration_format_and_bench_block():
     assert device.format_duration(17 * 3600) == "17.0 h"
 
 
+def test_the_benchmarks_live_outside_the_library_and_the_command_forwards(capsys):
+    """tools/bench.py times the library through its one entry; ``python -m idmap_lib bench`` runs
+    it."""
+    from idmap_lib import cli
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["bench", "--help"])
+    assert e.value.code == 0 and "usage: tools/bench.py" in capsys.readouterr().out
+    assert not (Path(cli.__file__).parent / "engine" / "bench.py").exists()
+
+
 # ---------------------------------------------------------------- the CUDA graph step (GPU only)
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
