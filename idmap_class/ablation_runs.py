@@ -243,12 +243,12 @@ def run(name: str, prediction: str, seed: int | None = None, scale: str | None =
         ckpt = paths.runs_folder(out)[1]
         now = _started(name, prediction, [cfgs[k] for k in todo], ckpt)
         t0 = time.perf_counter()
-        new = trainer.train_many([cfgs[k] for k in todo], data=data, out_dir=out,
-                                 checkpoint_dir=ckpt, resume=True,
-                                 # (a disconnect loses at most 3 min)
-                                 checkpoint_minutes=3, progress=progress,
-                                 # on a CPU: 1 for the MNIST MLPs, else the physical cores
-                                 threads="auto")
+        new = trainer.train([cfgs[k] for k in todo], data=data, out_dir=out,
+                            checkpoint_dir=ckpt, resume=True,
+                            # (a disconnect loses at most 3 min)
+                            checkpoint_minutes=3, progress=progress,
+                            # on a CPU: 1 for the MNIST MLPs, else the physical cores
+                            threads="auto")
         # the whole exercise: its runs train interleaved, data loaded once
         wall = time.perf_counter() - t0
         # (Ctrl-C: trainer.TrainingInterrupted, the note kept)

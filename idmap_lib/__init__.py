@@ -10,7 +10,7 @@ the first (tests/test_layers.py)
 - engine/ (on models): recipes.py (every experiment as data), data.py, augment.py, loop.py (the one
   training loop) with its steppers solo.py, fused.py (N runs of one architecture as one network) and
   stacked.py (Paper B's MNIST nets as one), trainer.py (``train``, ``run``), checkpoint.py,
-  results.py, distributed.py, bench.py;
+  results.py, distributed.py (the benchmarks: tools/bench.py);
 on top: this file (the ``im.`` API below) and cli.py (``python -m idmap_lib train|list|bench``).
 
 Built on it, each its own package: ``idmap_book`` (what the chapters call: the claims, the rule,

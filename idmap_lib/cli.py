@@ -8,6 +8,7 @@
         or gate biases -- train as one fused network: engine/fused.py)
     python -m idmap_lib list
     python -m idmap_lib bench [--steps N] [--data PATH] [--modes | --stacked | --fused N[,N..]]
+        (the benchmarks live outside the library: the same as python tools/bench.py ...)
     torchrun --nproc_per_node=N -m idmap_lib train ...    (DDP: gloo on CPU, nccl on CUDA)
 
 The book's and the classroom's commands live with them (python -m idmap_book sweep|mnist|set-url|
@@ -23,7 +24,9 @@ import argparse
 import importlib
 import json
 import logging
+import runpy
 import sys
+from pathlib import Path
 
 from .engine import paths
 from .engine.recipes import SCALES
@@ -74,26 +77,6 @@ def _parser():
                    help="train even if a result with this config exists")
     t.add_argument("--no-progress", action="store_true")
     sub.add_parser("list", help="show experiments and variants")
-    b = sub.add_parser("bench", help="this engine vs a naive DataLoader loop, same model and data")
-    b.add_argument("--steps", type=int, default=30)
-    b.add_argument("--depth", type=int, default=None, help="default 20 (--stacked: 100)")
-    b.add_argument("--batch-size", type=int, default=128)
-    b.add_argument("--data", default=None)
-    b.add_argument("--workers", type=int, default=2)
-    b.add_argument("--device", default=None)
-    b.add_argument("--compile", action="store_true")
-    b.add_argument("--cuda-graph", action="store_true")
-    b.add_argument("--modes", action="store_true",
-                   help="instead: eager vs CUDA graph vs two runs at once, "
-                        "ResNet-110 and ResNet-1001 at the full recipe's batch")
-    b.add_argument("--stacked", action="store_true",
-                   help="instead: Paper B's MNIST runs of one depth (--depth, "
-                        "default 100) one after another vs stacked")
-    b.add_argument("--fused", default=None, metavar="N[,N..]",
-                   help="instead: N seeds of ResNet-DEPTH (default 20) "
-                          "one after another vs fused (engine/fused.py)")
-    b.add_argument("--json", default=None,
-                   help="with --modes, --stacked or --fused: also write the report here")
     return p
 
 
@@ -109,6 +92,13 @@ def main(argv=None) -> int:
         package, keep = MOVED[argv[0]]
         main_of = importlib.import_module(f"{package}.__main__").main
         return main_of(argv if keep else argv[1:]) or 0
+    if argv and argv[0] == "bench":  # a checkout's tools/bench.py (not part of the library)
+        bench = Path(__file__).resolve().parents[1] / "tools" / "bench.py"
+        if not bench.exists():
+            print(f"error: the benchmarks are a checkout's tools/bench.py, not found at {bench}: "
+                  "run them from a clone of the repository", file=sys.stderr)
+            return 2
+        return runpy.run_path(str(bench))["main"](argv[1:]) or 0
     args = _parser().parse_args(argv)
     # the library's log lines (a dataset decoded)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -116,29 +106,10 @@ def main(argv=None) -> int:
         from .engine.recipes import listing
         print(listing())
         return 0
-    if args.cmd == "bench" and (args.modes or args.stacked or args.fused):
-        from .engine.bench import fused, modes, stacked
-        if args.fused:
-            report = fused(depth=args.depth or 20, ns=[int(n) for n in args.fused.split(",")],
-                           steps=args.steps, data=args.data, device=args.device,
-                           cuda_graph=args.cuda_graph)
-        else:
-            report = modes(data=args.data, device=args.device) if args.modes else \
-                stacked(depth=args.depth or 100, steps=args.steps, data=args.data)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(report, f, indent=1)
-        return 0
-    if args.cmd == "bench":
-        from .engine.bench import main as bench_main
-        bench_main(steps=args.steps, depth=args.depth or 20, batch_size=args.batch_size,
-                   data=args.data, workers=args.workers, device=args.device,
-                   compile=args.compile, cuda_graph=args.cuda_graph)
-        return 0
     from .engine import distributed
     from .engine.recipes import config
     from .engine.results import find_result
-    from .engine.trainer import train_many
+    from .engine.trainer import train
 
     try:
         cfgs = [config(args.experiment, v, args.scale, int(sd)) for v in args.variant.split(",")
@@ -171,7 +142,7 @@ def main(argv=None) -> int:
     if args.fused:
         return _fused(args, cfgs, opts)
     try:
-        results = train_many(cfgs, args.data, opts)
+        results = train(cfgs, args.data, opts)
     except TrainingInterrupted as e:  # Ctrl-C: the checkpoints are written; one line, no traceback
         print(e, file=sys.stderr)
         return 130
@@ -190,9 +161,10 @@ def _summaries(results):
 
 def _fused(args, cfgs, opts) -> int:
     from .engine import fused
+    from .engine.trainer import train
 
     try:
-        opts.refuse("--fused", [n for n in fused.NOT_FUSED if n != "on_log"])
+        opts.refuse("--fused", fused.NOT_FUSED)
     except ValueError as e:  # "--fused does not take compile, ...": one line
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -201,7 +173,7 @@ def _fused(args, cfgs, opts) -> int:
     except ValueError as e:
         print(f"error: these runs cannot be fused: {e}", file=sys.stderr)
         return 2
-    results = fused.train_fused(cfgs, args.data, opts)
+    results = train(cfgs, args.data, opts, stepper=fused.Fused)
     _summaries(results)
     return 0
 

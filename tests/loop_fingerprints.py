@@ -5,8 +5,9 @@ with.
 its timings (every log window's loss and error, every evaluation, the first steps' losses, the final
 metrics and gates) plus a digest of the trained weights where the entry point returns them.
 ``RECORDED`` holds what the loops that came before ``engine/loop.py`` (``trainer.Run``,
-``fused.FusedRun``, ``stacked._Stack``) recorded on an AVX-512 AMD EPYC with AVX512-BF16 (``python
-tests/loop_fingerprints.py`` wrote it, at commit 558e55d); ``RECORDED_AVX2`` what the same cases
+``fused.FusedRun``, ``stacked._Stack``; all now ``trainer.train`` over the one loop) recorded on
+an AVX-512 AMD EPYC with AVX512-BF16 (``python tests/loop_fingerprints.py`` wrote it, at commit
+558e55d); ``RECORDED_AVX2`` what the same cases
 train at torch's AVX2 capability, where "auto" is float32 (recorded on that EPYC with
 ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``, which gave the AVX2-only EPYC's numbers that
 issue 61 quotes: solo_mnist_nadam's first evaluation 0.35, solo_bf16's final training error 0.8125).
@@ -81,9 +82,9 @@ def machine() -> str:
 
 def fingerprints(cases=None) -> dict:
     """Each case's fingerprint (a list of run records), trained now with the library as it is."""
-    from idmap_lib.engine.fused import train_fused
-    from idmap_lib.engine.stacked import train_stacked
-    from idmap_lib.engine.trainer import train, train_many
+    from idmap_lib.engine.fused import Fused
+    from idmap_lib.engine.stacked import Stacked
+    from idmap_lib.engine.trainer import train
 
     cifar = data.load("cifar10", SHARED, verbose=False)
     mnist = data.load("mnist", SHARED, verbose=False)
@@ -93,14 +94,13 @@ def fingerprints(cases=None) -> dict:
         "solo_fp32_preact": lambda: [train(tiny_cifar(1, "full_preact-110"), cifar, amp="fp32",
                                            **kw)],
         "solo_mnist_nadam": lambda: [train(tiny_mnist("gresnet", 2), mnist, **kw)],
-        "many_interleaved": lambda: train_many([tiny_cifar(0), tiny_cifar(2, "full_preact-110")],
-                                               cifar,
-                                               amp="bf16", **kw),
-        "fused_bf16": lambda: train_fused([tiny_cifar(s) for s in (0, 1)], cifar, amp="bf16", **kw),
-        "fused_fp32": lambda: train_fused([tiny_cifar(s, "full_preact-110") for s in (0, 3)], cifar,
-                                          amp="fp32",
-                                          **kw),
-        "stacked": lambda: _stacked(train_stacked, mnist),
+        "many_interleaved": lambda: train([tiny_cifar(0), tiny_cifar(2, "full_preact-110")],
+                                          cifar, amp="bf16", **kw),
+        "fused_bf16": lambda: train([tiny_cifar(s) for s in (0, 1)], cifar, amp="bf16",
+                                     stepper=Fused, **kw),
+        "fused_fp32": lambda: train([tiny_cifar(s, "full_preact-110") for s in (0, 3)], cifar,
+                                    amp="fp32", stepper=Fused, **kw),
+        "stacked": lambda: _stacked(train, Stacked, mnist),
     }
     out = {}
     for name, fn in runs.items():
@@ -111,11 +111,10 @@ def fingerprints(cases=None) -> dict:
     return out
 
 
-def _stacked(train_stacked, mnist):
-    results, nets = train_stacked([tiny_mnist(k, s) for k in KINDS for s in (0, 1)], mnist,
-                                  progress=False,
-                                  write_result=False, device="cpu")
-    return [{**_record(r), "digest": _digest(n)} for r, n in zip(results, nets)]
+def _stacked(train, Stacked, mnist):
+    results = train([tiny_mnist(k, s) for k in KINDS for s in (0, 1)], mnist, stepper=Stacked,
+                    progress=False, write_result=False, device="cpu")
+    return [{**_record(r), "digest": _digest(n)} for r, n in zip(results, results.nets)]
 
 
 if __name__ == "__main__":

@@ -56,3 +56,16 @@ class Words:
             return tuple(map(flat, out)) if isinstance(out, tuple) else flat(out)
         return words
 
+
+
+def loop_of(cfgs, data=None, stepper=None, **changes):
+    """A loop built as ``trainer.train`` builds it (its stepper's check first), for a test that
+    steps it by hand (``advance``) or reads its state."""
+    from idmap_lib.engine.loop import Loop
+    from idmap_lib.engine.options import TrainOptions
+    from idmap_lib.engine.solo import Solo
+
+    cfgs, kind = [cfgs] if isinstance(cfgs, dict) else list(cfgs), stepper or Solo
+    opts = TrainOptions.of(**changes)
+    kind.check(cfgs, opts)
+    return Loop(cfgs, data, opts, kind)

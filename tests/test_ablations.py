@@ -366,7 +366,7 @@ def test_a_copy_of_the_books_runs_or_of_another_notebooks_runs_does_not_pass(qui
 
     from idmap_lib.engine import trainer
     monkeypatch.setenv("IDMAP_GRADING", "1")
-    monkeypatch.setattr(trainer, "train_many",
+    monkeypatch.setattr(trainer, "train",
                         lambda *a, **k: pytest.fail("a grading test trained"))
     if not ablations.BOOK_RUNS.is_dir():
         pytest.skip("the book's classroom runs are not recorded")
@@ -404,8 +404,8 @@ def test_a_training_two_exercises_share_is_trained_once(tmp_path, monkeypatch, c
     first = run("constant_scaling", PRED)["original"]
     # the second prediction is written later than the first run (times are kept to the second)
     time.sleep(1.1)
-    trained, real = [], trainer.train_many
-    monkeypatch.setattr(trainer, "train_many",
+    trained, real = [], trainer.train
+    monkeypatch.setattr(trainer, "train",
                         lambda cfgs, **kw: trained.extend(cfgs) or real(cfgs, **kw))
     other = "BN after the addition should hurt: the shortcut is no longer an identity."
     runs = run("bn_after_addition", other)

@@ -22,7 +22,7 @@ from idmap_lib.engine.distributed import Single
 from idmap_lib.engine.recipes import config
 from idmap_lib.engine.batches import evaluate
 from idmap_lib.engine.build import build_optimizer
-from idmap_lib.engine.trainer import Run
+from support import loop_of
 
 torch.set_num_threads(2)
 
@@ -102,7 +102,7 @@ def test_training_and_test_batches_are_normalised_with_the_training_statistics(e
     want_train = ((xtr - mean) / std).float()
     want_test = ((d.x_test.double() / 255 - mean) / std).float()
 
-    run = Run(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32")
+    run = loop_of(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32")
     seen = []
     run.stepper.raw.register_forward_pre_hook(lambda m, i: seen.append((m.training, i[0].detach().clone())))
     run.advance()  # one training step, then (eval_every=1) an evaluation of the whole test set
@@ -126,7 +126,7 @@ def test_augmented_training_batches_are_crops_of_the_zero_padded_normalised_imag
     xtr = d.x_train.double() / 255
     want = ((xtr - xtr.mean(0, keepdim=True)).float())
     windows = F.pad(want, [4] * 4).unfold(2, 8, 1).unfold(3, 8, 1)  # (N, C, 9, 9, 8, 8)
-    run = Run(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32",
+    run = loop_of(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32",
               channels_last=True)
     seen = []
     run.stepper.raw.register_forward_pre_hook(lambda m, i: seen.append(i[0].detach().clone())
@@ -269,7 +269,7 @@ def test_the_engines_optimizer_decays_per_the_recipe(experiment, variant, model_
     d = _synthetic() if cfg["dataset"] == "cifar10" else data_mod.Data(
         "mnist", torch.randint(0, 255, (20, 1, 28, 28), dtype=torch.uint8), torch.arange(20) % 10,
         torch.randint(0, 255, (10, 1, 28, 28), dtype=torch.uint8), torch.arange(10) % 10)
-    run = Run(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32")
+    run = loop_of(cfg, data=d, device="cpu", progress=False, write_result=False, amp="fp32")
     gate_ids = {id(k) for k in im.gates(run.stepper.raw)}
     assert gate_ids
     decay_k = cfg["optimizer"]["decay_gates"]

@@ -12,7 +12,7 @@ import torch
 from idmap_lib.engine import build, data, loop, trainer
 from idmap_lib.engine.schedule import lr_at, step_schedule
 from idmap_lib.engine.results import config_hash, provenance, training_hash
-from support import SHARED, tiny_mnist as tiny, untimed
+from support import SHARED, loop_of, tiny_mnist as tiny, untimed
 
 RESULT_KEYS = {"config", "config_hash", "training_hash", "status", "fail", "final", "history",
                "first_steps", "seed", "dataset_source", "precision",
@@ -206,7 +206,7 @@ def test_a_run_stuck_at_chance_fails_only_where_the_recipe_asks(mnist):
         r["fail"]["reason"]
     cfg["divergence"] = {"grace_fraction": 0.25}
     # the default margin
-    assert trainer.Run(cfg, data=mnist, progress=False).divergence.chance_margin == 0.01
+    assert loop_of(cfg, data=mnist, progress=False).divergence.chance_margin == 0.01
 
 
 def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
@@ -218,7 +218,7 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
     r = quiet(tiny(steps=6), mnist, amp="bf16", channels_last=True, cuda_graph=True)
     # no graph on a CPU
     assert (r["precision"], r["channels_last"], r["cuda_graph"]) == ("bfloat16", True, False)
-    run = trainer.Run(tiny(steps=6), data=mnist, progress=False, amp="fp16", write_result=False)
+    run = loop_of(tiny(steps=6), data=mnist, progress=False, amp="fp16", write_result=False)
     assert run.stepper.scaler is None  # a GradScaler only for fp16 on CUDA
     assert run.stepper.graph_note is None and not run.graph_on
     settings = []  # the process-wide switches hear of the run's device and determinism
@@ -228,16 +228,16 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
                         or real_settings(det, dev, threads, cfgs))
     quiet(tiny(steps=3), mnist, deterministic=True, device="cpu", threads=1)
     assert settings == [(True, "cpu", 1)]
-    # a data path (not a Data): train_many loads each dataset the configs name, once
+    # a data path (not a Data): train loads each dataset the configs name, once
     loads = []
     real = data.load
     monkeypatch.setattr(data, "load",
                         lambda name, d=None: loads.append((name, d))
                         or real(name, d, verbose=False))
-    trainer.train_many([tiny(steps=3), tiny(steps=3, seed=1)], data=SHARED, progress=False,
+    trainer.train([tiny(steps=3), tiny(steps=3, seed=1)], data=SHARED, progress=False,
                        write_result=False)
     monkeypatch.setenv("IDMAP_DATA", SHARED)  # no data at all: $IDMAP_DATA
-    trainer.train_many([tiny(steps=3)], progress=False, write_result=False)
+    trainer.train([tiny(steps=3)], progress=False, write_result=False)
     assert loads == [("mnist", SHARED), ("mnist", None)]
     # compile=True reaches the run: it compiles the model (here a stand-in for torch.compile)
     compiled = []
@@ -246,7 +246,7 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
 
 
 def test_the_projected_time_is_the_measured_time_a_step_times_the_steps_left(mnist, monkeypatch):
-    run = trainer.Run(tiny(steps=20, log=5, eval_every=10), data=mnist, progress=False,
+    run = loop_of(tiny(steps=20, log=5, eval_every=10), data=mnist, progress=False,
                       write_result=False)
     # a clock of 0.5 s a step
     monkeypatch.setattr(loop.time, "perf_counter", lambda: run.step * 0.5)

@@ -7,6 +7,7 @@ two round differently (~1e-6 relative in a gradient at initialisation) and train
 that is measured, not hidden, in ``test_fused_training_in_float32_agrees_to_rounding``."""
 import copy
 import json
+from functools import partial
 
 import pytest
 import torch
@@ -14,11 +15,14 @@ import torch.nn.functional as F
 
 from idmap_lib import cifar_resnet
 from idmap_lib.engine.checkpoint import CheckpointError
-from idmap_lib.engine.fused import FusedRun, train_fused
+from idmap_lib.engine.fused import Fused
 from idmap_lib.engine.fused_models import FusedModels, fuse, unfuse
 from idmap_lib.engine.recipes import config
 from idmap_lib.engine.schedule import step_schedule
-from idmap_lib.engine.trainer import Run, train
+from idmap_lib.engine.trainer import train
+from support import loop_of
+
+train_fused = partial(train, stepper=Fused)
 
 T1, T2 = "a_table1_shortcuts", "a_table2_activations"
 
@@ -132,12 +136,12 @@ def test_only_one_architecture_fuses():
     with pytest.raises(ValueError, match="twice"):
         train_fused([tiny(0), tiny(0)])
     with pytest.raises(ValueError,
-                       match="a fused run does not take compile, move: train such runs one at a "
-                             "time"):
-        # (options.TrainOptions.refuse; before any data)
-        train_fused([tiny(0), tiny(1)], compile=True, move=True)
+                       match=r"a fused run does not take compile \(torch.compile of a vmapped "
+                             r"network .*\); channels_last \(.*\): train such runs one at a time"):
+        # (options.TrainOptions.refuse, each with its reason; before any data)
+        train_fused([tiny(0), tiny(1)], compile=True, channels_last=True, move=True)
     with pytest.raises(ValueError, match="fp16"):
-        FusedRun([tiny(0), tiny(1)], amp="fp16", device="cpu", progress=False)
+        loop_of([tiny(0), tiny(1)], amp="fp16", device="cpu", progress=False, stepper=Fused)
 
 
 # ---------------------------------------------------------------- fused training equals solo
@@ -180,7 +184,8 @@ def test_fused_training_in_float32_agrees_to_rounding(cifar):
 
 def test_one_diverging_run_fails_alone(cifar, float64):
     cfgs = [tiny(s) for s in (0, 1, 2)]
-    run = FusedRun(cfgs, data=cifar, progress=False, write_result=False, amp="fp32")
+    run = loop_of(cfgs, data=cifar, progress=False, write_result=False, amp="fp32",
+                  stepper=Fused)
     with torch.no_grad():
         run.stepper.fused.params["fc.weight"][1].fill_(float("nan"))
     while not run.done:
@@ -225,16 +230,17 @@ def test_results_are_the_solo_runs_results(cifar, tmp_path):
 # ---------------------------------------------------------------- the command line
 
 def test_cli_fused_trains_the_listed_seeds_as_one(monkeypatch):
-    import idmap_lib.engine.fused as fused_mod
     from idmap_lib.cli import main
+    from idmap_lib.engine import trainer
 
     seen = {}
 
-    def fake(cfgs, data=None, options=None):
+    def fake(cfgs, data=None, options=None, stepper=None):
+        assert stepper is Fused
         seen.update(cfgs=cfgs, options=options)
         return [{"status": "stopped", "step": 1} for _ in cfgs]
 
-    monkeypatch.setattr(fused_mod, "train_fused", fake)
+    monkeypatch.setattr(trainer, "train", fake)
     rc = main(["train", "--experiment", T2, "--variant", "full_preact-110", "--seed", "0,1,2",
                "--fused",
                "--max-steps", "1", "--cuda-graph", "--scale", "full"])
@@ -251,9 +257,9 @@ def test_cli_fused_refuses_what_cannot_fuse(capsys):
     rc = main(["train", "--experiment", T2, "--variant", "original-110", "--seed", "7,8", "--fused",
                "--compile",
                "--checkpoint-minutes", "3"])
-    assert (rc == 2
-            and "error: --fused does not take compile, "
-                "checkpoint_minutes" in capsys.readouterr().err)
+    err = capsys.readouterr().err  # (checkpoint_minutes: the loop's, so a fused run's too)
+    assert rc == 2 and "error: --fused does not take compile (" in err
+    assert "checkpoint_minutes" not in err
 
 
 # ---------------------------------------------------------------- on a GPU: the fused step as one

@@ -12,7 +12,7 @@ from idmap_lib.engine.recipes import config
 from idmap_lib.engine.schedule import step_schedule
 from idmap_lib.engine.build import build_optimizer
 from idmap_lib.engine.device import amp_dtype
-from idmap_lib.engine.trainer import train, train_many
+from idmap_lib.engine.trainer import train
 from support import untimed
 
 CUDA = torch.cuda.is_available()
@@ -134,7 +134,7 @@ def test_train_many_equals_each_run_alone(cifar):
     run."""
     a, b = tiny(steps=9), {**tiny(steps=6, lr=0.05), "seed": 1}
     kw = dict(data=cifar, progress=False, write_result=False, deterministic=True)
-    together = train_many([a, b], **kw)
+    together = train([a, b], **kw)
     alone = [train(a, **kw), train(b, **kw)]
     for t, s in zip(together, alone):
         assert t["status"] == s["status"] == "ok"
@@ -156,13 +156,29 @@ def test_run_reports_device_and_projected_time(cifar, capsys):
 
 
 def test_duration_format_and_bench_block():
-    from idmap_lib.engine.bench import block_for
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from bench import block_for  # the benchmarks live outside the library
+
     assert block_for(1001) == block_for(164) == "bottleneck" and block_for(110) == "basic"
     assert device.format_duration(42) == "42 s"
     assert device.format_duration(5 * 60) == "5 min"
     assert [device.format_duration(s) for s in (89, 90, 2 * 3600 - 1,
                                                 2 * 3600)] == ["89 s", "2 min", "120 min", "2.0 h"]
     assert device.format_duration(17 * 3600) == "17.0 h"
+
+
+def test_the_benchmarks_live_outside_the_library_and_the_command_forwards(capsys):
+    """tools/bench.py times the library through its one entry; ``python -m idmap_lib bench`` runs
+    it."""
+    from idmap_lib import cli
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["bench", "--help"])
+    assert e.value.code == 0 and "usage: tools/bench.py" in capsys.readouterr().out
+    assert not (Path(cli.__file__).parent / "engine" / "bench.py").exists()
 
 
 # ---------------------------------------------------------------- the CUDA graph step (GPU only)

@@ -6,8 +6,8 @@ from functools import partial
 import pytest
 import torch
 
-from idmap_lib.engine.fused import train_fused
-from idmap_lib.engine.stacked import train_stacked
+from idmap_lib.engine.fused import Fused
+from idmap_lib.engine.stacked import Stacked
 from idmap_lib.engine.trainer import train
 from loop_fingerprints import RECORDED, RECORDED_AVX2, fingerprints, machine, tiny_cifar
 from support import tiny_mnist, untimed
@@ -114,10 +114,10 @@ def test_the_loop_records_what_the_old_loops_recorded(one_thread):
 tiny_stack = partial(tiny_mnist, steps=14, log=4, eval_every=8)
 STEPPERS = {
     "solo": lambda data, **kw: [train(tiny_cifar(0), data["cifar10"], amp="bf16", **kw)],
-    "fused": lambda data, **kw: train_fused([tiny_cifar(s) for s in (0, 1)], data["cifar10"],
-                                            amp="bf16", **kw),
-    "stacked": lambda data, **kw: train_stacked([tiny_stack(k, 0) for k in ("plain", "gresnet")],
-                                                data["mnist"], **kw)[0],
+    "fused": lambda data, **kw: train([tiny_cifar(s) for s in (0, 1)], data["cifar10"],
+                                      amp="bf16", stepper=Fused, **kw),
+    "stacked": lambda data, **kw: train([tiny_stack(k, 0) for k in ("plain", "gresnet")],
+                                        data["mnist"], stepper=Stacked, **kw),
 }
 
 
@@ -136,3 +136,47 @@ def test_every_stepper_resumes_exactly_where_it_stopped(stepper, mnist, cifar, t
         assert a["status"] == b["status"] == "ok"
         assert (untimed(a["history"]) == untimed(b["history"])
                 and a["first_steps"] == b["first_steps"])
+
+
+@pytest.mark.parametrize("stepper", STEPPERS)
+def test_every_stepper_takes_the_options_the_loop_implements(stepper, mnist, cifar, tmp_path):
+    """on_log, on_step, checkpoint_minutes, threads and move are the loop's (or the entry's), so
+    every stepper's: each called, honoured or accepted the same way (the others a stepper refuses
+    with its reason: test_engine_fused.py, test_engine_stacked.py)."""
+    go, data = STEPPERS[stepper], {"mnist": mnist, "cifar10": cifar}
+    logs, seen = [], []
+
+    def look(loop):  # built, then after every step: the threads, and which checkpoints exist
+        seen.append((loop.step, torch.get_num_threads(), all(p.is_file() for p in loop.paths)))
+
+    kw = dict(progress=False, write_result=False, device="cpu", checkpoint_dir=tmp_path)
+    part = go(data, max_steps=4, on_log=logs.append, on_step=look, threads=1,
+              checkpoint_minutes=1e-9, **kw)
+    assert [s for s, _, _ in seen] == [0, 1, 2, 3, 4] and {t for _, t, _ in seen} == {1}
+    # a checkpoint after every step (the recipe's cadence alone: none before step 2)
+    assert [c for _, _, c in seen] == [False, True, True, True, True]
+    every = part[0]["config"]["log_every"]
+    assert len(logs) == 4 // every and logs[-1]["train"][-1]["step"] == 4 // every * every
+    rest = go(data, resume=True, move=True, **kw)  # (nothing to move: the same device)
+    assert all(r["status"] == "ok" and "moves" not in r for r in rest)
+
+
+def test_every_stepper_has_every_member_of_the_contract(mnist, cifar):
+    """``loop.Stepper`` names what the loop asks of a stepper, once: each stepper, built, has all
+    of it (its class the class-level ones)."""
+    from idmap_lib.engine.loop import Stepper
+    from idmap_lib.engine.solo import Solo
+    from support import loop_of
+
+    members = {n for n in vars(Stepper) if not n.startswith("_")} | set(Stepper.__annotations__)
+    assert {"ddp", "cl", "dtype", "opt", "graph_on", "torch_rng", "check", "step",
+            "test_sums", "states", "load", "trained", "extra"} <= members
+    built = {Solo: loop_of(tiny_cifar(0), cifar, progress=False, device="cpu"),
+             Fused: loop_of([tiny_cifar(s) for s in (0, 1)], cifar, Fused, progress=False,
+                            device="cpu"),
+             Stacked: loop_of([tiny_stack(k, 0) for k in ("plain", "gresnet")], mnist, Stacked,
+                              progress=False, device="cpu")}
+    for kind, lp in built.items():
+        assert type(lp.stepper) is kind
+        assert not [m for m in sorted(members) if not hasattr(lp.stepper, m)], kind.__name__
+        assert isinstance(kind.ddp, bool)

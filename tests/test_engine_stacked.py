@@ -11,7 +11,7 @@ import torch
 from idmap_lib import gates, mlp
 from idmap_lib.engine.recipes import config
 from idmap_lib.engine.results import config_hash, run_name
-from idmap_lib.engine.stacked import StackedMLP, check_stackable, train_stacked
+from idmap_lib.engine.stacked import Stacked, StackedMLP, check_stackable
 from idmap_lib.engine.trainer import train
 from support import SHARED, tiny_mnist, untimed
 
@@ -19,6 +19,12 @@ KINDS = ("plain", "resnet", "gresnet")
 
 
 tiny = partial(tiny_mnist, steps=14, log=4, eval_every=8)  # 14 steps: test evals at 8 and 14
+
+
+def train_stacked(cfgs, data=None, **kw):
+    """Stacked runs through the one entry: their results and trained networks."""
+    results = train(cfgs, data, stepper=Stacked, **kw)
+    return results, results.nets
 
 
 def _close(a, b, atol=2e-5):
@@ -85,10 +91,10 @@ def test_stacked_training_equals_each_run_alone(mnist, tmp_path):
 def test_stacked_weights_equal_the_weights_of_a_run_alone(mnist, tmp_path):
     cfgs = [tiny(k, 3) for k in KINDS]
     _, nets = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
-    from idmap_lib.engine.trainer import Run
+    from support import loop_of
 
     for cfg, net in zip(cfgs, nets):
-        run = Run(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
+        run = loop_of(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
         while not run.done:
             run.advance()
         assert _close(run.stepper.raw.state_dict(), net.state_dict())
@@ -305,7 +311,7 @@ def test_a_stack_applies_the_recipes_whole_divergence_rule_as_train_does(mnist):
     at chance after a grace period fails it stacked exactly as trainer.train does (the stack once
     applied only the non-finite rule). A margin of 0.9 around chance (0.9) puts every run "at
     chance" at its first log after the grace period."""
-    from idmap_lib.engine.trainer import Run
+    from support import loop_of
 
     cfgs = [tiny(k, 0) for k in ("plain", "resnet")]
     for c in cfgs:
@@ -313,7 +319,7 @@ def test_a_stack_applies_the_recipes_whole_divergence_rule_as_train_does(mnist):
         c["divergence"] = {"grace_fraction": 0.25, "chance_margin": 0.9}
     stacked, _ = train_stacked(cfgs, data=mnist, progress=False, write_result=False)
     for cfg, s in zip(cfgs, stacked):
-        alone = Run(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
+        alone = loop_of(cfg, data=mnist, progress=False, amp="fp32", write_result=False)
         while not alone.done:
             alone.advance()
         assert s["status"] == alone.finish()[0]["status"] == "fail" and s["fail"] == alone.fails[0]
@@ -322,8 +328,11 @@ def test_a_stack_applies_the_recipes_whole_divergence_rule_as_train_does(mnist):
 
 
 def test_a_stack_refuses_the_options_it_does_not_implement(mnist):
-    with pytest.raises(ValueError, match="a stacked run does not take compile, channels_last"):
+    with pytest.raises(ValueError, match=r"a stacked run does not take compile \(.*\); "
+                                         r"channels_last \(MLPs have no image layout\)"):
         train_stacked([tiny("plain", 0)], data=mnist, compile=True, channels_last=True)
+    with pytest.raises(ValueError, match="a stacked run trains in float32"):
+        train_stacked([tiny("plain", 0)], data=mnist, amp="bf16")
     with pytest.raises(TypeError,
                        match="unknown training option chekpoint_dir: the options are device, "
                              "out_dir"):

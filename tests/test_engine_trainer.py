@@ -165,13 +165,13 @@ def test_a_recipe_that_names_its_precision_trains_in_it(cifar):
     """Issue 40.5: the float32 rows of the precision check (recipes.FP32) train in float32 on a CPU
     whose default is bf16 autocast, whatever the options say; the rest keep the options' choice."""
     from idmap_lib.engine import recipes
-    from idmap_lib.engine.trainer import Run
+    from support import loop_of
 
     cfg = tiny(steps=3)
-    run = Run({**cfg, "amp": "fp32"}, data=cifar, device="cpu", progress=False, write_result=False,
+    run = loop_of({**cfg, "amp": "fp32"}, data=cifar, device="cpu", progress=False, write_result=False,
               amp="bf16")
     assert run.stepper.dtype is None
-    assert Run(cfg, data=cifar, device="cpu", progress=False, write_result=False,
+    assert loop_of(cfg, data=cifar, device="cpu", progress=False, write_result=False,
                amp="bf16").stepper.dtype == torch.bfloat16
     fp = recipes.config("a_swaps", "original-110@fp32", "cpu_step_warmup")
     assert fp["amp"] == "fp32" and {k: v for k, v in fp.items() if k not in ("amp", "variant")} == \

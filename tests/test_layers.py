@@ -91,7 +91,7 @@ def test_no_module_imports_upward():
     ("idmap_lib.models.units", "from ..engine import recipes"),
     ("idmap_lib.models.pruning", "import idmap_lib"),
     ("idmap_lib.engine.trainer", "def f():\n    from idmap_book.evidence.claims import CLAIMS\n"),
-    ("idmap_lib.engine.bench", "def f():\n    from idmap_lib import cli\n"),
+    ("idmap_lib.engine.loop", "def f():\n    from idmap_lib import cli\n"),
     ("idmap_lib.engine.stacked", "import idmap_class"),
     ("idmap_lib.cli", "def f():\n    from idmap_book.plan import sweep\n"),
     ("idmap_book.evidence.verdicts",
@@ -119,6 +119,40 @@ def import_circle(sources: dict | None = None) -> list:
 
 def test_no_import_circle():
     assert import_circle() == [], " -> ".join(import_circle())
+
+
+# inside the engine, the arrows of training: the steppers -> the loop -> the one entry. A stepper
+# may import the loop (its contract, ``share_recipe``), never the entry; the loop imports neither
+# a stepper (the entry hands it one) nor the entry.
+STEPPER_MODULES = {"idmap_lib.engine.solo", "idmap_lib.engine.fused", "idmap_lib.engine.stacked"}
+LOOP, ENTRY = "idmap_lib.engine.loop", "idmap_lib.engine.trainer"
+
+
+def arrows_back(name: str, path: Path, source: str | None = None) -> list:
+    against = ({ENTRY} if name in STEPPER_MODULES else
+               {ENTRY} | STEPPER_MODULES if name == LOOP else set())
+    return [f"{path.relative_to(ROOT)}:{line}: {name} imports {t}"
+            for line, t in sorted(set(imported(name, path, source))) if t in against]
+
+
+def test_the_steppers_stand_below_the_loop_and_the_loop_below_the_entry():
+    problems = [p for name, path in MODULES.items() for p in arrows_back(name, path)]
+    assert not problems, "\n".join(problems)
+    entry = {t for _, t in imported(ENTRY, MODULES[ENTRY])}
+    # the entry drives the loop with its default stepper (a caller hands it another)
+    assert {"idmap_lib.engine.solo", LOOP} <= entry
+
+
+@pytest.mark.parametrize("module, planted", [
+    ("idmap_lib.engine.stacked", "from .trainer import train\n"),
+    ("idmap_lib.engine.fused", "def f():\n    from . import trainer\n"),
+    ("idmap_lib.engine.loop", "from .solo import Solo\n"),
+    ("idmap_lib.engine.loop", "from .trainer import train\n"),
+])
+def test_a_planted_arrow_back_is_caught(module, planted):
+    path = MODULES[module]
+    assert arrows_back(module, path) == []
+    assert len(arrows_back(module, path, path.read_text() + "\n\n" + planted)) == 1
 
 
 def test_a_planted_import_circle_is_caught():
@@ -247,10 +281,10 @@ def test_the_library_imports_itself_at_module_level():
 
 
 # where torch's threads may be set for good: a chapter kernel's default (setup), a DDP rank's share of
-# the cores, a benchmark's child process, the grading sandbox's process (checks/box.py: it runs
+# the cores, the grading sandbox's process (checks/box.py: it runs
 # without the library); every other change is device.threads' block
 SETS_THREADS = {"idmap_lib/engine/device.py", "idmap_book/page/setup.py",
-                "idmap_lib/engine/distributed.py", "idmap_lib/engine/bench.py", "idmap_class/box.py"}
+                "idmap_lib/engine/distributed.py", "idmap_class/box.py"}
 
 
 def test_the_library_changes_torch_threads_through_one_context():

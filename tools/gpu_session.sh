@@ -64,7 +64,7 @@ fi
 # fused (aggregate img/s, the same steps each): the N with the most images per second, if fusion beats one run
 BENCH="depth=110, ns=(1, 2, 4, 8), steps=20, scale='full'" BENCH_CAP=45
 (( DRY )) && BENCH="depth=8, ns=(1, 2), steps=3, warmup=1" BENCH_CAP=200
-(( ${RUN_BENCH:-1} )) && step bench $BENCH_CAP "$PY" -c "from idmap_lib.engine import bench; import json
+(( ${RUN_BENCH:-1} )) && step bench $BENCH_CAP "$PY" -c "import sys; sys.path.insert(0, 'tools'); import bench, json
 r = {'grouped_conv': bench.grouped_conv(n=4, reps=$(( DRY ? 2 : 20 ))),
      'fused': bench.fused($BENCH, cuda_graph=bool('$GRAPH'))}
 json.dump(r, open('$OUT/bench.json', 'w'), indent=1)"

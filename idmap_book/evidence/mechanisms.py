@@ -30,7 +30,7 @@ import torch
 from idmap_lib.engine import data as data_mod, paper_recipes, paths, recipes, schedule
 from idmap_lib.engine.device import threads
 from idmap_lib.engine.results import config_hash, find_result, provenance, save_result
-from idmap_lib.engine.trainer import Run
+from idmap_lib.engine.trainer import train
 from idmap_lib.models.introspect import post_relu, residual_units, weight_layers
 from idmap_lib.models.shortcuts import ConstantScaling, Shortcut
 from ..maths import probes
@@ -179,26 +179,31 @@ def variant_of(depth, unit):
 
 
 def training_forwards(recipe, at, data=None, watch=None) -> dict:
-    """Train `recipe` (the engine's Run: its data, bf16 autocast, schedule and seed) for max(at) + 1
-    steps and record, in the forward of each step whose number of updates so far is in `at`, what
+    """Train `recipe` (``trainer.train``: its data, bf16 autocast, schedule and seed) for max(at) +
+    1 steps and record, in the forward of each step whose number of updates so far is in `at`, what
     `watch` (a Watch class, default ``Watch``; its ``snapshot`` is taken after that step's backward)
     sees."""
     if not at or min(at) < 0 or list(at) != sorted(set(at)):
         raise ValueError(f"at must be increasing step numbers >= 0, got {at!r}")
-    run = Run(recipe, data=data or data_mod.load(recipe["dataset"]), device="cpu", progress=False,
-              write_result=False, max_steps=max(at) + 1)
-    watch, out = (watch or Watch)(run.stepper.raw), []
+    seen, out = {}, []
+
+    def look(loop):  # once the loop is built, then after every step
+        if "watch" not in seen:
+            seen["watch"] = (watch or Watch)(loop.stepper.raw)
+            seen["precision"] = str(loop.stepper.dtype).replace("torch.", "")
+        if loop.step - 1 in at:  # the step just taken was watched
+            out.append({"step": loop.step - 1,
+                        "lr": schedule.lr_at(recipe["schedule"], loop.step - 1),
+                        **seen["watch"].snapshot()})
+        seen["watch"].on = loop.step in at
+
     try:
-        while not run.done:
-            step, watch.on = run.step, run.step in at
-            run.advance()
-            if step in at:
-                out.append({"step": step, "lr": schedule.lr_at(recipe["schedule"], step),
-                            **watch.snapshot()})
+        result = train(recipe, data=data or data_mod.load(recipe["dataset"]), device="cpu",
+                       progress=False, write_result=False, max_steps=max(at) + 1, on_step=look)
     finally:
-        watch.remove()
-    return {"forwards": out, "precision": str(run.stepper.dtype).replace("torch.", ""),
-            "history": run.histories[0]}
+        if "watch" in seen:
+            seen["watch"].remove()
+    return {"forwards": out, "precision": seen["precision"], "history": result["history"]}
 
 
 # ----------------------------------------------------------------------------------------------

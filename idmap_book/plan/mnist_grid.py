@@ -19,7 +19,8 @@ from idmap_lib.engine.build import build_model
 from idmap_lib.engine.recipes import (KERAS_PROBE, MNIST_DEPTHS as DEPTHS, MNIST_KINDS as KINDS,
                                mnist_configs as configs)
 from idmap_lib.engine.results import config_hash, find_result, run_name, save_result
-from idmap_lib.engine.stacked import train_stacked
+from idmap_lib.engine.stacked import Stacked
+from idmap_lib.engine.trainer import train
 from idmap_lib.models import pruning
 from idmap_lib.models.introspect import residual_units
 
@@ -105,9 +106,9 @@ def train_depth(d, seeds, data=None, out_dir=None, weights_dir=None, checkpoint_
     todo = missing(d, seeds, out_dir, kinds)
     if not todo:
         return []
-    results, nets = train_stacked(todo, data=data, checkpoint_dir=checkpoint_dir, resume=True,
-                                  progress=progress,
-                                  write_result=False)
+    results = train(todo, data=data, stepper=Stacked, checkpoint_dir=checkpoint_dir,
+                    resume=True, progress=progress, write_result=False)
+    nets = results.nets
     if d == PRUNE_DEPTH:
         x, y = test_set(todo[0], data)
         for cfg, r, net in zip(todo, results, nets):

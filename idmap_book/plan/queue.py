@@ -27,8 +27,9 @@ from pathlib import Path
 
 from idmap_lib.engine import paths, recipes, results
 from idmap_lib.engine.checkpoint import load_checkpoint
-from idmap_lib.engine.fused import train_fused
-from idmap_lib.engine.trainer import train_many
+from idmap_lib.engine.fused import Fused
+from idmap_lib.engine.solo import Solo
+from idmap_lib.engine.trainer import train
 from ..evidence.claims import CLAIMS_BY_KEY, paper_gap
 from ..evidence.power import claim_seeds
 from .ledger import UNDER_WAY, claim, ledger, mark, release
@@ -176,24 +177,20 @@ class TrainJob(Checkpointable):
         # recorded meanwhile: skip
         todo = [c for c in self.cfgs if results.find_result(c, self.out_dir) is None]
         ck = {(n := results.run_name(c)): Path(self.checkpoint_dir) / f"{n}.pt" for c in todo}
-        # (the file Run writes)
+        # (the file the loop writes)
         resumed = {n: load_checkpoint(p)["step"] for n, p in ck.items() if p.is_file()}
         for c in todo:
             mark(self.folder, c, "running", **job)
         try:
             if not todo:
                 done = []
-            elif self.fused and len(todo) > 1:
-                done = train_fused(todo, data=self.data, out_dir=self.out_dir,
-                                   checkpoint_dir=self.checkpoint_dir,
-                                   checkpoint_every=self.checkpoint_every, resume=True,
-                                   **self.train_kwargs)
             else:
-                done = train_many(todo, data=self.data, out_dir=self.out_dir,
-                                  checkpoint_dir=self.checkpoint_dir,
-                                  checkpoint_every=self.checkpoint_every,
-                                  checkpoint_minutes=self.checkpoint_minutes,
-                                  resume=True, **self.train_kwargs)
+                done = train(todo, data=self.data, out_dir=self.out_dir,
+                             stepper=Fused if self.fused and len(todo) > 1 else Solo,
+                             checkpoint_dir=self.checkpoint_dir,
+                             checkpoint_every=self.checkpoint_every,
+                             checkpoint_minutes=self.checkpoint_minutes,
+                             resume=True, **self.train_kwargs)
         except Exception as e:  # (submitit's requeue is a SystemExit: not a failure)
             for c in todo:
                 mark(self.folder, c, "failed", error=f"{type(e).__name__}: {e}", **job)

@@ -18,7 +18,8 @@ one):
 Checkpoints are the solo runs' own (loop.py): a fused run resumes solo and a solo one fused.
 Precision: fp32 or bf16 autocast; fp16 is refused (one GradScaler for N models would skip every
 model's step when one overflows). ``cuda_graph``: the whole fused step as one CUDA graph. The
-command line: ``train ... --seed 0,1,2 --fused``. Not here: channels_last, torch.compile, DDP.
+entry: ``trainer.train(cfgs, stepper=Fused)``; the command line: ``train ... --seed 0,1,2
+--fused``. Not here: ``NOT_FUSED`` (each with its reason), DDP (one process trains the N runs).
 """
 from __future__ import annotations
 
@@ -30,13 +31,14 @@ from .device import amp_dtype, precision_name
 from .fused_models import (FusedModels, check_one_architecture, fuse_optimizer_state,
                            fused_optimizer,
                            unfuse_optimizer_state)
-from .loop import Loop, share_recipe
-from .trainer import train_groups
-from .options import TrainOptions
+from .loop import share_recipe
 from .outcome import together
 
-# training options a fused run does not take (train does)
-NOT_FUSED = ("compile", "channels_last", "move", "checkpoint_minutes", "on_log")
+# the training options a fused run does not take, and why (every other one it takes as a solo run)
+NOT_FUSED = {
+    "compile": "torch.compile of a vmapped network is not supported",
+    "channels_last": "the grouped convolutions of N models keep the default layout",
+}
 
 
 def check_fusable(cfgs):
@@ -125,19 +127,3 @@ class Fused:
 
     def extra(self, cfgs) -> dict:
         return {"fused": together("fused", cfgs, "fused")}
-
-
-def FusedRun(cfgs, data=None, options: TrainOptions | None = None, **changes) -> Loop:
-    """N runs fused, as one loop (``advance`` until ``done``, then ``finish``)."""
-    return Loop(cfgs, data, options, stepper=Fused, **changes)
-
-
-def train_fused(cfgs: list[dict], data=None, options: TrainOptions | None = None,
-                **changes) -> list[dict]:
-    """Train N configs of one recipe and one architecture (seeds; scalar variants) as one fused
-    network; one result per config: ``trainer.train``'s plus ``fused`` (how many ran together). The
-    options mean what they mean for ``train`` (not ``NOT_FUSED``). A run whose loss turns non-finite
-    is recorded "fail" at that step; the others go on."""
-    # before the data is loaded: a refusal is free
-    Fused.check(cfgs, TrainOptions.of(options, **changes))
-    return train_groups([(cfgs, Fused)], data, options, **changes)

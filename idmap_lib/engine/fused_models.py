@@ -119,7 +119,7 @@ def check_one_architecture(models) -> dict:
     if rnd:
         raise ValueError(f"models that draw random numbers in training cannot be fused (each solo "
                          f"run draws its masks from its own RNG stream): {', '.join(rnd[:4])}; "
-                         f"train them with trainer.train or train_many")
+                         f"train them alone (trainer.train's default stepper)")
     return scalars
 
 

@@ -1,6 +1,6 @@
 """Ctrl-C while runs train: acted on between two steps, so that the checkpoint holds a whole step,
 and said in one line (``TrainingInterrupted``) instead of a traceback ending inside torch.
-train_many uses both."""
+trainer.train uses both."""
 from __future__ import annotations
 
 import signal

@@ -1,9 +1,10 @@
 """The training loop: the lifecycle of N >= 1 runs trained together, whatever trains them.
 
-A *stepper* holds the network(s) and the optimizer and takes one step on a batch; everything else
-about a run is here, once: its data order and augmentation stream, the learning rate, the log
-windows and the divergence rule, evaluation and checkpoint cadence, resume, Ctrl-C, progress and the
-result. The steppers:
+A *stepper* (``Stepper`` below) holds the network(s) and the optimizer and takes one step on a
+batch; everything else about a run is here, once: its data order and augmentation stream, the
+learning rate, the step (eager or replayed as one CUDA graph), the log windows and the divergence
+rule, evaluation and checkpoint cadence, resume, progress and the result. The steppers, each in its
+own module and each importing this one (never the entry above it):
 
 - ``solo.Solo``: one network (DDP, CUDA graph, GradScaler, channels_last, torch.compile);
 - ``fused.Fused``: N runs of one architecture as one network through vmap (HFTA);
@@ -11,14 +12,21 @@ result. The steppers:
 
 Every run keeps its own generators and state, so it trains as it would alone. A checkpoint is one
 file per run in one format (checkpoint_dir/<run name>.pt), whichever stepper wrote it.
-trainer.py's ``train_loops`` is the one entry: the per-run lock, several groups interleaved a step
-at a time, Ctrl-C keeping a checkpoint.
+trainer.py's ``train`` is the one entry: the per-run lock, the thread policy, several loops
+interleaved a step at a time, Ctrl-C keeping a checkpoint.
+
+The CUDA graph: a ResNet-110 step is ~1,200 small kernels, so eager PyTorch on a big GPU is bound by
+their launches; the whole step (forward, backward, optimizer, the device-side sums) captured once
+and replayed runs them without the host. It is captured again when the learning rate changes (fused
+SGD bakes it into its kernel; 4 times in Paper A's schedule), after ``GRAPH_WARMUP`` eager steps at
+every (re)start.
 """
 from __future__ import annotations
 
 import contextlib
 import math
 import time
+from typing import Any, ClassVar, Protocol
 
 import torch
 
@@ -26,13 +34,39 @@ from . import distributed as dist_mod
 from .batches import evaluate_sums, prepare_data, to_device, train_batch
 from .checkpoint import CheckpointError, load_together, path_of, save_checkpoint
 from .device import format_duration, pick_device, precision_name
-from .graphs import GRAPH_WARMUP, GraphedStep
 from .options import TrainOptions
 from .outcome import Divergence, evaluates, result as outcome_result, stopped, window
 from .schedule import lr_at
-from .solo import Solo
 from .results import FIRST_STEPS, config_hash, provenance, run_name, save_result
 from .results import segment_at, segment_start, segments_before
+
+# eager steps before the first capture (lazy init of cuDNN/cuBLAS handles, optimizer state)
+GRAPH_WARMUP = 3
+
+
+class Stepper(Protocol):
+    """What the loop asks of a stepper, all of it: built as ``kind(cfgs, D, device, opts, ctx)``
+    once ``kind.check(cfgs, opts)`` has accepted the runs (a ValueError saying why not)."""
+
+    ddp: ClassVar[bool]  # trains under torchrun (DDP)
+    cl: bool  # batches in channels_last
+    dtype: torch.dtype | None  # autocast precision (None: float32)
+    opt: torch.optim.Optimizer  # over every run's parameters: the loop sets its lr
+    graph_on: bool  # the step is replayed as one CUDA graph
+    torch_rng: list  # each run's global RNG state when it was built (its checkpoint's)
+
+    @staticmethod
+    def check(cfgs: list[dict], opts: TrainOptions) -> None: ...
+    def describe(self) -> str: ...  # the first line: device, precision, how
+    def train(self) -> None: ...  # training mode
+    def eval(self) -> None: ...  # evaluation mode
+    def batch(self, xs: list, ys: list) -> tuple: ...  # each run's batch -> the step's input
+    def step(self, x, y, alive) -> tuple: ...  # forward, backward, update: loss (N,), wrong (N,)
+    def test_sums(self, x, y) -> tuple: ...  # a test batch's loss sums (N,), wrong answers (N,)
+    def states(self) -> list[tuple]: ...  # per run: (model, optimizer, GradScaler) state
+    def load(self, cks: list[dict], live: list[int]) -> None: ...  # those states back
+    def trained(self) -> list: ...  # per run: its trained network
+    def extra(self, cfgs: list[dict]) -> dict[str, Any]: ...  # what its results add
 
 
 # recipe keys that runs trained together share (the seed is free; the model as the stepper allows)
@@ -53,14 +87,13 @@ def share_recipe(cfgs, what):
         raise ValueError(f"the same run (config and seed) appears twice in one {what} group")
 
 
-class Loop(GraphedStep):
-    """N runs of one recipe, trained by one `stepper` (a class: ``solo.Solo`` and the like) a step
-    at a time: ``advance`` until ``done``, then ``finish`` -> one result per run."""
+class Loop:
+    """N runs of one recipe, trained by one `stepper` (a ``Stepper`` class: ``solo.Solo`` and the
+    like) a step at a time: ``advance`` until ``done``, then ``finish`` -> one result per run."""
 
-    def __init__(self, cfgs, data=None, options=None, stepper=None, **changes):
-        o = self.opts = TrainOptions.of(options, **changes)
-        kind = stepper or Solo
-        kind.check(cfgs, o)
+    def __init__(self, cfgs, data, o: TrainOptions, kind: type[Stepper]):
+        # (trainer.train had ``kind.check`` accept the runs)
+        self.opts = o
         self.cfgs, self.n = list(cfgs), len(cfgs)
         self.ctx = ctx = dist_mod.context(o.device) if kind.ddp else dist_mod.Single()
         self.device = ctx.device if ctx.world > 1 else pick_device(o.device)
@@ -130,7 +163,7 @@ class Loop(GraphedStep):
         self.steps_window = 0
         at = min(self.step + GRAPH_WARMUP + 2, self.stop)  # timed after the first steps
         self._probe = {"at": at, "until": min(at + 10, self.stop)}
-        # this group's global RNG (dropout): swapped in by train_groups
+        # this loop's global RNG (dropout): swapped in by trainer.train
         self.rng = self.rng_state()
         # (here: `import idmap_lib` works before a chapter's setup installs it)
         from tqdm.auto import tqdm
@@ -139,6 +172,8 @@ class Loop(GraphedStep):
         self.bar = tqdm(total=self.total, initial=self.step, disable=not self.show,
                         dynamic_ncols=True, desc=f"{c['experiment']}/{c['variant']}/{c['scale']}")
         self._say(f"{name}: {self.stepper.describe()}; {self.total - self.step} steps to go")
+        if o.on_step is not None:
+            o.on_step(self)
 
     # ------------------------------------------------------------------ small helpers
     def _on_stream(self):
@@ -153,7 +188,7 @@ class Loop(GraphedStep):
             tqdm.write(msg)
 
     def rng_state(self):
-        """This group's global RNG streams (dropout): train_loops swaps them in and out."""
+        """This loop's global RNG streams (dropout): trainer.train swaps them in and out."""
         cuda = self.device.type == "cuda"
         return torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None
 
@@ -274,6 +309,31 @@ class Loop(GraphedStep):
             self.first.copy_(torch.where(at, l[:, None], self.first))
             self.step_t += 1
 
+    def _capture(self, x, y, lr):
+        """Capture the step in a CUDA graph for this learning rate."""
+        self.graph = None  # frees the previous graph's memory pool
+        if self.static is None:
+            self.static = (torch.empty_like(x), torch.empty_like(y))
+        # the captured backward then writes (not adds) the gradients
+        self.opt.zero_grad(set_to_none=True)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=self.stream):
+            self._forward_backward(*self.static)
+        self.graph, self.graph_lr = g, lr
+
+    def _step_on(self, x, y, lr):
+        """One step on the batch (x, y): replayed from the graph (captured again when the lr
+        changes) once GRAPH_WARMUP eager steps have run since the (re)start, else eager."""
+        if self.graph_on and self.step - self.eager_since >= GRAPH_WARMUP:
+            if self.graph is None or lr != self.graph_lr:
+                self._capture(x, y, lr)
+            self.static[0].copy_(x)
+            self.static[1].copy_(y)
+            self.graph.replay()
+        else:
+            self.opt.zero_grad(set_to_none=True)
+            self._forward_backward(x, y)
+
     def advance(self):
         """One step of every run, then the log, evaluation and checkpoints that fall on it."""
         with self._on_stream():
@@ -308,6 +368,9 @@ class Loop(GraphedStep):
                 self.checkpoint([r for r in range(self.n) if was[r]])
             elif ended:
                 self.checkpoint(ended)
+            # the caller's look at the runs between two steps (``on_step``)
+            if self.opts.on_step is not None:
+                self.opts.on_step(self)
 
     def _project(self):
         """The measured pace and the projected time to the stop, on the bar and in one line."""
@@ -384,7 +447,8 @@ class Loop(GraphedStep):
         """One result per run: a finished run's (written under out_dir), or a stopped one's."""
         self.bar.close()
         o, prec = self.opts, precision_name(self.stepper.dtype)
-        nets, out = self.stepper.trained(), []
+        self.nets = nets = self.stepper.trained()
+        out = []
         for r, cfg in enumerate(self.cfgs):
             first = self.first[r, :min(self.step, FIRST_STEPS)].tolist()
             if self.status[r] == "running":

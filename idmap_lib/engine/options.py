@@ -1,6 +1,5 @@
 """How to train, apart from what: the options of the loop (loop.py) and so of every entry point
-(``trainer.train``, ``train_many``, ``fused.train_fused``, ``stacked.train_stacked``), as one
-object.
+(``trainer.train``, for solo, fused and stacked runs alike), as one object.
 
 The recipe config says *what* a run trains (model, data, schedule, seed: its hash names the run);
 these say *how and where*: the device, the folders, checkpoints, precision, progress. None of them
@@ -38,7 +37,8 @@ class TrainOptions:
     precision, a new augmentation stream) and its result lists the move under "moves".
     threads: on a CPU, torch's threads while the runs train (restored after): a number, "auto" (one
     for Paper B's MLPs, else every physical core: ``device.cpu_threads``), or None (as they are).
-    The result records them.
+    The result records them. on_step: called with the loop (``loop.Loop``) once it is built and
+    after every step: a look at the training itself (book/evidence/mechanisms.py's forwards).
     """
     device: Any = None
     out_dir: Any = None
@@ -57,6 +57,7 @@ class TrainOptions:
     cuda_graph: bool = False
     move: bool = False
     threads: int | str | None = None
+    on_step: Callable | None = None
 
     @classmethod
     def of(cls, options: TrainOptions | None = None, **changes) -> TrainOptions:
@@ -69,13 +70,14 @@ class TrainOptions:
                             f"{', '.join(unknown)}: the options are {', '.join(names)}")
         return dataclasses.replace(options or cls(), **changes)
 
-    def refuse(self, who: str, names) -> None:
-        """Raise ValueError if any option in `names` is set to other than its default: `who` does
-        not take it."""
-        set_ = [n for n in names if getattr(self, n) != getattr(DEFAULTS, n)]
+    def refuse(self, who: str, reasons: dict[str, str]) -> None:
+        """Raise ValueError if any option named in `reasons` ({option: why not}) is set to other
+        than its default: `who` does not take it, for that reason."""
+        set_ = [f"{n} ({why})" for n, why in reasons.items()
+                if getattr(self, n) != getattr(DEFAULTS, n)]
         if set_:
-            raise ValueError(f"{who} does not take {', '.join(set_)}: train such runs one at a "
-                             f"time (trainer.train)")
+            raise ValueError(f"{who} does not take {'; '.join(set_)}: train such runs one at a "
+                             f"time")
 
 
 DEFAULTS = TrainOptions()

@@ -20,7 +20,7 @@ class Solo:
     @staticmethod
     def check(cfgs, opts):
         if len(cfgs) != 1:
-            raise ValueError("a solo stepper trains one run: train several with train_many")
+            raise ValueError("a solo stepper trains one run: trainer.train gives each its own")
 
     def __init__(self, cfgs, D, device, o, ctx):
         cfg = cfgs[0]

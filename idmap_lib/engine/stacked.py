@@ -6,8 +6,8 @@ CPU mostly idle between them. ``StackedMLP`` holds R networks of the same depth 
 and GResNet, any seeds -- as stacked tensors: one batched matrix product per layer for all R
 (``torch.bmm``), one batch-norm call over R x 50 channels, one optimizer over seven tensors. Each
 network keeps its own weights, batch statistics, data order and loss, so each trains exactly as it
-would alone (tested against ``trainer.train``): NAdam and batch norm act elementwise or per channel,
-and the summed loss gives each network the gradient of its own.
+would alone (tested against a run trained alone): NAdam and batch norm act elementwise or per
+channel, and the summed loss gives each network the gradient of its own.
 
 One unified block covers the three kinds (d middle layers, in blocks of two): ``h <- s * h + g *
 F(h)`` with F = two Dot-BN-ReLU layers and, per network, s = 0, g = 1 (plain: F(h)), s = 1, g = 1
@@ -25,16 +25,16 @@ import torch.nn.functional as F
 from .build import build_optimizer, seeded_models
 from .fused_models import PER_ELEMENT_STATE
 from .loop import share_recipe
-from .trainer import train_loops
-from .options import TrainOptions
 from .outcome import together
 from .results import run_name
 
 KINDS = ("plain", "resnet", "gresnet")
-# training options a stack does not take (train does): it trains in float32 on one device, eagerly
-NOT_STACKED = ("compile", "channels_last", "move", "checkpoint_minutes", "on_log", "cuda_graph",
-               "deterministic",
-               "threads")
+# the training options a stack does not take, and why (every other one it takes as a solo run)
+NOT_STACKED = {
+    "compile": "a few hundred tiny operations a step: nothing for torch.compile to fuse",
+    "channels_last": "MLPs have no image layout",
+    "cuda_graph": "its optimizer (NAdam) is built without capturable state",
+}
 
 
 def _layers(net, kind):
@@ -162,10 +162,10 @@ def check_stackable(cfgs):
         m = c["model"]
         if m["builder"] != "mlp" or m["kwargs"]["kind"] not in KINDS:
             raise ValueError(f"{run_name(c)}: only Paper B's MLPs ({', '.join(KINDS)}) train "
-                             f"stacked; train it with trainer.train")
+                             f"stacked; train it alone")
         if c["optimizer"]["name"] != "nadam" or c["optimizer"].get("weight_decay", 0.0):
             raise ValueError(f"{run_name(c)}: stacked training implements NAdam without weight "
-                             f"decay (Paper B's MNIST recipe); train it with trainer.train")
+                             f"decay (Paper B's MNIST recipe); train it alone")
     for key in ("d", "width", "num_classes", "defaults"):
         if len({c["model"]["kwargs"].get(key) for c in cfgs}) > 1:
             raise ValueError(f"stacked runs must share the network's {key}; group them by it")
@@ -180,6 +180,9 @@ class Stacked:
     @staticmethod
     def check(cfgs, opts):
         opts.refuse("a stacked run", NOT_STACKED)
+        if opts.amp not in ("auto", "fp32"):  # (a recipe's own amp is Paper A's, never an MLP's)
+            raise ValueError(f"a stacked run trains in float32 (tiny matrices gain nothing from "
+                             f"{opts.amp}): amp='auto' or 'fp32'")
         check_stackable(cfgs)
 
     def __init__(self, cfgs, D, device, o, ctx):
@@ -275,17 +278,3 @@ class Stacked:
 
     def extra(self, cfgs) -> dict:
         return {"stacked": together("stacked", cfgs, "stacked")}
-
-
-def train_stacked(cfgs: list[dict], data=None, options: TrainOptions | None = None, **changes):
-    """Train Paper B MNIST configs (``paper_recipes.paper_b_mnist``) of one depth together; returns
-    (results, nets).
-
-    Each result is ``trainer.train``'s plus ``stacked`` (how many ran together, and their names);
-    each net is the trained ``mlp()`` network. The options are ``train``'s, but for ``NOT_STACKED``.
-    The recipe's divergence rule ends a run "fail" (it then stops learning); the others go on.
-    Checkpoints are the runs' own (loop.py): max_steps stops early with one per run, nothing
-    recorded."""
-    Stacked.check(cfgs, TrainOptions.of(options, **changes))
-    loop, = train_loops([(cfgs, Stacked)], data, options, **changes)
-    return loop.results, loop.stepper.nets

@@ -1,17 +1,9 @@
-"""Train a recipe config: one result (with provenance) out. The entry points over the loop
-(loop.py).
-
-- best device (CUDA, then CPU); the whole uint8 dataset on that device; batches gathered by index
-  from a seeded permutation, normalised and augmented there (augment.py): no DataLoader, no PIL;
-- autocast: bf16 where the hardware has it (GPUs of compute capability >= 8; CPUs with
-  AVX512-BF16/AMX), fp16 + GradScaler on older GPUs (Colab's T4), else fp32; channels_last for conv
-  nets (solo.py);
-- no host-device sync per step: the sums live on the device and are read every ``log_every`` steps;
-- divergence is a result (outcome.Divergence): a non-finite loss ends the run "fail" at its step;
-- atomic checkpoints of the whole state and exact resume; DDP under torchrun (only rank 0 writes);
-- ``train_many``: several runs interleaved a step at a time in one process, each on its own CUDA
-  stream; ``train_loops``, the entry every caller goes through (solo, fused and stacked runs):
-  the per-run lock, groups interleaved, Ctrl-C keeping a checkpoint.
+"""The one entry: ``train`` takes configs and returns their results, whichever stepper trains them
+(solo.py, fused.py, stacked.py; loop.py drives them all); ``run`` returns a recorded result or
+trains it. Here, once for every caller: the per-run lock (runlock.py), the process-wide settings
+and thread policy (device.EngineSettings), several loops interleaved a step at a time (each on its
+own CUDA stream and global RNG), Ctrl-C keeping a checkpoint (interrupt.py). How a step trains
+(device, precision, on-device data, device-side sums, checkpoints, DDP): loop.py and solo.py.
 """
 from __future__ import annotations
 
@@ -19,84 +11,60 @@ from . import data as data_mod, distributed as dist_mod, runlock
 from .checkpoint import path_of
 from .device import EngineSettings
 from .interrupt import DeferredInterrupt, TrainingInterrupted
-from .loop import Loop
+from .loop import Loop, Stepper
 from .options import TrainOptions
 from .recipes import config
 from .results import find_result
 from .solo import Solo
 
-
-def Run(cfg: dict, data=None, options: TrainOptions | None = None, **changes) -> Loop:
-    """One run's loop (``advance`` until ``done``, then ``finish``): what ``train`` drives."""
-    return Loop([cfg], data, options, stepper=Solo, **changes)
+__all__ = ["train", "run", "Trained", "TrainingInterrupted"]
 
 
-def train(cfg: dict, data=None, options: TrainOptions | None = None, **changes) -> dict:
-    """Train one recipe config; returns the result dict (also written under the options' out_dir
-    when finished).
+class Trained(list):
+    """One result dict per config, in order, whatever trained them; ``nets``: each run's trained
+    network, in the same order; ``loops``: the finished loops."""
 
+    def __init__(self, loops):
+        super().__init__(res for lp in loops for res in lp.results)
+        self.loops, self.nets = loops, [net for lp in loops for net in lp.nets]
+
+
+def train(cfgs: dict | list[dict], data=None, options: TrainOptions | None = None, *,
+          stepper: type[Stepper] = Solo, **changes):
+    """Train recipe configs: a config -> its result dict; a list of configs -> their results
+    (``Trained``: a list, with the trained ``nets``), whichever stepper trains them. A finished
+    run's result is also written under the options' out_dir.
+
+    stepper: ``solo.Solo`` (each run alone, the runs interleaved a step at a time; on CUDA each on
+    its own stream, so that small networks share one GPU), ``fused.Fused`` (N runs of one
+    architecture as one network) or ``stacked.Stacked`` (Paper B's MNIST MLPs of one depth as
+    one). Every run is exactly the run it would be alone (fused: up to rounding).
     data: a data.Data, a path (like --data), or None ($IDMAP_DATA, then torchvision's download).
     options / keyword arguments: how to train (``options.TrainOptions``: device, out_dir,
-    checkpoint_dir, resume, max_steps, amp, ...; a keyword changes that one of `options`). Ctrl-C (a
-    notebook's stop button) stops at the end of the step under way, writes the checkpoint and raises
-    ``TrainingInterrupted`` (a KeyboardInterrupt of one line); a second Ctrl-C interrupts at once.
+    checkpoint_dir, resume, max_steps, amp, ...; a keyword changes that one of `options`). One
+    process at a time trains a run into a checkpoint folder (``runlock``). Ctrl-C (a notebook's
+    stop button) stops at the end of the step under way, writes every unfinished run's checkpoint
+    and raises ``TrainingInterrupted`` (a KeyboardInterrupt of one line); a second Ctrl-C
+    interrupts at once.
     """
-    return train_many([cfg], data, options, **changes)[0]
-
-
-def train_many(cfgs: list[dict], data=None, options: TrainOptions | None = None,
-               **changes) -> list[dict]:
-    """Several runs interleaved step by step in one process (the options of ``train``): on CUDA each
-    on its own stream, so that small networks share one GPU. Every run is exactly the run ``train``
-    would make."""
-    return train_groups([([c], Solo) for c in cfgs], data, options, **changes)
-
-
-def run(experiment: str, variant: str, scale: str = "cpu", seed: int = 0, out_dir=None,
-        retrain=False,
-        **train_kwargs) -> dict:
-    """The result of one recipe run: looked up by config hash in `out_dir`, trained (and saved) if
-    missing.
-
-    train_kwargs go to ``train`` (data=, and the options: device=, on_log=, progress=,
-    checkpoint_dir=, ...).
-    """
-    cfg = config(experiment, variant, scale, seed)
-    if not retrain:
-        hit = find_result(cfg, out_dir)
-        if hit is not None:
-            return hit
-    return train(cfg, out_dir=out_dir, **train_kwargs)
-
-
-def train_groups(groups, data=None, options: TrainOptions | None = None, **changes) -> list[dict]:
-    """Every run's result, in order, of ``train_loops``."""
-    return [res for lp in train_loops(groups, data, options, **changes) for res in lp.results]
-
-
-def train_loops(groups, data=None, options: TrainOptions | None = None, **changes) -> list[Loop]:
-    """Train groups of runs, each group ``(cfgs, stepper)`` one ``Loop``, interleaved a step at a
-    time; returns the finished loops (their ``results``, their ``stepper``'s trained networks).
-
-    On CUDA each group issues its work on its own stream, so several small networks share one GPU.
-    Each group draws from its own global RNG streams (dropout), as if it ran alone. One process at a
-    time trains a run into a checkpoint folder (``runlock``). Ctrl-C (a notebook's stop button)
-    stops at the end of the step under way, writes every unfinished run's checkpoint and raises
-    ``TrainingInterrupted``."""
+    one = isinstance(cfgs, dict)
+    cfgs = [cfgs] if one else list(cfgs)
+    groups = [[c] for c in cfgs] if stepper is Solo else [cfgs]
     opts = TrainOptions.of(options, **changes)
-    cfgs = [c for g, _ in groups for c in g]
+    for g in groups:  # before the data is loaded: a refusal is free
+        stepper.check(g, opts)
     d = opts.checkpoint_dir
     held = [path_of(d, c) for c in cfgs] if d and dist_mod.int_env("RANK", 0) == 0 else []
     with runlock.hold(held):
-        if not isinstance(data, data_mod.Data):  # each dataset loaded once for all groups
+        if not isinstance(data, data_mod.Data):  # each dataset loaded once for all loops
             data = {k: data_mod.load(k, data) for k in sorted({c["dataset"] for c in cfgs})}
         with EngineSettings(opts.deterministic, opts.device, opts.threads, cfgs):
             loops = [Loop(g, data if isinstance(data, data_mod.Data) else data[g[0]["dataset"]],
-                          opts, stepper=kind) for g, kind in groups]
+                          opts, stepper) for g in groups]
             several = len(loops) > 1
             with DeferredInterrupt(all(lp.ctx.world == 1 for lp in loops)) as interrupt:
                 while not all(lp.done for lp in loops) and not interrupt.hit:
-                    for lp in loops:  # one step of every unfinished group
+                    for lp in loops:  # one step of every unfinished loop, on its own RNG
                         if lp.done:
                             continue
                         if several:
@@ -108,7 +76,21 @@ def train_loops(groups, data=None, options: TrainOptions | None = None, **change
                 _interrupted([lp for lp in loops if not lp.done])
             for lp in loops:
                 lp.finish()
-            return loops
+    out = Trained(loops)
+    return out[0] if one else out
+
+
+def run(experiment: str, variant: str, scale: str = "cpu", seed: int = 0, out_dir=None,
+        retrain=False, **train_kwargs) -> dict:
+    """The result of one recipe run: looked up by config hash in `out_dir`, trained (and saved) if
+    missing. train_kwargs go to ``train`` (data=, and the options: device=, on_log=, progress=,
+    checkpoint_dir=, ...)."""
+    cfg = config(experiment, variant, scale, seed)
+    if not retrain:
+        hit = find_result(cfg, out_dir)
+        if hit is not None:
+            return hit
+    return train(cfg, out_dir=out_dir, **train_kwargs)
 
 
 def _interrupted(left):

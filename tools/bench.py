@@ -1,4 +1,7 @@
-"""Benchmark: this engine vs a naive training loop, same model, same data, same number of steps.
+"""The benchmarks, outside the library: they time it (``trainer.train``, its one entry) and never
+train a recorded run.
+
+``versus_naive``: this engine vs a naive training loop, same model, same data, same number of steps.
 
 (a) the engine (trainer.train): uint8 dataset on the device, batched on-device crop/flip, autocast
     (bf16 where supported), channels_last, device-side loss sums read every `log_every` steps;
@@ -12,15 +15,19 @@ per-window figures: on a shared CPU other load makes single figures unreliable),
 memory, and the projected wall time of the full ResNet-110 recipe (64k iterations x 128) measured
 with the engine on this device.
 
-    python -m idmap_lib bench [--steps 30] [--depth 20] [--data PATH] [--workers 2]
+    python tools/bench.py [--steps 30] [--depth 20] [--data PATH] [--workers 2]
+    python tools/bench.py --modes | --stacked [--depth 100] | --fused N[,N..] [--json PATH]
+    (``python -m idmap_lib bench ...`` is the same command)
 
-``modes`` (``python -m idmap_lib bench --modes``) measures the engine's own options against each
+``modes`` (``--modes``) measures the engine's own options against each
 other at the full recipes' batch: eager, one CUDA graph per step, and two runs sharing the device
-(``train_many``), for ResNet-110 and ResNet-1001, with the projected time of each full recipe (64k
-iterations).
+(``trainer.train``), for ResNet-110 and ResNet-1001, with the projected time of each full
+recipe (64k iterations).
 """
 from __future__ import annotations
 
+import argparse
+import json
 import multiprocessing as mp
 import resource
 import statistics
@@ -29,19 +36,18 @@ import time
 import torchvision
 from PIL import Image
 
-from ..models.networks import cifar_block
-from . import data as data_mod
-from .build import build_model
-from .data import load
-from .device import format_duration, pick_device
-from .fused import FusedRun
-from .graphs import GRAPH_WARMUP
-from .loop import Loop
-from .recipes import MNIST_KINDS, config, mnist_configs
-from .schedule import step_schedule
-from .results import provenance
-from .stacked import Stacked
-from .trainer import train, train_many
+from idmap_lib.engine import data as data_mod
+from idmap_lib.engine.build import build_model
+from idmap_lib.engine.data import load
+from idmap_lib.engine.device import format_duration, pick_device
+from idmap_lib.engine.fused import Fused
+from idmap_lib.engine.loop import GRAPH_WARMUP
+from idmap_lib.engine.recipes import MNIST_KINDS, config, mnist_configs
+from idmap_lib.engine.results import provenance
+from idmap_lib.engine.schedule import step_schedule
+from idmap_lib.engine.stacked import Stacked
+from idmap_lib.engine.trainer import train
+from idmap_lib.models.networks import cifar_block
 
 
 # steps per timing window; the median window is reported (the CPU here is shared and noisy)
@@ -179,9 +185,8 @@ def _in_process(fn, **kwargs):
     return out
 
 
-def main(steps=30, depth=20, batch_size=128, data=None, workers=2, device=None, compile=False,
-         cuda_graph=False,
-         warmup=5, projection_steps=10):
+def versus_naive(steps=30, depth=20, batch_size=128, data=None, workers=2, device=None,
+                 compile=False, cuda_graph=False, warmup=5, projection_steps=10):
     steps = max(WINDOW, steps // WINDOW * WINDOW)
     warmup = max(WINDOW, warmup // WINDOW * WINDOW)
     common = dict(depth=depth, steps=steps, warmup=warmup, batch_size=batch_size, data=data,
@@ -223,7 +228,7 @@ def _rate(cfgs, steps, data, log, **kw):
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     t = time.perf_counter()
-    rs = train_many(cfgs, data=data, max_steps=steps, progress=False, write_result=False, **kw)
+    rs = train(cfgs, data=data, max_steps=steps, progress=False, write_result=False, **kw)
     each = [statistics.median(h["img_per_s"] for h in r["history"]["train"][1:]) for r in rs]
     out = {"runs": len(cfgs), "steps": steps, "img_per_s_each": [round(e, 1) for e in each],
            "img_per_s_total": round(sum(each), 1), "wall_s": round(time.perf_counter() - t, 1)}
@@ -279,8 +284,7 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     s_alone = sum(len(seeds) * steps * c["batch_size"] / alone[c["model"]["kwargs"]["kind"]]
                   for c in cfgs[::len(seeds)])
     device = pick_device()
-    loop = Loop(cfgs, data, stepper=Stacked, device=device, progress=False, write_result=False)
-    s_stacked = _steps_only(loop, 3, steps)
+    s_stacked = _steps_only(cfgs, data, 3, steps, Stacked, device=device)
     n = len(cfgs) * steps * cfgs[0]["batch_size"]
     report = {"depth": depth, "runs": len(cfgs), "steps": steps, "threads": torch.get_num_threads(),
               "alone_img_per_s": {k: round(v) for k, v in alone.items()},
@@ -293,18 +297,20 @@ def stacked(depth=100, seeds=(0, 1, 2), steps=40, data=None):
     return report
 
 
-def _steps_only(loop, warmup, steps) -> float:
-    """Seconds `loop` takes for `steps` training steps after `warmup` ones: no log window,
-    evaluation or checkpoint inside the timing."""
-    loop.log_every = loop.checkpoint_every = 10 ** 9
-    for _ in range(warmup):
-        loop.advance()
-    float(loop.acc.sum())  # wait for the device
-    t = time.perf_counter()
-    for _ in range(steps):
-        loop.advance()
-    float(loop.acc.sum())
-    return time.perf_counter() - t
+def _steps_only(cfgs, data, warmup, steps, stepper, **kw) -> float:
+    """Seconds `steps` training steps of `cfgs` trained by `stepper` take after `warmup` ones
+    (``trainer.train``, timed from ``on_step``): no log window, evaluation or checkpoint inside the
+    timing."""
+    cfgs, t = [dict(c, log_every=10 ** 9, eval_every=10 ** 9) for c in cfgs], {}
+
+    def clock(loop):
+        if loop.step in (warmup, warmup + steps):
+            float(loop.acc.sum())  # wait for the device
+            t[loop.step] = time.perf_counter()
+
+    train(cfgs, data, stepper=stepper, max_steps=warmup + steps, progress=False,
+          write_result=False, on_step=clock, **kw)
+    return t[warmup + steps] - t[warmup]
 
 
 def grouped_conv(n=4, batch=128, reps=20, device=None):
@@ -372,14 +378,60 @@ def fused(depth=20, ns=(4,), steps=20, warmup=3, experiment="a_table2_activation
               "threads": torch.get_num_threads(),
               "one_after_another_img_per_s": solo, "fused": {}}
     for n in ns:
-        run = FusedRun([cfg_for(s) for s in range(n)], data=data, device=device, progress=False,
-                       write_result=False,
-                       cuda_graph=cuda_graph)
-        # (and the graph's capture)
-        rate = n * steps * run.B / _steps_only(run, warmup + (GRAPH_WARMUP if cuda_graph else 0),
-                                               steps)
+        # (the warm-up: and the graph's capture)
+        rate = n * steps * cfg_for(0)["batch_size"] / _steps_only(
+            [cfg_for(s) for s in range(n)], data, warmup + (GRAPH_WARMUP if cuda_graph else 0),
+            steps, Fused, device=device, cuda_graph=cuda_graph)
         report["fused"][n] = {"img_per_s_total": round(rate, 1), "ratio": round(rate / solo, 2)}
         print(f"ResNet-{depth}, N = {n}: one after another {solo:.0f} img/s, fused {rate:.0f} "
               f"img/s in all -> {rate / solo:.2f}x", flush=True)
-    report.update(provenance(run.device))
+    report.update(provenance(pick_device(device)))
     return report
+
+
+def main(argv=None) -> int:
+    b = argparse.ArgumentParser(prog="tools/bench.py",
+                                description="this engine vs a naive DataLoader loop, same model "
+                                            "and data; or --modes, --stacked, --fused")
+    b.add_argument("--steps", type=int, default=30)
+    b.add_argument("--depth", type=int, default=None, help="default 20 (--stacked: 100)")
+    b.add_argument("--batch-size", type=int, default=128)
+    b.add_argument("--data", default=None)
+    b.add_argument("--workers", type=int, default=2)
+    b.add_argument("--device", default=None)
+    b.add_argument("--compile", action="store_true")
+    b.add_argument("--cuda-graph", action="store_true")
+    b.add_argument("--modes", action="store_true",
+                   help="instead: eager vs CUDA graph vs two runs at once, "
+                        "ResNet-110 and ResNet-1001 at the full recipe's batch")
+    b.add_argument("--stacked", action="store_true",
+                   help="instead: Paper B's MNIST runs of one depth (--depth, "
+                        "default 100) one after another vs stacked")
+    b.add_argument("--fused", default=None, metavar="N[,N..]",
+                   help="instead: N seeds of ResNet-DEPTH (default 20) "
+                        "one after another vs fused (engine/fused.py)")
+    b.add_argument("--json", default=None,
+                   help="with --modes, --stacked or --fused: also write the report here")
+    args = b.parse_args(argv)
+    if not (args.modes or args.stacked or args.fused):
+        versus_naive(steps=args.steps, depth=args.depth or 20, batch_size=args.batch_size,
+                     data=args.data, workers=args.workers, device=args.device,
+                     compile=args.compile, cuda_graph=args.cuda_graph)
+        return 0
+    if args.fused:
+        report = fused(depth=args.depth or 20, ns=[int(n) for n in args.fused.split(",")],
+                       steps=args.steps, data=args.data, device=args.device,
+                       cuda_graph=args.cuda_graph)
+    else:
+        report = modes(data=args.data, device=args.device) if args.modes else \
+            stacked(depth=args.depth or 100, steps=args.steps, data=args.data)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
