@@ -37,7 +37,7 @@ ROOMS = {
     "plan": "cpu_scale jump_watch ledger mnist_grid queue queue_status run_times sweep",
     "figures": "blocks curves diagrams explorer forest full_recipe gate_figures gate_words "
                "keras_probe live mechanism_figures mechanism_words slider_figures swap_figure "
-               "trained_probes yourself",
+               "trained_probes yourself init_probes",
 }
 ROOM_OF = {m: room for room, names in ROOMS.items() for m in names.split()}
 

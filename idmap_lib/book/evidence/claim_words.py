@@ -65,6 +65,10 @@ TITLES = {
     "fp32_fig1_start": "In float32: the start at 1001 layers",
 }
 
+# a Fig 4 unit's net in words: "BN-after-addition ResNet-164"
+UNIT_NAMES = {"original": "the original", "bn_after_add": "BN-after-addition",
+              "relu_before_add": "ReLU-before-addition",
+              "relu_preact": "ReLU-only pre-activation", "full_preact": "pre-activation"}
 # variant -> words, where its key does not read as English; (experiment, variant) where it depends
 # on it
 WORDS = {
@@ -129,6 +133,13 @@ def words(experiment, variant) -> str:
         name = {"plain": "plain net", "resnet": "ResNet", "gresnet": "GResNet",
                 "gresnet_keras": "GResNet with Keras's defaults"}[kind]
         return f"the {name} (d = {d})"
+    kw = recipes.EXPERIMENTS.get(experiment, {}).get("variants", {}).get(variant)
+    kw = kw and recipes.config(experiment, variant, "cpu")["model"]["kwargs"]
+    c100 = " on CIFAR-100" if kw and kw.get("num_classes") == 100 else ""
+    if kw and kw.get("unit") in UNIT_NAMES and kw.get("shortcut", "identity") == "identity":
+        return f"{UNIT_NAMES[kw['unit']]} ResNet-{kw['depth']}{c100}"
+    if c100 and variant.startswith("c100-"):
+        return words(experiment, variant.removeprefix("c100-")) + c100
     return f"*{variant}*"
 
 

@@ -78,22 +78,19 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
     figure that works without a kernel). `height`: px (a chapter's opening figure is shorter, to
     share the first screen with the answer)."""
     import plotly.graph_objects as go
-    from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
     recipe = recipes.config(experiment, variants[0], scale)  # what the variants share
     titles = [PANELS[p][3].format(log=recipe["log_every"]) for p in panels]
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=titles, horizontal_spacing=0.08)
-    colours = qualitative.Plotly + qualitative.D3
     missing, where, losses = [], set(), {}  # losses: variant -> every seed's values
-    for i, v in enumerate(variants):
+    for v in variants:
         runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         if not runs:
             missing.append(v)
             continue
         where.update(hardware(r) for r in runs)
-        # a unit keeps its colour on every page
-        c = palette.of(experiment, v) or colours[i % len(colours)]
+        pk = palette.key(experiment, v)  # a unit keeps its colour on every page
         said = words(experiment, v).strip("*")  # the legend in words, never the variant's key
         label = f"{said} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
         for col, (part, key, scale_y, _) in enumerate((PANELS[p] for p in panels), 1):
@@ -102,8 +99,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                 if key == "train_loss":
                     losses.setdefault(v, []).extend(x[key] for x in h)
                 fig.add_trace(go.Scatter(x=[x["step"] for x in h], y=[scale_y * x[key] for x in h],
-                                         mode="lines",
-                                         line={"color": c, "width": 1}, opacity=0.45, legendgroup=v,
+                                         mode="lines", **palette.style(pk, width=1),
+                                         opacity=0.45, legendgroup=v,
                                          showlegend=False, name=f"{v} seed {r['config']['seed']}",
                                          hovertemplate=f"{said} seed {r['config']['seed']}<br>step "
                                                        f"%{{x}}: %{{y:.3f}}<extra></extra>"), 1,
@@ -113,14 +110,15 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                    for s in steps]
             mean, upper, lower = mean_band(per, log=key == "train_loss")
             fig.add_trace(go.Scatter(x=steps + steps[::-1], y=upper + lower[::-1], fill="toself",
-                                     fillcolor=c, opacity=0.15, line={"width": 0}, hoverinfo="skip",
+                                     **palette.style(pk, fill=True, width=0), opacity=0.15,
+                                     hoverinfo="skip",
                                      legendgroup=v,
                                      showlegend=False), 1, col)
             fig.add_trace(go.Scatter(x=steps, y=mean, name=label, legendgroup=v,
                                      showlegend=col == 1,
                                      mode="lines+markers" if part == "test" else "lines",
-                                     line={"color": c, "width": 3,
-                                           "dash": palette.dash(experiment, v)},
+                                     **palette.style(pk, width=3,
+                                                     dash=palette.dash(experiment, v)),
                                      hovertemplate=f"{said} mean<br>step %{{x}}: "
                                                    f"%{{y:.3f}}<extra></extra>"), 1, col)
     lr_marks(fig, recipe["schedule"], cols=range(1, len(panels) + 1))
@@ -134,10 +132,11 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                          row=1, col=panels.index("train_loss") + 1)
         if cut:
             top = max(losses, key=lambda v: max(losses[v]))
-            sub += (f"<br>loss axis cut at {hi:.2g}: {top}'s early spike, up to "
+            sub += (f"<br>loss axis cut at {hi:.2g}: {words(experiment, top).strip('*')}'s "
+                    f"early spike, up to "
                     f"{max(losses[top]):.3g}, runs off the top (hover its lines)")
     if missing:
-        sub += f"; not run yet: {', '.join(missing)}"
+        sub += f"; not run yet: {', '.join(words(experiment, v).strip('*') for v in missing)}"
     tables = (paper_numbers.source(experiment, variants)
               or recipes.EXPERIMENTS[experiment]["title"].split(":")[0])
     # the tables of the variants shown

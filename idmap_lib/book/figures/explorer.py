@@ -62,6 +62,7 @@ def explorer(out_dir=None, height=760):
             for k, (key, _, _) in enumerate(PANELS, start=1):
                 fig.add_trace(go.Scatter(x=x, y=[f[key] for f in summ], mode="lines+markers",
                                          name=claim_words.words("a_swaps", row), legendgroup=row,
+                                         meta={"palette": palette.unit_of(row)[0]},
                                          showlegend=False,
                                          marker=dict(symbol=palette.symbol(row), size=6),
                                          hovertemplate=claim_words.words("a_swaps", row)

@@ -22,7 +22,6 @@ COMMAND = "python -m idmap_lib mnist --kinds gresnet_keras --depths {d}"
 def probe_figure(seeds=SEEDS, out_dir=None):
     """k block by block, mean ± sd over seeds, of the GResNet with PyTorch's and with Keras's
     defaults, at d = 10 and d = 100 (one panel each); Paper B's mean k as a dotted line."""
-    from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=len(DEPTHS),
@@ -37,7 +36,7 @@ def probe_figure(seeds=SEEDS, out_dir=None):
                 continue
             ks = [r["final"]["gates_k"] for r in runs]
             _band(fig, range(1, len(ks[0]) + 1), list(zip(*ks)), f"{name} ({len(runs)} seeds)",
-                  qualitative.Plotly[i], col, group=name)
+                  prefix, col, group=name)
         paper = paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")["mean_k"]
         fig.add_hline(y=paper, line={"dash": "dot", "color": "grey"}, row=1, col=col,
                       annotation_text=f"Paper B's mean k {paper}", annotation_position="top left")

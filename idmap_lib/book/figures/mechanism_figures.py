@@ -20,9 +20,6 @@ from ..evidence import mechanisms as mech
 from ..page.log_axes import log_range
 from ..evidence.seeds import SEEDS
 
-# a unit keeps its colour on every page; the λ stack's own four below
-COLOURS = {**palette.UNIT_COLOURS,
-           0.5: "#9467bd", 0.9: "#ff7f0e", 1.0: "#1f77b4", 1.1: "#2ca02c"}
 UNIT_WORDS = {"original": "original (Fig 4a)", "relu_preact": "ReLU-only pre-activation (Fig 4d)",
               "full_preact": "full pre-activation (Fig 4e)"}
 FONT = figure_style.FONT
@@ -156,8 +153,8 @@ def forward_figure(seeds=SEEDS, out_dir=None):
 
     fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12,
                         subplot_titles=(
-        "signal: rms of x_l (λ > 1: off the top)", "share of x_L carried by λ^(L−l) x_l",
-        "branch ÷ shortcut: ‖F(x_l)‖ / ‖λ x_l‖ (λ > 1: below)", "gradient: ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖"))
+        "signal: rms of xₗ (λ > 1: off the top)", "share of x_L carried by λᴸ⁻ˡ xₗ",
+        "branch ÷ shortcut: ‖F(xₗ)‖ / ‖λ xₗ‖ (λ > 1: below)", "gradient: ‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"))
     every = []
     for lam in mech.LAMS:
         for n, r in enumerate(_forward(lam, seeds, out_dir)):
@@ -173,7 +170,7 @@ def forward_figure(seeds=SEEDS, out_dir=None):
                 fig.add_trace(go.Scatter(x=[l[k] for k in keep], y=[ys[k] for k in keep],
                                          mode="lines", name=f"λ = {lam:g}", legendgroup=str(lam),
                                          showlegend=n == 0 and (row, col) == (1, 1), opacity=0.8,
-                                         line={"color": COLOURS[lam], "width": 2}), row, col)
+                                         **palette.style(palette.lam(lam), width=2)), row, col)
     if not every:
         return None
     fig.update_yaxes(type="log", exponentformat="power")
@@ -182,14 +179,11 @@ def forward_figure(seeds=SEEDS, out_dir=None):
         kept = [y for r in every if r["config"]["network"]["lam"] <= 1 for y in r["values"][key]]
         fig.update_yaxes(range=log_range(kept), row=row, col=1)
     fig.update_xaxes(title_text="unit l (x_L: l = 1000)")
-    fig.update_layout(height=720, font=FONT, legend={"x": 0.01, "y": 0.99,
-                                                     "bgcolor": "rgba(255,255,255,0.7)"},
-                      margin={"t": 60, "b": 90},
-                      annotations=list(fig.layout.annotations)
-                      + [dict(text=_caption(every), x=0, y=-0.14,
-                               xref="paper", yref="paper",
-                               showarrow=False, font=figure_style.LEAST_FONT)])
-    return fig
+    # the legend at the foot, off the curves (inside, it covered λ = 1's)
+    fig.update_layout(height=760, font=FONT)
+    figure_style.caption(fig, _caption(every), legend_rows=1)
+    return figure_style.title(fig, "A stack of 1000 units with shortcuts scaled by λ, at "
+                              "initialisation", "one line per λ and seed; log axes")
 
 
 def weight_input_figure(seeds=SEEDS, out_dir=None):
@@ -218,7 +212,7 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
                     ys = [_gmean([max(s[k][1:]) for s in stds]) for k in range(len(stds[0]))]
                 what = "1st weight layer" if which == 0 else "other weight layers (largest)"
                 fig.add_trace(go.Scatter(y=ys, mode="lines",
-                                         line={"color": COLOURS[unit], "dash": dash, "width": 2},
+                                         **palette.style(unit, dash=dash, width=2),
                                          name=UNIT_WORDS[unit], legendgroup=unit,
                                          showlegend=col == 1 and dash == "solid",
                                          hovertemplate=f"{UNIT_WORDS[unit]}, {what}, step "
@@ -246,7 +240,8 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
         )
         + ")"
     )
-    fig.update_layout(height=600, font=FONT)
+    fig.update_layout(height=640, font=FONT)
+    figure_style.title(fig, "How far each weight layer's input strays from 1, unit by unit")
     return figure_style.caption(fig, key + "<br>" + _caption(every), legend_rows=3)
 
 
@@ -256,7 +251,7 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
     import plotly.graph_objects as go
 
     fig, every = go.Figure(), []
-    for depth, dash_colour in ((110, "#1f77b4"), (1001, "#d62728")):
+    for depth in (110, 1001):
         recs = _training("original", depth, seeds, out_dir)
         if not recs:
             continue
@@ -268,18 +263,17 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
             fig.add_trace(go.Scatter(x=[(k + 0.5) / n for k in range(n)],
                                      y=[statistics.fmean(x[k] for x in negs) for k in range(n)],
                                      mode="lines",
-                                     line={"color": dash_colour, "dash": dash, "width": 2},
+                                     **palette.style(f"ResNet-{depth}", dash=dash, width=2),
                                      name=f"ResNet-{depth}, step {step}"))
     if not every:
         return None
-    fig.update_layout(height=480, font=FONT, xaxis_title="relative depth l / L",
-                      yaxis_title="fraction of y_l = x_l + F(x_l) below 0",
-                      legend={"x": 0.6, "y": 0.98},
-                      margin={"b": 110}, annotations=[dict(text=_caption(every), x=0, y=-0.25,
-                                                           xref="paper",
-                                                           yref="paper", showarrow=False,
-                                                           font=figure_style.LEAST_FONT)])
-    return fig
+    fig.update_layout(height=520, font=FONT, xaxis_title="relative depth l / L",
+                      yaxis_title="fraction of yₗ = xₗ + F(xₗ) below 0")
+    figure_style.caption(fig, _caption(every), legend_rows=2)
+    return figure_style.title(fig, "The original unit's truncation by depth, in training",
+                              "dotted: at initialisation; solid: at step "
+                              f"{mech.TRUNCATION_STEP}; dashed: the last forward recorded",
+                              room=16)
 
 
 def gain_fit(seeds=SEEDS, out_dir=None) -> dict:

@@ -52,9 +52,9 @@ def truncation_figure(m):
     """The share of y_l that f = ReLU sets to zero, unit by unit, at initialisation and trained."""
     import plotly.graph_objects as go
 
-    c = palette.UNIT_COLOURS["original"]  # the original unit, fresh (dotted) and trained
+    # the original unit, fresh (dotted) and trained
     fig = go.Figure([go.Scatter(y=(100 * r).tolist(), name=k, mode="lines",
-                                line={"color": c, "dash": "dot" if k == INIT else "solid"})
+                                **palette.style("original", dash="dot" if k == INIT else "solid"))
                      for k, r in m["rates"].items()])
     fig.update_layout(figure_style.LAYOUT_LEGEND_ABOVE,
                       title_text="Share of y_l set to zero by f = ReLU,<br>unit by unit",
@@ -124,7 +124,7 @@ def gradient_figure(m):
 
     unit = {GRAD_ORIGINAL: "original", GRAD_PREACT: "full_preact"}
     fig = go.Figure([go.Scatter(y=(g / g[-1]).tolist(), name=k, mode="lines",
-                                line={"color": palette.UNIT_COLOURS[unit[k]]})
+                                **palette.style(unit[k]))
                                 for k, g in m["grads"].items()])
     fig.update_layout(figure_style.LAYOUT_LEGEND_ABOVE,
                       title_text="Gradient reaching unit l,<br>relative to the last unit's output",
