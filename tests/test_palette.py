@@ -175,3 +175,32 @@ def test_a_notebook_that_draws_a_trace_takes_its_colour_from_the_palette():
                 if "palette.style(" not in call.split("go.Scatter(")[1].split("\n\n")[0][:400]:
                     bare.append(f"{nb.name}: {call[:60]}")
     assert not bare, bare
+
+
+def test_every_figure_says_its_finding_in_numbers(figures):
+    """Each figure's text alternative is the one its module computed (``meta.alt``), with the
+    numbers it draws, not the generic "<y> against <x>" of its axes."""
+    from idmap_lib.book.page.figure_style import alt_text
+
+    bare = [k for k, f in figures.items()
+            if not (isinstance(f.layout.meta, dict) and f.layout.meta.get("alt")
+                    and re.search(r"\d", alt_text(f)) and " against " not in alt_text(f))]
+    assert not bare, bare
+
+
+def test_the_lr_jump_figure_says_which_unit_stays_flat_and_how_far_the_other_rises(tmp_path):
+    """Chapter 8's figure in words: full pre-activation's loss stays flat at the jump, the
+    original's rises 2.7 nats (the rise lr_change_note reads, the seeds' median)."""
+    from fake_runs import save
+    from idmap_lib.book.figures import curves
+    from idmap_lib.book.page.figure_style import alt_text
+    from idmap_lib.engine import recipes
+
+    e, s = "a_table2_activations", recipes.JUMP_PROBE
+    save(tmp_path, e, "full_preact-110", [0.5] * 3, losses=(2.0, 1.9, 1.8, 1.7), scale=s)
+    save(tmp_path, e, "original-110", [0.5] * 3, losses=(2.0, 4.7, 2.0, 1.5), scale=s)
+    alt = alt_text(curves.band_curves(e, ["full_preact-110", "original-110"], scale=s,
+                                      out_dir=tmp_path, panels=("train_loss",)))
+    assert ("full pre-activation's loss stays flat; the original unit's loss rises 2.7 nats" in alt
+            and "training loss after 400 steps: the original unit 1.5, full pre-activation 1.7"
+            in alt), alt

@@ -18,6 +18,7 @@ from ..evidence.reports import hardware
 from ..evidence.runs import seed_runs
 from ..evidence.seeds import ALL_SEEDS
 from ..page import figure_style, palette
+from ..page.prose import plain_number
 from ..page.log_axes import log_ticks
 from ..plan.cpu_scale import PROBE_MAX_RISE
 
@@ -84,6 +85,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
     titles = [PANELS[p][3].format(log=recipe["log_every"]) for p in panels]
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=titles, horizontal_spacing=0.08)
     missing, where, losses = [], set(), {}  # losses: variant -> every seed's values
+    ends, jumps = {}, {}  # the text alternative's numbers: the means' last values, the jump's rise
     for v in variants:
         runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         if not runs:
@@ -92,6 +94,9 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
         where.update(hardware(r) for r in runs)
         pk = palette.key(experiment, v)  # a unit keeps its colour on every page
         said = words(experiment, v).strip("*")  # the legend in words, never the variant's key
+        if recipe["schedule"].get("warmup_steps") and recipe["schedule"].get("warmup") != "linear":
+            jumps[said] = statistics.median(_rises(r, [recipe["schedule"]["warmup_steps"]])[0]
+                                            for r in runs)
         label = f"{said} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
         for col, (part, key, scale_y, _) in enumerate((PANELS[p] for p in panels), 1):
             for r in runs:
@@ -109,6 +114,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
             per = [[scale_y * h[key] for r in runs for h in r["history"][part] if h["step"] == s]
                    for s in steps]
             mean, upper, lower = mean_band(per, log=key == "train_loss")
+            if mean:
+                ends.setdefault(PANELS[panels[col - 1]][3].split(" (")[0], {})[said] = mean[-1]
             fig.add_trace(go.Scatter(x=steps + steps[::-1], y=upper + lower[::-1], fill="toself",
                                      **palette.style(pk, fill=True, width=0), opacity=0.15,
                                      hoverinfo="skip",
@@ -142,8 +149,30 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
     # the tables of the variants shown
     head = title or f"{tables}, our runs ({recipes.SCALE_WORDS[scale]})"
     # below: wide panels
-    fig.update_layout(figure_style.LAYOUT, height=height, legend=figure_style.LEGEND_BELOW)
+    fig.update_layout(figure_style.LAYOUT, height=height, legend=figure_style.LEGEND_BELOW,
+                      meta={"alt": curves_alt(head, ends, jumps, recipe["steps"])})
     return figure_style.title(fig, head, sub)
+
+
+def curves_alt(head, ends, jumps, steps) -> str:
+    """What a figure of curves shows, in words (its text alternative): the loss each variant's
+    mean rose by at the lr jump (`jumps`: {name: the seeds' median rise, nats}; flat: within
+    PROBE_MAX_RISE) and where each panel's mean ended (`ends`: {panel: {name: last value}}), best
+    first."""
+    said = []
+    if jumps:
+        flat = [n for n, r in jumps.items() if r <= PROBE_MAX_RISE]
+        rose = [f"{n}'s loss rises {r:.2g} nats" for n, r in sorted(jumps.items(), key=lambda x: x[1])
+                if r > PROBE_MAX_RISE]
+        said.append("at the lr jump " + "; ".join(
+            ([f"{listed(flat)}'s loss stays flat"] if flat else []) + rose)
+                    + " (median over seeds)")
+    for panel, by in ends.items():
+        ranked = sorted(by.items(), key=lambda x: x[1])
+        said.append(f"{panel} after {steps:,} steps: "
+                    + ", ".join(f"{n} {plain_number(x)}" for n, x in ranked))
+    text = "; ".join(said) if said else "no recorded run yet"
+    return f"{head}. {text[0].upper()}{text[1:]}."
 
 
 def mean_band(per, log=False):

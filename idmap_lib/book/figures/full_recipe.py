@@ -185,10 +185,14 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (log axis)", "test error %"),
                         horizontal_spacing=0.08)
     total = recipes.config(experiment, variants[0], "full", seed)["steps"]
+    said_alt = []  # the text alternative: each run's last test error
     for v in variants:
         pk, said = palette.key(experiment, v), words(experiment, v).strip("*")
         if v in runs:
             h, _, _, state, _ = runs[v]
+            if h["test"]:
+                said_alt.append(f"{said}: {100 * h['test'][-1]['test_err']:.2f} % at step "
+                                f"{h['test'][-1]['step']:,} ({state})")
             for col, key, part, k in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
                 fig.add_trace(go.Scatter(x=[x["step"] for x in h[part]],
                                          y=[k * x[key] for x in h[part]],
@@ -215,7 +219,9 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
            + (f"; not run yet: {', '.join(words(experiment, v).strip('*') for v in missing)}"
               if missing else ""))
     head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + ", the full recipe"
-    fig.update_layout(figure_style.LAYOUT, height=560, legend=figure_style.LEGEND_BELOW)
+    fig.update_layout(figure_style.LAYOUT, height=560, legend=figure_style.LEGEND_BELOW,
+                      meta={"alt": f"{head}: the test error where each run stands: "
+                                   + ("; ".join(said_alt) or "none evaluated yet") + "."})
     return figure_style.title(fig, head, sub)
 
 

@@ -74,6 +74,7 @@ def _band(fig, x, per, name, key, col=1, dash=None, group=None):
     mean = [statistics.fmean(p) for p in per]
     sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in per]
     group = group or name
+    fig.layout.meta = {**(fig.layout.meta or {}), name: mean}  # for the text alternative
     fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=[m + s for m, s in zip(mean, sd)]
                              + [m - s for m, s in zip(mean, sd)][::-1], fill="toself",
                              **palette.style(key, fill=True, width=0),
@@ -131,6 +132,9 @@ def k_figure(seeds=ALL_SEEDS, out_dir=None):
         for b in dimension_changing_blocks(recipes.config(e, v, scale)):
             fig.add_vline(x=b, line={"dash": "dot", "color": "grey"}, row=1, col=col)
         machines |= {hardware(r) for r in runs}
+    fig.layout.meta = {"alt": "The learned k after training, over the blocks: " + "; ".join(
+        f"{n}: mean {statistics.fmean(m):.2f}, from {min(m):.2f} to {max(m):.2f}"
+        for n, m in (fig.layout.meta or {}).items()) + "."}
     fig.update_xaxes(title_text="block")
     fig.update_yaxes(title_text="learned k", col=1)
     # the panel titles: two lines each, three abreast
@@ -174,6 +178,12 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
                      ticktext=[f"{v:g}" for v in LOG_TICKS])
     sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes
                                                             else "")
+    half = {n.split(" (")[0]: m[min(len(m) - 1, blocks // 2)]
+            for n, m in (fig.layout.meta or {}).items()}
+    fig.layout.meta = {"alt": (
+        f"With half the {blocks} blocks removed, without retraining, the test error is "
+        + ", ".join(f"{v:.1f} % ({n})" for n, v in sorted(half.items(), key=lambda x: x[1]))
+        + ".") if half else "No pruned net recorded yet."}
     fig.update_layout(figure_style.LAYOUT, height=480, legend=figure_style.LEGEND_BELOW)
     return figure_style.title(fig,
                               f"Paper B Fig 5: removing residual blocks of a trained d = "

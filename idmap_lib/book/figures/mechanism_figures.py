@@ -18,6 +18,7 @@ import statistics
 from ..page import figure_style, palette
 from ..evidence import mechanisms as mech
 from ..page.log_axes import log_range
+from ..page.prose import plain_number
 from ..evidence.seeds import SEEDS
 
 UNIT_WORDS = {"original": "original (Fig 4a)", "relu_preact": "ReLU-only pre-activation (Fig 4d)",
@@ -173,6 +174,15 @@ def forward_figure(seeds=SEEDS, out_dir=None):
                                          **palette.style(palette.lam(lam), width=2)), row, col)
     if not every:
         return None
+    grad = {}
+    for r in every:
+        grad.setdefault(r["config"]["network"]["lam"], []).append(
+            r["values"]["log10_grad_ratio"][0])
+    fig.update_layout(meta={"alt": (
+        "At initialisation the gradient at the first of the 1000 units, as a multiple of the "
+        "last's (median over seeds), by λ: " + "; ".join(
+            f"{lam:g}: {plain_number(10 ** statistics.median(g))}" for lam, g in grad.items())
+        + ".")})
     fig.update_yaxes(type="log", exponentformat="power")
     # λ > 1 runs off these two: the range shows λ <= 1
     for row, key in ((1, "rms"), (2, "branch_ratio")):
@@ -196,7 +206,7 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
                         subplot_titles=[f"ResNet-{d}" + (" (¼ width)" if d == 1001 else "")
                                         for d in mech.DEPTHS])
-    every = []
+    every, spread = [], {}  # (unit, depth): largest ÷ smallest 1st-layer input std, init and last
     for col, depth in enumerate(mech.DEPTHS, 1):
         for unit in mech.UNITS:
             recs = _training(unit, depth, seeds, out_dir)
@@ -208,6 +218,7 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
                 stds = [mech._forward_at(r, step)["weight_input_std"] for r in recs]
                 if which == 0:
                     ys = [_gmean([s[k][0] for s in stds]) for k in range(len(stds[0]))]
+                    spread.setdefault((unit, depth), []).append(max(ys) / min(ys))
                 else:
                     ys = [_gmean([max(s[k][1:]) for s in stds]) for k in range(len(stds[0]))]
                 what = "1st weight layer" if which == 0 else "other weight layers (largest)"
@@ -240,7 +251,11 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
         )
         + ")"
     )
-    fig.update_layout(height=640, font=FONT)
+    fig.update_layout(height=640, font=FONT, meta={"alt": (
+        "The first weight layer's input std, largest over smallest across the units, at init and "
+        "in the last forward recorded: " + "; ".join(
+            f"{UNIT_WORDS[u].split(' (')[0]} ResNet-{d}: {plain_number(a)} and {plain_number(b)}"
+            for (u, d), (a, b) in spread.items()) + ".")})
     figure_style.title(fig, "How far each weight layer's input strays from 1, unit by unit")
     return figure_style.caption(fig, key + "<br>" + _caption(every), legend_rows=3)
 
@@ -250,7 +265,7 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
     and at TRUNCATION_STEP (seed mean; ResNet-110 also at its last forward recorded)."""
     import plotly.graph_objects as go
 
-    fig, every = go.Figure(), []
+    fig, every, said = go.Figure(), [], {}
     for depth in (110, 1001):
         recs = _training("original", depth, seeds, out_dir)
         if not recs:
@@ -260,15 +275,19 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
         for step, dash in zip(steps, ("dot", "solid", "dash")):
             negs = [mech._forward_at(r, step)["negative_fraction"] for r in recs]
             n = len(negs[0])
-            fig.add_trace(go.Scatter(x=[(k + 0.5) / n for k in range(n)],
-                                     y=[statistics.fmean(x[k] for x in negs) for k in range(n)],
+            ys = [statistics.fmean(x[k] for x in negs) for k in range(n)]
+            said.setdefault(depth, []).append(f"{statistics.fmean(ys):.2f} at step {step}")
+            fig.add_trace(go.Scatter(x=[(k + 0.5) / n for k in range(n)], y=ys,
                                      mode="lines",
                                      **palette.style(f"ResNet-{depth}", dash=dash, width=2),
                                      name=f"ResNet-{depth}, step {step}"))
     if not every:
         return None
     fig.update_layout(height=520, font=FONT, xaxis_title="relative depth l / L",
-                      yaxis_title="fraction of yₗ = xₗ + F(xₗ) below 0")
+                      yaxis_title="fraction of yₗ = xₗ + F(xₗ) below 0", meta={"alt": (
+                          "The original unit's fraction of yₗ below 0, averaged over its units: "
+                          + "; ".join(f"ResNet-{d}: " + ", ".join(v) for d, v in said.items())
+                          + ".")})
     figure_style.caption(fig, _caption(every), legend_rows=2)
     return figure_style.title(fig, "The original unit's truncation by depth, in training",
                               "dotted: at initialisation; solid: at step "

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ..page.figure_style import FONT_PX, LAYOUT_LEGEND_ABOVE
 from ..page.palette import style
+from ..page.prose import plain_number
 from ..page.log_axes import log_range, log_ticks
 
 # defined with every figure's fonts and legends (figure_style.py)
@@ -162,8 +163,14 @@ def lambda_slider(measured: dict, start: float = 1.0):
                            showlegend=False,
                            **style("direct term", dash="dash"))),
         ]))
-    return slider_figure(steps, lams.index(start), y_titles=["∏λ (Eqn 8)", "‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
-                         x_title="number of units L − l", slider_title="λ = ", height=640)
+    fig = slider_figure(steps, lams.index(start), y_titles=["∏λ (Eqn 8)",
+                                                            "‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
+                        x_title="number of units L − l", slider_title="λ = ", height=640)
+    return fig.update_layout(meta={"alt": (
+        f"Over {depth} units the measured gradient ratio is, by λ: " + "; ".join(
+            f"{lam:g}: {plain_number(float(measured[lam][-1]))} (∏λ = "
+            f"{plain_number(lam ** depth)})" for lam in lams)
+        + ".")})
 
 
 def depth_slider(full: dict, direct: dict, start: int | None = None):
@@ -191,6 +198,12 @@ def depth_slider(full: dict, direct: dict, start: int | None = None):
             (1, go.Scatter(x=ks, y=d, name="direct term alone (F = 0)",
                            **style("direct term", dash="dash"))),
         ]))
-    return slider_figure(steps, depths.index(start), y_titles=["‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
-                         x_title="unit l (L: the last unit's output)", slider_title="L = ",
-                         height=480)
+    fig = slider_figure(steps, depths.index(start), y_titles=["‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
+                        x_title="unit l (L: the last unit's output)", slider_title="L = ",
+                        height=480)
+    return fig.update_layout(meta={"alt": (
+        "The gradient at the first unit, as a multiple of the last unit's, by depth L: "
+        + "; ".join(
+            f"{L}: {plain_number(float(full[L][0]))}" for L in depths)
+        + "; the direct term alone (every F zeroed): " + ", ".join(sorted(
+            {plain_number(float(direct[L][0])) for L in depths})) + ".")})
