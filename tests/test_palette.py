@@ -201,6 +201,7 @@ def test_the_lr_jump_figure_says_which_unit_stays_flat_and_how_far_the_other_ris
     save(tmp_path, e, "original-110", [0.5] * 3, losses=(2.0, 4.7, 2.0, 1.5), scale=s)
     alt = alt_text(curves.band_curves(e, ["full_preact-110", "original-110"], scale=s,
                                       out_dir=tmp_path, panels=("train_loss",)))
-    assert ("full pre-activation's loss stays flat; the original unit's loss rises 2.7 nats" in alt
+    assert ("full pre-activation's loss stays flat; the original unit's loss rises 2.7 nats"
+            in alt
             and "training loss after 400 steps: the original unit 1.5, full pre-activation 1.7"
             in alt), alt

@@ -162,8 +162,8 @@ def curves_alt(head, ends, jumps, steps) -> str:
     said = []
     if jumps:
         flat = [n for n, r in jumps.items() if r <= PROBE_MAX_RISE]
-        rose = [f"{n}'s loss rises {r:.2g} nats" for n, r in sorted(jumps.items(), key=lambda x: x[1])
-                if r > PROBE_MAX_RISE]
+        rose = [f"{n}'s loss rises {r:.2g} nats"
+                for n, r in sorted(jumps.items(), key=lambda x: x[1]) if r > PROBE_MAX_RISE]
         said.append("at the lr jump " + "; ".join(
             ([f"{listed(flat)}'s loss stays flat"] if flat else []) + rose)
                     + " (median over seeds)")
