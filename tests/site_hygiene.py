@@ -411,6 +411,44 @@ def figures_without_text(html: str) -> list[str]:
             if len((d.get("aria-label") or "").split()) < 3]
 
 
+def _variant_key_pattern():
+    """Every variant key that is no English word (original-110, c10-1001-original, gresnet-d10,
+    full_preact+no_final-1001@fp32, conv1x1), as one pattern."""
+    from idmap_lib.engine import recipes
+
+    keys = sorted({v for e in recipes.EXPERIMENTS.values() for v in e["variants"]
+                   if re.search(r"[_\-+\d]", v)}, key=len, reverse=True)
+    return re.compile(r"(?<![\w+@/.-])(" + "|".join(map(re.escape, keys)) + r")(?:@fp32)?(?![\w+-])")
+
+
+VARIANT_KEY = _variant_key_pattern()
+
+
+def keys_in(text: str) -> list[str]:
+    """The variant keys in a text a reader sees (the book names variants in words), but in a
+    command to type (``python -m idmap_lib train --variant original-110``)."""
+    text = re.sub(r"python -m idmap_lib[^|;\n]*|--variants? \S+", "", text or "")
+    return [m.group(0) for m in VARIANT_KEY.finditer(text)]
+
+
+def variant_keys(html: str) -> list[str]:
+    """A variant's key where a reader sees it: in text outside code, in a table, in a figure's
+    title, legend, annotations or text alternative."""
+    soup = _soup(html)
+    art = _article(soup)
+    said = [t for t in _text_nodes(art) if keys_in(t)]
+    said += [d.get("aria-label") for d in soup.select("div.plotly-graph-div")
+             if keys_in(d.get("aria-label"))]
+    for data, layout in figures(html):
+        title = layout.get("title")
+        texts = [title.get("text") if isinstance(title, dict) else title]
+        texts += [a.get("text") for a in layout.get("annotations", [])]
+        texts += [t.get("name") for t in data if t.get("showlegend", True) is not False]
+        said += [t for t in texts if isinstance(t, str) and keys_in(t)]
+    return [f"a variant's key in visible text: {k!r} in {t.strip()[:80]!r}"
+            for t in said for k in keys_in(t)[:1]]
+
+
 def findings(page: Path) -> list[str]:
     html = page.read_text(encoding="utf-8")
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html)
@@ -419,5 +457,6 @@ def findings(page: Path) -> list[str]:
             + crowded_axes(html)
             + times_the_table_denies(html) + errors_as_fractions(html) + small_fonts(html)
             + legends_beside(html)
-            + hardware_in_titles(html) + figures_without_text(html) + build_logs(html))
+            + hardware_in_titles(html) + figures_without_text(html) + build_logs(html)
+            + variant_keys(html))
 

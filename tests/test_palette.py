@@ -205,3 +205,31 @@ def test_the_lr_jump_figure_says_which_unit_stays_flat_and_how_far_the_other_ris
             in alt
             and "training loss after 400 steps: the original unit 1.5, full pre-activation 1.7"
             in alt), alt
+
+
+def test_no_variant_key_in_what_a_reader_sees(figures):
+    """The book names a variant in words (variants.words): never 'c10-1001-original's early
+    spike', 'full_preact-110: your run' or a table row 'original-110' -- in a figure's title,
+    legend, annotations or text alternative, nor in the generated tables and notes."""
+    import site_hygiene as h
+    from idmap_lib.book.evidence import variants, verdicts
+    from idmap_lib.book.figures import curves, mechanism_figures as mf
+    from idmap_lib.book.page.figure_style import alt_text
+    from idmap_lib.engine import recipes
+
+    seen = []
+    for what, fig in figures.items():
+        texts = [fig.layout.title.text, alt_text(fig)] + [a.text for a in fig.layout.annotations]
+        texts += [t.name for t in fig.data if t.showlegend is not False]
+        seen += [f"{what}: {t}" for t in texts if h.keys_in(t)]
+    tables = [verdicts.claims_table(), mf.claims_table()]
+    tables += [variants.variant_table(e) for e in ("a_table1_shortcuts", "a_table2_activations",
+                                                   "a_table3_preact", "b_resnet32")]
+    for df in tables:
+        cells = [str(x) for x in df.index] + [str(x) for x in df.to_numpy().ravel()]
+        seen += [c[:120] for c in cells if h.keys_in(c)]
+    notes = [curves.lr_change_note("a_table2_activations", variants.UNITS_110,
+                                   scale=recipes.JUMP_PROBE),
+             curves.lr_change_note("a_table3_preact", variants.DEPTH_1001)]
+    seen += [n[:120] for n in notes if h.keys_in(n)]
+    assert not seen, "\n".join(seen)

@@ -164,14 +164,15 @@ def claims_table(keys=None, scale=None, out_dir=None):
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
         v = claims.evaluate(c, scale, out_dir)
         fragile = "; ".join(f"without seed {s} of {name}: {w}" for name, s, w in v.fragile)
+        said = lambda text: cw.named(text, c.experiment)  # noqa: E731  (variants in words)
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
-                     "test (fixed before the runs)": tests_in_words(c.tests)
+                     "test (fixed before the runs)": said(tests_in_words(c.tests))
                      + (f" ({c.scale_note})" if c.scale_note else ""),
                      "verdict": v.verdict, "tested for": tested_for(c, scale or c.scale),
-                     "evidence": " | ".join(filter(None, _evidence_of(v.parts))) or "–",
-                     "left out or censored": _left_out(v.parts),
-                     "resolves (the paper's gap)": _power(c, v.parts),
-                     "one seed changes it": fragile,
+                     "evidence": said(" | ".join(filter(None, _evidence_of(v.parts)))) or "–",
+                     "left out or censored": said(_left_out(v.parts)),
+                     "resolves (the paper's gap)": said(_power(c, v.parts)),
+                     "one seed changes it": said(fragile),
                      "missing runs": sum(len(s) for _, s in v.missing)})
     df = pd.DataFrame(rows).set_index("claim")
     for col in ("left out or censored", "resolves (the paper's gap)", "one seed changes it",

@@ -17,6 +17,7 @@ import statistics
 
 from ..page import figure_style, palette
 from ..evidence import mechanisms as mech
+from ..evidence.claim_words import UNIT_NAMES
 from ..page.log_axes import log_range
 from ..page.prose import plain_number
 from ..evidence.seeds import SEEDS
@@ -110,6 +111,16 @@ def over_seeds(per_seed: dict, key, step=None) -> list[float]:
     return vals
 
 
+def _said(variant: str) -> str:
+    """A mechanism run's net in words: 'the original ResNet-110' for original-110."""
+    unit, _, depth = variant.rpartition("-")
+    return f"{UNIT_NAMES.get(unit, unit)} ResNet-{depth}" if unit else variant
+
+
+def compared(t) -> str:
+    return f"{_said(t.a)} vs {_said(t.b)}"
+
+
 def claims_table(keys=None, seeds=SEEDS, out_dir=None):
     """One row per mechanism claim (those of `keys`, default all): chapter, the claim's words, its
     verdict, each part's d [lo, hi] and what its seeds resolve, and the single records whose removal
@@ -121,11 +132,12 @@ def claims_table(keys=None, seeds=SEEDS, out_dir=None):
         if keys is not None and c.key not in keys:
             continue
         res = mech.evaluate(c, seeds, out_dir)
-        parts = "; ".join(f"{t.a} vs {t.b} ({t.metric}): " + (
+        parts = "; ".join(f"{compared(t)} ({t.metric}): " + (
             f"d = {r['d']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}], resolves {r['resolvable']:.2f}"
             if "d" in r
             else r["verdict"]) for t, r in res["parts"])
-        one = "; ".join(f"without {v} seed {s}: {w}" for v, s, w in res["fragile"]) or "none"
+        one = "; ".join(f"without seed {s} of {_said(v)}: {w}"
+                        for v, s, w in res["fragile"]) or "none"
         rows.append({"chapter": mech.CHAPTER[c.key], "claim": c.words, "source": c.source,
                      "verdict": res["verdict"],
                      "parts (metric in log10 or a fraction; d by Welch's t, 95 %)": parts,
