@@ -194,7 +194,7 @@ def test_contradiction_note_names_the_part_its_seeds_and_the_papers_gap(tmp_path
     note = verdicts.contradiction_note(["t2_full_preact_best", "t2_bn_after_add_worst"], tmp_path,
                                        "full")
     assert note.count("\n- ") == 0 and note.startswith("- **t2_full_preact_best** is contradicted")
-    assert "full_preact-110 < relu_preact-110" in note and "55.0, 54.0, 56.0 %" in note
+    assert "full pre-activation < ReLU-only pre-activation" in note and "55.0, 54.0, 56.0 %" in note
     assert "6.37 %" in note and "6.71 %" in note and "0.34 points apart" in note
     # the CPU scale: no verdict
     assert verdicts.contradiction_note(["t2_full_preact_best"], out_dir=tmp_path) == ""

@@ -299,14 +299,16 @@ def contradiction_note(keys, out_dir=None, scale=None) -> str:
             each = {side: ", ".join(num(unit * x, fmt) for x in res[f"x{side}"]) for side in "ab"}
             d, lo, hi = (num(unit * res[k], fmt) for k in ("d", "lo", "hi"))
             pa, pb = (paper_numbers.paper_number(claim.experiment, x) or {} for x in (t.a, t.b))
-            paper = (f" The paper, after its whole recipe: {t.a} {pa['value']:.2f} %, {t.b} "
+            wa, wb = (cw.words(claim.experiment, x).strip("*") for x in (t.a, t.b))
+            paper = (f" The paper, after its whole recipe: {wa} {pa['value']:.2f} %, {wb} "
                      f"{pb['value']:.2f} % ({abs(pa['value'] - pb['value']):.2f} points apart)."
                      if isinstance(pa.get("value"), float) and isinstance(pb.get("value"), float)
                      else "")
             lines.append(f"- **{key}** is contradicted at the "
-                         f"{recipes.SCALE_WORDS[scale or claim.scale]} by its part *{t.words()}*: "
+                         f"{recipes.SCALE_WORDS[scale or claim.scale]} by its part "
+                         f"*{cw.named(t.words(), claim.experiment)}*: "
                          f"it holds the other way round, d = {d} [{lo}, {hi}] over the seeds "
-                         f"recorded ({t.a}: {each['a']}{u}; {t.b}: {each['b']}{u}).{paper}")
+                         f"recorded ({wa}: {each['a']}{u}; {wb}: {each['b']}{u}).{paper}")
     return "\n".join(lines)
 
 
