@@ -449,6 +449,25 @@ def variant_keys(html: str) -> list[str]:
             for t in said for k in keys_in(t)[:1]]
 
 
+E_NOTATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[+-]\d+\b")
+
+
+def e_notation(html: str) -> list[str]:
+    """A number in e-notation (1.94e+03) where a reader sees it -- text outside code, a figure's
+    title, annotations, legend or text alternative: the book writes 1,940 and 2.74×10⁴."""
+    soup = _soup(html)
+    said = [t for t in _text_nodes(_article(soup)) if E_NOTATION.search(t)]
+    said += [d.get("aria-label") for d in soup.select("div.plotly-graph-div")
+             if E_NOTATION.search(d.get("aria-label") or "")]
+    for data, layout in figures(html):
+        title = layout.get("title")
+        texts = [title.get("text") if isinstance(title, dict) else title]
+        texts += [a.get("text") for a in layout.get("annotations", [])]
+        texts += [t.get("name") for t in data]
+        said += [t for t in texts if isinstance(t, str) and E_NOTATION.search(t)]
+    return [f"e-notation: {E_NOTATION.search(t).group(0)!r} in {t.strip()[:80]!r}" for t in said]
+
+
 def findings(page: Path) -> list[str]:
     html = page.read_text(encoding="utf-8")
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html)
@@ -458,5 +477,5 @@ def findings(page: Path) -> list[str]:
             + times_the_table_denies(html) + errors_as_fractions(html) + small_fonts(html)
             + legends_beside(html)
             + hardware_in_titles(html) + figures_without_text(html) + build_logs(html)
-            + variant_keys(html))
+            + variant_keys(html) + e_notation(html))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 
 from .evidence.tables import styled
-from .page.prose import LIVE_ONLY_NOTE, live_widget, say, sci
+from .page.prose import LIVE_ONLY_NOTE, live_widget, plain_number, say, sci
 from .page.setup import (BUILD_ENV, CLASSROOM_RUNS, DRIVE_RUNS, RENDERER, default_runs_dir,
                          describe_device,
                          in_book_build, setup, use_book_renderer, use_drive, whereabouts)

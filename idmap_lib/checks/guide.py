@@ -7,6 +7,7 @@ recorded runs' spread file, the configs); nothing is typed.
 """
 from __future__ import annotations
 
+from ..book.page.prose import plain_number
 from ..book.plan.run_times import timed_alone
 from ..engine import recipes
 from ..engine.data import SIZES as DATASET_SIZES  # (train, test) images
@@ -92,7 +93,7 @@ def _fmt(x, digits=3):
     if isinstance(x, bool) or x is None:
         return str(x)
     if isinstance(x, (int, float)):
-        return f"{x:.{digits}g}"
+        return plain_number(x, digits)  # never e-notation
     return str(x)
 
 

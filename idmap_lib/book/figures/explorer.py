@@ -19,6 +19,7 @@ from ..evidence import claim_words, claims
 from ..evidence.seeds import ALL_SEEDS
 from ..evidence.synthesis import PROPERTIES
 from ..page import figure_style, palette
+from ..page.prose import plain_number
 from ..plan import jump_watch
 
 PANELS = (("input_spread", "weight-layer input std,<br>log10 largest / smallest", "linear"),
@@ -73,7 +74,8 @@ def explorer(out_dir=None, height=760):
     steps = []
     for n, row in enumerate(found, start=1):
         on, said = [o == row for o in owner], claim_words.words("a_swaps", row)
-        rise = (f"its loss rose {statistics.median(rises[row]):.2g} nats at the jump (median of "
+        rise = (f"its loss rose {plain_number(statistics.median(rises[row]), 2)} nats at the jump "
+                f"(median of "
                 f"{len(rises[row])} runs)" if rises[row] else "no run of it recorded yet")
         steps.append(dict(method="update", label=str(n), value=f"{n}: {said}", args=[{
             "line.color": [palette.colour(o) if o == row else FAINT for o in owner],

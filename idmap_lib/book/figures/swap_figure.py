@@ -13,7 +13,7 @@ from ..evidence.runs import seed_runs
 from ..evidence.seeds import ALL_SEEDS
 from ..evidence.synthesis import FIG1, LR_JUMP, OUTCOMES, ROWS
 from ..page import figure_style, palette
-from .slider_figures import number
+from ..page.prose import plain_number
 
 # a row: its label above its markers; the gap holds an axis and the next panel's title
 ROW_PX, GAP_PX = 30, 70
@@ -104,9 +104,7 @@ def key_figure_alt(values) -> str:
     """The figure's text alternative: the median per row, in one sentence a screen reader says."""
     import statistics
 
-    def plain(x):  # one number format, x10^n, never e-notation (a screen reader reads it too)
-        return number(x).replace("<sup>", "^").replace("</sup>", "")
-    parts = {t: "; ".join(f"{words('a_swaps', r)} {plain(statistics.median(values[r]))}"
+    parts = {t: "; ".join(f"{words('a_swaps', r)} {plain_number(statistics.median(values[r]))}"
                           for r in ROWS[t] if values[r])
              for t in OUTCOMES}
     return (f"Median over seeds of 0.1 + the rise of the training loss at the lr jump, in nats: "
