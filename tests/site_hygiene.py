@@ -449,6 +449,37 @@ def variant_keys(html: str) -> list[str]:
             for t in said for k in keys_in(t)[:1]]
 
 
+def _hue(c) -> str | None:
+    """A trace colour that is no grey (a unit's, a net's), upper-case; None for greys."""
+    m = re.fullmatch(r"#(..)(..)(..)", c) or re.match(r"rgba?\((\d+), ?(\d+), ?(\d+)", c)
+    if c in ("grey", "gray", "black", "white") or not m:
+        return None
+    rgb = [int(x, 16) if c.startswith("#") else int(x) for x in m.groups()]
+    return None if max(rgb) - min(rgb) < 8 else c.upper()
+
+
+def palette_breaks(html: str) -> list[str]:
+    """A page's figures outside the one palette (book/page/palette.py): a trace in a colour but
+    not keyed by what it draws (its ``meta.palette``), one key in two colours, two keys of a figure
+    in one colour."""
+    out, seen = [], {}
+    for n, (data, _) in enumerate(figures(html)):
+        in_fig = {}
+        for t in data:
+            c = [(t.get("line") or {}).get("color"), (t.get("marker") or {}).get("color"),
+                 t.get("fillcolor")]
+            hues = {_hue(x) for v in c for x in (v if isinstance(v, list) else [v])
+                    if isinstance(x, str)} - {None}
+            key = (t.get("meta") or {}).get("palette") if isinstance(t.get("meta"), dict) else None
+            if hues and key is None:
+                out.append(f"figure {n}: {t.get('name')!r} in {sorted(hues)}, not by the palette")
+            for h in hues if key else ():
+                seen.setdefault(key, set()).add(h)
+                in_fig.setdefault(h, set()).add(key)
+        out += [f"figure {n}: {sorted(k)} share {h}" for h, k in in_fig.items() if len(k) > 1]
+    return out + [f"{k} drawn in {sorted(h)}" for k, h in seen.items() if len(h) > 1]
+
+
 E_NOTATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[+-]\d+\b")
 
 
@@ -477,5 +508,5 @@ def findings(page: Path) -> list[str]:
             + times_the_table_denies(html) + errors_as_fractions(html) + small_fonts(html)
             + legends_beside(html)
             + hardware_in_titles(html) + figures_without_text(html) + build_logs(html)
-            + variant_keys(html) + e_notation(html))
+            + variant_keys(html) + e_notation(html) + palette_breaks(html))
 

@@ -128,6 +128,15 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
                    axis=', "title": {"text": "Paper A Table 1, our runs (CPU scale)"}, '
                         '"annotations": '
        '[{"text": "Recorded 2026-12-02 on AMD EPYC (1 thread)"}]')),
+    ("palette_breaks", FIGURE.format(data='[{"y": [1], "line": {"color": "#636efa"}}]', axis=""),
+     FIGURE.format(data='[{"y": [1], "line": {"color": "#D55E00"}, "meta": {"palette": "original"}}'
+                        ', {"y": [2], "line": {"color": "grey"}}]', axis="")),
+    ("palette_breaks", FIGURE.format(
+        data='[{"y": [1], "line": {"color": "#D55E00"}, "meta": {"palette": "original"}}, '
+             '{"y": [2], "line": {"color": "#0072B2"}, "meta": {"palette": "original"}}]', axis=""),
+     FIGURE.format(data='[{"y": [1], "line": {"color": "#D55E00"}, "meta": {"palette": "original"}}'
+                        ', {"y": [2], "line": {"color": "#0072B2"}, "meta": {"palette": '
+                        '"full_preact"}}]', axis="")),
     ("e_notation", "<p>the median rise is 1.94e+03 nats</p>",
      "<p>the median rise is 1,940 nats (2.74×10⁴ at most)</p><pre>3.6e-02</pre>"),
     ("e_notation", '<div class="plotly-graph-div" aria-label="Median rise: 2.74e+04 nats"></div>',
