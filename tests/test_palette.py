@@ -39,7 +39,7 @@ def _theory():
 
 def _runs():
     from idmap_lib.book.evidence import variants as V
-    from idmap_lib.book.figures import (curves, explorer, full_recipe, gate_figures as gf,
+    from idmap_lib.book.figures import (curves, explorer, forest, full_recipe, gate_figures as gf,
                                         keras_probe, swap_figure, trained_probes as tp)
     from idmap_lib.engine import recipes
 
@@ -63,7 +63,9 @@ def _runs():
             "8: trained gradient": tp.gradient_figure(m),
             "9: key figure": swap_figure.key_figure()[0], "9: explorer": explorer.explorer(),
             "10: Fig 5": gf.pruning_figure(), "10: k": gf.k_figure(),
-            "10: Keras probe": keras_probe.probe_figure()}
+            "10: Keras probe": keras_probe.probe_figure(),
+            "8: forest (verdicts)": forest.forest(["t2_full_preact_best",
+                                                   "lr_jump_preact_tolerates"])}
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +100,8 @@ def findings(figs: dict) -> list[str]:
     """What breaks one palette by construction in `figs` ({what: figure})."""
     bad, seen = [], {}
     for what, fig in figs.items():
+        if "(verdicts)" in what:  # coloured by verdict (tables.VERDICT_COLOURS), no unit drawn
+            continue
         in_fig = {}
         for t in fig.data:
             key = (t.meta or {}).get("palette") if isinstance(t.meta, dict) else None

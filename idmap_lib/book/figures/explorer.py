@@ -98,7 +98,8 @@ def explorer(out_dir=None, height=760):
                                     pad=dict(t=72),
                                     font=figure_style.LEAST_FONT,
                                     currentvalue=dict(prefix="row ", font=figure_style.FONT))],
-                      meta={"alt": alt(found)}, title_text=steps[0]["args"][1]["title.text"])
+                      meta={"alt": alt(found, out_dir)},
+                      title_text=steps[0]["args"][1]["title.text"])
     return fig
 
 
@@ -109,13 +110,18 @@ def _title(head: str, sub: str) -> str:
     return figure_style.title(go.Figure(), head, sub).layout.title.text
 
 
-def alt(found: dict) -> str:
-    """The explorer's text alternative: what it shows, for how many rows and seeds."""
+def alt(found: dict, out_dir=None) -> str:
+    """The explorer's text alternative: what it shows, for how many rows and seeds, and each row's
+    median rise at the jump (the number its slider's titles give)."""
     n = sum(len(s) for s in found.values())
+    rises = {r: claims.values("a_swaps", r, recipes.JUMP_PROBE, "lr_jump_rise", out_dir,
+                              ALL_SEEDS)[0] for r in found}
+    said = "; ".join(f"{claim_words.words('a_swaps', r)} {plain_number(statistics.median(x), 2)}"
+                     for r, x in rises.items() if x)
     return (f"An explorer over {len(found)} rows of the interventions ({n} measured trainings): "
             f"for the row picked with the slider, "
             f"{', '.join(p[1].replace('<br>', ' ') for p in PANELS)}, at initialisation and around "
-            f"the lr jump at step 100.")
+            f"the lr jump at step 100. The loss rose at the jump by (median, nats): {said}.")
 
 
 def alt_caption(out_dir=None) -> str:
@@ -123,4 +129,4 @@ def alt_caption(out_dir=None) -> str:
     found = rows_measured(out_dir)
     missing = [claim_words.words("a_swaps", r) for r in PROPERTIES if jump_watch.depth_of(r) == 110
                and r not in found]
-    return alt(found) + (f" Not measured yet: {'; '.join(missing)}." if missing else "")
+    return alt(found, out_dir) + (f" Not measured yet: {'; '.join(missing)}." if missing else "")
