@@ -238,3 +238,44 @@ def test_no_variant_key_in_what_a_reader_sees(figures):
              curves.lr_change_note("a_table3_preact", variants.DEPTH_1001)]
     seen += [n[:120] for n in notes if h.keys_in(n)]
     assert not seen, "\n".join(seen)
+
+
+# Machado, Oliveira and Fernandes (2009) at full severity: what a deuteranope and a protanope see
+CVD = {"deutan": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413),
+                  (-0.011820, 0.042940, 0.968881)),
+       "protan": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216),
+                  (-0.003882, -0.048116, 1.051998)),
+       "normal": ((1, 0, 0), (0, 1, 0), (0, 0, 1))}
+
+
+def _lab(hex_, vision):
+    c = np.array([int(hex_[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    c = np.clip(np.array(CVD[vision]) @ np.where(c <= 0.04045, c / 12.92,
+                                                 ((c + 0.055) / 1.055) ** 2.4), 0, 1)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
+                    [0.0193, 0.1192, 0.9505]]) @ c / np.array([0.95047, 1, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def closest_pair(colours: dict) -> tuple[float, str, str, str]:
+    """(ΔE, key, key, vision): the two colours of a figure nearest each other (CIE76), for normal
+    vision, a deuteranope and a protanope."""
+    from itertools import combinations
+
+    return min((float(np.linalg.norm(_lab(colours[a], v) - _lab(colours[b], v))), a, b, v)
+               for a, b in combinations(colours, 2) for v in CVD)
+
+
+def test_the_keys_of_every_figure_stay_apart_for_the_common_colour_deficiencies(figures):
+    """Distinguishable pairs (a phone's thin lines): in every figure any two keys' colours are at
+    least ΔE 15 apart, for deuteranopes and protanopes too. Chapter 7's old dropout brown beside
+    the identity's vermillion was 13.9 for a protanope."""
+    assert closest_pair({"original": palette.COLOURS["original"], "dropout": "#8C510A"})[0] < 15
+    near = []
+    for what, fig in figures.items():
+        keys = {t.meta["palette"] for t in fig.data if isinstance(t.meta, dict)
+                and "palette" in t.meta}
+        if len(keys) > 1 and closest_pair({k: palette.COLOURS[k] for k in keys})[0] < 15:
+            near.append((what, closest_pair({k: palette.COLOURS[k] for k in keys})))
+    assert not near, near
