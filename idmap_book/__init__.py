@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 
 from .evidence.tables import styled
-from .page.prose import LIVE_ONLY_NOTE, live_widget, say, sci
+from .page.prose import LIVE_ONLY_NOTE, live_widget, plain_number, say, sci
 from .page.setup import (BUILD_ENV, CLASSROOM_RUNS, DRIVE_RUNS, RENDERER, default_runs_dir,
                          describe_device,
                          in_book_build, setup, use_book_renderer, use_drive, whereabouts)
@@ -38,7 +38,7 @@ ROOMS = {
     "plan": "commands cpu_scale jump_watch ledger mnist_grid queue queue_status run_times sweep",
     "figures": "blocks curves diagrams explorer forest full_recipe gate_figures gate_words "
                "keras_probe live mechanism_figures mechanism_words slider_figures swap_figure "
-               "trained_probes yourself",
+               "trained_probes yourself init_probes",
 }
 ROOM_OF = {m: room for room, names in ROOMS.items() for m in names.split()}
 

@@ -7,6 +7,7 @@ recorded runs' spread file, the configs); nothing is typed.
 """
 from __future__ import annotations
 
+from idmap_book.page.prose import plain_number
 from idmap_book.plan.run_times import timed_alone
 from idmap_lib.engine import recipes
 from idmap_lib.engine.data import SIZES as DATASET_SIZES  # (train, test) images
@@ -92,7 +93,7 @@ def _fmt(x, digits=3):
     if isinstance(x, bool) or x is None:
         return str(x)
     if isinstance(x, (int, float)):
-        return f"{x:.{digits}g}"
+        return plain_number(x, digits)  # never e-notation
     return str(x)
 
 
@@ -148,9 +149,11 @@ def _scales(name, t, words) -> str:
     cpu = f", {timed_alone(t['cpu_measured'])}" if t["cpu_s"] else ""
     gpu = f", ~{t['gpu']['s'] / 60:.1f} min on a T4 ({t['gpu']['basis']})"
     if _own_scales(name) == ["classroom"]:
+        # why one scale, said at the first such exercise only
+        first = next(n for n in ab.ABLATIONS if _own_scales(n) == ["classroom"]) == name
+        why = " (Paper B's own networks, so there is no larger scale)" if first else ""
         return (f"**Scale.** On a CPU and on a GPU alike this trains {words['classroom']['net']} "
-                f"for {words['classroom']['length']}{cpu}{gpu}: the paper's networks already. At "
-                f"this scale "
+                f"for {words['classroom']['length']}{cpu}{gpu}{why}. At this scale "
                 + effect_in_words(name))
     return " ".join([f"**Two scales.** `ablations.run` trains the *classroom* scale on a CPU "
                      f"({words['classroom']['net']}, {words['classroom']['length']}{cpu}) and the "

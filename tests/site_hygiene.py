@@ -411,6 +411,94 @@ def figures_without_text(html: str) -> list[str]:
             if len((d.get("aria-label") or "").split()) < 3]
 
 
+def _variant_key_pattern():
+    """Every variant key that is no English word (original-110, c10-1001-original, gresnet-d10,
+    full_preact+no_final-1001@fp32, conv1x1), as one pattern."""
+    from idmap_lib.engine import recipes
+
+    keys = sorted({v for e in recipes.EXPERIMENTS.values() for v in e["variants"]
+                   if re.search(r"[_\-+\d]", v)}, key=len, reverse=True)
+    return re.compile(r"(?<![\w+@/.-])(" + "|".join(map(re.escape, keys)) + r")(?:@fp32)?(?![\w+-])")
+
+
+VARIANT_KEY = _variant_key_pattern()
+
+
+def keys_in(text: str) -> list[str]:
+    """The variant keys in a text a reader sees (the book names variants in words), but in a
+    command to type (``python -m idmap_lib train --variant original-110``)."""
+    text = re.sub(r"python -m idmap_lib[^|;\n]*|--variants? \S+", "", text or "")
+    return [m.group(0) for m in VARIANT_KEY.finditer(text)]
+
+
+def variant_keys(html: str) -> list[str]:
+    """A variant's key where a reader sees it: in text outside code, in a table, in a figure's
+    title, legend, annotations or text alternative."""
+    soup = _soup(html)
+    art = _article(soup)
+    said = [t for t in _text_nodes(art) if keys_in(t)]
+    said += [d.get("aria-label") for d in soup.select("div.plotly-graph-div")
+             if keys_in(d.get("aria-label"))]
+    for data, layout in figures(html):
+        title = layout.get("title")
+        texts = [title.get("text") if isinstance(title, dict) else title]
+        texts += [a.get("text") for a in layout.get("annotations", [])]
+        texts += [t.get("name") for t in data if t.get("showlegend", True) is not False]
+        said += [t for t in texts if isinstance(t, str) and keys_in(t)]
+    return [f"a variant's key in visible text: {k!r} in {t.strip()[:80]!r}"
+            for t in said for k in keys_in(t)[:1]]
+
+
+def _hue(c) -> str | None:
+    """A trace colour that is no grey (a unit's, a net's), upper-case; None for greys."""
+    m = re.fullmatch(r"#(..)(..)(..)", c) or re.match(r"rgba?\((\d+), ?(\d+), ?(\d+)", c)
+    if c in ("grey", "gray", "black", "white") or not m:
+        return None
+    rgb = [int(x, 16) if c.startswith("#") else int(x) for x in m.groups()]
+    return None if max(rgb) - min(rgb) < 8 else c.upper()
+
+
+def palette_breaks(html: str) -> list[str]:
+    """A page's figures outside the one palette (book/page/palette.py): a trace in a colour but
+    not keyed by what it draws (its ``meta.palette``), one key in two colours, two keys of a figure
+    in one colour."""
+    out, seen = [], {}
+    for n, (data, _) in enumerate(figures(html)):
+        in_fig = {}
+        for t in data:
+            c = [(t.get("line") or {}).get("color"), (t.get("marker") or {}).get("color"),
+                 t.get("fillcolor")]
+            hues = {_hue(x) for v in c for x in (v if isinstance(v, list) else [v])
+                    if isinstance(x, str)} - {None}
+            key = (t.get("meta") or {}).get("palette") if isinstance(t.get("meta"), dict) else None
+            if hues and key is None:
+                out.append(f"figure {n}: {t.get('name')!r} in {sorted(hues)}, not by the palette")
+            for h in hues if key else ():
+                seen.setdefault(key, set()).add(h)
+                in_fig.setdefault(h, set()).add(key)
+        out += [f"figure {n}: {sorted(k)} share {h}" for h, k in in_fig.items() if len(k) > 1]
+    return out + [f"{k} drawn in {sorted(h)}" for k, h in seen.items() if len(h) > 1]
+
+
+E_NOTATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[+-]\d+\b")
+
+
+def e_notation(html: str) -> list[str]:
+    """A number in e-notation (1.94e+03) where a reader sees it -- text outside code, a figure's
+    title, annotations, legend or text alternative: the book writes 1,940 and 2.74×10⁴."""
+    soup = _soup(html)
+    said = [t for t in _text_nodes(_article(soup)) if E_NOTATION.search(t)]
+    said += [d.get("aria-label") for d in soup.select("div.plotly-graph-div")
+             if E_NOTATION.search(d.get("aria-label") or "")]
+    for data, layout in figures(html):
+        title = layout.get("title")
+        texts = [title.get("text") if isinstance(title, dict) else title]
+        texts += [a.get("text") for a in layout.get("annotations", [])]
+        texts += [t.get("name") for t in data]
+        said += [t for t in texts if isinstance(t, str) and E_NOTATION.search(t)]
+    return [f"e-notation: {E_NOTATION.search(t).group(0)!r} in {t.strip()[:80]!r}" for t in said]
+
+
 def findings(page: Path) -> list[str]:
     html = page.read_text(encoding="utf-8")
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html)
@@ -419,5 +507,6 @@ def findings(page: Path) -> list[str]:
             + crowded_axes(html)
             + times_the_table_denies(html) + errors_as_fractions(html) + small_fonts(html)
             + legends_beside(html)
-            + hardware_in_titles(html) + figures_without_text(html) + build_logs(html))
+            + hardware_in_titles(html) + figures_without_text(html) + build_logs(html)
+            + variant_keys(html) + e_notation(html) + palette_breaks(html))
 

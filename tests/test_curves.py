@@ -29,7 +29,8 @@ def test_band_curves_draw_each_seed_the_mean_the_band_and_the_lr_schedule(tmp_pa
                                                        "training error %", "test error %"]
     # the lr marks on every panel
     assert len([s for s in three.layout.shapes if s.type == "rect"]) == 3
-    assert "not run yet: conv1x1" in fig.layout.title.text
+    # in words, never the variant's key
+    assert "not run yet: the <br>1×1-convolution shortcut" in fig.layout.title.text
     # the lr schedule on both panels: the warm-up shaded (a ramp at the CPU scale), a line at each
     # lr drop
     shapes = fig.layout.shapes
@@ -188,5 +189,5 @@ def test_table1_shortcuts_a_colour_per_kind_a_dash_per_setting_and_none_a_units(
     assert len(set(styles)) == len(styles)                     # no two shortcuts drawn alike
     assert palette.dash("a_table1_shortcuts", "constant_scaling-0.5-0.5") != \
         palette.dash("a_table1_shortcuts", "constant_scaling-0.5-1")
-    assert (palette.of("b_resnet32", "gated") is None
+    assert (palette.of("b_resnet32", "gated") == palette.NET_COLOURS["gresnet"]
             and palette.dash("a_table2_activations", "original-110") == "solid")

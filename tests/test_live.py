@@ -51,7 +51,7 @@ def test_a_student_trains_stops_resumes_and_finds_the_run_as_theirs(tiny_recipe,
         [h["train_loss"] for h in alone["history"]["train"]], abs=1e-6)
     assert second["figure"].points == 8 + 2  # 8 training windows, 2 evaluations
     table = variants.variant_table(EXP, [VAR], "full", yours=tmp_path)
-    assert table.loc[VAR,
+    assert table.loc[variants.words(EXP, VAR),
                      "yours: test error % "
                      "(seed)"] == f"{100 * r['final']['test_err']:.1f} (seed 100)"
     again = live.train_live(EXP, VAR, "full", run=True, folder=tmp_path, data=mnist, show=False)
@@ -246,7 +246,7 @@ def test_only_looking_where_nothing_is_recorded_says_so_in_one_line(tmp_path, ca
     assert out["figure"] is None and out["result"] is None
     said = capsys.readouterr().out.strip().splitlines()
     assert len(said) == 1 and said[0].startswith("Nothing to draw yet: the book has no recorded "
-                                                 "run of full_preact-110 at the full recipe")
+                                                 "run of full pre-activation at the full recipe")
 
 
 def test_a_scale_or_variant_the_page_does_not_offer_says_what_to_write():

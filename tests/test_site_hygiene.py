@@ -128,6 +128,26 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
                    axis=', "title": {"text": "Paper A Table 1, our runs (CPU scale)"}, '
                         '"annotations": '
        '[{"text": "Recorded 2026-12-02 on AMD EPYC (1 thread)"}]')),
+    ("palette_breaks", FIGURE.format(data='[{"y": [1], "line": {"color": "#636efa"}}]', axis=""),
+     FIGURE.format(data='[{"y": [1], "line": {"color": "#D55E00"}, "meta": {"palette": "original"}}'
+                        ', {"y": [2], "line": {"color": "grey"}}]', axis="")),
+    ("palette_breaks", FIGURE.format(
+        data='[{"y": [1], "line": {"color": "#D55E00"}, "meta": {"palette": "original"}}, '
+             '{"y": [2], "line": {"color": "#0072B2"}, "meta": {"palette": "original"}}]', axis=""),
+     FIGURE.format(data='[{"y": [1], "line": {"color": "#D55E00"}, "meta": {"palette": "original"}}'
+                        ', {"y": [2], "line": {"color": "#0072B2"}, "meta": {"palette": '
+                        '"full_preact"}}]', axis="")),
+    ("e_notation", "<p>the median rise is 1.94e+03 nats</p>",
+     "<p>the median rise is 1,940 nats (2.74×10⁴ at most)</p><pre>3.6e-02</pre>"),
+    ("e_notation", '<div class="plotly-graph-div" aria-label="Median rise: 2.74e+04 nats"></div>',
+     '<div class="plotly-graph-div" aria-label="Median rise: 2.74×10⁴ nats"></div>'),
+    ("variant_keys", "<p>c10-1001-original's early spike runs off the top</p>",
+     "<p>the original ResNet-1001's early spike</p><pre>original-110 / cpu / seed 0</pre>"),
+    ("variant_keys", FIGURE.format(data='[{"y": [1], "name": "full_preact-110: your run"}]',
+                                   axis=""),
+     FIGURE.format(data='[{"y": [1], "name": "full pre-activation: your run"}]', axis="")),
+    ("variant_keys", "<table><tr><td>original-110</td><td>6.61</td></tr></table>",
+     "<table><tr><td>the original unit</td><td>6.61</td></tr></table>"),
     ("bad_panels", FIGURE.format(data='[{"x": [1, 2], "y": [35, 20], "name": "relu_before_add"}, '
      '{"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, 2], "y": [2.3, 1.9]}]', axis=""),
      FIGURE.format(data='[{"x": [1, 2], "y": [35, 20]}, {"x": [1, 2], "y": [2.3, 2.2]}, {"x": [1, '

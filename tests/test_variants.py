@@ -9,11 +9,11 @@ def test_variant_table_reads_the_seeds_and_says_what_is_missing(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61])
     t = variants.variant_table("a_table1_shortcuts",
                                ["exclusive_gating-b-6", "exclusive_gating-b0"], out_dir=tmp_path)
-    assert t.loc["exclusive_gating-b-6", "ours: test error %"] == "41.00 ± 1.00"
-    assert t.loc["exclusive_gating-b-6", "paper: test error % (Paper A Table 1)"] == "8.70"
-    assert t.loc["exclusive_gating-b0",
+    assert t.loc["exclusive gating at b_g = −6", "ours: test error %"] == "41.00 ± 1.00"
+    assert t.loc["exclusive gating at b_g = −6", "paper: test error % (Paper A Table 1)"] == "8.70"
+    assert t.loc["exclusive gating at b_g = 0",
                  "to run"].endswith("--variant exclusive_gating-b0 --scale cpu --seed 2")
-    assert t.loc["exclusive_gating-b-6", "network trained"] == "ResNet-110 (basic)"
+    assert t.loc["exclusive gating at b_g = −6", "network trained"] == "ResNet-110 (basic)"
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
     assert "to run" not in variants.variant_table("a_table1_shortcuts", ["exclusive_gating-b0"],
                                                   out_dir=tmp_path)

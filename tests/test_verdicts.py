@@ -20,11 +20,11 @@ def test_claims_table_reads_the_seeds(tmp_path):
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62], **F)
     c = verdicts.claims_table(["t1_gating_bias"], "full", out_dir=tmp_path)
     assert c.loc["t1_gating_bias", "verdict"] == "reproduced"
-    assert ("exclusive_gating-b-6 41.0 ± 1.0 vs exclusive_gating-b0 61.0 ± 1.0; d = "
+    assert ("exclusive gating at b_g = −6 41.0 ± 1.0 vs exclusive gating at b_g = 0 61.0 ± 1.0; d = "
             "20.0" in c.loc["t1_gating_bias", "evidence"])
     assert c.loc["t1_gating_bias",
                  "resolves (the paper's "
-                 "gap)"].startswith("exclusive_gating-b-6 vs exclusive_gating-b0: "
+                 "gap)"].startswith("exclusive gating at b_g = −6 vs exclusive gating at b_g = 0: "
                                                            "resolves 2.3")
     assert verdicts.verdict_counts(c)["reproduced"] == 1
     # nothing to say: no column of zeros or blanks
@@ -39,8 +39,8 @@ def test_a_short_run_on_a_final_error_claim_is_data_in_a_neutral_colour(tmp_path
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62])
     row = verdicts.claims_table(["t1_gating_bias"], out_dir=tmp_path).loc["t1_gating_bias"]
     assert row["verdict"] == rule.NEEDS_FULL and "no verdict" in row["tested for"]
-    assert (row["evidence"].startswith("after 400 steps: exclusive_gating-b-6 41.0 ± 1.0 vs "
-                                       "exclusive_gating-b0 61.0"))
+    assert (row["evidence"].startswith("after 400 steps: exclusive gating at b_g = −6 41.0 ± 1.0 vs "
+                                       "exclusive gating at b_g = 0 61.0"))
     assert tables.VERDICT_COLOURS[rule.NEEDS_FULL] not in (tables.VERDICT_COLOURS["reproduced"],
                                                           tables.VERDICT_COLOURS["contradicted"])
     dot = forest.forest(["t1_gating_bias"], out_dir=tmp_path).data[-1]
@@ -54,10 +54,11 @@ def test_a_short_run_on_a_final_error_claim_is_data_in_a_neutral_colour(tmp_path
     # at chance
     save(t2, "a_table2_activations", "bn_after_add-110", [0.9] * 3, losses=(2.3, 2.3, 2.3, 2.3))
     row = verdicts.claims_table(["t2_full_preact_best"], out_dir=t2).loc["t2_full_preact_best"]
-    assert "full_preact-110 vs relu_preact-110: resolves 2.3, the paper's gap 0.34: cannot resolve at this scale" in \
+    assert ("full pre-activation vs ReLU-only pre-activation: resolves 2.3, the paper's gap 0.34: "
+            "cannot resolve at this scale") in \
         row["resolves (the paper's gap)"]
     assert "left out or censored" not in row  # every run counts, at chance too: on both sides alike
-    assert "(bn_after_add-110, relu_before_add-110): d = 10.0 to 39.0" in row["evidence"]
+    assert "(BN after addition, ReLU before addition): d = 10.0 to 39.0" in row["evidence"]
 
 
 def test_the_evidence_of_two_readings_of_one_variant_names_both_metrics(tmp_path):
@@ -81,9 +82,9 @@ def test_a_claim_of_many_comparisons_shows_the_deciding_ones_and_sums_up_the_res
                                         out_dir=d).loc["t1_identity_best", "evidence"]
         first, rest = ev_text.split(" | ")[:2]
         # in full
-        assert (first.endswith("original 51.0 ± 1.0 vs constant_scaling-0-1 53.0 ± 1.0; d = 2.0 "
+        assert (first.endswith("the identity shortcut 51.0 ± 1.0 vs the shortcut scaled by 0 53.0 ± 1.0; d = 2.0 "
                                "[-0.3, 4.3]"))
-        assert (rest.startswith(f"original vs 9 more, {head} (the test's other variants): ")
+        assert (rest.startswith(f"the identity shortcut vs 9 more, {head} (the test's other variants): ")
                 and "d = 31.0 to 39.0" in rest)
 
 
@@ -193,7 +194,7 @@ def test_contradiction_note_names_the_part_its_seeds_and_the_papers_gap(tmp_path
     note = verdicts.contradiction_note(["t2_full_preact_best", "t2_bn_after_add_worst"], tmp_path,
                                        "full")
     assert note.count("\n- ") == 0 and note.startswith("- **t2_full_preact_best** is contradicted")
-    assert "full_preact-110 < relu_preact-110" in note and "55.0, 54.0, 56.0 %" in note
+    assert "full pre-activation < ReLU-only pre-activation" in note and "55.0, 54.0, 56.0 %" in note
     assert "6.37 %" in note and "6.71 %" in note and "0.34 points apart" in note
     # the CPU scale: no verdict
     assert verdicts.contradiction_note(["t2_full_preact_best"], out_dir=tmp_path) == ""

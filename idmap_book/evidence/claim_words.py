@@ -9,46 +9,14 @@ show, "after N steps", and that the final error needs the full recipe (rule.NEED
 from __future__ import annotations
 
 from idmap_lib.engine import recipes
-from idmap_lib.models.registry import UNIT_ROWS
 from . import claims
+from .variants import UNIT_NAMES, WORDS, words  # noqa: F401  (said here by many)
 from .metrics import (PERCENT, ended_at_chance, final_test_err, lr_jump_rise, shown_as,
                       stuck_before_jump)
 from .rule import NEEDS_FULL, NOT_TESTABLE, side_of
 from .runs import seed_runs
 from .tables import OURS, num
 
-# variant -> words, where its key does not read as English; (experiment, variant) where it depends
-# on it
-WORDS = {
-    "original+final_bn_relu-110": "the original unit + final BN-ReLU",
-    "relu_preact+final_bn_relu-110": "ReLU-only pre-activation + final BN-ReLU",
-    "full_preact+no_final-110": "full pre-activation without final BN-ReLU",
-    "original+zero_gamma-110": "the original unit, branches off at init",
-    "original+zero_gamma_scaled_input-110": "the original unit, branches off at init, its "
-                                            "classifier input scaled to the original's",
-    "original-1001": "the original ResNet-1001", "full_preact-1001": "pre-activation ResNet-1001",
-    "original+final_bn_relu-1001": "the original ResNet-1001 + final BN-ReLU",
-    "full_preact+no_final-1001": "pre-activation ResNet-1001 without final BN-ReLU",
-    "original": "the identity shortcut",
-    **{f"{unit}-110": row.words for unit, row in UNIT_ROWS.items()},  # each unit's row
-    "original-164": "the original ResNet-164",
-    "full_preact-164": "pre-activation ResNet-164", "c10-1001-original": "the original ResNet-1001",
-    "c10-1001-full_preact": "pre-activation ResNet-1001",
-    "c10-110-single-original": "the original unit",
-    "c10-110-single-full_preact": "pre-activation",
-    ("b_resnet32", "original"): "the ungated ResNet-32",
-    "gated": "the gated net", "constant_scaling-0-1": "the shortcut scaled by 0",
-    "constant_scaling-0.5-1": "the shortcut scaled by 0.5",
-    "constant_scaling-0.5-0.5": "both paths scaled by 0.5",
-    "exclusive_gating-b0": "exclusive gating at b_g = 0",
-    "exclusive_gating-b-6": "exclusive gating at b_g = −6",
-    "exclusive_gating-b-7": "exclusive gating at b_g = −7",
-    "shortcut_only_gating-b0": "shortcut-only gating at b_g = 0",
-    "shortcut_only_gating-b-6": "shortcut-only gating at b_g = −6",
-    "conv1x1": "the 1×1-convolution shortcut",
-    "dropout-0.5": "the dropout shortcut", "gated-k_decay": "the gated net with weight decay on k",
-    "plain": "the ungated WRN",
-}
 METRIC_SHORT = {"test_err": "test error", "train_loss": "training loss",
                 "steps_to_80": "steps to 80 % train error",
                 "lr_jump_rise": "loss rise at the jump",
@@ -67,20 +35,17 @@ VERDICT_WORDS = {"reproduced": "as claimed (reproduced)",
                  "not run yet": "not run yet"}
 
 
-def words(experiment, variant) -> str:
-    """A variant in words: 'the original unit' for original-110; the key itself where it reads
-    (conv1x1)."""
-    if variant.endswith(recipes.AT_FP32):
-        return words(experiment, variant.removesuffix(recipes.AT_FP32)) + " in float32"
-    w = WORDS.get((experiment, variant)) or WORDS.get(variant)
-    if w:
-        return w
-    if variant.startswith(("plain-d", "resnet-d", "gresnet-d", "gresnet_keras-d")):
-        kind, d = variant.split("-d")
-        name = {"plain": "plain net", "resnet": "ResNet", "gresnet": "GResNet",
-                "gresnet_keras": "GResNet with Keras's defaults"}[kind]
-        return f"the {name} (d = {d})"
-    return f"*{variant}*"
+def named(text: str, experiment: str) -> str:
+    """`text` with every variant key of `experiment` in it written in words (``words``): a
+    generated sentence or table cell never shows 'full_preact-110 < each of original-110'."""
+    import re
+
+    keys = sorted(recipes.EXPERIMENTS.get(experiment, {}).get("variants", ()), key=len,
+                  reverse=True)
+    if not keys or not text:
+        return text
+    pattern = r"(?<![\w+@-])(" + "|".join(map(re.escape, keys)) + r")(?:@fp32)?(?![\w+-])"
+    return re.sub(pattern, lambda m: words(experiment, m.group(0)).strip("*"), text)
 
 
 def compared(claim, test) -> str:

@@ -30,9 +30,15 @@ def slow_start(out_dir=None) -> str:
     def side(xs):
         return f"{' / '.join(f'{x:.0f}' for x in xs)} ({len(xs)} seeds)"
     return (f"At the paper's depth, [chapter 8](08_activations.ipynb) tests the slow start "
-            f"(*{v.claim.words}*) with ResNet-110 trained for {steps} steps ({test.words()}: "
+            f"(*{v.claim.words}*) with ResNet-110 trained for {steps} steps "
+            f"({_named(v)}: "
             f"{side(part['xa'])} against {side(part['xb'])}, where the run's length means never): "
             f"its verdict is **{v.verdict}**.")
+
+
+def _named(v) -> str:
+    """A claim's first part in words (its variants named, ``claim_words.named``)."""
+    return claim_words.named(v.parts[0][0].words(), getattr(v.claim, "experiment", ""))
 
 
 def pruning(out_dir=None) -> str:
@@ -40,7 +46,7 @@ def pruning(out_dir=None) -> str:
     vs = [_evaluated(k, out_dir)
           for k in ("b_greedy_pruning_beats_random", "b_gresnet_survives_pruning")]
     steps = recipes.config("b_mnist", "gresnet-d100", "full")["steps"]
-    each = "; ".join(f"*{v.claim.words}* ({v.parts[0][0].words()}: "
+    each = "; ".join(f"*{v.claim.words}* ({_named(v)}: "
                      f"{v.parts[0][1]['mean_a']:.1%} against {v.parts[0][1]['mean_b']:.1%}): "
                      f"**{v.verdict}**" for v in vs)
     return (f"With Paper B's whole recipe ({steps:,} steps), [chapter 10](10_gates.ipynb) tests "

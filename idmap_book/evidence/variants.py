@@ -9,7 +9,7 @@ from __future__ import annotations
 from idmap_lib.engine import recipes, results
 # (train, test) images: variants.DATASET_SIZES
 from idmap_lib.engine.data import SIZES as DATASET_SIZES
-from idmap_lib.models.registry import UNITS
+from idmap_lib.models.registry import UNIT_ROWS, UNITS
 from . import paper_numbers
 from .metrics import censored, final_test_err, final_train_loss, steps_to_80
 from .reports import net_name
@@ -67,7 +67,8 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_d
         # more seeds are asked for only where 3 leave a claim open
         missing = [s for s in missing if s in SEEDS]
         rows.append({
-            "variant": v, "network trained": net_name(recipes.config(experiment, v, scale)),
+            "variant": words(experiment, v).strip("*"),  # in words, never its key
+            "network trained": net_name(recipes.config(experiment, v, scale)),
             f"paper: test error % ({src})": paper_numbers.printed(experiment, v),
             "ours: test error %": mean_sd([final_test_err(r) for r in runs], 100),
             "ours, per seed": ", ".join(f"{100 * final_test_err(r):.1f}" for r in runs) or "–",
@@ -223,3 +224,64 @@ def shortcut_options(experiment, variant) -> tuple[str, dict]:
     constant_scaling-0.5-1."""
     kw = recipes.config(experiment, variant)["model"]["kwargs"]
     return kw["shortcut"], {k: v for k, v in kw.items() if k not in NETWORK}
+
+
+# a Fig 4 unit's net in words: "BN-after-addition ResNet-164"
+UNIT_NAMES = {"original": "the original", "bn_after_add": "BN-after-addition",
+              "relu_before_add": "ReLU-before-addition",
+              "relu_preact": "ReLU-only pre-activation", "full_preact": "pre-activation"}
+# variant -> words, where its key does not read as English; (experiment, variant) where it depends
+# on it
+WORDS = {
+    "original+final_bn_relu-110": "the original unit + final BN-ReLU",
+    "relu_preact+final_bn_relu-110": "ReLU-only pre-activation + final BN-ReLU",
+    "full_preact+no_final-110": "full pre-activation without final BN-ReLU",
+    "original+zero_gamma-110": "the original unit, branches off at init",
+    "original+zero_gamma_scaled_input-110": "the original unit, branches off at init, its "
+                                            "classifier input scaled to the original's",
+    "original-1001": "the original ResNet-1001", "full_preact-1001": "pre-activation ResNet-1001",
+    "original+final_bn_relu-1001": "the original ResNet-1001 + final BN-ReLU",
+    "full_preact+no_final-1001": "pre-activation ResNet-1001 without final BN-ReLU",
+    "original": "the identity shortcut",
+    **{f"{unit}-110": row.words for unit, row in UNIT_ROWS.items()},  # each unit's row
+    "original-164": "the original ResNet-164",
+    "full_preact-164": "pre-activation ResNet-164", "c10-1001-original": "the original ResNet-1001",
+    "c10-1001-full_preact": "pre-activation ResNet-1001",
+    "c10-110-single-original": "the original unit",
+    "c10-110-single-full_preact": "pre-activation",
+    ("b_resnet32", "original"): "the ungated ResNet-32",
+    "gated": "the gated net", "constant_scaling-0-1": "the shortcut scaled by 0",
+    "constant_scaling-0.5-1": "the shortcut scaled by 0.5",
+    "constant_scaling-0.5-0.5": "both paths scaled by 0.5",
+    "exclusive_gating-b0": "exclusive gating at b_g = 0",
+    "exclusive_gating-b-6": "exclusive gating at b_g = −6",
+    "exclusive_gating-b-7": "exclusive gating at b_g = −7",
+    "shortcut_only_gating-b0": "shortcut-only gating at b_g = 0",
+    "shortcut_only_gating-b-6": "shortcut-only gating at b_g = −6",
+    "conv1x1": "the 1×1-convolution shortcut",
+    "dropout-0.5": "the dropout shortcut", "gated-k_decay": "the gated net with weight decay on k",
+    "plain": "the ungated WRN",
+}
+
+
+def words(experiment, variant) -> str:
+    """A variant in words: 'the original unit' for original-110; the key itself where it reads
+    (conv1x1)."""
+    if variant.endswith(recipes.AT_FP32):
+        return words(experiment, variant.removesuffix(recipes.AT_FP32)) + " in float32"
+    w = WORDS.get((experiment, variant)) or WORDS.get(variant)
+    if w:
+        return w
+    if variant.startswith(("plain-d", "resnet-d", "gresnet-d", "gresnet_keras-d")):
+        kind, d = variant.split("-d")
+        name = {"plain": "plain net", "resnet": "ResNet", "gresnet": "GResNet",
+                "gresnet_keras": "GResNet with Keras's defaults"}[kind]
+        return f"the {name} (d = {d})"
+    kw = recipes.EXPERIMENTS.get(experiment, {}).get("variants", {}).get(variant)
+    kw = kw and recipes.config(experiment, variant, "cpu")["model"]["kwargs"]
+    c100 = " on CIFAR-100" if kw and kw.get("num_classes") == 100 else ""
+    if kw and kw.get("unit") in UNIT_NAMES and kw.get("shortcut", "identity") == "identity":
+        return f"{UNIT_NAMES[kw['unit']]} ResNet-{kw['depth']}{c100}"
+    if c100 and variant.startswith("c100-"):
+        return words(experiment, variant.removeprefix("c100-")) + c100
+    return f"*{variant}*"

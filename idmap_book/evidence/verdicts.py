@@ -164,14 +164,15 @@ def claims_table(keys=None, scale=None, out_dir=None):
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
         v = claims.evaluate(c, scale, out_dir)
         fragile = "; ".join(f"without seed {s} of {name}: {w}" for name, s, w in v.fragile)
+        said = lambda text: cw.named(text, c.experiment)  # noqa: E731  (variants in words)
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
-                     "test (fixed before the runs)": tests_in_words(c.tests)
+                     "test (fixed before the runs)": said(tests_in_words(c.tests))
                      + (f" ({c.scale_note})" if c.scale_note else ""),
                      "verdict": v.verdict, "tested for": tested_for(c, scale or c.scale),
-                     "evidence": " | ".join(filter(None, _evidence_of(v.parts))) or "–",
-                     "left out or censored": _left_out(v.parts),
-                     "resolves (the paper's gap)": _power(c, v.parts),
-                     "one seed changes it": fragile,
+                     "evidence": said(" | ".join(filter(None, _evidence_of(v.parts)))) or "–",
+                     "left out or censored": said(_left_out(v.parts)),
+                     "resolves (the paper's gap)": said(_power(c, v.parts)),
+                     "one seed changes it": said(fragile),
                      "missing runs": sum(len(s) for _, s in v.missing)})
     df = pd.DataFrame(rows).set_index("claim")
     for col in ("left out or censored", "resolves (the paper's gap)", "one seed changes it",
@@ -298,14 +299,16 @@ def contradiction_note(keys, out_dir=None, scale=None) -> str:
             each = {side: ", ".join(num(unit * x, fmt) for x in res[f"x{side}"]) for side in "ab"}
             d, lo, hi = (num(unit * res[k], fmt) for k in ("d", "lo", "hi"))
             pa, pb = (paper_numbers.paper_number(claim.experiment, x) or {} for x in (t.a, t.b))
-            paper = (f" The paper, after its whole recipe: {t.a} {pa['value']:.2f} %, {t.b} "
+            wa, wb = (cw.words(claim.experiment, x).strip("*") for x in (t.a, t.b))
+            paper = (f" The paper, after its whole recipe: {wa} {pa['value']:.2f} %, {wb} "
                      f"{pb['value']:.2f} % ({abs(pa['value'] - pb['value']):.2f} points apart)."
                      if isinstance(pa.get("value"), float) and isinstance(pb.get("value"), float)
                      else "")
             lines.append(f"- **{key}** is contradicted at the "
-                         f"{recipes.SCALE_WORDS[scale or claim.scale]} by its part *{t.words()}*: "
+                         f"{recipes.SCALE_WORDS[scale or claim.scale]} by its part "
+                         f"*{cw.named(t.words(), claim.experiment)}*: "
                          f"it holds the other way round, d = {d} [{lo}, {hi}] over the seeds "
-                         f"recorded ({t.a}: {each['a']}{u}; {t.b}: {each['b']}{u}).{paper}")
+                         f"recorded ({wa}: {each['a']}{u}; {wb}: {each['b']}{u}).{paper}")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ from ..evidence.reports import hardware
 from ..evidence.runs import seed_runs
 from ..evidence.seeds import ALL_SEEDS
 from ..page import figure_style, palette
+from ..page.prose import plain_number
 from ..page.log_axes import log_ticks
 from ..plan.cpu_scale import PROBE_MAX_RISE
 
@@ -78,23 +79,24 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
     figure that works without a kernel). `height`: px (a chapter's opening figure is shorter, to
     share the first screen with the answer)."""
     import plotly.graph_objects as go
-    from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
     recipe = recipes.config(experiment, variants[0], scale)  # what the variants share
     titles = [PANELS[p][3].format(log=recipe["log_every"]) for p in panels]
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=titles, horizontal_spacing=0.08)
-    colours = qualitative.Plotly + qualitative.D3
     missing, where, losses = [], set(), {}  # losses: variant -> every seed's values
-    for i, v in enumerate(variants):
+    ends, jumps = {}, {}  # the text alternative's numbers: the means' last values, the jump's rise
+    for v in variants:
         runs, _ = seed_runs(experiment, v, scale, seeds, out_dir)
         if not runs:
             missing.append(v)
             continue
         where.update(hardware(r) for r in runs)
-        # a unit keeps its colour on every page
-        c = palette.of(experiment, v) or colours[i % len(colours)]
+        pk = palette.key(experiment, v)  # a unit keeps its colour on every page
         said = words(experiment, v).strip("*")  # the legend in words, never the variant's key
+        if recipe["schedule"].get("warmup_steps") and recipe["schedule"].get("warmup") != "linear":
+            jumps[said] = statistics.median(_rises(r, [recipe["schedule"]["warmup_steps"]])[0]
+                                            for r in runs)
         label = f"{said} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
         for col, (part, key, scale_y, _) in enumerate((PANELS[p] for p in panels), 1):
             for r in runs:
@@ -102,8 +104,8 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                 if key == "train_loss":
                     losses.setdefault(v, []).extend(x[key] for x in h)
                 fig.add_trace(go.Scatter(x=[x["step"] for x in h], y=[scale_y * x[key] for x in h],
-                                         mode="lines",
-                                         line={"color": c, "width": 1}, opacity=0.45, legendgroup=v,
+                                         mode="lines", **palette.style(pk, width=1),
+                                         opacity=0.45, legendgroup=v,
                                          showlegend=False, name=f"{v} seed {r['config']['seed']}",
                                          hovertemplate=f"{said} seed {r['config']['seed']}<br>step "
                                                        f"%{{x}}: %{{y:.3f}}<extra></extra>"), 1,
@@ -112,15 +114,18 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
             per = [[scale_y * h[key] for r in runs for h in r["history"][part] if h["step"] == s]
                    for s in steps]
             mean, upper, lower = mean_band(per, log=key == "train_loss")
+            if mean:
+                ends.setdefault(PANELS[panels[col - 1]][3].split(" (")[0], {})[said] = mean[-1]
             fig.add_trace(go.Scatter(x=steps + steps[::-1], y=upper + lower[::-1], fill="toself",
-                                     fillcolor=c, opacity=0.15, line={"width": 0}, hoverinfo="skip",
+                                     **palette.style(pk, fill=True, width=0), opacity=0.15,
+                                     hoverinfo="skip",
                                      legendgroup=v,
                                      showlegend=False), 1, col)
             fig.add_trace(go.Scatter(x=steps, y=mean, name=label, legendgroup=v,
                                      showlegend=col == 1,
                                      mode="lines+markers" if part == "test" else "lines",
-                                     line={"color": c, "width": 3,
-                                           "dash": palette.dash(experiment, v)},
+                                     **palette.style(pk, width=3,
+                                                     dash=palette.dash(experiment, v)),
                                      hovertemplate=f"{said} mean<br>step %{{x}}: "
                                                    f"%{{y:.3f}}<extra></extra>"), 1, col)
     lr_marks(fig, recipe["schedule"], cols=range(1, len(panels) + 1))
@@ -134,17 +139,40 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                          row=1, col=panels.index("train_loss") + 1)
         if cut:
             top = max(losses, key=lambda v: max(losses[v]))
-            sub += (f"<br>loss axis cut at {hi:.2g}: {top}'s early spike, up to "
+            sub += (f"<br>loss axis cut at {hi:.2g}: {words(experiment, top).strip('*')}'s "
+                    f"early spike, up to "
                     f"{max(losses[top]):.3g}, runs off the top (hover its lines)")
     if missing:
-        sub += f"; not run yet: {', '.join(missing)}"
+        sub += f"; not run yet: {', '.join(words(experiment, v).strip('*') for v in missing)}"
     tables = (paper_numbers.source(experiment, variants)
               or recipes.EXPERIMENTS[experiment]["title"].split(":")[0])
     # the tables of the variants shown
     head = title or f"{tables}, our runs ({recipes.SCALE_WORDS[scale]})"
     # below: wide panels
-    fig.update_layout(figure_style.LAYOUT, height=height, legend=figure_style.LEGEND_BELOW)
+    fig.update_layout(figure_style.LAYOUT, height=height, legend=figure_style.LEGEND_BELOW,
+                      meta={"alt": curves_alt(head, ends, jumps, recipe["steps"])})
     return figure_style.title(fig, head, sub)
+
+
+def curves_alt(head, ends, jumps, steps) -> str:
+    """What a figure of curves shows, in words (its text alternative): the loss each variant's
+    mean rose by at the lr jump (`jumps`: {name: the seeds' median rise, nats}; flat: within
+    PROBE_MAX_RISE) and where each panel's mean ended (`ends`: {panel: {name: last value}}), best
+    first."""
+    said = []
+    if jumps:
+        flat = [n for n, r in jumps.items() if r <= PROBE_MAX_RISE]
+        rose = [f"{n}'s loss rises {r:.2g} nats"
+                for n, r in sorted(jumps.items(), key=lambda x: x[1]) if r > PROBE_MAX_RISE]
+        said.append("at the lr jump " + "; ".join(
+            ([f"{listed(flat)}'s loss stays flat"] if flat else []) + rose)
+                    + " (median over seeds)")
+    for panel, by in ends.items():
+        ranked = sorted(by.items(), key=lambda x: x[1])
+        said.append(f"{panel} after {steps:,} steps: "
+                    + ", ".join(f"{n} {plain_number(x)}" for n, x in ranked))
+    text = "; ".join(said) if said else "no recorded run yet"
+    return f"{head}. {text[0].upper()}{text[1:]}."
 
 
 def mean_band(per, log=False):

@@ -19,6 +19,7 @@ from ..evidence import claim_words, claims
 from ..evidence.seeds import ALL_SEEDS
 from ..evidence.synthesis import PROPERTIES
 from ..page import figure_style, palette
+from ..page.prose import plain_number
 from ..plan import jump_watch
 
 PANELS = (("input_spread", "weight-layer input std,<br>log10 largest / smallest", "linear"),
@@ -67,6 +68,7 @@ def explorer(out_dir=None, height=800):
             for k, (key, _, _) in enumerate(PANELS, start=1):
                 fig.add_trace(go.Scatter(x=x, y=[f[key] for f in summ], mode="lines+markers",
                                          name=claim_words.words("a_swaps", row), legendgroup=row,
+                                         meta={"palette": palette.unit_of(row)[0]},
                                          showlegend=False,
                                          marker=dict(symbol=palette.symbol(row), size=6),
                                          hovertemplate=claim_words.words("a_swaps", row)
@@ -77,7 +79,8 @@ def explorer(out_dir=None, height=800):
     steps = []
     for n, row in enumerate(found, start=1):
         on, said = [o == row for o in owner], claim_words.words("a_swaps", row)
-        rise = (f"rise at the jump: {statistics.median(rises[row]):.2g} nats (median, "
+        rise = (f"its loss rose {plain_number(statistics.median(rises[row]), 2)} nats at the jump "
+                f"(median of "
                 f"{len(rises[row])} runs)" if rises[row] else "no run of it recorded yet")
         steps.append(dict(method="update", label=str(n), value=f"{n}: {said}", args=[{
             "line.color": [palette.colour(o) if o == row else FAINT for o in owner],
@@ -105,7 +108,8 @@ def explorer(out_dir=None, height=800):
                                     pad=dict(t=72),
                                     font=figure_style.LEAST_FONT,
                                     currentvalue=dict(prefix="row ", font=figure_style.FONT))],
-                      meta={"alt": alt(found)})
+                      meta={"alt": alt(found, out_dir)},
+                      title_text=steps[0]["args"][1]["title.text"])
     return fig
 
 
@@ -123,13 +127,18 @@ def _title(head: str, sub: str) -> tuple[str, int]:
             len(heads) + len(subs))
 
 
-def alt(found: dict) -> str:
-    """The explorer's text alternative: what it shows, for how many rows and seeds."""
+def alt(found: dict, out_dir=None) -> str:
+    """The explorer's text alternative: what it shows, for how many rows and seeds, and each row's
+    median rise at the jump (the number its slider's titles give)."""
     n = sum(len(s) for s in found.values())
+    rises = {r: claims.values("a_swaps", r, recipes.JUMP_PROBE, "lr_jump_rise", out_dir,
+                              ALL_SEEDS)[0] for r in found}
+    said = "; ".join(f"{claim_words.words('a_swaps', r)} {plain_number(statistics.median(x), 2)}"
+                     for r, x in rises.items() if x)
     return (f"An explorer over {len(found)} rows of the interventions ({n} measured trainings): "
             f"for the row picked with the slider, "
             f"{', '.join(p[1].replace('<br>', ' ') for p in PANELS)}, at initialisation and around "
-            f"the lr jump at step 100.")
+            f"the lr jump at step 100. The loss rose at the jump by (median, nats): {said}.")
 
 
 def alt_caption(out_dir=None) -> str:
@@ -137,4 +146,4 @@ def alt_caption(out_dir=None) -> str:
     found = rows_measured(out_dir)
     missing = [claim_words.words("a_swaps", r) for r in PROPERTIES if jump_watch.depth_of(r) == 110
                and r not in found]
-    return alt(found) + (f" Not measured yet: {'; '.join(missing)}." if missing else "")
+    return alt(found, out_dir) + (f" Not measured yet: {'; '.join(missing)}." if missing else "")

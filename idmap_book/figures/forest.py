@@ -67,6 +67,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
     fig = make_subplots(rows=len(panels), cols=1, row_heights=[h for _, _, h in panels],
                         vertical_spacing=GAP_PX / plot if len(panels) > 1 else 0,
                         subplot_titles=[f"{METRIC_WORDS[m]}: d" for m, _, _ in panels])
+    said = []  # the text alternative: each row's d, interval and verdict
     for i, (metric, out, h) in enumerate(panels, start=1):
         unit, fmt = shown_as(metric)
         for lines, y, (c, label, r, t) in out:
@@ -79,6 +80,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                 else:
                     per = ([x - r["mean_b"] for x in xs] if side == "a"
                            else [r["mean_a"] - x for x in xs])
+                seed_of = cw.words(c.experiment, getattr(t, side)).strip("*")
                 fig.add_trace(go.Scatter(x=[unit * v for v in per], y=[y] * len(per),
                                          mode="markers",
                                          showlegend=False,
@@ -86,9 +88,11 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                                                  "symbol": "circle-open" if side == "a"
                                                  else "x-thin",
                                                  "line": {"width": 1, "color": "grey"}},
-                                         hovertemplate=f"{label}<br>one seed of {getattr(t, side)} "
+                                         hovertemplate=f"{label}<br>one seed of {seed_of} "
                                                        f"against the other side's mean: "
                                                        f"%{{x:{fmt}}}<extra></extra>"), i, 1)
+            said.append(f"{label}: d = {num(d, fmt)} [{num(lo, fmt)}, {num(hi, fmt)}], "
+                        f"{r['verdict']}")
             fig.add_trace(go.Scatter(x=[d], y=[y], mode="markers", showlegend=False,
                                      name=f"{c.key}: {label}",
                                      marker={"size": 10, "color": VERDICT_COLOURS[r["verdict"]],
@@ -114,5 +118,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                        "x: b) against the other side's mean")
     top = fig.layout.margin.t
     fig.update_layout(figure_style.LAYOUT, height=top + BOTTOM_PX + plot,
-                      margin={"l": 20, "r": 20, "b": BOTTOM_PX})
+                      margin={"l": 20, "r": 20, "b": BOTTOM_PX},
+                      meta={"alt": "Effects d (the paper's direction above 0) with their 95 % "
+                                   "intervals: " + "; ".join(said) + "."})
     return fig

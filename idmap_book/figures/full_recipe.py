@@ -7,6 +7,7 @@ from __future__ import annotations
 from idmap_lib.engine import recipes, results
 from ..evidence import claims, paper_numbers, power, verdicts
 from ..evidence.checkpoints import committed_checkpoint
+from ..evidence.claim_words import words
 from ..evidence.metrics import final_test_err
 from ..evidence.reports import LOSSY_NOTE, command, hardware, lossy_copy, net_name
 from ..evidence.rule import MIN_SEEDS
@@ -177,34 +178,37 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     dotted line per variant -- one scale only: the CPU scale's runs are in ``band_curves``. `runs`:
     as ``full_recipe_words``."""
     import plotly.graph_objects as go
-    from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
     runs = (runs if runs is not None else full_recipe_runs(experiment, variants, seed, out_dir,
                                                            checkpoint_dir))
     fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (log axis)", "test error %"),
                         horizontal_spacing=0.08)
-    colours = qualitative.Plotly + qualitative.D3
     total = recipes.config(experiment, variants[0], "full", seed)["steps"]
-    for i, v in enumerate(variants):
-        # a unit keeps its colour on every page
-        c = palette.of(experiment, v) or colours[i % len(colours)]
+    said_alt = []  # the text alternative: each run's last test error
+    for v in variants:
+        pk, said = palette.key(experiment, v), words(experiment, v).strip("*")
         if v in runs:
             h, _, _, state, _ = runs[v]
+            if h["test"]:
+                said_alt.append(f"{said}: {100 * h['test'][-1]['test_err']:.2f} % at step "
+                                f"{h['test'][-1]['step']:,} ({state})")
             for col, key, part, k in ((1, "train_loss", "train", 1), (2, "test_err", "test", 100)):
                 fig.add_trace(go.Scatter(x=[x["step"] for x in h[part]],
                                          y=[k * x[key] for x in h[part]],
                                          mode="lines" if col == 1 else "lines+markers",
-                                         line={"color": c, "dash": palette.dash(experiment, v)},
-                                         name=f"{v} ({state})", legendgroup=v, showlegend=col == 1,
-                                         hovertemplate=f"{v}<br>step %{{x}}: "
+                                         **palette.style(pk, dash=palette.dash(experiment, v)),
+                                         name=f"{said} ({state})", legendgroup=v,
+                                         showlegend=col == 1,
+                                         hovertemplate=f"{said}<br>step %{{x}}: "
                                                        f"%{{y:.3f}}<extra></extra>"), 1, col)
         p = paper_numbers.paper_number(experiment, v)
         if p:
             fig.add_trace(go.Scatter(x=[0, total], y=[p["value"]] * 2, mode="lines", legendgroup=v,
-                                     line={"color": c, "dash": "dot"},
-                                     name=f"{v}: {p['source']}, {p['value']:g} %",
-                                     hovertemplate=f"{v}: {p['source']} %{{y}} %<extra></extra>"),
+                                     **palette.style(pk, dash="dot"),
+                                     name=f"{said}: {p['source']}, {p['value']:g} %",
+                                     hovertemplate=f"{said}: {p['source']} %{{y}} %"
+                                                   "<extra></extra>"),
                                      1, 2)
     lr_marks(fig, recipes.config(experiment, variants[0], "full", seed)["schedule"])
     fig.update_xaxes(title_text="step", range=[0, total])
@@ -212,9 +216,12 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     missing = [v for v in variants if v not in runs]
     sub = (f"seed {seed}; solid: ours as it stands; dotted: the paper's final test error"
-           + (f"; not run yet: {', '.join(missing)}" if missing else ""))
+           + (f"; not run yet: {', '.join(words(experiment, v).strip('*') for v in missing)}"
+              if missing else ""))
     head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + ", the full recipe"
-    fig.update_layout(figure_style.LAYOUT, height=560, legend=figure_style.LEGEND_BELOW)
+    fig.update_layout(figure_style.LAYOUT, height=560, legend=figure_style.LEGEND_BELOW,
+                      meta={"alt": f"{head}: the test error where each run stands: "
+                                   + ("; ".join(said_alt) or "none evaluated yet") + "."})
     return figure_style.title(fig, head, sub)
 
 

@@ -18,7 +18,7 @@ from ..evidence.reports import hardware
 from ..evidence.runs import seed_runs
 from ..evidence.seeds import ALL_SEEDS, SEEDS
 from ..evidence.tables import drop_if_empty, mean_sd
-from ..page import figure_style
+from ..page import figure_style, palette
 from ..plan.mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 # the gates are read over every recorded seed: 3, and 5 where a claim needed more
 
@@ -66,21 +66,23 @@ def mnist_table(seeds=SEEDS, out_dir=None):
     return drop_if_empty(pd.DataFrame(rows).set_index("d"), "to run")
 
 
-def _band(fig, x, per, name, colour, col=1, dash=None, group=None):
-    """Mean line with a ± sd band over the lists in `per` (one list of values per x)."""
+def _band(fig, x, per, name, key, col=1, dash=None, group=None):
+    """Mean line with a ± sd band over the lists in `per` (one list of values per x), in the colour
+    of the palette's `key` (the net it draws)."""
     import plotly.graph_objects as go
 
     mean = [statistics.fmean(p) for p in per]
     sd = [statistics.stdev(p) if len(p) > 1 else 0.0 for p in per]
     group = group or name
+    fig.layout.meta = {**(fig.layout.meta or {}), name: mean}  # for the text alternative
     fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=[m + s for m, s in zip(mean, sd)]
                              + [m - s for m, s in zip(mean, sd)][::-1], fill="toself",
-                             fillcolor=colour,
-                             opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
+                             **palette.style(key, fill=True, width=0),
+                             opacity=0.18, hoverinfo="skip", showlegend=False,
                              legendgroup=group), 1, col)
     fig.add_trace(go.Scatter(x=list(x), y=mean, name=name, legendgroup=group,
-                             line={"color": colour, "dash": dash},
-                             mode="lines+markers", marker={"size": 4},
+                             **palette.style(key, marker={"size": 4}, dash=dash),
+                             mode="lines+markers",
                              hovertemplate=f"{name}<br>%{{x}}: %{{y:.3f}}<extra></extra>"), 1, col)
 
 
@@ -106,7 +108,6 @@ def k_figure(seeds=ALL_SEEDS, out_dir=None):
     it found): the d = 100 GResNet on MNIST (full recipe) and the gated ResNet-32 and WRN-28-1 on
     CIFAR-10 (CPU scale), dimension-changing blocks marked. A panel without runs says so, with the
     command that makes them; the hardware the runs trained on is printed under the panels."""
-    from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
     panels = [(EXPERIMENT, f"gresnet-d{PRUNE_DEPTH}", "full",
@@ -127,10 +128,13 @@ def k_figure(seeds=ALL_SEEDS, out_dir=None):
             continue
         ks = [r["final"]["gates_k"] for r in runs]
         _band(fig, range(1, len(ks[0]) + 1), list(zip(*ks)), title.replace("<br>", ", "),
-              qualitative.Plotly[col - 1], col)
+              palette.key(e, v), col)
         for b in dimension_changing_blocks(recipes.config(e, v, scale)):
             fig.add_vline(x=b, line={"dash": "dot", "color": "grey"}, row=1, col=col)
         machines |= {hardware(r) for r in runs}
+    fig.layout.meta = {"alt": "The learned k after training, over the blocks: " + "; ".join(
+        f"{n}: mean {statistics.fmean(m):.2f}, from {min(m):.2f} to {max(m):.2f}"
+        for n, m in (fig.layout.meta or {}).items()) + "."}
     fig.update_xaxes(title_text="block")
     fig.update_yaxes(title_text="learned k", col=1)
     # the panel titles: two lines each, three abreast
@@ -148,14 +152,13 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
     without retraining -- GResNet by smallest k first, GResNet and ResNet at random; mean ± sd over
     seeds (and random orders)."""
     import plotly.graph_objects as go
-    from plotly.colors import qualitative
 
     fig = go.Figure().set_subplots(rows=1, cols=1)
     lines = [("gresnet", "by_gate", "GResNet, smallest k first", None),
              ("gresnet", "at_random", "GResNet, random order", "dash"),
              ("resnet", "at_random", "ResNet, random order", "dash")]
     notes, blocks = [], PRUNE_DEPTH // 2
-    for i, (kind, order, name, dash) in enumerate(lines):
+    for kind, order, name, dash in lines:
         runs = [r for r in recorded_runs(EXPERIMENT, f"{kind}-d{PRUNE_DEPTH}", "full", seeds,
                                          out_dir)
                 if (r.get("analysis") or {}).get("pruning")]
@@ -167,7 +170,7 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
                                              else r["analysis"]["pruning"][order])]
         per = [[100 * c[n] for c in curves] for n in range(len(curves[0]))]
         _band(fig, range(len(per)), per, f"{name} ({len(runs)} seeds, {len(curves)} curves)",
-              qualitative.Plotly[i], dash=dash)
+              kind, dash=dash)
     fig.update_xaxes(title_text=f"blocks removed (of {blocks})")
     # ticks at 1, 2, 5 per decade, written out (plotly's default log ticks read "1 2 ... 9 10 2" for
     # 1-20 %)
@@ -175,6 +178,12 @@ def pruning_figure(seeds=SEEDS, out_dir=None):
                      ticktext=[f"{v:g}" for v in LOG_TICKS])
     sub = "mean ± sd; MNIST, full recipe; no retraining" + ("; " + "; ".join(notes) if notes
                                                             else "")
+    half = {n.split(" (")[0]: m[min(len(m) - 1, blocks // 2)]
+            for n, m in (fig.layout.meta or {}).items()}
+    fig.layout.meta = {"alt": (
+        f"With half the {blocks} blocks removed, without retraining, the test error is "
+        + ", ".join(f"{v:.1f} % ({n})" for n, v in sorted(half.items(), key=lambda x: x[1]))
+        + ".") if half else "No pruned net recorded yet."}
     fig.update_layout(figure_style.LAYOUT, height=480, legend=figure_style.LEGEND_BELOW)
     return figure_style.title(fig,
                               f"Paper B Fig 5: removing residual blocks of a trained d = "

@@ -11,6 +11,7 @@ from ..evidence import claims, metrics, paper_numbers
 from ..evidence.reports import hardware
 from ..evidence.seeds import ALL_SEEDS, SEEDS
 from ..evidence.tables import num
+from ..page.prose import plain_number
 from ..maths import probes
 from ..plan.mnist_grid import DEPTHS, EXPERIMENT, KINDS, PRUNE_DEPTH
 from .gate_figures import (KIND_NAMES, dimension_changing_blocks, ok_runs, recorded_runs,
@@ -227,7 +228,7 @@ def shut_gate_note(K=0.01, out_dir=None) -> str:
             f"MNIST GResNet at k = {-K:g} the gradient on each gate is "
             f"{'exactly 0' if (below == 0).all() else '**not** 0'}, at k = {K:g} it is "
             f"{'nonzero' if (above != 0).all() else '0 for some gate'} (|dE/dk| ≥ "
-            f"{float(above.abs().min()):.1e}).")
+            f"{plain_number(float(above.abs().min()))}).")
     if counts:
         text += (f" So the {', '.join(str(s) for s, _ in counts.values())} of "
                  f"{next(iter(counts.values()))[1]} gates (per seed) that ended at k ≤ 0 in our d "

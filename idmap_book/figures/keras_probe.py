@@ -22,11 +22,11 @@ COMMAND = "python -m idmap_book mnist --kinds gresnet_keras --depths {d}"
 def probe_figure(seeds=SEEDS, out_dir=None):
     """k block by block, mean ± sd over seeds, of the GResNet with PyTorch's and with Keras's
     defaults, at d = 10 and d = 100 (one panel each); Paper B's mean k as a dotted line."""
-    from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=len(DEPTHS),
                         subplot_titles=[f"GResNet d = {d}" for d in DEPTHS])
+    said, paper = [], {}
     for col, d in enumerate(DEPTHS, 1):
         for i, (prefix, name) in enumerate(SETTINGS.items()):
             runs = ok_runs(EXPERIMENT, f"{prefix}-d{d}", "full", seeds, out_dir)
@@ -37,10 +37,14 @@ def probe_figure(seeds=SEEDS, out_dir=None):
                 continue
             ks = [r["final"]["gates_k"] for r in runs]
             _band(fig, range(1, len(ks[0]) + 1), list(zip(*ks)), f"{name} ({len(runs)} seeds)",
-                  qualitative.Plotly[i], col, group=name)
-        paper = paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")["mean_k"]
-        fig.add_hline(y=paper, line={"dash": "dot", "color": "grey"}, row=1, col=col,
-                      annotation_text=f"Paper B's mean k {paper}", annotation_position="top left")
+                  prefix, col, group=name)
+            said.append(f"d = {d}, {name}: {statistics.fmean(metrics.mean_k(r) for r in runs):.2f}")
+        paper[d] = paper_numbers.paper_number(EXPERIMENT, f"gresnet-d{d}")["mean_k"]
+        fig.add_hline(y=paper[d], line={"dash": "dot", "color": "grey"}, row=1, col=col,
+                      annotation_text=f"Paper B's mean k {paper[d]}",
+                      annotation_position="top left")
+    fig.layout.meta = {"alt": "The GResNet's mean learned k: " + "; ".join(said)
+                       + "; Paper B's: " + ", ".join(f"d = {d}: {paper[d]}" for d in DEPTHS) + "."}
     seen = set()
     for t in fig.data:  # one legend entry per setting
         if t.showlegend is None:

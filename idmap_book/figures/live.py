@@ -34,6 +34,7 @@ from idmap_lib.engine.checkpoint import CheckpointError, load_checkpoint, path_o
 from idmap_lib.engine.device import format_duration, pick_device
 from idmap_lib.engine.trainer import train
 from ..evidence import paper_numbers
+from ..evidence.claim_words import words
 from ..evidence.reports import hardware
 from ..evidence.runs import runs_dir, seed_runs
 from ..evidence.seeds import ALL_SEEDS, READER_SEED
@@ -119,7 +120,8 @@ class LiveFigure:
         import plotly.graph_objects as go
 
         self.fig = fig = band_curves(experiment, [variant], scale, panels=self.SHOWN,
-                                     title=f"{variant}: your run (seed {seed}) beside the book's "
+                                     title=f"{words(experiment, variant).strip('*')}: your run "
+                                           f"(seed {seed}) beside the book's "
                                            f"recorded runs ({recipes.SCALE_WORDS[scale]})")
         p = (paper_numbers.paper_number(experiment, variant) or {}).get("value")
         if isinstance(p, (int, float)):
@@ -291,7 +293,8 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
                               os.environ.get("IDMAP_RUNS", "idmap_runs"))}
     log = print if show else (lambda *a: None)
     if not (run or done or ck or recorded):
-        log(f"Nothing to draw yet: the book has no recorded run of {variant} at the "
+        log(f"Nothing to draw yet: the book has no recorded run of "
+            f"{words(experiment, variant).strip('*')} at the "
             f"{recipes.SCALE_WORDS[scale]} and you have none. To train it: {out['command']}")
         return out
     live = out["figure"] = LiveFigure(experiment, variant, scale, seed)

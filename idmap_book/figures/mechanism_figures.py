@@ -17,12 +17,11 @@ import statistics
 
 from ..page import figure_style, palette
 from ..evidence import mechanisms as mech
+from ..evidence.claim_words import UNIT_NAMES
 from ..page.log_axes import log_range
+from ..page.prose import plain_number
 from ..evidence.seeds import SEEDS
 
-# a unit keeps its colour on every page; the λ stack's own four below
-COLOURS = {**palette.UNIT_COLOURS,
-           0.5: "#9467bd", 0.9: "#ff7f0e", 1.0: "#1f77b4", 1.1: "#2ca02c"}
 UNIT_WORDS = {"original": "original (Fig 4a)", "relu_preact": "ReLU-only pre-activation (Fig 4d)",
               "full_preact": "full pre-activation (Fig 4e)"}
 FONT = figure_style.FONT
@@ -112,6 +111,16 @@ def over_seeds(per_seed: dict, key, step=None) -> list[float]:
     return vals
 
 
+def _said(variant: str) -> str:
+    """A mechanism run's net in words: 'the original ResNet-110' for original-110."""
+    unit, _, depth = variant.rpartition("-")
+    return f"{UNIT_NAMES.get(unit, unit)} ResNet-{depth}" if unit else variant
+
+
+def compared(t) -> str:
+    return f"{_said(t.a)} vs {_said(t.b)}"
+
+
 def claims_table(keys=None, seeds=SEEDS, out_dir=None):
     """One row per mechanism claim (those of `keys`, default all): chapter, the claim's words, its
     verdict, each part's d [lo, hi] and what its seeds resolve, and the single records whose removal
@@ -123,11 +132,12 @@ def claims_table(keys=None, seeds=SEEDS, out_dir=None):
         if keys is not None and c.key not in keys:
             continue
         res = mech.evaluate(c, seeds, out_dir)
-        parts = "; ".join(f"{t.a} vs {t.b} ({t.metric}): " + (
+        parts = "; ".join(f"{compared(t)} ({t.metric}): " + (
             f"d = {r['d']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}], resolves {r['resolvable']:.2f}"
             if "d" in r
             else r["verdict"]) for t, r in res["parts"])
-        one = "; ".join(f"without {v} seed {s}: {w}" for v, s, w in res["fragile"]) or "none"
+        one = "; ".join(f"without seed {s} of {_said(v)}: {w}"
+                        for v, s, w in res["fragile"]) or "none"
         rows.append({"chapter": mech.CHAPTER[c.key], "claim": c.words, "source": c.source,
                      "verdict": res["verdict"],
                      "parts (metric in log10 or a fraction; d by Welch's t, 95 %)": parts,
@@ -156,8 +166,8 @@ def forward_figure(seeds=SEEDS, out_dir=None):
 
     fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12,
                         subplot_titles=(
-        "signal: rms of x_l (λ > 1: off the top)", "share of x_L carried by λ^(L−l) x_l",
-        "branch ÷ shortcut: ‖F(x_l)‖ / ‖λ x_l‖ (λ > 1: below)", "gradient: ‖∂E/∂x_l‖ / ‖∂E/∂x_L‖"))
+        "signal: rms of xₗ (λ > 1: off the top)", "share of x_L carried by λᴸ⁻ˡ xₗ",
+        "branch ÷ shortcut: ‖F(xₗ)‖ / ‖λ xₗ‖ (λ > 1: below)", "gradient: ‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"))
     every = []
     for lam in mech.LAMS:
         for n, r in enumerate(_forward(lam, seeds, out_dir)):
@@ -173,23 +183,29 @@ def forward_figure(seeds=SEEDS, out_dir=None):
                 fig.add_trace(go.Scatter(x=[l[k] for k in keep], y=[ys[k] for k in keep],
                                          mode="lines", name=f"λ = {lam:g}", legendgroup=str(lam),
                                          showlegend=n == 0 and (row, col) == (1, 1), opacity=0.8,
-                                         line={"color": COLOURS[lam], "width": 2}), row, col)
+                                         **palette.style(palette.lam(lam), width=2)), row, col)
     if not every:
         return None
+    grad = {}
+    for r in every:
+        grad.setdefault(r["config"]["network"]["lam"], []).append(
+            r["values"]["log10_grad_ratio"][0])
+    fig.update_layout(meta={"alt": (
+        "At initialisation the gradient at the first of the 1000 units, as a multiple of the "
+        "last's (median over seeds), by λ: " + "; ".join(
+            f"{lam:g}: {plain_number(10 ** statistics.median(g))}" for lam, g in grad.items())
+        + ".")})
     fig.update_yaxes(type="log", exponentformat="power")
     # λ > 1 runs off these two: the range shows λ <= 1
     for row, key in ((1, "rms"), (2, "branch_ratio")):
         kept = [y for r in every if r["config"]["network"]["lam"] <= 1 for y in r["values"][key]]
         fig.update_yaxes(range=log_range(kept), row=row, col=1)
     fig.update_xaxes(title_text="unit l (x_L: l = 1000)")
-    fig.update_layout(height=720, font=FONT, legend={"x": 0.01, "y": 0.99,
-                                                     "bgcolor": "rgba(255,255,255,0.7)"},
-                      margin={"t": 60, "b": 90},
-                      annotations=list(fig.layout.annotations)
-                      + [dict(text=_caption(every), x=0, y=-0.14,
-                               xref="paper", yref="paper",
-                               showarrow=False, font=figure_style.LEAST_FONT)])
-    return fig
+    # the legend at the foot, off the curves (inside, it covered λ = 1's)
+    fig.update_layout(height=760, font=FONT)
+    figure_style.caption(fig, _caption(every), legend_rows=1)
+    return figure_style.title(fig, "A stack of 1000 units with shortcuts scaled by λ, at "
+                              "initialisation", "one line per λ and seed; log axes")
 
 
 def weight_input_figure(seeds=SEEDS, out_dir=None):
@@ -202,7 +218,7 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
                         subplot_titles=[f"ResNet-{d}" + (" (¼ width)" if d == 1001 else "")
                                         for d in mech.DEPTHS])
-    every = []
+    every, spread = [], {}  # (unit, depth): largest ÷ smallest 1st-layer input std, init and last
     for col, depth in enumerate(mech.DEPTHS, 1):
         for unit in mech.UNITS:
             recs = _training(unit, depth, seeds, out_dir)
@@ -214,11 +230,12 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
                 stds = [mech._forward_at(r, step)["weight_input_std"] for r in recs]
                 if which == 0:
                     ys = [_gmean([s[k][0] for s in stds]) for k in range(len(stds[0]))]
+                    spread.setdefault((unit, depth), []).append(max(ys) / min(ys))
                 else:
                     ys = [_gmean([max(s[k][1:]) for s in stds]) for k in range(len(stds[0]))]
                 what = "1st weight layer" if which == 0 else "other weight layers (largest)"
                 fig.add_trace(go.Scatter(y=ys, mode="lines",
-                                         line={"color": COLOURS[unit], "dash": dash, "width": 2},
+                                         **palette.style(unit, dash=dash, width=2),
                                          name=UNIT_WORDS[unit], legendgroup=unit,
                                          showlegend=col == 1 and dash == "solid",
                                          hovertemplate=f"{UNIT_WORDS[unit]}, {what}, step "
@@ -246,7 +263,12 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
         )
         + ")"
     )
-    fig.update_layout(height=600, font=FONT)
+    fig.update_layout(height=640, font=FONT, meta={"alt": (
+        "The first weight layer's input std, largest over smallest across the units, at init and "
+        "in the last forward recorded: " + "; ".join(
+            f"{UNIT_WORDS[u].split(' (')[0]} ResNet-{d}: {plain_number(a)} and {plain_number(b)}"
+            for (u, d), (a, b) in spread.items()) + ".")})
+    figure_style.title(fig, "How far each weight layer's input strays from 1, unit by unit")
     return figure_style.caption(fig, key + "<br>" + _caption(every), legend_rows=3)
 
 
@@ -255,8 +277,8 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
     and at TRUNCATION_STEP (seed mean; ResNet-110 also at its last forward recorded)."""
     import plotly.graph_objects as go
 
-    fig, every = go.Figure(), []
-    for depth, dash_colour in ((110, "#1f77b4"), (1001, "#d62728")):
+    fig, every, said = go.Figure(), [], {}
+    for depth in (110, 1001):
         recs = _training("original", depth, seeds, out_dir)
         if not recs:
             continue
@@ -265,21 +287,24 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
         for step, dash in zip(steps, ("dot", "solid", "dash")):
             negs = [mech._forward_at(r, step)["negative_fraction"] for r in recs]
             n = len(negs[0])
-            fig.add_trace(go.Scatter(x=[(k + 0.5) / n for k in range(n)],
-                                     y=[statistics.fmean(x[k] for x in negs) for k in range(n)],
+            ys = [statistics.fmean(x[k] for x in negs) for k in range(n)]
+            said.setdefault(depth, []).append(f"{statistics.fmean(ys):.2f} at step {step}")
+            fig.add_trace(go.Scatter(x=[(k + 0.5) / n for k in range(n)], y=ys,
                                      mode="lines",
-                                     line={"color": dash_colour, "dash": dash, "width": 2},
+                                     **palette.style(f"ResNet-{depth}", dash=dash, width=2),
                                      name=f"ResNet-{depth}, step {step}"))
     if not every:
         return None
-    fig.update_layout(height=480, font=FONT, xaxis_title="relative depth l / L",
-                      yaxis_title="fraction of y_l = x_l + F(x_l) below 0",
-                      legend={"x": 0.6, "y": 0.98},
-                      margin={"b": 110}, annotations=[dict(text=_caption(every), x=0, y=-0.25,
-                                                           xref="paper",
-                                                           yref="paper", showarrow=False,
-                                                           font=figure_style.LEAST_FONT)])
-    return fig
+    fig.update_layout(height=520, font=FONT, xaxis_title="relative depth l / L",
+                      yaxis_title="fraction of yₗ = xₗ + F(xₗ) below 0", meta={"alt": (
+                          "The original unit's fraction of yₗ below 0, averaged over its units: "
+                          + "; ".join(f"ResNet-{d}: " + ", ".join(v) for d, v in said.items())
+                          + ".")})
+    figure_style.caption(fig, _caption(every), legend_rows=2)
+    return figure_style.title(fig, "The original unit's truncation by depth, in training",
+                              "dotted: at initialisation; solid: at step "
+                              f"{mech.TRUNCATION_STEP}; dashed: the last forward recorded",
+                              room=16)
 
 
 def gain_fit(seeds=SEEDS, out_dir=None) -> dict:

@@ -22,11 +22,12 @@ import math
 from dataclasses import dataclass, field
 
 from ..page.figure_style import FONT_PX, LAYOUT_LEGEND_ABOVE
+from ..page.palette import style
+from ..page.prose import plain_number
 from ..page.log_axes import log_range, log_ticks
 
 # defined with every figure's fonts and legends (figure_style.py)
 THEORY_LAYOUT = LAYOUT_LEGEND_ABOVE
-BLUE, RED = "#1f77b4", "#d62728"
 
 
 @dataclass
@@ -155,15 +156,21 @@ def lambda_slider(measured: dict, start: float = 1.0):
                           traces=[
             (1, go.Scatter(x=k, y=theory, name="Eqn 8's direct term ∏λ = λ^(L−l)",
                            legendgroup="theory",
-                           line=dict(color=BLUE, dash="dash"))),
+                           **style("direct term", dash="dash"))),
             (2, go.Scatter(x=k, y=meas, name="measured at initialisation",
-                           line=dict(color=RED, width=2.5))),
+                           **style("measured", width=2.5))),
             (2, go.Scatter(x=k, y=theory, name="direct term", legendgroup="theory",
                            showlegend=False,
-                           line=dict(color=BLUE, dash="dash"))),
+                           **style("direct term", dash="dash"))),
         ]))
-    return slider_figure(steps, lams.index(start), y_titles=["∏λ (Eqn 8)", "‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
-                         x_title="number of units L − l", slider_title="λ = ", height=640)
+    fig = slider_figure(steps, lams.index(start), y_titles=["∏λ (Eqn 8)",
+                                                            "‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
+                        x_title="number of units L − l", slider_title="λ = ", height=640)
+    return fig.update_layout(meta={"alt": (
+        f"Over {depth} units the measured gradient ratio is, by λ: " + "; ".join(
+            f"{lam:g}: {plain_number(float(measured[lam][-1]))} (∏λ = "
+            f"{plain_number(lam ** depth)})" for lam in lams)
+        + ".")})
 
 
 def depth_slider(full: dict, direct: dict, start: int | None = None):
@@ -187,10 +194,16 @@ def depth_slider(full: dict, direct: dict, start: int | None = None):
         steps.append(Step(label=str(L), title=f"L = {L}: ‖∂E/∂x₀‖ = {number(f[0])} × ‖∂E/∂x_L‖",
                           traces=[
             (1, go.Scatter(x=ks, y=f, name="full gradient (initialised)",
-                           line=dict(color=RED, width=2.5))),
+                           **style("measured", width=2.5))),
             (1, go.Scatter(x=ks, y=d, name="direct term alone (F = 0)",
-                           line=dict(color=BLUE, dash="dash"))),
+                           **style("direct term", dash="dash"))),
         ]))
-    return slider_figure(steps, depths.index(start), y_titles=["‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
-                         x_title="unit l (L: the last unit's output)", slider_title="L = ",
-                         height=480)
+    fig = slider_figure(steps, depths.index(start), y_titles=["‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
+                        x_title="unit l (L: the last unit's output)", slider_title="L = ",
+                        height=480)
+    return fig.update_layout(meta={"alt": (
+        "The gradient at the first unit, as a multiple of the last unit's, by depth L: "
+        + "; ".join(
+            f"{L}: {plain_number(float(full[L][0]))}" for L in depths)
+        + "; the direct term alone (every F zeroed): " + ", ".join(sorted(
+            {plain_number(float(direct[L][0])) for L in depths})) + ".")})

@@ -13,7 +13,7 @@ from ..evidence.runs import seed_runs
 from ..evidence.seeds import ALL_SEEDS
 from ..evidence.synthesis import FIG1, LR_JUMP, OUTCOMES, ROWS
 from ..page import figure_style, palette
-from .slider_figures import number
+from ..page.prose import plain_number
 
 # a row: its label above its markers; the gap holds an axis and the next panel's title
 ROW_PX, GAP_PX = 30, 70
@@ -51,14 +51,15 @@ def key_figure(out_dir=None):
                 xs = [METRICS["steps_to_80"](x) for x in runs]
                 odd = [censored(x, "steps_to_80") is not None for x in runs]
             values[r] = xs
-            name, c, sym = words("a_swaps", r), palette.colour(r), palette.symbol(r)
+            name, key, sym = words("a_swaps", r), palette.unit_of(r)[0], palette.symbol(r)
+            c = palette.COLOURS[key]
             y = ROW_PX * (i + 1) - 8
             marks = [("x-thin" if test == "jump" else f"{sym}-open") if o else sym for o in odd]
             beyond = [test == "jump" and v > RISE_MAX for v in xs]
             marks = ["triangle-right" if b else m for m, b in zip(marks, beyond)]
             fig.add_trace(go.Scatter(x=[RISE_MAX if b else v for v, b in zip(xs, beyond)],
                                      y=[y] * len(xs), customdata=xs, mode="markers",
-                                     showlegend=False,
+                                     showlegend=False, meta={"palette": key},
                                      marker={"size": 9, "color": c, "symbol": marks,
                                              "opacity": 0.85,
                                              "line": {"width": 1.5, "color": c}},
@@ -77,8 +78,9 @@ def key_figure(out_dir=None):
                      col=1, title_standoff=2)
     fig.update_xaxes(title_text="steps (never: at the run's length)", row=2, col=1,
                      title_standoff=2)
-    fig.update_layout(height=plot + 110, margin={"l": 10, "r": 10, "t": 40, "b": 50},
+    fig.update_layout(height=plot + 134, margin={"l": 10, "r": 10, "b": 50},
                       font=figure_style.FONT)
+    figure_style.title(fig, "Each intervention's runs, one part swapped at a time", room=24)
     for a in fig.layout.annotations:
         if a.text in ("ResNet-110: rise at the lr jump", "ResNet-1001: steps to 80 %"):
             a.update(font=figure_style.FONT, xref="paper", x=0, xanchor="left")
@@ -101,9 +103,7 @@ def key_figure_alt(values) -> str:
     """The figure's text alternative: the median per row, in one sentence a screen reader says."""
     import statistics
 
-    def plain(x):  # one number format, x10^n, never e-notation (a screen reader reads it too)
-        return number(x).replace("<sup>", "^").replace("</sup>", "")
-    parts = {t: "; ".join(f"{words('a_swaps', r)} {plain(statistics.median(values[r]))}"
+    parts = {t: "; ".join(f"{words('a_swaps', r)} {plain_number(statistics.median(values[r]))}"
                           for r in ROWS[t] if values[r])
              for t in OUTCOMES}
     return (f"Median over seeds of 0.1 + the rise of the training loss at the lr jump, in nats: "

@@ -13,6 +13,7 @@ from idmap_lib.engine.build import build_model
 from ..evidence.checkpoints import test_images, trained_model
 from ..maths import probes
 from ..page import figure_style, palette
+from ..page.prose import plain_number
 
 EXPERIMENT = "a_table2_activations"
 ORIGINAL, PREACT = "original-110", "full_preact-110"  # Fig 4(a) and 4(e) at depth 110
@@ -52,13 +53,16 @@ def truncation_figure(m):
     """The share of y_l that f = ReLU sets to zero, unit by unit, at initialisation and trained."""
     import plotly.graph_objects as go
 
-    c = palette.UNIT_COLOURS["original"]  # the original unit, fresh (dotted) and trained
+    # the original unit, fresh (dotted) and trained
     fig = go.Figure([go.Scatter(y=(100 * r).tolist(), name=k, mode="lines",
-                                line={"color": c, "dash": "dot" if k == INIT else "solid"})
+                                **palette.style("original", dash="dot" if k == INIT else "solid"))
                      for k, r in m["rates"].items()])
     fig.update_layout(figure_style.LAYOUT_LEGEND_ABOVE,
-                      title_text="Share of y_l set to zero by f = ReLU,<br>unit by unit",
-                      xaxis_title="unit l", yaxis_title="% of elements truncated", height=460)
+                      title_text="Share of yₗ set to zero by f = ReLU,<br>unit by unit",
+                      xaxis_title="unit l", yaxis_title="% of elements truncated", height=460,
+                      meta={"alt": "The original unit truncates " + " and ".join(
+                          f"{v:.1f} %" + f" of yₗ {k}" for k, v in zip(m["rates"], _means(m)))
+                          + ", averaged over its units."})
     # the checkpoint's step and hardware: not the title's
     return figure_style.caption(fig, m["info"])
 
@@ -124,12 +128,15 @@ def gradient_figure(m):
 
     unit = {GRAD_ORIGINAL: "original", GRAD_PREACT: "full_preact"}
     fig = go.Figure([go.Scatter(y=(g / g[-1]).tolist(), name=k, mode="lines",
-                                line={"color": palette.UNIT_COLOURS[unit[k]]})
+                                **palette.style(unit[k]))
                                 for k, g in m["grads"].items()])
     fig.update_layout(figure_style.LAYOUT_LEGEND_ABOVE,
                       title_text="Gradient reaching unit l,<br>relative to the last unit's output",
-                      xaxis_title="unit l", yaxis_title="||dE/dx_l|| / ||dE/dx_L||",
-                      yaxis_type="log", height=480)
+                      xaxis_title="unit l", yaxis_title="‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖",
+                      yaxis_type="log", height=480, meta={"alt": (
+                          "The gradient at the first unit is " + " and ".join(
+                              f"{plain_number(float(g[0] / g[-1]))} times the last unit's in the "
+                              f"{k} net" for k, g in m["grads"].items()) + ".")})
     return figure_style.caption(fig, f"{m['info']}<br>{m['pre_info']}; {len(m['x'])} test images")
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..page.prose import sci
+from ..page.prose import plain_number, sci
 
 
 def eqn5_check(rows) -> str:
@@ -38,10 +38,12 @@ def depth_growth(full, direct, depths) -> str:
     return f"""**Measured.** With every $\\mathcal{{F}}$ zeroed, the ratio is
 {"exactly 1" if off == 0 else f"1 to within ${sci(off)}$"} at every unit of every depth: the direct
 term alone, Eqn 5's "1". With the branches at their initial weights, the gradient at the first
-unit's input is {first[depths[0]]:.3g} times the last unit's for $L = {depths[0]}$ and
-{first[depths[-1]]:.3g} times for $L = {depths[-1]}$: {min(per_unit):.2g} to {max(per_unit):.2g}
+unit's input is {plain_number(first[depths[0]])} times the last unit's for $L = {depths[0]}$ and
+{plain_number(first[depths[-1]])} times for $L = {depths[-1]}$: {plain_number(min(per_unit), 2)} to
+{plain_number(max(per_unit), 2)}
 times $L$ over these depths, so at initialisation it grows about in proportion to the depth instead
-of vanishing. The smallest ratio anywhere in these stacks is {lowest:.3g}: Eqn 5 makes one of its
+of vanishing. The smallest ratio anywhere in these stacks is {plain_number(lowest)}: Eqn 5 makes
+one of its
 two terms exactly the last unit's gradient, and their sum can be a little shorter where the term
 through the weights points against it."""
 
@@ -58,13 +60,16 @@ def scaled_gradient(rows, lams, depth) -> str:
     return f"""**Measured** (these networks, at initialisation):
 
 - **λ > 1**: the measured gradient tracks $\\lambda^{{L-l}}$, because the direct term dominates. At
-  100 units the two agree within {100 * agree100:.2g}%. At 1000 units the measurement is
-  {factor1000.min():.2g} to {factor1000.max():.2g} times the theory, while the factor itself is
+  100 units the two agree within {plain_number(100 * agree100, 2)}%. At 1000 units the measurement
+is
+  {plain_number(factor1000.min(), 2)} to {plain_number(factor1000.max(), 2)} times the theory,
+while the factor itself is
   ${sci(up["theory ∏λ, 1000 units"].min())}$ to ${sci(up["theory ∏λ, 1000 units"].max())}$: the term
   through the weights adds the rest. At λ = {hi}, ${sci(hi ** depth)}$ is beyond float32's largest
   number, ${sci(float(torch.finfo(torch.float32).max))}$: this is why the probe runs in float64.
 - **λ = 1**: the direct term is exactly 1 at every depth. The measured gradient is
-  {t.loc[1.0, "measured, 1000 units"]:.3g} times the last unit's after 1000 units: larger, by the
+  {plain_number(t.loc[1.0, "measured, 1000 units"])} times the last unit's after 1000 units:
+larger, by the
   term through the weights (chapter 2 measured the same thing), and not exponential in λ.
 - **λ < 1**: the direct term vanishes exponentially, as Eqn 8 says (at λ = {lo} it is
   ${sci(lo ** depth)}$ after 1000 units), yet the measured gradient does not vanish: it is
@@ -140,8 +145,8 @@ Scaling by 0.5 and gates with $b_g = 0$ shrink it to between ${sci(tiny.min())}$
 ${sci(tiny.max())}$. The 1×1 convolutions change it in both norm and direction, as a product of 54
 random matrices. Dropout ($p = 0.5$) keeps an element's path open only if all 54 masks keep it, with
 probability ${sci(0.5 ** 54)}$, so in this batch no path survives (gain
-{g[("dropout", "p=0.5")]:.3g}). The gates with $b_g = -6$ keep $\\prod h'$ at
-{" to ".join(sorted({f"{v:.2g}" for v in gated6}))} ($W_g x$ spreads each gate around
+{plain_number(g[("dropout", "p=0.5")])}). The gates with $b_g = -6$ keep $\\prod h'$ at
+{" to ".join(sorted({f"{plain_number(v, 2)}" for v in gated6}))} ($W_g x$ spreads each gate around
 $\\sigma(b_g)$); the nearest to 1 of all non-identity shortcuts: {nearest}.
 
 **The paper's numbers, and what they mean.** The two $b_g = -6$ gates are the paper's two best

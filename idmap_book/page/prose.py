@@ -30,6 +30,27 @@ def sci(value: float, digits: int = 2) -> str:
     return f"{head}10^{{{exp}}}"
 
 
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def plain_number(value: float, digits: int = 3) -> str:
+    """A number for plain text (a figure's title, legend or text alternative), as the book writes
+    it everywhere (never 1.94e+03): 0.05, 693 and 1,940 in full; beyond 10^-3 to 10^5 as
+    2.74×10⁴."""
+    import math
+
+    short = f"{value:.{digits}g}"
+    if value == 0 or 1e-3 <= abs(value) < 1e5 and "e" not in short:
+        return short
+    if 1e-3 <= abs(value) < 1e5:  # 1,940, not 1.94e+03
+        return f"{float(short):,.0f}"
+    exp = math.floor(math.log10(abs(value)))
+    mant = float(f"{value / 10 ** exp:.{digits}g}")
+    if abs(mant) >= 10:
+        mant, exp = mant / 10, exp + 1
+    return f"{mant:g}×10{str(exp).translate(SUPERSCRIPT)}"
+
+
 LIVE_ONLY_NOTE = (
     "*Live version: in Jupyter or on Colab (the rocket button at the top of the page) this cell "
     "shows sliders that recompute the figure in Python. A static page has no Python running, so "
