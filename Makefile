@@ -11,7 +11,7 @@ export IDMAP_DATA ?= $(abspath ../shared/data)
 # book/_ext/vendor.sha256 pins the exact tarballs).
 VENDOR       := .vendor
 VENDOR_STAMP := $(VENDOR)/.stamp
-JS_PACKAGES  := mathjax@3.2.2 @jupyter-widgets/html-manager@1.0.6 requirejs@2.3.4 axe-core@4.10.3
+JS_PACKAGES  := mathjax@3.2.2 @jupyter-widgets/html-manager@1.0.6 requirejs@2.3.4 axe-core@4.14.1
 # axe-core: the browser tests' accessibility check (WCAG 2.1 AA); never served by the site
 AXE          := $(VENDOR)/axe
 SITE_JS      := $(VENDOR)/site/vendor
@@ -41,7 +41,7 @@ $(VENDOR_STAMP): Makefile book/_ext/vendor.sha256
 	tar -xzf $(VENDOR)/npm/jupyter-widgets-html-manager-1.0.6.tgz -C $(SITE_JS)/html-manager \
 	    --strip-components=1 --exclude='*.map' package/dist package/LICENSE
 	tar -xzf $(VENDOR)/npm/requirejs-2.3.4.tgz -C $(SITE_JS)/requirejs --strip-components=1 package/require.js
-	tar -xzf $(VENDOR)/npm/axe-core-4.10.3.tgz -C $(AXE) --strip-components=1 package/axe.min.js package/LICENSE
+	tar -xzf $(VENDOR)/npm/axe-core-4.14.1.tgz -C $(AXE) --strip-components=1 package/axe.min.js package/LICENSE
 	touch $@
 
 book: setup vendor

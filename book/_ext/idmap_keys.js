@@ -8,7 +8,7 @@
   var KEYS = { ArrowRight: 1, ArrowUp: 1, ArrowLeft: -1, ArrowDown: -1 };
 
   function label(slider, i) {  // a step's value where it says more than its label (the explorer's rows)
-    var prefix = (slider.currentvalue && slider.currentvalue.prefix) || "", step = slider.steps[i];
+    var prefix = ((slider.currentvalue && slider.currentvalue.prefix) || "").trim(), step = slider.steps[i];
     var v = step.value && step.value !== step.label ? step.value : step.label;
     return (prefix + " " + v).trim();
   }
@@ -40,7 +40,7 @@
     box.className = "idmap-keys";
     box.tabIndex = 0;
     box.setAttribute("role", "slider");
-    box.setAttribute("aria-label", ((s.currentvalue && s.currentvalue.prefix) || "the figure's slider").replace(/[:=]\s*$/, ""));
+    box.setAttribute("aria-label", ((s.currentvalue && s.currentvalue.prefix) || "the figure's slider").replace(/\s*[:=]?\s*$/, ""));
     box.setAttribute("aria-valuemin", "0");
     box.setAttribute("aria-valuemax", String(s.steps.length - 1));
     box.innerHTML = "Slider: <span class=\"idmap-keys-now\"></span> <span class=\"idmap-keys-how\">" +

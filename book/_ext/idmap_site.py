@@ -16,6 +16,12 @@
   wide tables and equations scroll inside their own block), padded tables.
 - MathJax is loaded on every page (not only those with equations of their own): chapter titles
   with math appear in every page's navigation.
+- The theme accessible by the names it shows (WCAG 2.5.3 Label in Name; axe's
+  ``label-content-name-mismatch``): ``templates/`` overrides the theme's search field (named "Search
+  Ctrl+K", as it reads) and colour-mode button (its icons decorative), and a cell's fold is named by
+  its summary ("Show code cell source"), not myst-nb's "Toggle hidden content". One search box: the
+  primary sidebar's (and on a phone the article header's icon); the theme's header copy is not
+  written (``navbar_persistent``), so screen readers do not meet it either.
 - The exercise pages' Colab button opens the student edition (``book/student/``: solutions hidden, checks
   and submission intact, see ``idmap_class.editions.publish``), not the instructor's page it sits on.
 """
@@ -31,6 +37,7 @@ VENDOR = ROOT / ".vendor" / "site" / "vendor"
 NEEDED = ["mathjax/tex-svg.js", "requirejs/require.js", "html-manager/dist/embed-amd.js"]
 SHIM = "idmap_widgets_shim.js"
 PHONE = "idmap_phone.js"  # plotly figures laid out again on a phone (< 600 px), after they are drawn
+TEMPLATES = HERE / "templates"  # the theme's search field and colour-mode button, named as read
 KEYS = "idmap_keys.js"  # every plotly slider stepped from the keyboard (WCAG 2.1.1)
 CSS = "idmap_site.css"  # the book's layout rules (room for wide content), on every page
 PLOTLY_JS = "vendor/plotly/plotly.min.js"
@@ -104,8 +111,27 @@ def footer() -> str:
             f"<code>CITATION.cff</code> in its repository</p>")
 
 
-def _footer(app, config):
-    config.html_theme_options = {**(config.html_theme_options or {}), "extra_footer": footer()}
+def _theme(app, config):
+    """The footer, one search box (the sidebar's: none in the header) and the templates above the
+    theme's."""
+    config.html_theme_options = {**(config.html_theme_options or {}), "extra_footer": footer(),
+                                 "navbar_persistent": []}
+    config.templates_path = [str(TEMPLATES), *config.templates_path]
+
+
+MYST_SUMMARY = '<summary aria-label="Toggle hidden content">\n'
+
+
+def _named_fold_summary(app):
+    """myst-nb's fold of a cell's input, its summary named by the words it shows."""
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput, visit_HideCellInput
+
+    def visit(self, node):
+        visit_HideCellInput(self, node)
+        k = len(self.body) - 1 - self.body[::-1].index(MYST_SUMMARY)  # ValueError: myst-nb changed
+        self.body[k] = "<summary>\n"
+
+    app.add_node(HideCodeCellNode, override=True, html=(visit, depart_HideCellInput))
 
 
 def setup(app):
@@ -113,7 +139,8 @@ def setup(app):
     app.set_html_assets_policy("always")
     app.add_css_file(CSS)
     app.connect("config-inited", _check_vendor)
-    app.connect("config-inited", _footer)
+    app.connect("config-inited", _theme)
+    app.connect("builder-inited", _named_fold_summary)
     app.connect("html-page-context", _page_scripts)
     app.connect("html-page-context", _student_edition_button, priority=502)
     app.connect("build-finished", _copy_assets)

@@ -10,6 +10,8 @@ verdicts) is read from the recorded runs.
 """
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass
 
 from .claim_words import listed, words
@@ -173,7 +175,10 @@ RULES = "When each test took its present rule, against when its runs were record
 def folded(markdown: str, label: str = RULES) -> str:
     """`markdown` folded under `label` in the book's fold style (a details element; its Markdown
     still rendered; a wide table in it scrolls inside the fold), so that a page's length does not
-    grow with what a reader opens on demand."""
+    grow with what a reader opens on demand. The block that scrolls takes the keyboard's focus
+    (a region named by the fold's label: WCAG 2.1.1), so that its arrow keys scroll it too."""
+    name = html.escape(re.sub(r"<[^>]+>|[*`]", "", label), quote=True)
     return (f'<details class="admonition hide above-output idmap-fold"><summary><p '
             f'class="admonition-title">{label}</p></summary>\n<div style="max-width: 100%; '
-            f'overflow-x: auto">\n\n{markdown}\n\n</div>\n</details>')
+            f'overflow-x: auto" tabindex="0" role="region" aria-label="{name}">\n\n{markdown}\n\n'
+            f'</div>\n</details>')

@@ -16,8 +16,8 @@ from .setup import setup
 ROOT = Path(__file__).resolve().parents[2]   # the repository checkout (for set-url / check)
 CONFIG = "_config.yml"
 DOCS = ("README.md", "book/intro.md")        # pages that quote the repository URL
-# the site folds the setup cell behind a "show code" toggle; Jupyter and Colab show it
-SETUP_TAG = "hide-input"
+# the site shows nothing of the setup cell (a page opens on its answer); Jupyter and Colab show it
+SETUP_TAG = "remove-input"
 SETUP_FIRST_LINE = "# Setup."
 
 
@@ -156,7 +156,7 @@ def check(root: Path = ROOT, expect: str | None = None) -> list:
                             f"setup_cell({url!r})")
         if SETUP_TAG not in _first_code(nb_path)["metadata"].get("tags", []):
             problems.append(f"{nb_path.relative_to(root)}: setup cell is not tagged {SETUP_TAG} "
-                            f"(the site folds it)")
+                            f"(the site hides it)")
     for doc in DOCS:
         if url not in (Path(root) / doc).read_text(encoding="utf-8"):
             problems.append(f"{doc}: does not mention {url}")
