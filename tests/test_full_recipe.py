@@ -53,8 +53,8 @@ def test_full_recipe_curves_show_runs_under_way_over_the_whole_recipe_beside_the
     assert [list(d.y) for d in ours] == [[2.0 / 100 ** 0.1, 2.0 / 200 ** 0.1], [30.0, 20.0]]
     assert ours[0].name == "the identity shortcut (under way, step 4,000 of 64,000)"  # in words
     paper = {d.name: list(d.y) for d in fig.data if (d.line.dash or "") == "dot"}
-    assert paper == {"the identity shortcut: Paper A Table 1, 6.61 %": [6.61, 6.61],
-                     "the 1×1-convolution shortcut: Paper A Table 1, 12.22 %": [12.22, 12.22]}
+    assert paper == {"the identity shortcut (paper 6.61 %)": [6.61, 6.61],
+                     "the 1×1-convolution shortcut (paper 12.22 %)": [12.22, 12.22]}
     assert ("not run yet: the <br>1×1-convolution shortcut" in fig.layout.title.text
             and tuple(fig.layout.xaxis.range) == (0, 64000))
     assert sorted(s.x0 for s in fig.layout.shapes

@@ -225,7 +225,7 @@ CLAIMS += [
 # our learned k is far below Paper B's Table 2; is it Paper B's unstated initialisation and BN
 # settings? The probe trains the GResNet with Keras's defaults (models/mlp.py), the framework whose
 # Nadam the recipe names.
-KERAS = "Keras's defaults (Glorot-uniform weights, BN epsilon 1e-3 and momentum 0.99)"
+KERAS = "Keras's defaults (Glorot-uniform weights, BN epsilon 10⁻³ and momentum 0.99)"
 PROBES = [
     Claim("probe_keras_k_d10",
           f"Ours: with {KERAS} the d = 10 GResNet learns a larger mean k than with PyTorch's.",

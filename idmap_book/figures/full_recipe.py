@@ -206,7 +206,9 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
         if p:
             fig.add_trace(go.Scatter(x=[0, total], y=[p["value"]] * 2, mode="lines", legendgroup=v,
                                      **palette.style(pk, dash="dot"),
-                                     name=f"{said}: {p['source']}, {p['value']:g} %",
+                                     # short enough for one line on a phone: the subtitle and the
+                                     # hover name the source
+                                     name=f"{said} (paper {p['value']:g} %)",
                                      hovertemplate=f"{said}: {p['source']} %{{y}} %"
                                                    "<extra></extra>"),
                                      1, 2)

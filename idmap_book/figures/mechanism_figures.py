@@ -203,7 +203,8 @@ def forward_figure(seeds=SEEDS, out_dir=None):
     fig.update_xaxes(title_text="unit l (x_L: l = 1000)")
     # the legend at the foot, off the curves (inside, it covered λ = 1's)
     fig.update_layout(height=760, font=FONT)
-    figure_style.caption(fig, _caption(every), legend_rows=1)
+    # (on a phone the λ legend wraps: rows enough for that, off the caption)
+    figure_style.caption(fig, _caption(every), legend_rows=3)
     return figure_style.title(fig, "A stack of 1000 units with shortcuts scaled by λ, at "
                               "initialisation", "one line per λ and seed; log axes")
 
@@ -300,7 +301,7 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
                           "The original unit's fraction of yₗ below 0, averaged over its units: "
                           + "; ".join(f"ResNet-{d}: " + ", ".join(v) for d, v in said.items())
                           + ".")})
-    figure_style.caption(fig, _caption(every), legend_rows=2)
+    figure_style.caption(fig, _caption(every), legend_rows=3)  # six entries: three rows on a phone
     return figure_style.title(fig, "The original unit's truncation by depth, in training",
                               "dotted: at initialisation; solid: at step "
                               f"{mech.TRUNCATION_STEP}; dashed: the last forward recorded",
