@@ -13,7 +13,7 @@ def test_a_run_that_never_starts_is_counted_in_words_not_inside_the_mean(tmp_pat
         r["history"]["train"] = history([2.0] * 40, errs)
         results.save_result(r, tmp_path)
     t = variants.variant_table("a_table2_activations", ["original-110"], out_dir=tmp_path)
-    assert t.loc["original-110", "ours: steps to train error < 80 %"] == \
+    assert t.loc["the original unit", "ours: steps to train error < 80 %"] == \
         "50 ± 14; 1 of 3 not reached within 400 steps"                 # 40 and 60; not (40 + 60 + 400) / 3
     runs = [result("a_table2_activations", "original-110", s, status="fail") for s in range(2)]
     # diverged: never got there
