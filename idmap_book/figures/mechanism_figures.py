@@ -301,7 +301,8 @@ def truncation_figure(seeds=SEEDS, out_dir=None):
                           "The original unit's fraction of yₗ below 0, averaged over its units: "
                           + "; ".join(f"ResNet-{d}: " + ", ".join(v) for d, v in said.items())
                           + ".")})
-    figure_style.caption(fig, _caption(every), legend_rows=4)  # six entries: four rows on a phone
+    # on a phone each of its entries takes a row of its own
+    figure_style.caption(fig, _caption(every), legend_rows=6)
     return figure_style.title(fig, "The original unit's truncation by depth, in training",
                               "dotted: at initialisation; solid: at step "
                               f"{mech.TRUNCATION_STEP}; dashed: the last forward recorded",
