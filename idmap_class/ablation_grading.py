@@ -290,5 +290,7 @@ def table(runs):
     whole = [c for c in ("steps", "seconds") if c in df]
     # in %, as everywhere in the book (the answers stay fractions)
     errors = [c for c in df if "error" in c]
+    # a run by the name its results are read under (runs["b-6"]): code to type, not prose
     return (df.style.format(precision=3, na_rep="-").format("{:.0f}", subset=whole, na_rep="-")
-            .format(lambda v: f"{100 * v:.1f} %", subset=errors, na_rep="-").hide(axis="index"))
+            .format(lambda v: f"{100 * v:.1f} %", subset=errors, na_rep="-")
+            .format(lambda k: f"<code>{k}</code>", subset=["run"]).hide(axis="index"))

@@ -432,12 +432,13 @@ def keys_in(text: str) -> list[str]:
 
 
 def variant_keys(html: str) -> list[str]:
-    """A variant's key where a reader sees it in a figure: its title, legend, annotations or text
-    alternative. (Tables and the seed lists of chapters 6-11 still show some keys: not checked
-    here yet.)"""
+    """A variant's key where a reader sees it: a sentence, a table's cell or heading (text outside
+    code: a name to type is shown as code), a figure's title, legend, annotations or text
+    alternative."""
     soup = _soup(html)
-    said = [d.get("aria-label") for d in soup.select("div.plotly-graph-div")
-            if keys_in(d.get("aria-label"))]
+    said = [t for t in _text_nodes(_article(soup)) if keys_in(t)]
+    said += [d.get("aria-label") for d in soup.select("div.plotly-graph-div")
+             if keys_in(d.get("aria-label"))]
     for data, layout in figures(html):
         title = layout.get("title")
         texts = [title.get("text") if isinstance(title, dict) else title]

@@ -186,6 +186,8 @@ def test_run_refuses_to_train_without_a_prediction(tmp_path, capsys):
     assert runs and all(r is None for r in runs.values()) and not list(tmp_path.glob("*.json"))
     assert "write your prediction first" in capsys.readouterr().out
     assert set(ablations.table(runs).data["status"]) == {"not run"}
+    # a run by the name to type (code), never a variant key as prose
+    assert "<code>gresnet-d10</code>" in ablations.table(runs).to_html()
     with pytest.raises(AssertionError, match="runs missing"):
         ablations.check("gate_depth", runs, {}, "   ", scale="quick")
 

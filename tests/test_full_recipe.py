@@ -2,6 +2,7 @@
 their curves."""
 from idmap_book.figures import full_recipe
 from idmap_book.evidence import tables
+from idmap_book.evidence.variants import words
 from idmap_lib.engine import recipes, results
 
 
@@ -13,16 +14,16 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     df = full_recipe.full_scale_status("a_table2_activations",
                                        ["full_preact-110", "full_preact-164"],
                                     out_dir=tmp_path, checkpoint_dir=tmp_path)
-    assert df.loc["full_preact-110",
+    assert df.loc[words("a_table2_activations", "full_preact-110"),
                   "state"].startswith("under way: step 29,000 of 64,000 (test error 16.2 %")
-    assert df.loc["full_preact-164", "state"] == ("not run: python -m idmap_lib train --experiment "
+    assert df.loc[words("a_table2_activations", "full_preact-164"), "state"] == ("not run: python -m idmap_lib train --experiment "
                                                  "a_table2_activations --variant full_preact-164 "
                                                  "--scale full --cuda-graph")
-    assert df.loc["full_preact-164", "one run takes"] == "GPU: not measured yet"
+    assert df.loc[words("a_table2_activations", "full_preact-164"), "one run takes"] == "GPU: not measured yet"
     # text, like "fail": one column, one format
-    assert df.loc["full_preact-164", "paper: error %"] == "5.46"
+    assert df.loc[words("a_table2_activations", "full_preact-164"), "paper: error %"] == "5.46"
     # data/gpu/*-h200/modes.json
-    assert df.loc["full_preact-110", "one run takes"].startswith("H200 ")
+    assert df.loc[words("a_table2_activations", "full_preact-110"), "one run takes"].startswith("H200 ")
     # the stars explained, once
     assert "* derived, not measured: a T4's time" in tables.styled(df).to_html()
     # the same training named by another table (Table 1's original is Table 2's original-110) finds
@@ -34,9 +35,9 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
     t1 = full_recipe.full_scale_status("a_table1_shortcuts", ["original", "conv1x1"],
                                        out_dir=tmp_path,
                                     checkpoint_dir=tmp_path)
-    assert t1.loc["original",
+    assert t1.loc["the identity shortcut",
                   "state"].startswith("under way: step 29,000 of 64,000 (test error 14.9 %")
-    assert t1.loc["conv1x1", "state"].startswith("not run")
+    assert t1.loc["the 1×1-convolution shortcut", "state"].startswith("not run")
 
 
 def test_full_recipe_curves_show_runs_under_way_over_the_whole_recipe_beside_the_papers_number(tmp_path):
@@ -69,10 +70,11 @@ def test_one_table_of_every_cifar10_full_recipe_run_and_its_states_counted(tmp_p
                tmp_path / f"{results.run_name(cfg)}.pt")
     df = full_recipe.full_scale_table(("a_table1_shortcuts", "a_table3_preact"), out_dir=tmp_path,
                                       checkpoint_dir=tmp_path)
-    assert (list(df["experiment"].unique()) == ["a_table1_shortcuts", "a_table3_preact"]
-            and df.columns[0] == "experiment")
-    # no CIFAR-100 copy offline
-    assert not [v for v in df.index if v.startswith("c100")]
+    assert (list(df["table"].unique()) == ["Paper A Table 1", "Paper A Table 3"]
+            and df.columns[0] == "table")
+    # no CIFAR-100 copy offline; variants in words, never their keys
+    keys = {v for e in full_recipe.PAPER_A for v in recipes.EXPERIMENTS[e]["variants"]}
+    assert not [v for v in df.index if "CIFAR-100" in v or v in keys]
     assert len(df) == 11 + 8
     # Table 1's original and Table 3's ResNet-110 are Table 2's original-110: one training, one
     # checkpoint, counted once (issue 57.8)

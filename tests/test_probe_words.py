@@ -59,16 +59,18 @@ def test_the_gate_gain_is_one_minus_sigma_per_unit_over_resnet110s_54_units():
 
 def test_shortcut_gains_name_the_range_dropouts_zero_and_the_nearest_to_1():
     import pandas as pd
-    rows = [("identity", "", 1.0), ("constant_scaling", "scale=0.5", 1e-16),
-            ("exclusive_gating", "gate_bias=0",
-            1e-17), ("exclusive_gating", "gate_bias=-6", 0.8),
-            ("shortcut_only_gating", "gate_bias=-6", 0.8),
-            ("conv1x1", "", 3.0), ("dropout", "p=0.5", 0.0)]
-    gains = pd.DataFrame([{"shortcut (Fig 2)": n, "options": o,
-                           "measured ∏h' gain over 54 units (F = 0)": v}
-                          for n, o, v in rows])
+    rows = [("original", "the identity shortcut", 1.0),
+            ("constant_scaling-0.5-1", "the shortcut scaled by 0.5", 1e-16),
+            ("exclusive_gating-b0", "exclusive gating at b_g = 0", 1e-17),
+            ("exclusive_gating-b-6", "exclusive gating at b_g = −6", 0.8),
+            ("shortcut_only_gating-b-6", "shortcut-only gating at b_g = −6", 0.8),
+            ("conv1x1", "the 1×1-convolution shortcut", 3.0),
+            ("dropout-0.5", "the dropout shortcut", 0.0)]
+    gains = pd.DataFrame([{"variant": v, "shortcut (Fig 2)": w,
+                           "measured ∏h' gain over 54 units (F = 0)": x}
+                          for v, w, x in rows]).set_index("variant")
     text = pw.shortcut_gains(gains)
     assert "between $10^{-17}$ and $10^{-16}$" in text and "(gain 0)" in text
     assert "keep $\\prod h'$ at 0.8" in text
-    assert ("the nearest to 1 of all non-identity shortcuts: `exclusive_gating` (gate_bias=-6) and "
-            "`shortcut_only_gating` (gate_bias=-6), tied at two digits") in text
+    assert ("the nearest to 1 of all non-identity shortcuts: exclusive gating at b_g = −6 and "
+            "shortcut-only gating at b_g = −6, tied at two digits") in text

@@ -141,7 +141,11 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
      "<p>the median rise is 1,940 nats (2.74×10⁴ at most)</p><pre>3.6e-02</pre>"),
     ("e_notation", '<div class="plotly-graph-div" aria-label="Median rise: 2.74e+04 nats"></div>',
      '<div class="plotly-graph-div" aria-label="Median rise: 2.74×10⁴ nats"></div>'),
-    # (variant keys in prose and tables are not checked yet: chapters 6-11 still show some)
+    ("variant_keys", "<p>Ended at chance: <strong>bn_after_add-110</strong> (5 of 5 seeds)</p>",
+     "<p>Ended at chance: <strong>BN after addition</strong> (5 of 5 seeds)</p>"),
+    ("variant_keys", "<table><tr><th>c10-1001-original</th><td>7.61</td></tr></table>",
+     "<table><tr><th>the original ResNet-1001</th><td><code>c10-1001-original</code></td></tr>"
+     "</table>"),
     ("variant_keys", '<div class="plotly-graph-div" aria-label="c10-1001-original spikes"></div>',
      '<div class="plotly-graph-div" aria-label="the original ResNet-1001 spikes"></div>'),
     ("variant_keys", FIGURE.format(data='[{"y": [1], "name": "full_preact-110: your run"}]',

@@ -32,10 +32,10 @@ def test_one_training_shown_by_three_tables_is_counted_once(tmp_path):
     assert sum(counts.values()) == df["training"].nunique() < len(df)
     words = full_recipe.counts_in_words(df)
     assert words.startswith(f"{df['training'].nunique()} distinct trainings in {len(df)} rows")
-    assert ("1 finished (one training, shown as Table 1 original, Table 2 original-110, Table 3 "
-            "c10-110-original)") in words
-    assert "1 under way (one training, shown as Table 2 full_preact-110, Table 3 " \
-           "c10-110-full_preact)" in words
+    assert ("1 finished (one training, shown as Table 1 (the identity shortcut), Table 2 (the "
+            "original unit), Table 3 (the original ResNet-110))") in words
+    assert "1 under way (one training, shown as Table 2 (full pre-activation), Table 3 " \
+           "(pre-activation ResNet-110))" in words
     page = full_recipe.paper_a_words(df, out_dir=tmp_path)
     assert "3 finished" not in page and "2 under way" not in page and "1 finished" in page
 
@@ -43,7 +43,7 @@ def test_one_training_shown_by_three_tables_is_counted_once(tmp_path):
 def test_the_training_id_is_the_training_hash():
     df = full_recipe.full_scale_status("a_table1_shortcuts", ["original"])
     cfg = recipes.config("a_table2_activations", "original-110", "full")
-    assert df.loc["original", "training"] == results.training_hash(cfg)[:12]
+    assert df.loc["the identity shortcut", "training"] == results.training_hash(cfg)[:12]
 
 
 def _tiny():

@@ -33,7 +33,7 @@ import math
 import warnings
 
 from idmap_lib.engine import recipes
-from .claim_words import in_sentence
+from .claim_words import in_sentence, named
 from .claims import CLAIMS_BY_KEY, paper_gap
 from .rule import ALPHA, LEVEL, MIN_SEEDS
 
@@ -163,7 +163,7 @@ def seeds_table(keys, mc_draws: int = 4000):
         ds, m = dataset_of(c), holm_parts(c)
         a_holm = holm_alpha(c)
         for t, g in gaps:
-            row = {"claim": c.title, "part": f"{t.a} < {t.b}",
+            row = {"claim": c.title, "part": named(f"{t.a} < {t.b}", c.experiment),
                    "paper's gap (points)": round(g, 2), "Holm m": m}
             for sd in SDS[ds]:
                 row[f"sd {sd:g}: at 5 %"] = seeds_for(g, sd)

@@ -213,7 +213,8 @@ def verdict_changes(keys, before=recipes.JUMP_PROBE, after="cpu", out_dir=None):
         def seeds(s, v):
             return "{} of {}".format(*counts[s][v]) if v in counts[s] else "none"
 
-        moved = [f"{v}: {seeds(before, v)} seeds → {seeds(after, v)}"
+        moved = [f"{cw.words(c.experiment, v).strip('*')}: {seeds(before, v)} seeds → "
+                 f"{seeds(after, v)}"
                  for v in sorted(set(counts[before]) | set(counts[after]))
                  if counts[before].get(v, (0,))[0] != counts[after].get(v, (0,))[0]]
         rows.append({"claim": k, recipes.SCALE_WORDS[before]: _at(c, before, out_dir),
@@ -258,8 +259,8 @@ def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None)
     failure or the short schedule's (``at_chance``). Markdown; empty when no recorded run ended at
     chance."""
     def label(v, n, runs, p):
-        return f"**{v}** ({n} of {runs} seeds; the paper: " + (f"{p:.2f} %" if isinstance(p, float)
-                                                               else str(p)) + ")"
+        return (f"**{cw.words(experiment, v).strip('*')}** ({n} of {runs} seeds; the paper: "
+                + (f"{p:.2f} %" if isinstance(p, float) else str(p)) + ")")
 
     own, schedule = ([label(*x) for x in xs] for xs in at_chance(experiment, variants, scale, seeds,
                                                                  out_dir))

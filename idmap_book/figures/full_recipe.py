@@ -39,7 +39,7 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
         r = results.find_result(cfg, out_dir)
         lossy = lossy or (r is not None and lossy_copy(r))
         # a number, or Paper A's "fail": text either way
-        row = {"variant": v, "network": net_name(cfg),
+        row = {"variant": words(experiment, v).strip("*"), "network": net_name(cfg),
                "paper: error %": paper_numbers.printed(experiment, v)}
         # what trains (results.training_hash): rows of several tables with one id are one training
         training = results.training_hash(cfg)[:12]
@@ -67,8 +67,8 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
 
 
 def full_scale_table(experiments, seed=0, out_dir=None, checkpoint_dir=None):
-    """``full_scale_status`` of every CIFAR-10 variant of these experiments, one table with an
-    experiment column first (no copy of CIFAR-100 is available offline where the book is built)."""
+    """``full_scale_status`` of every CIFAR-10 variant of these experiments, one table with the
+    paper's table first (no copy of CIFAR-100 is available offline where the book is built)."""
     import pandas as pd
 
     tables = []
@@ -77,7 +77,7 @@ def full_scale_table(experiments, seed=0, out_dir=None, checkpoint_dir=None):
                                [v for v in recipes.EXPERIMENTS[e]["variants"]
                                 if not v.startswith("c100")], seed,
                                out_dir, checkpoint_dir)
-        df.insert(0, "experiment", e)
+        df.insert(0, "table", recipes.EXPERIMENTS[e]["title"].split(":")[0])
         tables.append(df)
     return pd.concat(tables)
 
@@ -98,11 +98,9 @@ def state_counts(df) -> dict:
 
 def shown_more_than_once(df) -> dict:
     """{state: [[where, ...] for each training that several rows show]} of a ``full_scale_table``,
-    where = 'Table 2 original-110' (the experiment's table in its title, the variant)."""
-    tables = df["experiment"].map(lambda e: recipes.EXPERIMENTS[e]["title"].split(":")[0]
-                                  .replace("Paper A ", "")) if "experiment" in df.columns \
-        else None
-    where = [f"{t} {v}" if tables is not None else str(v)
+    where = 'Table 2 (the original unit)': the paper's table, the variant in words."""
+    tables = df["table"].str.replace("Paper A ", "") if "table" in df.columns else None
+    where = [f"{t} ({v})" if tables is not None else str(v)
              for t, v in zip(tables if tables is not None else df.index, df.index)]
     out = {}
     groups = df.assign(_s=_states(df).to_numpy()).groupby(["training", "_s"], sort=False).indices
@@ -114,7 +112,7 @@ def shown_more_than_once(df) -> dict:
 
 def counts_in_words(df) -> str:
     """'24 distinct trainings in 29 rows: 22 not run (...), 1 finished (one training, shown as
-    Table 1 original, Table 2 original-110, Table 3 c10-110-original), ...' of a
+    Table 1 (the identity shortcut), Table 2 (the original unit), ...), ...' of a
     ``full_scale_table``: each training counted once."""
     counts, more = state_counts(df), shown_more_than_once(df)
     parts = []

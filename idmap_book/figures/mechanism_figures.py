@@ -112,7 +112,10 @@ def over_seeds(per_seed: dict, key, step=None) -> list[float]:
 
 
 def _said(variant: str) -> str:
-    """A mechanism run's net in words: 'the original ResNet-110' for original-110."""
+    """A mechanism run's net in words: 'the original ResNet-110' for original-110, 'λ = 0.9' for
+    chapter 3's stack lam0.9."""
+    if variant.startswith("lam"):
+        return f"λ = {variant.removeprefix('lam')}"
     unit, _, depth = variant.rpartition("-")
     return f"{UNIT_NAMES.get(unit, unit)} ResNet-{depth}" if unit else variant
 
@@ -132,10 +135,14 @@ def claims_table(keys=None, seeds=SEEDS, out_dir=None):
         if keys is not None and c.key not in keys:
             continue
         res = mech.evaluate(c, seeds, out_dir)
-        parts = "; ".join(f"{compared(t)} ({t.metric}): " + (
-            f"d = {r['d']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}], resolves {r['resolvable']:.2f}"
-            if "d" in r
-            else r["verdict"]) for t, r in res["parts"])
+        said, named = [], set()
+        for t, r in res["parts"]:  # each metric in words, once
+            said.append(("" if t.metric in named else f"{mech.METRIC_WORDS[t.metric]} — ")
+                        + f"{compared(t)}: " + (
+                            f"d = {r['d']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}], resolves "
+                            f"{r['resolvable']:.2f}" if "d" in r else r["verdict"]))
+            named.add(t.metric)
+        parts = "; ".join(said)
         one = "; ".join(f"without seed {s} of {_said(v)}: {w}"
                         for v, s, w in res["fragile"]) or "none"
         rows.append({"chapter": mech.CHAPTER[c.key], "claim": c.words, "source": c.source,

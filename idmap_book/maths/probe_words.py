@@ -130,22 +130,22 @@ $\\mathcal{{F}}$ untouched."""
 
 def shortcut_gains(gains) -> str:
     """Chapter 3's measured direct-path gain of each Fig 2 shortcut over 54 units (`gains`: the
-    chapter's table), the nearest to 1, and what the paper's Table 1 numbers say beside it
+    chapter's table, by Table 1 variant, its shortcut in words), the nearest to 1, and what the paper's Table 1 numbers say beside it
     (Markdown)."""
-    g = gains.set_index(["shortcut (Fig 2)", "options"])["measured ∏h' gain over 54 units (F = 0)"]
-    tiny = g[[n == "constant_scaling" or o == "gate_bias=0" for n, o in g.index]]
-    gated6 = g[[n.endswith("gating") and o == "gate_bias=-6" for n, o in g.index]]
-    non_identity = g.drop(("identity", ""))
+    g = gains["measured ∏h' gain over 54 units (F = 0)"]  # by variant (Table 1's rows)
+    tiny = g[[v.startswith("constant_scaling") or v.endswith("-b0") for v in g.index]]
+    gated6 = g[[v.endswith("-b-6") for v in g.index]]
+    non_identity = g.drop("original")
     dist = np.log10(non_identity[non_identity > 0]).abs()  # dropout's gain is 0: no log
-    ties = [f"`{n}` ({o})" for (n, o), v in dist.items()
-            if f"{10 ** -v:.2g}" == f"{10 ** -dist.min():.2g}"]
+    ties = [gains.loc[v, "shortcut (Fig 2)"] for v, d in dist.items()
+            if f"{10 ** -d:.2g}" == f"{10 ** -dist.min():.2g}"]
     nearest = " and ".join(ties) + (", tied at two digits" if len(ties) > 1 else "")
     return f"""**Measured.** Every multiplicative shortcut moves the direct path away from 1.
 Scaling by 0.5 and gates with $b_g = 0$ shrink it to between ${sci(tiny.min())}$ and
 ${sci(tiny.max())}$. The 1×1 convolutions change it in both norm and direction, as a product of 54
 random matrices. Dropout ($p = 0.5$) keeps an element's path open only if all 54 masks keep it, with
 probability ${sci(0.5 ** 54)}$, so in this batch no path survives (gain
-{plain_number(g[("dropout", "p=0.5")])}). The gates with $b_g = -6$ keep $\\prod h'$ at
+{plain_number(g["dropout-0.5"])}). The gates with $b_g = -6$ keep $\\prod h'$ at
 {" to ".join(sorted({f"{plain_number(v, 2)}" for v in gated6}))} ($W_g x$ spreads each gate around
 $\\sigma(b_g)$); the nearest to 1 of all non-identity shortcuts: {nearest}.
 
