@@ -16,14 +16,15 @@ def test_full_scale_status_shows_runs_under_way_and_the_command(tmp_path):
                                     out_dir=tmp_path, checkpoint_dir=tmp_path)
     assert df.loc[words("a_table2_activations", "full_preact-110"),
                   "state"].startswith("under way: step 29,000 of 64,000 (test error 16.2 %")
-    assert df.loc[words("a_table2_activations", "full_preact-164"), "state"] == ("not run: python -m idmap_lib train --experiment "
-                                                 "a_table2_activations --variant full_preact-164 "
-                                                 "--scale full --cuda-graph")
-    assert df.loc[words("a_table2_activations", "full_preact-164"), "one run takes"] == "GPU: not measured yet"
+    w110, w164 = (words("a_table2_activations", v) for v in ("full_preact-110", "full_preact-164"))
+    assert df.loc[w164, "state"] == ("not run: python -m idmap_lib train --experiment "
+                                     "a_table2_activations --variant full_preact-164 "
+                                     "--scale full --cuda-graph")
+    assert df.loc[w164, "one run takes"] == "GPU: not measured yet"
     # text, like "fail": one column, one format
-    assert df.loc[words("a_table2_activations", "full_preact-164"), "paper: error %"] == "5.46"
+    assert df.loc[w164, "paper: error %"] == "5.46"
     # data/gpu/*-h200/modes.json
-    assert df.loc[words("a_table2_activations", "full_preact-110"), "one run takes"].startswith("H200 ")
+    assert df.loc[w110, "one run takes"].startswith("H200 ")
     # the stars explained, once
     assert "* derived, not measured: a T4's time" in tables.styled(df).to_html()
     # the same training named by another table (Table 1's original is Table 2's original-110) finds

@@ -130,8 +130,8 @@ $\\mathcal{{F}}$ untouched."""
 
 def shortcut_gains(gains) -> str:
     """Chapter 3's measured direct-path gain of each Fig 2 shortcut over 54 units (`gains`: the
-    chapter's table, by Table 1 variant, its shortcut in words), the nearest to 1, and what the paper's Table 1 numbers say beside it
-    (Markdown)."""
+    chapter's table, by Table 1 variant, its shortcut in words), the nearest to 1, and what the
+    paper's Table 1 numbers say beside it (Markdown)."""
     g = gains["measured ∏h' gain over 54 units (F = 0)"]  # by variant (Table 1's rows)
     tiny = g[[v.startswith("constant_scaling") or v.endswith("-b0") for v in g.index]]
     gated6 = g[[v.endswith("-b-6") for v in g.index]]
