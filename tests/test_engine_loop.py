@@ -8,7 +8,7 @@ import torch
 
 from idmap_lib.engine.fused import Fused
 from idmap_lib.engine.stacked import Stacked
-from idmap_lib.engine.trainer import train
+from idmap_lib.engine.trainer import Trained, train
 from loop_fingerprints import RECORDED, RECORDED_AVX2, fingerprints, machine, tiny_cifar
 from support import tiny_mnist, untimed
 
@@ -159,6 +159,27 @@ def test_every_stepper_takes_the_options_the_loop_implements(stepper, mnist, cif
     assert len(logs) == 4 // every and logs[-1]["train"][-1]["step"] == 4 // every * every
     rest = go(data, resume=True, move=True, **kw)  # (nothing to move: the same device)
     assert all(r["status"] == "ok" and "moves" not in r for r in rest)
+
+
+SEVERAL = {"solo": ([tiny_cifar(0), tiny_cifar(1)], "cifar10", {"amp": "bf16"}),
+           "fused": ([tiny_cifar(0), tiny_cifar(1)], "cifar10", {"amp": "bf16", "stepper": Fused}),
+           "stacked": ([tiny_stack(k, 0) for k in ("plain", "gresnet")], "mnist",
+                       {"stepper": Stacked})}
+
+
+@pytest.mark.parametrize("stepper", SEVERAL)
+def test_the_one_entry_returns_one_shape_whichever_stepper_trains(stepper, mnist, cifar):
+    """A list of configs gives their result dicts in order (``Trained``: a list, with one trained
+    net a run), a config alone its result dict: for the solo, fused and stacked steppers alike."""
+    cfgs, dataset, how = SEVERAL[stepper]
+    data = {"mnist": mnist, "cifar10": cifar}[dataset]
+    kw = dict(progress=False, write_result=False, device="cpu", max_steps=2, **how)
+    several = train(cfgs, data, **kw)
+    assert isinstance(several, Trained) and len(several) == len(several.nets) == len(cfgs)
+    assert [r["config"]["seed"] for r in several] == [c["seed"] for c in cfgs]
+    alone = train(cfgs[0], data, **kw)
+    assert isinstance(alone, dict) and not isinstance(alone, list)
+    assert alone.keys() == several[0].keys() and alone["config"]["seed"] == cfgs[0]["seed"]
 
 
 def test_every_stepper_has_every_member_of_the_contract(mnist, cifar):
