@@ -3,6 +3,7 @@ words, then in full under a fold, the forest and the notes, in that order; the f
 and curves from one reading of its runs."""
 import pytest
 
+from idmap_book.evidence.claims import CLAIMS_BY_KEY
 from idmap_book.figures import blocks
 
 KEYS = ["t1_identity_best", "t1_fail_rows_far_behind"]
@@ -29,7 +30,9 @@ def test_the_claims_block_shows_words_then_the_folded_table_then_the_forest_and_
     assert (folded.startswith('<details class="admonition hide above-output')
             and blocks.FOLD in folded)
     assert "<summary>" in folded and folded.endswith("</details>") and "<table" in folded
-    assert all(k.replace("_", "_\u200b") in folded for k in KEYS)  # every claim's row, in full
+    # every claim's row, in full, by its title (never its key)
+    assert all(CLAIMS_BY_KEY[k].title.replace("_", "_\u200b") in folded for k in KEYS)
+    assert not any(k.replace("_", "_\u200b") in folded for k in KEYS)
     assert "Table 1's claims" in shown[2].layout.title.text
     shown.clear()
     blocks.claims(KEYS)  # no forest, no notes: the words and the fold only

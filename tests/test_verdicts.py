@@ -109,7 +109,7 @@ def test_verdict_changes_say_what_drove_a_change_between_scales(tmp_path):
     both = verdicts.verdict_changes(["t1_identity_best"], out_dir=tmp_path).loc["t1_identity_best"]
     # 40 % vs 50 %
     assert both["CPU scale"] == rule.NEEDS_FULL + " (after 400 steps, intervals: 1 above 0)"
-    assert row.iloc[2] == "original: 2 of 3 seeds → none"
+    assert row.iloc[2] == "the identity shortcut: 2 of 3 seeds → none"  # in words
 
 
 def test_the_forest_draws_each_interval_and_every_seed(tmp_path):
@@ -169,8 +169,11 @@ def test_stuck_note_tells_the_papers_failures_from_the_schedules(tmp_path):
     own, schedule, means = note.split("\n\n")
     # said once, what it counts
     assert means.startswith("*At chance*: ") and "training loss" in means
-    assert "**dropout-0.5** (2 of 3 seeds; the paper: fail)" in own and "original" not in own
-    assert "**original** (3 of 3 seeds; the paper: 6.61 %)" in schedule and "conv1x1" not in note
+    # each variant in words, never its key
+    assert "**the dropout shortcut** (2 of 3 seeds; the paper: fail)" in own
+    assert "identity" not in own and "dropout-0.5" not in note
+    assert "**the identity shortcut** (3 of 3 seeds; the paper: 6.61 %)" in schedule
+    assert "convolution" not in note
     assert verdicts.stuck_note("a_table1_shortcuts", ["conv1x1"], out_dir=tmp_path) == ""
     # the claims table counts such runs as measured, on both sides alike: nothing left out, no
     # column for it

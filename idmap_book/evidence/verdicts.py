@@ -181,6 +181,11 @@ def claims_table(keys=None, scale=None, out_dir=None):
     return df
 
 
+def titled(df):
+    """A table by claim key, shown by the claims' titles (a reader never sees a claim's key)."""
+    return df.rename(index=lambda k: claims.CLAIMS_BY_KEY[k].title).rename_axis("claim")
+
+
 def _at(claim, scale, out_dir) -> str:
     """A claim's verdict at `scale`; for one it cannot test there, where its short run's intervals
     of *a better than b* lie (data, not a verdict)."""

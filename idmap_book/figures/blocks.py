@@ -39,7 +39,7 @@ def claims(keys, experiments=(), forest=None, contradictions=False) -> None:
     # in the fold, above the table: when each test took its rule, against its runs' dates
     rules = "<p>" + re.sub(r"\*([^*]+)\*", r"<em>\1</em>",
                            html.escape(verdicts.preregistration(keys))) + "</p>"
-    display(HTML(fold(rules + styled(table).to_html())))
+    display(HTML(fold(rules + styled(verdicts.titled(table)).to_html())))
     if forest:
         forest_figure.forest(keys, title=forest).show()
     if contradictions:
