@@ -101,7 +101,8 @@ mutation-sample: mutation-setup
 mutation-setup: setup
 	$(PY) -m pip install -q -r requirements-mutation.txt
 	mkdir -p mutants/idmap-root && cp -ru data/cache mutants/idmap-root/
-	mkdir -p mutants/data && ln -sfn ../../data/mechanisms mutants/data/mechanisms  # (tests read the recorded forwards)
+	mkdir -p mutants/data && ln -sfn ../../data/mechanisms mutants/data/mechanisms  # (tests read the recorded forwards
+	ln -sfn ../tools mutants/tools  # and run the benchmarks)
 
 mutation-results:
 	$(PY) tools/mutation_summary.py
