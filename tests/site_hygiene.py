@@ -500,6 +500,18 @@ def e_notation(html: str) -> list[str]:
     return [f"e-notation: {E_NOTATION.search(t).group(0)!r} in {t.strip()[:80]!r}" for t in said]
 
 
+def numbered_rows(html: str) -> list[str]:
+    """A table whose rows are headed 0, 1, 2, ...: pandas' default index, which says nothing to a
+    reader (hide it, or index the table by what its rows are)."""
+    out = []
+    for table in _article(_soup(html)).find_all("table"):
+        heads = [th.get_text(strip=True) for th in table.find_all("th", class_="row_heading")]
+        if len(heads) > 1 and heads == [str(i) for i in range(len(heads))]:
+            cols = [th.get_text(strip=True) for th in table.find("tr").find_all("th")]
+            out.append(f"a table's rows headed 0, 1, 2, ...: {[c for c in cols if c][:3]}")
+    return out
+
+
 def findings(page: Path) -> list[str]:
     html = page.read_text(encoding="utf-8")
     return (broken_links(html, page) + raw_markdown_tables(html) + raw_tex(html)
@@ -509,5 +521,6 @@ def findings(page: Path) -> list[str]:
             + times_the_table_denies(html) + errors_as_fractions(html) + small_fonts(html)
             + legends_beside(html)
             + hardware_in_titles(html) + figures_without_text(html) + build_logs(html)
-            + variant_keys(html) + e_notation(html) + palette_breaks(html))
+            + variant_keys(html) + e_notation(html) + palette_breaks(html)
+            + numbered_rows(html))
 

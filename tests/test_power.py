@@ -69,7 +69,7 @@ def test_the_seeds_table_shows_every_spread_at_5_percent_and_at_the_holm_level()
     df = power.seeds_table(["t2_full_preact_best", "t2_bn_after_add_worst"], mc_draws=2000)
     for sd in ("0.14", "0.16", "0.2"):
         assert {f"sd {sd}: at 5 %", f"sd {sd}: at Holm"} <= set(df.columns)
-    row = df[df["part"] == "full_preact-110 < original-110"].iloc[0]
+    row = df[df["part"] == "full pre-activation < the original unit"].iloc[0]  # in words
     assert (row["sd 0.14: at 5 %"], row["sd 0.2: at Holm"], row["queue asks (a side)"]) == (7, 18, 10)
     assert "Holm" in df.attrs["caption"]
 

@@ -175,7 +175,7 @@ def seeds_table(keys, mc_draws: int = 4000):
                 row["power there: formula / rule simulated (± se)"] = (
                     f"{power(n, g, SPREAD[ds], a_holm):.3f} / {p_mc:.3f} ± {se:.3f}")
             rows.append(row)
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(rows).set_index("claim")
     df.attrs["caption"] = caption()
     return df
 
