@@ -74,11 +74,9 @@ def test_each_shortcut_row_is_all_a_shortcut_needs(name, row):
 
 
 def test_registries_describe_every_variant_with_its_figure():
-    assert list(im.SHORTCUTS) == ["identity", "constant_scaling", "exclusive_gating",
-                                  "shortcut_only_gating", "conv1x1", "dropout"]
     fig4 = [row.figure for row in UNIT_ROWS.values() if row.figure.startswith("Paper A Fig 4")]
     assert fig4 == [f"Paper A Fig 4({letter})" for letter in "abcde"]  # all five, in order
-    fig2 = [row.figure for row in SHORTCUT_ROWS.values()]
+    fig2 = [row.figure for row in SHORTCUT_ROWS.values() if row.figure.startswith("Paper A Fig 2")]
     assert fig2 == [f"Paper A Fig 2({letter})" for letter in "abcdef"]  # all six, in order
 
 

@@ -23,7 +23,7 @@ from ..page.prose import plain_number
 from ..evidence.seeds import SEEDS
 
 # a unit's legend: its row's short words and figure, "original (Fig 4a)"
-UNIT_WORDS = {u: f"{r.short} ({r.figure.removeprefix('Paper A ').translate({40: None, 41: None})})"
+UNIT_WORDS = {u: f"{r.short} ({r.figure.removeprefix('Paper A ').replace('(', '').rstrip(')')})"
               for u, r in UNIT_ROWS.items()}
 FONT = figure_style.FONT
 # the λ stack's figure draws every 5th unit (and the last): 1000 units x 48 lines would weigh ~2 MB
