@@ -9,7 +9,7 @@ from __future__ import annotations
 from idmap_lib.engine import recipes, results
 # (train, test) images: variants.DATASET_SIZES
 from idmap_lib.engine.data import SIZES as DATASET_SIZES
-from idmap_lib.models.registry import SHORTCUT_ROWS, UNIT_ROWS, UNITS
+from idmap_lib.models.registry import SHORTCUT_ROWS, UNIT_ROWS
 from . import paper_numbers
 from .metrics import censored, final_test_err, final_train_loss, steps_to_80
 from .reports import net_name
@@ -17,8 +17,8 @@ from .seeds import ALL_SEEDS, SEEDS
 from .runs import seed_runs, seeds_command, your_results
 from .tables import drop_if_empty, mean_sd
 
-# Fig 4: every unit of the registry
-UNITS_110 = tuple(f"{unit}-110" for unit in UNITS)
+# Fig 4: Table 2's units (each with its row's number at 110 layers)
+UNITS_110 = tuple(f"{unit}-110" for unit, row in UNIT_ROWS.items() if 110 in row.paper)
 # against full pre-activation
 LR_JUMP_OTHERS = ("original-110", "relu_preact-110", "relu_before_add-110")
 # the units of the lr-jump claim (chapter 8's first figure)
