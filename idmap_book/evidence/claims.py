@@ -64,11 +64,9 @@ class Claim:
 
 
 T1, T2, T3 = "a_table1_shortcuts", "a_table2_activations", "a_table3_preact"
-T1_MODIFIED = ("constant_scaling-0-1", "constant_scaling-0.5-1", "constant_scaling-0.5-0.5",
-               "exclusive_gating-b0",
-               "exclusive_gating-b-6", "exclusive_gating-b-7", "shortcut_only_gating-b0",
-               "shortcut_only_gating-b-6", "conv1x1", "dropout-0.5")
-T1_FAIL = ("constant_scaling-0-1", "constant_scaling-0.5-1", "exclusive_gating-b0", "dropout-0.5")
+# Table 1's modified shortcuts, each a recipe, and those the paper marks "fail" (its shortcut row's)
+T1_MODIFIED = tuple(v for v in paper_numbers.PAPER[T1] if v != "original")
+T1_FAIL = tuple(v for v, e in paper_numbers.PAPER[T1].items() if e["value"] == paper_numbers.FAIL)
 # Table 2's other units at 110 layers (each unit's registry row holds the paper's number)
 UNITS_110 = tuple(f"{u}-110" for u, r in UNIT_ROWS.items() if 110 in r.paper and u != "full_preact")
 
