@@ -175,7 +175,8 @@ def test_table1_shortcuts_a_colour_per_kind_a_dash_per_setting_and_none_a_units(
 
     t1 = [v for v in recipes.EXPERIMENTS["a_table1_shortcuts"]["variants"] if v != "original"]
     colours = {v: palette.of("a_table1_shortcuts", v) for v in t1}
-    assert set(colours.values()) == set(palette.SHORTCUT_COLOURS.values())
+    kind = {v: recipes.config("a_table1_shortcuts", v)["model"]["kwargs"]["shortcut"] for v in t1}
+    assert colours == {v: palette.SHORTCUT_COLOURS[kind[v]] for v in t1}
     assert not set(colours.values()) & set(palette.UNIT_COLOURS.values())
     # every unit's colour (its registry row's) is one of Okabe and Ito's
     assert set(palette.UNIT_COLOURS.values()) <= set(palette.OKABE_ITO.values())

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 import idmap_lib as im
-from idmap_lib.models.registry import UNIT_ROWS
+from idmap_lib.models.registry import FAIL, SHORTCUT_ROWS, UNIT_ROWS, shortcut_options
 from idmap_lib.models.units import OPS
 
 torch.set_num_threads(2)
@@ -57,13 +57,27 @@ def test_each_unit_row_is_all_a_unit_needs(unit, row):
     assert im.unit_layout(u)["residual"][:len(row.pre)] == list(row.pre)
 
 
+@pytest.mark.parametrize("name, row", list(SHORTCUT_ROWS.items()))
+def test_each_shortcut_row_is_all_a_shortcut_needs(name, row):
+    """A shortcut is its registry row (and its module): its figure and maths in words
+    (``im.SHORTCUTS``), words and a colour of its own (none: the original unit's), its options'
+    defaults as a unit takes them, and Table 1's numbers keyed by its options' values (every variant
+    builds and trains: test_every_variant_trains_a_step)."""
+    assert im.SHORTCUTS[name] == f"{row.figure}: {row.describes}"
+    others = [r for n, r in SHORTCUT_ROWS.items() if n != name]
+    assert all(row.figure != r.figure and row.words != r.words for r in others)
+    assert not row.colour or (re.fullmatch("#[0-9A-F]{6}", row.colour)
+                              and all(row.colour != r.colour for r in others))
+    assert all(len(k) == len(row.options) and (e == FAIL or 0 < e < 100)
+               for k, e in row.paper.items())
+    assert shortcut_options(name, {}) == row.options
+
+
 def test_registries_describe_every_variant_with_its_figure():
-    assert list(im.SHORTCUTS) == ["identity", "constant_scaling", "exclusive_gating",
-                                  "shortcut_only_gating", "conv1x1", "dropout"]
     fig4 = [row.figure for row in UNIT_ROWS.values() if row.figure.startswith("Paper A Fig 4")]
     assert fig4 == [f"Paper A Fig 4({letter})" for letter in "abcde"]  # all five, in order
-    for letter, text in zip("abcdef", im.SHORTCUTS.values()):
-        assert f"Fig 2({letter})" in text
+    fig2 = [row.figure for row in SHORTCUT_ROWS.values() if row.figure.startswith("Paper A Fig 2")]
+    assert fig2 == [f"Paper A Fig 2({letter})" for letter in "abcdef"]  # all six, in order
 
 
 # --- parameter counts --------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     fp = CLAIMS_BY_KEY["fp32_lr_jump"]
     out = _copy_results(tmp_path)
     before = precision.precision_words(out)  # the book's runs: its own rule (Welch) differs
-    name = "Full pre-activation vs full pre-activation without final BN-ReLU"
+    name = "Full pre-activation vs full pre-activation without its final BN-ReLU"
     row = _row(before, name)
     assert (row["bf16"], row["float32"]) == ("*reproduced*", "*reproduced*")
     assert row["note"] == ("its bf16 claim's own rule (log10 (0.1 + loss rise at the jump), by "
@@ -104,7 +104,7 @@ def test_the_bf16_twin_and_the_same_rule_read_the_folder_they_are_given(tmp_path
     assert precision.bf16_by_rule(fp, out).parts[2][1]["verdict"] != "reproduced"
     words = precision.precision_words(out)
     assert ("differs between the precisions for full pre-activation vs full pre-activation without "
-            "final BN-ReLU") in words
+            "its final BN-ReLU") in words
     assert "the rule's difference" not in _row(words, name)["note"]
     assert _row(precision.precision_words(), name) == row  # (the book's own folder untouched)
 

@@ -56,6 +56,13 @@ def test_paper_numbers_are_the_papers():
     assert PAPER["b_wrn"]["gated"]["value"] == 3.65
     assert PAPER["a_table1_shortcuts"]["original"]["source"] == "Paper A Table 1"
     assert PAPER["b_mnist"]["resnet-d20"]["source"] == "Paper B Table 1"
+    # Table 1 is read from the shortcuts' rows: all eleven of its rows, each a recipe's, as printed
+    assert {v: e["value"] for v, e in PAPER["a_table1_shortcuts"].items()} == {
+        "original": 6.61, "constant_scaling-0-1": "fail", "constant_scaling-0.5-1": "fail",
+        "constant_scaling-0.5-0.5": 12.35, "exclusive_gating-b0": "fail",
+        "exclusive_gating-b-6": 8.70, "exclusive_gating-b-7": 9.81,
+        "shortcut_only_gating-b0": 12.86, "shortcut_only_gating-b-6": 6.91, "conv1x1": 12.22,
+        "dropout-0.5": "fail"}
 
 
 def test_paper_number_keys_name_real_experiments_and_variants():

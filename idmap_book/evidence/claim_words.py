@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from idmap_lib.engine import recipes
 from . import claims
-from .variants import UNIT_NAMES, WORDS, words  # noqa: F401  (said here by many)
+from .variants import WORDS, words  # noqa: F401  (said here by many)
 from .metrics import (PERCENT, ended_at_chance, final_test_err, lr_jump_rise, shown_as,
                       stuck_before_jump)
 from .rule import NEEDS_FULL, NOT_TESTABLE, side_of

@@ -23,7 +23,7 @@ from .metrics import METRICS, censored, left_out
 from .rule import TESTED, better, combine, compare, holm, similar
 from .runs import seed_runs
 from .seeds import ALL_SEEDS, MORE_SEEDS, SEEDS
-from .variants import LR_JUMP_OTHERS  # (full pre-activation against each)
+from .variants import LR_JUMP_OTHERS, words  # (full pre-activation against each)
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,9 @@ class Claim:
 
 
 T1, T2, T3 = "a_table1_shortcuts", "a_table2_activations", "a_table3_preact"
-T1_MODIFIED = ("constant_scaling-0-1", "constant_scaling-0.5-1", "constant_scaling-0.5-0.5",
-               "exclusive_gating-b0",
-               "exclusive_gating-b-6", "exclusive_gating-b-7", "shortcut_only_gating-b0",
-               "shortcut_only_gating-b-6", "conv1x1", "dropout-0.5")
-T1_FAIL = ("constant_scaling-0-1", "constant_scaling-0.5-1", "exclusive_gating-b0", "dropout-0.5")
+# Table 1's modified shortcuts, each a recipe, and those the paper marks "fail" (its shortcut row's)
+T1_MODIFIED = tuple(v for v in paper_numbers.PAPER[T1] if v != "original")
+T1_FAIL = tuple(v for v, e in paper_numbers.PAPER[T1].items() if e["value"] == paper_numbers.FAIL)
 # Table 2's other units at 110 layers (each unit's registry row holds the paper's number)
 UNITS_110 = tuple(f"{u}-110" for u, r in UNIT_ROWS.items() if 110 in r.paper and u != "full_preact")
 
@@ -265,24 +263,12 @@ SWAP_ROWS_110 = ("original+final_bn_relu-110", "full_preact+no_final-110",
                  "relu_preact+final_bn_relu-110", "bn_after_add-110",
                  "original+zero_gamma_scaled_input-110")
 SWAP_ROWS_1001 = ("original+final_bn_relu-1001", "full_preact+no_final-1001")
-SWAP_WORDS = {"original+final_bn_relu-110": "the original unit with a final BN-ReLU before the "
-                                            "pool",
-              "relu_preact+final_bn_relu-110": "ReLU-only pre-activation with a final BN-ReLU "
-                                               "before the pool",
-              "full_preact+no_final-110": "full pre-activation without its final BN-ReLU",
-              "original+zero_gamma-110": "the original unit with every branch's last BN starting "
-                                         "at 0",
-              "original+zero_gamma_scaled_input-110": "the original unit with every branch's "
-                                                      "last BN starting at 0 and its classifier's "
-                                                      "input scaled to the original's",
-              "bn_after_add-110": "BN after addition (BN-ReLU before every weight layer and the "
-                                  "classifier, no clean path)",
-              "relu_preact-110": "ReLU-only pre-activation",
-              "relu_before_add-110": "ReLU before addition",
-              "original+final_bn_relu-1001": "the original ResNet-1001 with a final BN-ReLU before "
-                                             "the pool",
-              "full_preact+no_final-1001": "full pre-activation ResNet-1001 without its final "
-                                           "BN-ReLU"}
+# each row in its words (variants.words), with how its swap is made where the words leave it out
+_HOW = {"bn_after_add-110": "BN-ReLU before every weight layer and the classifier, no clean path",
+        "original+zero_gamma-110": "zero gamma: every branch's last BN starts at 0",
+        "original+zero_gamma_scaled_input-110": "zero gamma: every branch's last BN starts at 0"}
+SWAP_WORDS = {r: words(SW, r) + (f" ({_HOW[r]})" if r in _HOW else "")
+              for r in SWAP_ROWS_110 + SWAP_ROWS_1001 + ("relu_preact-110", "relu_before_add-110")}
 SWAP_TITLES = {  # each row's readable line (Claim.title)
     "original+final_bn_relu-110": "The original unit with a final BN-ReLU, at the lr jump",
     "full_preact+no_final-110": "Full pre-activation without its final BN-ReLU, at the lr jump",
@@ -344,7 +330,7 @@ SWAP_CLAIMS = [
 # were written (for the lr-jump claim).
 ROW_CLAIMS = [
     Claim(f"row_jump_{r.rsplit('-', 1)[0]}",
-          f"Ours: {SWAP_WORDS.get(r, r)} rises less at the lr jump than the original unit, and "
+          f"Ours: {SWAP_WORDS[r]} rises less at the lr jump than the original unit, and "
           f"more than full "
           f"pre-activation.", "ours: a row of the synthesis, at the lr-jump probe", SW,
           (better(r, "original-110", JUMP), better("full_preact-110", r, JUMP)),

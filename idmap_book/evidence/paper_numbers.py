@@ -11,10 +11,10 @@ number.
 """
 from __future__ import annotations
 
-from idmap_lib.models.registry import UNIT_ROWS
+from idmap_lib.engine import recipes
+from idmap_lib.models.registry import FAIL, SHORTCUT_ROWS, UNIT_ROWS
 
 ERR = "test error %"
-FAIL = "fail"
 FAIL_MEANING = "fail: Paper A's mark for test error > 20%"
 
 
@@ -31,23 +31,9 @@ _B4 = "Paper B Table 4"
 _MEDIAN = "ResNet-110, CIFAR-10, median of 5 runs"
 
 PAPER = {
-    # Paper A Table 1: shortcut variants on the original ResNet-110, CIFAR-10
-    "a_table1_shortcuts": {
-        "original": _e(6.61, _A1, f"Fig 2(a); {_MEDIAN}"),
-        "constant_scaling-0-1": _e(FAIL, _A1,
-                                   f"Fig 2(b), shortcut x0, F x1: a plain net; {FAIL_MEANING}"),
-        "constant_scaling-0.5-1": _e(FAIL, _A1, f"Fig 2(b), shortcut x0.5, F x1; {FAIL_MEANING}"),
-        "constant_scaling-0.5-0.5": _e(12.35, _A1,
-                                       "Fig 2(b), shortcut x0.5, F x0.5: frozen gating"),
-        "exclusive_gating-b0": _e(FAIL, _A1,
-                                  f"Fig 2(c), init b_g = 0 (0 to -5 all fail); {FAIL_MEANING}"),
-        "exclusive_gating-b-6": _e(8.70, _A1, "Fig 2(c), init b_g = -6"),
-        "exclusive_gating-b-7": _e(9.81, _A1, "Fig 2(c), init b_g = -7"),
-        "shortcut_only_gating-b0": _e(12.86, _A1, "Fig 2(d), init b_g = 0"),
-        "shortcut_only_gating-b-6": _e(6.91, _A1, "Fig 2(d), init b_g = -6"),
-        "conv1x1": _e(12.22, _A1, "Fig 2(e), 1x1 conv shortcut"),
-        "dropout-0.5": _e(FAIL, _A1, f"Fig 2(f), dropout 0.5 on the shortcut; {FAIL_MEANING}"),
-    },
+    # Paper A Table 1: shortcut variants on the original ResNet-110, CIFAR-10 (each shortcut's
+    # registry row holds its numbers)
+    "a_table1_shortcuts": {},
     # Paper A Table 2: activation variants, CIFAR-10
     # (each unit's registry row holds its numbers)
     "a_table2_activations": {
@@ -109,6 +95,21 @@ for _d, _errs in _B_MNIST.items():
                                                 + " (the paper's GResNet; "
                                                 "ours with Keras's initialisation and BN settings)"}
 del _d, _errs, _kind, _err, _entry
+
+
+# Paper A Table 1's remarks column, beside its rows' numbers
+_T1_REMARKS = {"constant_scaling-0-1": "a plain net", "constant_scaling-0.5-0.5": "frozen gating",
+               "exclusive_gating-b0": "b_g = 0 to -5 all fail"}
+for _v in recipes.EXPERIMENTS["a_table1_shortcuts"]["variants"]:
+    _kw = recipes.config("a_table1_shortcuts", _v)["model"]["kwargs"]
+    _row = SHORTCUT_ROWS[_kw["shortcut"]]
+    _set = tuple(_kw.get(o, d) for o, d in _row.options.items())
+    if _set in _row.paper:  # the shortcut's options as this variant sets them
+        _said = "".join(f", {o} {x:g}" for o, x in zip(_row.options, _set))
+        PAPER["a_table1_shortcuts"][_v] = _e(_row.paper[_set], _A1, "; ".join(filter(None, (
+            f"{_row.figure.removeprefix('Paper A ')} {_row.words}{_said}", _T1_REMARKS.get(_v),
+            FAIL_MEANING if _row.paper[_set] == FAIL else "", _MEDIAN))))
+del _v, _kw, _row, _set
 
 
 def paper_number(experiment: str, variant: str) -> dict | None:

@@ -15,10 +15,6 @@ def command(experiment: str, variant: str, scale: str, seed: int = 0) -> str:
     return cmd + (f" --seed {seed}" if seed else "")
 
 
-# the units a network's name says (Fig 4 (b)-(e)), in their registry rows' words
-UNIT_WORDS = {unit: row.words for unit, row in UNIT_ROWS.items() if row.named}
-
-
 def net_name(cfg: dict) -> str:
     """Name of the network a config really trains: ResNet-110 (basic), ResNet-1001 (bottleneck, 1/4
     width: 4/8/16 inside, 16/32/64 out; the paper's: 16/32/64 inside, 64/128/256 out), ResNet-32
@@ -37,7 +33,8 @@ def net_name(cfg: dict) -> str:
             width = f", {frac} width: {inside} inside, {out} out" if block == "bottleneck" else \
                 f", {frac} width: {inside}"
         block = "1-layer skip" if block == "single" else block
-        unit = f", {UNIT_WORDS[kw['unit']]}" if kw.get("unit") in UNIT_WORDS else ""
+        row = UNIT_ROWS.get(kw.get("unit"))  # its unit in its row's words, where the name says it
+        unit = f", {row.words}" if row and row.named else ""
         return f"ResNet-{kw['depth']} ({block}{width}{unit}{', gated' if kw.get('gated') else ''})"
     if m == "wide_resnet":
         return f"WRN-{kw['depth']}-{kw['widen']}{' gated' if kw.get('gated') else ''}"

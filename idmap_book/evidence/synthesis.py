@@ -45,17 +45,18 @@ PROPERTY_SHORT = {"clean_path": "clean path", "bn_every_conv": "BN before every 
 def built(unit: str) -> tuple:
     """The properties a unit has by construction, read from its registry row: f is the identity (a
     clean path); BN before each weight layer, or after each but the last and in f (BN in front of
-    every convolution); a BN-ReLU before the pool, its final or its f (a normalised classifier
-    input)."""
+    every convolution); a BN before the pool, in its final or, where it has none, in its f (a
+    normalised classifier input)."""
     r = UNIT_ROWS[unit]
     has = {"clean_path": not r.post,
            "bn_every_conv": "BN" in r.pre or ("BN" in r.after and "BN" in r.post),
-           "normalised_classifier": r.final == "bn_relu" or r.post == ("BN", "ReLU")}
+           "normalised_classifier": r.final == "bn_relu" or (r.final == "none" and "BN" in r.post)}
     return tuple(p for p, on in has.items() if on)
 
 
 PROPERTIES = {  # row (a_swaps variant) -> the properties it has by construction
-    **{f"{unit}-110": built(unit) for unit in UNIT_ROWS},  # every unit (recipes.SWAPS' units)
+    **{f"{unit}-110": built(unit) for unit, r in UNIT_ROWS.items()  # Table 2's (recipes._swaps')
+       if 110 in r.paper},
     "original+final_bn_relu-110": ("normalised_classifier",),
     "relu_preact+final_bn_relu-110": ("clean_path", "normalised_classifier"),
     "full_preact+no_final-110": ("clean_path", "bn_every_conv"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from idmap_lib.engine import recipes, results
 # (train, test) images: variants.DATASET_SIZES
 from idmap_lib.engine.data import SIZES as DATASET_SIZES
-from idmap_lib.models.registry import UNIT_ROWS, UNITS
+from idmap_lib.models.registry import SHORTCUT_ROWS, UNIT_ROWS
 from . import paper_numbers
 from .metrics import censored, final_test_err, final_train_loss, steps_to_80
 from .reports import net_name
@@ -17,8 +17,8 @@ from .seeds import ALL_SEEDS, SEEDS
 from .runs import seed_runs, seeds_command, your_results
 from .tables import drop_if_empty, mean_sd
 
-# Fig 4: every unit of the registry
-UNITS_110 = tuple(f"{unit}-110" for unit in UNITS)
+# Fig 4: Table 2's units (each with its row's number at 110 layers)
+UNITS_110 = tuple(f"{unit}-110" for unit, row in UNIT_ROWS.items() if 110 in row.paper)
 # against full pre-activation
 LR_JUMP_OTHERS = ("original-110", "relu_preact-110", "relu_before_add-110")
 # the units of the lr-jump claim (chapter 8's first figure)
@@ -226,40 +226,45 @@ def shortcut_options(experiment, variant) -> tuple[str, dict]:
     return kw["shortcut"], {k: v for k, v in kw.items() if k not in NETWORK}
 
 
-# a Fig 4 unit's net in words: "BN-after-addition ResNet-164"
-UNIT_NAMES = {"original": "the original", "bn_after_add": "BN-after-addition",
-              "relu_before_add": "ReLU-before-addition",
-              "relu_preact": "ReLU-only pre-activation", "full_preact": "pre-activation"}
+# a swap (recipes.SWAPS) after its unit's words: "the original unit with a final BN-ReLU"
+SWAP_PHRASES = {"final_bn_relu": "with a final BN-ReLU", "no_final": "without its final BN-ReLU",
+                "zero_gamma": "with its branches off at init",
+                "zero_gamma_scaled_input": "with its branches off at init and the original's "
+                                           "classifier input"}
+
+
+def _swap_words(unit, swap, depth):
+    row = UNIT_ROWS[unit]
+    net = row.words if depth == 110 else f"{row.adjective} ResNet-{depth}"
+    return f"{net} {SWAP_PHRASES[swap]}"
+
+
+def _table1_words(variant):
+    """A Table 1 variant in its shortcut row's words, a gate with its b_g (Paper A Fig 2):
+    'exclusive gating at b_g = −6'."""
+    name, options = shortcut_options("a_table1_shortcuts", variant)
+    bias = options.get("gate_bias")
+    return SHORTCUT_ROWS[name].words + (f" at b_g = {bias:g}".replace("-", "−")
+                                        if bias is not None else "")
+
+
 # variant -> words, where its key does not read as English; (experiment, variant) where it depends
-# on it
+# on it. A unit's and a shortcut's words are its registry row's (models/registry.py).
 WORDS = {
-    "original+final_bn_relu-110": "the original unit + final BN-ReLU",
-    "relu_preact+final_bn_relu-110": "ReLU-only pre-activation + final BN-ReLU",
-    "full_preact+no_final-110": "full pre-activation without final BN-ReLU",
-    "original+zero_gamma-110": "the original unit, branches off at init",
-    "original+zero_gamma_scaled_input-110": "the original unit, branches off at init, its "
-                                            "classifier input scaled to the original's",
-    "original-1001": "the original ResNet-1001", "full_preact-1001": "pre-activation ResNet-1001",
-    "original+final_bn_relu-1001": "the original ResNet-1001 + final BN-ReLU",
-    "full_preact+no_final-1001": "pre-activation ResNet-1001 without final BN-ReLU",
-    "original": "the identity shortcut",
+    **{v: _table1_words(v) for v in recipes.EXPERIMENTS["a_table1_shortcuts"]["variants"]},
+    "constant_scaling-0-1": "the shortcut scaled by 0",
+    "constant_scaling-0.5-1": "the shortcut scaled by 0.5",
+    "constant_scaling-0.5-0.5": "both paths scaled by 0.5",
     **{f"{unit}-110": row.words for unit, row in UNIT_ROWS.items()},  # each unit's row
-    "original-164": "the original ResNet-164",
-    "full_preact-164": "pre-activation ResNet-164", "c10-1001-original": "the original ResNet-1001",
-    "c10-1001-full_preact": "pre-activation ResNet-1001",
+    # its net at the other depths, Table 3's keys too: "the original ResNet-1001"
+    **{k: f"{row.adjective} ResNet-{d}" for unit, row in UNIT_ROWS.items() for d in (164, 1001)
+       for k in (f"{unit}-{d}", f"c10-{d}-{unit}")},
+    **{f"{u}+{swap}-{d}": _swap_words(u, swap, d)
+       for (u, swap), depths in recipes.SWAPPED.items() for d in depths},
     "c10-110-single-original": "the original unit",
     "c10-110-single-full_preact": "pre-activation",
     ("b_resnet32", "original"): "the ungated ResNet-32",
-    "gated": "the gated net", "constant_scaling-0-1": "the shortcut scaled by 0",
-    "constant_scaling-0.5-1": "the shortcut scaled by 0.5",
-    "constant_scaling-0.5-0.5": "both paths scaled by 0.5",
-    "exclusive_gating-b0": "exclusive gating at b_g = 0",
-    "exclusive_gating-b-6": "exclusive gating at b_g = −6",
-    "exclusive_gating-b-7": "exclusive gating at b_g = −7",
-    "shortcut_only_gating-b0": "shortcut-only gating at b_g = 0",
-    "shortcut_only_gating-b-6": "shortcut-only gating at b_g = −6",
-    "conv1x1": "the 1×1-convolution shortcut",
-    "dropout-0.5": "the dropout shortcut", "gated-k_decay": "the gated net with weight decay on k",
+    "gated": "the gated net", "gated-k_decay": "the gated net with weight decay on k",
     "plain": "the ungated WRN",
 }
 
@@ -280,8 +285,8 @@ def words(experiment, variant) -> str:
     kw = recipes.EXPERIMENTS.get(experiment, {}).get("variants", {}).get(variant)
     kw = kw and recipes.config(experiment, variant, "cpu")["model"]["kwargs"]
     c100 = " on CIFAR-100" if kw and kw.get("num_classes") == 100 else ""
-    if kw and kw.get("unit") in UNIT_NAMES and kw.get("shortcut", "identity") == "identity":
-        return f"{UNIT_NAMES[kw['unit']]} ResNet-{kw['depth']}{c100}"
+    if kw and kw.get("unit") in UNIT_ROWS and kw.get("shortcut", "identity") == "identity":
+        return f"{UNIT_ROWS[kw['unit']].adjective} ResNet-{kw['depth']}{c100}"
     if c100 and variant.startswith("c100-"):
         return words(experiment, variant.removeprefix("c100-")) + c100
     return f"*{variant}*"

@@ -8,12 +8,13 @@ alternative that says the finding from the same numbers the chapter prints.
 """
 from __future__ import annotations
 
+from idmap_lib.models.registry import UNIT_ROWS
 from ..page import palette
 from ..page.prose import plain_number
 from .slider_figures import THEORY_LAYOUT
 
-UNIT_WORDS = {"original": "original (f = ReLU)",
-              "full_preact": "full pre-activation (f = identity)"}
+# a unit's legend: its row's short words and its f, "original (f = ReLU)"
+UNIT_WORDS = {u: f"{r.short} (f = {r.f})" for u, r in UNIT_ROWS.items()}
 
 
 def _figure(traces, title, alt, **layout):
@@ -74,7 +75,7 @@ def gradient_figure(grads: dict):
               for u, r in ratio.items()]
     alt = ("At initialisation the gradient reaching the first unit is "
            + " and ".join(f"{plain_number(r[0])} times the last unit's in the "
-                          f"{UNIT_WORDS[u].split(' (')[0]} net" for u, r in ratio.items()) + ".")
+                          f"{UNIT_ROWS[u].short} net" for u, r in ratio.items()) + ".")
     return _figure(traces, "ResNet-164 at initialisation", alt,
                    xaxis_title="unit l (last: the last unit's output)", yaxis_type="log",
                    yaxis_title="‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖")

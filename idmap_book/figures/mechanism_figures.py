@@ -15,15 +15,16 @@ from __future__ import annotations
 import math
 import statistics
 
+from idmap_lib.models.registry import UNIT_ROWS
 from ..page import figure_style, palette
 from ..evidence import mechanisms as mech
-from ..evidence.claim_words import UNIT_NAMES
 from ..page.log_axes import log_range
 from ..page.prose import plain_number
 from ..evidence.seeds import SEEDS
 
-UNIT_WORDS = {"original": "original (Fig 4a)", "relu_preact": "ReLU-only pre-activation (Fig 4d)",
-              "full_preact": "full pre-activation (Fig 4e)"}
+# a unit's legend: its row's short words and figure, "original (Fig 4a)"
+UNIT_WORDS = {u: f"{r.short} ({r.figure.removeprefix('Paper A ').replace('(', '').rstrip(')')})"
+              for u, r in UNIT_ROWS.items()}
 FONT = figure_style.FONT
 # the λ stack's figure draws every 5th unit (and the last): 1000 units x 48 lines would weigh ~2 MB
 SHOW_EVERY = 5
@@ -117,7 +118,8 @@ def _said(variant: str) -> str:
     if variant.startswith("lam"):
         return f"λ = {variant.removeprefix('lam')}"
     unit, _, depth = variant.rpartition("-")
-    return f"{UNIT_NAMES.get(unit, unit)} ResNet-{depth}" if unit else variant
+    return f"{UNIT_ROWS[unit].adjective if unit in UNIT_ROWS else unit} ResNet-{depth}" if unit \
+        else variant
 
 
 def compared(t) -> str:
@@ -274,7 +276,7 @@ def weight_input_figure(seeds=SEEDS, out_dir=None):
     fig.update_layout(height=640, font=FONT, meta={"alt": (
         "The first weight layer's input std, largest over smallest across the units, at init and "
         "in the last forward recorded: " + "; ".join(
-            f"{UNIT_WORDS[u].split(' (')[0]} ResNet-{d}: {plain_number(a)} and {plain_number(b)}"
+            f"{UNIT_ROWS[u].short} ResNet-{d}: {plain_number(a)} and {plain_number(b)}"
             for (u, d), (a, b) in spread.items()) + ".")})
     figure_style.title(fig, "How far each weight layer's input strays from 1, unit by unit")
     return figure_style.caption(fig, key + "<br>" + _caption(every), legend_rows=3)

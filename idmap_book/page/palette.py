@@ -10,7 +10,7 @@ trace's ``meta``: what a trace draws, whatever its name, so a test can check tha
 colour on every page and that no two keys of a figure share one."""
 from __future__ import annotations
 from idmap_lib.engine import recipes
-from idmap_lib.models.registry import UNIT_ROWS
+from idmap_lib.models.registry import SHORTCUT_ROWS, UNIT_ROWS
 
 OKABE_ITO = {"orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
              "yellow": "#F0E442",
@@ -19,11 +19,8 @@ OKABE_ITO = {"orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E7
 TOL = {"indigo": "#332288", "green": "#117733", "olive": "#999933", "rose": "#CC6677",
        "wine": "#882255", "purple": "#AA4499"}
 UNIT_COLOURS = {unit: row.colour for unit, row in UNIT_ROWS.items()}  # its row's (models/registry)
-# dropout in indigo: a brown beside the original's vermillion is one colour on a phone
-SHORTCUT_COLOURS = {"constant_scaling": OKABE_ITO["bluish green"],
-                    "exclusive_gating": OKABE_ITO["black"],
-                    "shortcut_only_gating": TOL["wine"], "conv1x1": "#6E6E6E",
-                    "dropout": TOL["indigo"]}
+# Table 1's modified shortcuts: their rows' (the identity is the original unit's)
+SHORTCUT_COLOURS = {name: row.colour for name, row in SHORTCUT_ROWS.items() if row.colour}
 # Paper B's nets (MNIST and CIFAR): the gated one, the ungated ResNet, the plain net
 NET_COLOURS = {"gresnet": TOL["green"], "resnet": TOL["purple"], "plain": TOL["olive"],
                "gresnet_keras": TOL["rose"]}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 
-from ..models.registry import UNITS
+from ..models.registry import UNIT_ROWS, UNITS
 from .paper_recipes import paper_a_cifar, paper_b_mnist, paper_b_resnet, paper_b_wrn
 from .results import training_hash
 from .schedule import rescaled
@@ -122,7 +122,8 @@ def _swaps():
     results.training_hash), each swap of SWAPPED, named ``unit+swap-depth``, and the rows of FP32
     again in float32 (``amp``: the recipe names its precision; every CPU run elsewhere is bf16
     autocast, where the identity path sums in an 8-bit mantissa)."""
-    v = {f"{u}-110": (lambda scale, u=u: paper_a_cifar(110, u, scale=scale)) for u in UNITS}
+    v = {f"{u}-110": (lambda scale, u=u: paper_a_cifar(110, u, scale=scale))
+         for u, row in UNIT_ROWS.items() if 110 in row.paper}  # Table 2's
     v.update({f"{u}-1001": (lambda scale, u=u: paper_a_cifar(1001, u, scale=scale))
               for u in ("original", "full_preact")})
     for (u, swap), depths in SWAPPED.items():

@@ -5,7 +5,8 @@ Residual Gates").
 The bottom layer: it imports nothing from the engine or the book (tests/test_layers.py).
 
 - registry.py: the names of all variants, with the figure each comes from; a residual unit is one
-  row (``UNIT_ROWS``: its words, colour, the paper's numbers and its construction, as data);
+  row (``UNIT_ROWS``: its words, colour, the paper's numbers and its construction, as data), a
+  shortcut too (``SHORTCUT_ROWS``: its words, colour, options and Paper A Table 1's numbers);
 - units.py: residual units (Paper A Fig 4, Paper B's gated units); shortcuts.py: shortcuts (Paper A
   Fig 2);
 - networks.py: CIFAR, Wide and ImageNet ResNets; mlp.py: Paper B's MNIST nets; init.py: He init;

@@ -143,7 +143,7 @@ class DropoutShortcut(Shortcut):
 
 
 def make_shortcut(name, in_channels, out_channels, stride, projection_kind, bn, options):
-    """Build shortcut `name` (a key of registry.SHORTCUTS) with its validated `options`."""
+    """Build shortcut `name` (a row of registry.SHORTCUT_ROWS) with its validated `options`."""
     if name == "conv1x1":
         return Conv1x1(conv_projection(in_channels, out_channels, stride, bn))
     h = projection(projection_kind, in_channels, out_channels, stride, bn)
