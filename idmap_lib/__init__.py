@@ -18,9 +18,9 @@ the evidence, prose and figures; ``python -m idmap_book sweep|mnist``) and ``idm
 exercise graders, the student editions, batch grading; ``python -m idmap_class``). Nothing here
 imports them; their old paths (``idmap_lib.book``, ``idmap_lib.checks``) forward for one release.
 """
+from . import models
 from .models import (BLOCKS, FINALS, MLP_KINDS, SHORTCUTS, UNITS, cifar_resnet, gates,
-                     imagenet_resnet, make_unit, mlp,
-                     residual_units, unit_layout, wide_resnet, zero_residuals)
+                     imagenet_resnet, make_unit, wide_resnet)
 from .engine.data import load as load_data
 from .engine.recipes import EXPERIMENTS, config
 from .engine.schedule import lr_at
@@ -34,3 +34,9 @@ __all__ = [
     "imagenet_resnet", "make_unit", "residual_units", "zero_residuals", "gates", "unit_layout",
     "EXPERIMENTS", "config", "lr_at", "train", "run", "load_results", "load_data",
 ]
+
+
+def __getattr__(name):  # Paper B's MNIST nets and the introspection helpers, when first asked for
+    if name not in models.LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(models, name)

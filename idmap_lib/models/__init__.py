@@ -16,11 +16,24 @@ A recipe names its network by a builder of this package (``cfg["model"]["builder
 wide_resnet, imagenet_resnet, mlp); the engine's ``build_model`` looks it up here.
 """
 
-from .introspect import gates, residual_units, unit_layout, zero_residuals
-from .mlp import mlp
+import importlib
+
 from .networks import cifar_resnet, imagenet_resnet, wide_resnet
 from .registry import BLOCKS, FINALS, MLP_KINDS, SHORTCUTS, UNITS
-from .units import make_unit
+from .units import gates, make_unit
+
+# imported when first asked for (training a ResNet needs neither): name -> its module
+LAZY = {"mlp": "mlp", "residual_units": "introspect", "zero_residuals": "introspect",
+        "unit_layout": "introspect"}
+
+
+def __getattr__(name):
+    if name not in LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{LAZY[name]}"), name)
+    globals()[name] = value  # (after the import: ``mlp`` is the builder, not its module)
+    return value
+
 
 __all__ = ["UNITS", "SHORTCUTS", "BLOCKS", "FINALS", "MLP_KINDS", "cifar_resnet", "wide_resnet",
            "mlp", "imagenet_resnet",
