@@ -2,6 +2,29 @@
 Residual Networks") and Savarese et al. 2016 (Paper B, "Learning Identity Mappings with Residual
 Gates"), with the trainer and the helpers the book's chapters use.
 
+How a pre-activation ResNet-110 trains (``python -m idmap_lib train --experiment
+a_table2_activations --variant full_preact-110``, or ``train(config(...))``), read in this order:
+
+1. models/registry.py: each residual unit as one row of data (``UNIT_ROWS["full_preact"]``)
+2. models/units.py: a unit built from its row, x_{l+1} = f(h(x_l) + F(x_l)) (Paper A Eqns 1-2)
+3. models/networks.py: ``cifar_resnet``: conv1, three stages of 18 units, the pool, the classifier
+4. engine/recipes.py: the experiment as data (``config``: the network, SGD, the schedule, steps)
+5. engine/batches.py: the dataset on the device, a training batch (crop, flip), the evaluation
+6. engine/loop.py: ``Loop``: data order, lr, the step (``advance``, top to bottom), logs, results
+7. engine/solo.py: ``Solo``, the stepper: one network's forward, loss, backward and update
+8. engine/trainer.py: ``train``, the entry: the per-run lock, the loops a step at a time, Ctrl-C
+
+Helpers on the way, each taken by its name: cli.py (the command line), models/shortcuts.py (Fig
+2), models/init.py (He init), engine/paper_recipes.py (each paper's recipe), engine/schedule.py
+(the lr), engine/data.py (a dataset from disk), engine/augment.py (crop and flip), engine/build.py
+(the model, SGD), engine/device.py (device, precision), engine/options.py (how to train),
+engine/outcome.py (divergence, the result dict), engine/results.py (one JSON a run),
+engine/checkpoint.py, engine/paths.py (where files go), engine/runlock.py (one process a run),
+engine/interrupt.py (Ctrl-C), and what each folder holds: __init__.py, models/__init__.py,
+engine/__init__.py.
+(The test of the layers holds the path to 8 files and 2,500 lines and has every module that
+training imports named here.)
+
 This package is the library that trains, and only that: two layers, each a folder, the second on
 the first (tests/test_layers.py)
 - models/: registry.py (variant names), units.py (Fig 4 units, Paper B gates), shortcuts.py (Fig 2
