@@ -28,7 +28,7 @@ training imports named here.)
 This package is the library that trains, and only that: two layers, each a folder, the second on
 the first (tests/test_layers.py)
 - models/: registry.py (variant names), units.py (Fig 4 units, Paper B gates), shortcuts.py (Fig 2
-  shortcuts), networks.py (CIFAR, Wide and ImageNet ResNets), mlp.py (Paper B MNIST nets), init.py
+  shortcuts), networks.py (CIFAR, Wide and ImageNet ResNets), mnist.py (Paper B MNIST nets), init.py
   (He init), introspect.py (units, gates, identity point, layouts), pruning.py (removing blocks);
 - engine/ (on models): recipes.py (every experiment as data), data.py, augment.py, loop.py (the one
   training loop) with its steppers solo.py, fused.py (N runs of one architecture as one network) and
