@@ -24,6 +24,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -106,7 +107,6 @@ def main(argv=None) -> int:
         from .engine.recipes import listing
         print(listing())
         return 0
-    from .engine import distributed
     from .engine.recipes import config
     from .engine.results import find_result
     from .engine.trainer import train
@@ -147,8 +147,11 @@ def main(argv=None) -> int:
         print(e, file=sys.stderr)
         return 130
     finally:
-        distributed.cleanup()
-    if distributed.int_env("RANK", 0) == 0:
+        if int(os.environ.get("WORLD_SIZE", 1)) > 1:  # under torchrun: leave the process group
+            from .engine import distributed
+
+            distributed.cleanup()
+    if int(os.environ.get("RANK", 0)) == 0:
         _summaries(results)
     return 0 if all(r["status"] in ("ok", "fail", "stopped") for r in results) else 1
 

@@ -265,8 +265,10 @@ def test_no_chapter_sets_torch_threads_itself():
 
 
 # the command lines import each command's modules when it runs (their --help stays quick; noted in
-# each); every other module imports the library at its top, where its header lists what it needs
+# each); the loop imports the DDP helpers only under torchrun (one process never needs them); every
+# other module imports the library at its top, where its header lists what it needs
 LAZY = {"idmap_lib/cli.py", "idmap_class/__main__.py", "idmap_book/plan/commands.py"}
+ONLY_UNDER_TORCHRUN = {("idmap_lib/engine/loop.py", "distributed")}
 
 
 def test_the_library_imports_itself_at_module_level():
@@ -276,7 +278,8 @@ def test_the_library_imports_itself_at_module_level():
                    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                    for s in ast.walk(f)
                    if isinstance(s, ast.ImportFrom)
-                   and (s.level or (s.module or "").split(".")[0] in PACKAGES))
+                   and (s.level or (s.module or "").split(".")[0] in PACKAGES)
+                   and (str(p.relative_to(ROOT)), s.module) not in ONLY_UNDER_TORCHRUN)
     assert not found, found
 
 
@@ -488,6 +491,98 @@ def test_the_command_that_trains_and_the_api_import_nothing_of_the_book_or_the_c
     assert "idmap_lib.engine.loop" in loaded or argv is None
     assert loaded and all(layer(m) <= LAYERS["idmap_lib"] and m not in FORWARDS
                           for m in loaded), [m for m in loaded if layer(m) > 2]
+
+
+# what ``python -m idmap_lib train`` imports when it trains full_preact-110 (one step, on a random
+# CIFAR-10 of the recipe's size: no disk, no download): {file under idmap_lib/: its lines}
+TRAIN_ONE_STEP = """
+import json, runpy, sys, tempfile
+from pathlib import Path
+import torch
+from idmap_lib.engine import data
+def random_cifar(name, path=None, **kw):
+    g = torch.Generator().manual_seed(0)
+    x = lambda n: torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g)
+    return data.Data(name, x(20000), torch.arange(20000) % 10, x(2000), torch.arange(2000) % 10)
+data.load = random_cifar
+d = tempfile.mkdtemp()
+sys.argv = ["idmap_lib", "train", "--experiment", "a_table2_activations", "--variant",
+            "full_preact-110", "--max-steps", "1", "--out", d, "--checkpoint-dir", d,
+            "--no-progress"]
+try:
+    runpy.run_module("idmap_lib", run_name="__main__")
+except SystemExit as e:
+    assert not e.code, e.code
+top = Path(sys.modules["idmap_lib"].__file__).parent
+files = {Path(m.__file__).relative_to(top).as_posix(): len(Path(m.__file__).read_text().splitlines())
+         for n, m in sys.modules.items() if n.split(".")[0] == "idmap_lib"}
+print(json.dumps(files), file=sys.stderr)
+"""
+READING_FILES, READING_LINES = 8, 2500  # the reading path: what a newcomer reads, in order
+CLOSURE_FILES, CLOSURE_LINES = 28, 3650  # all that training imports (a budget: growth is seen)
+
+
+def reading_path(doc: str) -> tuple[list[str], list[str]]:
+    """The reading path of ``idmap_lib.__doc__`` (its numbered lines: "1. models/registry.py: ...")
+    and the helpers it names (the paragraph "Helpers on the way, ..."), as files under
+    idmap_lib/."""
+    import re
+
+    path = re.findall(r"^\d+\. ([\w/]+\.py): ", doc, re.M)
+    para = re.search(r"^Helpers on the way.*?(?:\n\n|\Z)", doc, re.M | re.S)
+    helpers = re.findall(r"(?<![\w/])((?:models/|engine/)?\w+\.py)", para.group() if para else "")
+    return path, helpers
+
+
+def reading_path_problems(doc: str, closure: dict[str, int]) -> list[str]:
+    """What is wrong with the reading path of `doc` for a training that imports `closure`."""
+    path, helpers = reading_path(doc)
+    lines, rest = sum(closure.get(f, 0) for f in path), set(closure) - set(path)
+    out = [f"{f} is on the reading path but training does not import it"
+           for f in path if f not in closure]
+    if not path or len(path) > READING_FILES or lines > READING_LINES:
+        out.append(f"the reading path is {len(path)} files, {lines} lines: at most "
+                   f"{READING_FILES}, {READING_LINES}")
+    out += [f"training imports {f}: put it on the reading path or name it among the helpers"
+            for f in sorted(rest - set(helpers))]
+    out += [f"{f} is named a helper but training does not import it (or it is on the path)"
+            for f in sorted(set(helpers) - rest)]
+    if len(closure) > CLOSURE_FILES or sum(closure.values()) > CLOSURE_LINES:
+        out.append(f"training imports {len(closure)} files, {sum(closure.values())} lines: at "
+                   f"most {CLOSURE_FILES}, {CLOSURE_LINES}")
+    return out
+
+
+def test_a_newcomer_reads_a_handful_of_files_to_train_resnet_110():
+    """``idmap_lib.__doc__`` names, in order, the files that say how a ResNet-110 trains (at most 8,
+    2,500 lines), then every other module the training imports, each a helper taken by its name;
+    all that it imports stays within a budget. Measured on the command itself, training a step."""
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", TRAIN_ONE_STEP], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    closure = json.loads(r.stderr.strip().splitlines()[-1])
+    assert "engine/loop.py" in closure and "models/networks.py" in closure
+    assert reading_path_problems(im.__doc__, closure) == []
+
+
+def test_a_planted_module_or_a_longer_reading_path_is_caught():
+    path, helpers = reading_path(im.__doc__)
+    assert path[0] == "models/registry.py" and path[-1] == "engine/trainer.py"
+    closure = {f: 100 for f in path + helpers}
+    assert reading_path_problems(im.__doc__, closure) == []
+    new = reading_path_problems(im.__doc__, {**closure, "engine/new.py": 10})
+    assert any("engine/new.py" in p for p in new)
+    longer = reading_path_problems(im.__doc__, {**closure, "engine/loop.py": 2000})
+    assert any("reading path is 8 files" in p for p in longer), longer
+    ninth = im.__doc__.replace("8. engine/trainer.py:", "8. engine/trainer.py: x\n9. cli.py:")
+    assert any("9 files" in p for p in reading_path_problems(ninth, closure))
+    grown = {**closure, "engine/data.py": CLOSURE_LINES}
+    assert any(f"at most {CLOSURE_FILES}, {CLOSURE_LINES}" in p
+               for p in reading_path_problems(im.__doc__, grown))
 
 
 def definitions(source: str, names) -> list[tuple[str, int]]:

@@ -221,8 +221,8 @@ CLAIMS += [
 ]
 # Our own hypotheses, tested by the same rule and fixed before their runs were read (chapter 10):
 # our learned k is far below Paper B's Table 2; is it Paper B's unstated initialisation and BN
-# settings? The probe trains the GResNet with Keras's defaults (models/mlp.py), the framework whose
-# Nadam the recipe names.
+# settings? The probe trains the GResNet with Keras's defaults (models/mnist.py), the framework
+# whose Nadam the recipe names.
 KERAS = "Keras's defaults (Glorot-uniform weights, BN epsilon 10⁻³ and momentum 0.99)"
 PROBES = [
     Claim("probe_keras_k_d10",

@@ -14,8 +14,9 @@ book-side helpers or the command line (tests/test_layers.py).
   architecture as one network) and stacked.py (Paper B's MNIST MLPs of one depth as one);
   trainer.py, the one entry: ``train`` (every caller's: the per-run lock, the thread policy, loops
   interleaved, Ctrl-C) and ``run``;
-- device.py (device, precision), build.py (model and optimizer), batches.py (data on the device,
-  evaluation), checkpoint.py, distributed.py (DDP);
+- device.py (device, precision, one process), build.py (model and optimizer), batches.py (data on
+  the device, evaluation), checkpoint.py, distributed.py (DDP: the loop imports it under torchrun
+  only);
 - results.py: one JSON file per finished run, with provenance; looked up by config hash. (The
   benchmarks live outside the library: tools/bench.py, ``python -m idmap_lib bench``.)
 """

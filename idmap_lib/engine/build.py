@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from .. import models
-from ..models.introspect import gates
+from ..models.units import gates
 
 
 def build_model(spec: dict) -> nn.Module:

@@ -1,5 +1,5 @@
-"""Where and in what precision a run computes, the process-wide switches it needs, and how long it
-takes.
+"""Where and in what precision a run computes (``Single``: in one process; under torchrun,
+distributed.py), the process-wide switches it needs, and how long it takes.
 
 bf16 autocast where the hardware has it (GPUs of compute capability >= 8; CPUs with
 AVX512-BF16/AMX), fp16 with a GradScaler on older GPUs (e.g. Colab's T4), else fp32.
@@ -14,6 +14,26 @@ import torch
 # cuBLAS reads this when it is first initialised (the first matmul on a GPU, after any import):
 # deterministic CUDA runs need it, so it is set when the engine is imported, before a run can start.
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
+class Single:
+    """One process: the loop's view of the processes that train it (``ctx``) when not under
+    torchrun; distributed.DDPContext is the other (the same methods over a process group)."""
+
+    rank, world, backend = 0, 1, None
+    device = None
+
+    def all_reduce(self, t):
+        return t
+
+    def all_reduce_max(self, t):
+        return t
+
+    def gather_object(self, obj):
+        return [obj]
+
+    def wrap(self, model):
+        return model
 
 
 def pick_device(device=None) -> torch.device:

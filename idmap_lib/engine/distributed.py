@@ -13,22 +13,7 @@ import os
 import torch
 import torch.distributed as dist
 
-
-class Single:
-    rank, world, backend = 0, 1, None
-    device = None
-
-    def all_reduce(self, t):
-        return t
-
-    def all_reduce_max(self, t):
-        return t
-
-    def gather_object(self, obj):
-        return [obj]
-
-    def wrap(self, model):
-        return model
+from .device import Single
 
 
 def use_cuda(local_world: int, device=None) -> bool:

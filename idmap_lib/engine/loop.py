@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 from typing import Any, ClassVar, Protocol
 
 import torch
 
-from . import distributed as dist_mod
 from .batches import evaluate_sums, prepare_data, to_device, train_batch
 from .checkpoint import CheckpointError, load_together, path_of, save_checkpoint
-from .device import format_duration, pick_device, precision_name
+from .device import Single, format_duration, pick_device, precision_name
 from .options import TrainOptions
 from .outcome import Divergence, evaluates, result as outcome_result, stopped, window
 from .schedule import lr_at
@@ -95,7 +95,12 @@ class Loop:
         # (trainer.train had ``kind.check`` accept the runs)
         self.opts = o
         self.cfgs, self.n = list(cfgs), len(cfgs)
-        self.ctx = ctx = dist_mod.context(o.device) if kind.ddp else dist_mod.Single()
+        if kind.ddp and int(os.environ.get("WORLD_SIZE", 1)) > 1:  # torchrun's processes (DDP)
+            from .distributed import context  # (only there: one process never needs it)
+
+            self.ctx = ctx = context(o.device)
+        else:
+            self.ctx = ctx = Single()
         self.device = ctx.device if ctx.world > 1 else pick_device(o.device)
         c = self.cfgs[0]  # (N > 1: the stepper checked that they share the recipe)
         self.total, self.B, self.sched = c["steps"], c["batch_size"], c["schedule"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ..models.introspect import gates
+from ..models.units import gates
 from .results import config_hash, provenance, run_name, training_hash
 
 

@@ -159,7 +159,7 @@ def paper_b_wrn(gated, scale="full", k_decay=False, dataset="cifar10"):
 def paper_b_mnist(kind, d, scale="full", defaults="torch"):
     """Paper B Sec 4.1: Linear(784->50), d layers of 50 (plain / resnet / gresnet), NAdam lr 0.002
     momentum 0.9, 100 epochs, batch 128, pixels / 255. defaults="keras": Keras's initialisation and
-    BN settings instead of PyTorch's (models/mlp.py; Paper B states neither)."""
+    BN settings instead of PyTorch's (models/mnist.py; Paper B states neither)."""
     opt = {"name": "nadam", "lr": 0.002, "betas": [0.9, 0.999], "weight_decay": 0.0,
            "decay_gates": False}
     kwargs = {"kind": kind, "d": d, "width": 50, "num_classes": 10}

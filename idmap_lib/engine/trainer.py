@@ -7,7 +7,9 @@ own CUDA stream and global RNG), Ctrl-C keeping a checkpoint (interrupt.py). How
 """
 from __future__ import annotations
 
-from . import data as data_mod, distributed as dist_mod, runlock
+import os
+
+from . import data as data_mod, runlock
 from .checkpoint import path_of
 from .device import EngineSettings
 from .interrupt import DeferredInterrupt, TrainingInterrupted
@@ -54,7 +56,7 @@ def train(cfgs: dict | list[dict], data=None, options: TrainOptions | None = Non
     for g in groups:  # before the data is loaded: a refusal is free
         stepper.check(g, opts)
     d = opts.checkpoint_dir
-    held = [path_of(d, c) for c in cfgs] if d and dist_mod.int_env("RANK", 0) == 0 else []
+    held = [path_of(d, c) for c in cfgs] if d and int(os.environ.get("RANK", 0)) == 0 else []
     with runlock.hold(held):
         if not isinstance(data, data_mod.Data):  # each dataset loaded once for all loops
             data = {k: data_mod.load(k, data) for k in sorted({c["dataset"] for c in cfgs})}

@@ -9,19 +9,34 @@ The bottom layer: it imports nothing from the engine or the book (tests/test_lay
   shortcut too (``SHORTCUT_ROWS``: its words, colour, options and Paper A Table 1's numbers);
 - units.py: residual units (Paper A Fig 4, Paper B's gated units); shortcuts.py: shortcuts (Paper A
   Fig 2);
-- networks.py: CIFAR, Wide and ImageNet ResNets; mlp.py: Paper B's MNIST nets; init.py: He init;
-- introspect.py: residual units, gates, identity point and layout of a network;
+- networks.py: CIFAR, Wide and ImageNet ResNets; mnist.py: Paper B's MNIST nets (``mlp``); init.py:
+  He init;
+- introspect.py: residual units, identity point and layout of a network (a unit's gate: units.py);
 - pruning.py: removing residual blocks without retraining (Paper B Figs 5, 7).
 
 A recipe names its network by a builder of this package (``cfg["model"]["builder"]``: cifar_resnet,
-wide_resnet, imagenet_resnet, mlp); the engine's ``build_model`` looks it up here.
+wide_resnet, imagenet_resnet, mlp); the engine's ``build_model`` looks it up here. ``mlp`` and
+introspect.py's helpers are imported when first asked for: training a ResNet needs neither.
 """
 
-from .introspect import gates, residual_units, unit_layout, zero_residuals
-from .mlp import mlp
+import importlib
+
 from .networks import cifar_resnet, imagenet_resnet, wide_resnet
 from .registry import BLOCKS, FINALS, MLP_KINDS, SHORTCUTS, UNITS
-from .units import make_unit
+from .units import gates, make_unit
+
+# imported when first asked for: name -> its module
+LAZY = {"mlp": "mnist", "residual_units": "introspect", "zero_residuals": "introspect",
+        "unit_layout": "introspect"}
+
+
+def __getattr__(name):
+    if name not in LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["UNITS", "SHORTCUTS", "BLOCKS", "FINALS", "MLP_KINDS", "cifar_resnet", "wide_resnet",
            "mlp", "imagenet_resnet",

@@ -1,10 +1,11 @@
-"""Looking inside a model: its residual units, its gates, its identity point, a unit's drawing."""
+"""Looking inside a model: its residual units, its gates (``units.gates``), its identity point, a
+unit's drawing."""
 
 import torch
 import torch.nn as nn
 
 from .shortcuts import ZeroPad
-from .units import GatedLayer, ResidualUnit
+from .units import ResidualUnit, gates  # noqa: F401 (gates: the units' k, defined with them)
 
 
 def residual_units(model):
@@ -24,12 +25,6 @@ def post_relu(unit):
     truncates; None where f has no ReLU (pre-activation units: f is the identity)."""
     relus = [m for m in unit.post.modules() if isinstance(m, nn.ReLU)]
     return relus[-1] if relus else None
-
-
-def gates(model):
-    """Paper B's gate scalars k of a gated model, in forward order (empty if not gated)."""
-    return [m.k for m in model.modules() if isinstance(m, (ResidualUnit, GatedLayer))
-            and m.k is not None]
 
 
 @torch.no_grad()

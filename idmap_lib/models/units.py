@@ -61,6 +61,12 @@ class GatedLayer(nn.Module):
         return g * self.layer(x) + (1 - g) * x
 
 
+def gates(model):
+    """Paper B's gate scalars k of a gated model, in forward order (empty if not gated)."""
+    return [m.k for m in model.modules() if isinstance(m, (ResidualUnit, GatedLayer))
+            and m.k is not None]
+
+
 STRIDE_PLACEMENTS = {
     "first": "on the first weight layer (the official CIFAR code, resnet-1k-layers)",
     "3x3": "on the 3x3 conv of a bottleneck (fb.resnet.torch's ImageNet nets); = first for other "
