@@ -403,12 +403,15 @@ def errors_as_fractions(html: str) -> list[str]:
 
 
 def figures_without_text(html: str) -> list[str]:
-    """A plotly figure with no text alternative (WCAG 2.1 1.1.1): its div names what it shows
-    (aria-label)."""
+    """A figure with no text alternative (WCAG 2.1 1.1.1): a plotly figure's div names what it
+    shows (aria-label), an image's alt says what it draws, never its file name."""
     soup = _soup(html)
-    return [f"a figure with no text alternative: {d.get('id')}"
-            for d in soup.select("div.plotly-graph-div")
-            if len((d.get("aria-label") or "").split()) < 3]
+    out = [f"a figure with no text alternative: {d.get('id')}"
+           for d in soup.select("div.plotly-graph-div")
+           if len((d.get("aria-label") or "").split()) < 3]
+    return out + [f"an image whose text alternative is no words: {img.get('src')}"
+                  for img in _article(soup).find_all("img")
+                  if not (img.get("alt") or "").strip() or "_images/" in img.get("alt")]
 
 
 def _variant_key_pattern():

@@ -141,6 +141,8 @@ DECADES = "[" + ", ".join(f"1e{e}" for e in range(-46, 42)) + "]"  # a tick a de
      "<p>the median rise is 1,940 nats (2.74×10⁴ at most)</p><pre>3.6e-02</pre>"),
     ("e_notation", '<div class="plotly-graph-div" aria-label="Median rise: 2.74e+04 nats"></div>',
      '<div class="plotly-graph-div" aria-label="Median rise: 2.74×10⁴ nats"></div>'),
+    ("figures_without_text", '<img alt="_images/3ccf.svg" src="_images/3ccf.svg" />',
+     '<img alt="Paper A Fig 4\'s units, one panel a unit" src="_images/3ccf.svg" />'),
     ("numbered_rows", '<table><tr><th></th><th>λ</th></tr><tr><th class="row_heading">0</th>'
      '<td>0.9</td></tr><tr><th class="row_heading">1</th><td>0.95</td></tr></table>',
      '<table><tr><th>λ</th></tr><tr><td>0.9</td></tr><tr><td>0.95</td></tr></table>'),
