@@ -73,7 +73,8 @@ def test_a_finished_result_holds_what_the_book_reads(mnist, tmp_path):
             and not (tmp_path / "none").exists())
 
 
-def test_ctrl_c_stops_at_the_end_of_its_step_keeps_a_checkpoint_and_the_run_resumes_exactly(mnist, tmp_path):
+def test_ctrl_c_stops_at_the_end_of_its_step_keeps_a_checkpoint_and_the_run_resumes_exactly(
+        mnist, tmp_path, request):
     """Issue 33.3: the stop button (SIGINT) during training stops at the end of the step under way,
     writes the checkpoint and raises a KeyboardInterrupt whose rendering in IPython is one line
     saying how to go on (so "Run all" stops, without a traceback); resumed, the run is the
@@ -81,6 +82,11 @@ def test_ctrl_c_stops_at_the_end_of_its_step_keeps_a_checkpoint_and_the_run_resu
     import os
     import signal
 
+    # Python's own Ctrl-C handler, as in a notebook or a script at a terminal, whatever this process
+    # started with: a background job of a non-interactive shell and mutmut's workers ignore SIGINT
+    # (the handler given back below would then be SIG_IGN)
+    started_with = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, started_with))
     cfg = tiny()
     whole = quiet(cfg, mnist)
     hit = []
