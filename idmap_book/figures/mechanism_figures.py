@@ -175,8 +175,9 @@ def forward_figure(seeds=SEEDS, out_dir=None):
 
     fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12,
                         subplot_titles=(
-        "signal: rms of xₗ (λ > 1: off the top)", "share of x_L carried by λᴸ⁻ˡ xₗ",
-        "branch ÷ shortcut: ‖F(xₗ)‖ / ‖λ xₗ‖ (λ > 1: below)", "gradient: ‖∂E/∂xₗ‖ / ‖∂E/∂x<sub>L</sub>‖"))
+        "signal: rms of xₗ (λ > 1: off the top)", "share of x<sub>L</sub> carried by λᴸ⁻ˡ xₗ",
+        "branch ÷ shortcut: ‖F(xₗ)‖ / ‖λ xₗ‖ (λ > 1: below)",
+        "gradient: ‖∂E/∂xₗ‖ / ‖∂E/∂x<sub>L</sub>‖"))
     every = []
     for lam in mech.LAMS:
         for n, r in enumerate(_forward(lam, seeds, out_dir)):
