@@ -78,4 +78,4 @@ def gradient_figure(grads: dict):
                           f"{UNIT_ROWS[u].short} net" for u, r in ratio.items()) + ".")
     return _figure(traces, "ResNet-164 at initialisation", alt,
                    xaxis_title="unit l (last: the last unit's output)", yaxis_type="log",
-                   yaxis_title="‖∂E/∂xₗ‖ / ‖∂E/∂x<sub>L</sub>‖")
+                   yaxis_title="‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖")

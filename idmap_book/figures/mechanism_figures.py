@@ -175,9 +175,9 @@ def forward_figure(seeds=SEEDS, out_dir=None):
 
     fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12,
                         subplot_titles=(
-        "signal: rms of xₗ (λ > 1: off the top)", "share of x<sub>L</sub> carried by λᴸ⁻ˡ xₗ",
+        "signal: rms of xₗ (λ > 1: off the top)", "share of x_L carried by λᴸ⁻ˡ xₗ",
         "branch ÷ shortcut: ‖F(xₗ)‖ / ‖λ xₗ‖ (λ > 1: below)",
-        "gradient: ‖∂E/∂xₗ‖ / ‖∂E/∂x<sub>L</sub>‖"))
+        "gradient: ‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"))
     every = []
     for lam in mech.LAMS:
         for n, r in enumerate(_forward(lam, seeds, out_dir)):
@@ -210,7 +210,7 @@ def forward_figure(seeds=SEEDS, out_dir=None):
     for row, key in ((1, "rms"), (2, "branch_ratio")):
         kept = [y for r in every if r["config"]["network"]["lam"] <= 1 for y in r["values"][key]]
         fig.update_yaxes(range=log_range(kept), row=row, col=1)
-    fig.update_xaxes(title_text="unit l (x<sub>L</sub>: l = 1000)")
+    fig.update_xaxes(title_text="unit l (x_L: l = 1000)")
     # the legend at the foot, off the curves (inside, it covered λ = 1's)
     fig.update_layout(height=760, font=FONT)
     # (on a phone the λ legend wraps: rows enough for that, off the caption)

@@ -164,7 +164,7 @@ def lambda_slider(measured: dict, start: float = 1.0):
                            **style("direct term", dash="dash"))),
         ]))
     fig = slider_figure(steps, lams.index(start), y_titles=["∏λ (Eqn 8)",
-                                                            "‖∂E/∂xₗ‖ / ‖∂E/∂x<sub>L</sub>‖"],
+                                                            "‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
                         x_title="number of units L − l", slider_title="λ = ", height=640)
     return fig.update_layout(meta={"alt": (
         f"Over {depth} units the measured gradient ratio is, by λ: " + "; ".join(
@@ -192,14 +192,14 @@ def depth_slider(full: dict, direct: dict, start: int | None = None):
         f = np.array([float(full[L][int(i)]) for i in ks])
         d = np.array([float(direct[L][int(i)]) for i in ks])
         steps.append(Step(label=str(L),
-                          title=f"L = {L}: ‖∂E/∂x₀‖ = {number(f[0])} × ‖∂E/∂x<sub>L</sub>‖",
+                          title=f"L = {L}: ‖∂E/∂x₀‖ = {number(f[0])} × ‖∂E/∂x_L‖",
                           traces=[
             (1, go.Scatter(x=ks, y=f, name="full gradient (initialised)",
                            **style("measured", width=2.5))),
             (1, go.Scatter(x=ks, y=d, name="direct term alone (F = 0)",
                            **style("direct term", dash="dash"))),
         ]))
-    fig = slider_figure(steps, depths.index(start), y_titles=["‖∂E/∂xₗ‖ / ‖∂E/∂x<sub>L</sub>‖"],
+    fig = slider_figure(steps, depths.index(start), y_titles=["‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖"],
                         x_title="unit l (L: the last unit's output)", slider_title="L = ",
                         height=480)
     return fig.update_layout(meta={"alt": (

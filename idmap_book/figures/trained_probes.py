@@ -132,7 +132,7 @@ def gradient_figure(m):
                                 for k, g in m["grads"].items()])
     fig.update_layout(figure_style.LAYOUT_LEGEND_ABOVE,
                       title_text="Gradient reaching unit l,<br>relative to the last unit's output",
-                      xaxis_title="unit l", yaxis_title="‖∂E/∂xₗ‖ / ‖∂E/∂x<sub>L</sub>‖",
+                      xaxis_title="unit l", yaxis_title="‖∂E/∂xₗ‖ / ‖∂E/∂x_L‖",
                       yaxis_type="log", height=480, meta={"alt": (
                           "The gradient at the first unit is " + " and ".join(
                               f"{plain_number(float(g[0] / g[-1]))} times the last unit's in the "
