@@ -32,9 +32,9 @@ from .page.setup import (BUILD_ENV, CLASSROOM_RUNS, DRIVE_RUNS, RENDERER, defaul
 ROOMS = {
     "page": "figure_style log_axes palette prose repository setup",
     "maths": "derivation gate_theory notation probe_words probes theory",
-    "evidence": "checkpoints claim_words claims history mechanisms metrics paper_numbers pointers "
-                "power precision reports robustness rule runs seeds synthesis tables variants "
-                "verdicts",
+    "evidence": "checkpoints claim_words claims history judge mechanisms metrics paper_numbers "
+                "pointers power precision reports robustness rule runs seeds synthesis tables "
+                "variants verdicts",
     "plan": "commands cpu_scale jump_watch ledger mnist_grid queue queue_status run_times sweep",
     "figures": "blocks curves diagrams explorer forest full_recipe gate_figures gate_words "
                "keras_probe live mechanism_figures mechanism_words slider_figures swap_figure "

@@ -19,9 +19,9 @@ Helpers on the way, each taken by its name: cli.py (the command line), models/sh
 (the lr), engine/data.py (a dataset from disk), engine/augment.py (crop and flip), engine/build.py
 (the model, SGD), engine/device.py (device, precision), engine/options.py (how to train),
 engine/outcome.py (divergence, the result dict), engine/results.py (one JSON a run),
-engine/checkpoint.py, engine/paths.py (where files go), engine/runlock.py (one process a run),
-engine/interrupt.py (Ctrl-C), and what each folder holds: __init__.py, models/__init__.py,
-engine/__init__.py.
+engine/checkpoint.py (what a run's checkpoint holds, resume), engine/paths.py (where files go),
+engine/runlock.py (one process a run), engine/interrupt.py (Ctrl-C), and what each folder holds:
+__init__.py, models/__init__.py, engine/__init__.py.
 (The test of the layers holds the path to 8 files and 2,500 lines and has every module that
 training imports named here.)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from idmap_lib.engine import build, data, loop, trainer
+from idmap_lib.engine import build, checkpoint, data, loop, trainer
 from idmap_lib.engine.schedule import lr_at, step_schedule
 from idmap_lib.engine.results import config_hash, provenance, training_hash
 from support import SHARED, loop_of, tiny_mnist as tiny, untimed
@@ -149,7 +149,7 @@ def test_a_stopped_run_says_where_it_stopped_and_its_checkpoint_holds_the_whole_
 
 def test_checkpoints_fall_on_multiples_of_checkpoint_every_and_at_the_stop(mnist, tmp_path, monkeypatch):
     steps = []
-    monkeypatch.setattr(loop, "save_checkpoint", lambda path, state: steps.append(state["step"]))
+    monkeypatch.setattr(checkpoint, "save_checkpoint", lambda path, state: steps.append(state["step"]))
     quiet(tiny(steps=12, log=2), mnist, checkpoint_dir=tmp_path, checkpoint_every=4, max_steps=10)
     assert steps == [4, 8, 10]
     # rounded up to a multiple of log_every (checkpoints hold no half-reported window)

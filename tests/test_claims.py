@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from fake_runs import history, mnist_run, result, save
-from idmap_book.evidence import claims, metrics, rule
+from idmap_book.evidence import claims, judge, metrics, rule
 from idmap_book.evidence.claims import CLAIMS, Claim
 from idmap_book.evidence.rule import compare
 from idmap_book.evidence.runs import seed_runs
@@ -34,7 +34,7 @@ def test_a_claim_its_scale_cannot_test_needs_the_full_recipe(tmp_path):
     assert compare(t_loss, [1.8, 1.81, 1.82], [2.1, 2.11, 2.12], "full")["verdict"] == "reproduced"
     save(tmp_path, "a_table2_activations", "full_preact-164", [0.60, 0.61, 0.62], losses=(2.3, 1.8))
     save(tmp_path, "a_table2_activations", "original-164", [0.80, 0.81, 0.82], losses=(2.3, 2.1))
-    v = claims.evaluate(c, out_dir=tmp_path)
+    v = judge.evaluate(c, out_dir=tmp_path)
     assert ([p[1]["verdict"] for p in v.parts] == [rule.NEEDS_FULL, rule.NEEDS_FULL]
             and v.verdict == rule.NEEDS_FULL)
     # data after 400 steps
@@ -43,7 +43,7 @@ def test_a_claim_its_scale_cannot_test_needs_the_full_recipe(tmp_path):
     other = tmp_path / "b"
     save(other, "a_table2_activations", "full_preact-164", [0.80, 0.81, 0.82], losses=(2.3, 1.8))
     save(other, "a_table2_activations", "original-164", [0.60, 0.61, 0.62], losses=(2.3, 2.1))
-    assert claims.evaluate(c, out_dir=other).verdict == rule.NEEDS_FULL
+    assert judge.evaluate(c, out_dir=other).verdict == rule.NEEDS_FULL
 
 
 def test_no_final_error_claim_gets_a_verdict_at_a_cpu_scale(tmp_path):
@@ -58,7 +58,7 @@ def test_no_final_error_claim_gets_a_verdict_at_a_cpu_scale(tmp_path):
             for t in c.tests:  # a better than b by 30 points, every run trained
                 save(d, c.experiment, t.a, [0.40, 0.41, 0.42], scale=scale)
                 save(d, c.experiment, t.b, [0.80, 0.81, 0.82], scale=scale)
-            v = claims.evaluate(c, scale, d)
+            v = judge.evaluate(c, scale, d)
             assert (v.verdict == rule.NEEDS_FULL and all(r["verdict"] == rule.NEEDS_FULL
                                                          for _, r in v.parts)), c.key
     early = {c.key for c in CLAIMS if c.scale != "full" and c.about == ("early",)}
@@ -72,17 +72,17 @@ def test_a_claim_on_synthetic_runs_reproduced_contradicted_inconclusive(tmp_path
     c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.41, 0.42], scale="full")
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.60, 0.61, 0.62], scale="full")
-    v = claims.evaluate(c, "full", out_dir=tmp_path)
+    v = judge.evaluate(c, "full", out_dir=tmp_path)
     assert v.verdict == "reproduced" and not v.missing
     assert v.parts[0][1]["mean_a"] == pytest.approx(0.41)
     other = tmp_path / "b"
     save(other, "a_table1_shortcuts", "exclusive_gating-b-6", [0.60, 0.61, 0.62], scale="full")
     save(other, "a_table1_shortcuts", "exclusive_gating-b0", [0.40, 0.41, 0.42], scale="full")
-    assert claims.evaluate(c, "full", out_dir=other).verdict == "contradicted"
+    assert judge.evaluate(c, "full", out_dir=other).verdict == "contradicted"
     third = tmp_path / "c"
     save(third, "a_table1_shortcuts", "exclusive_gating-b-6", [0.40, 0.60, 0.50], scale="full")
     save(third, "a_table1_shortcuts", "exclusive_gating-b0", [0.45, 0.55, 0.52], scale="full")
-    assert claims.evaluate(c, "full", out_dir=third).verdict == "inconclusive"
+    assert judge.evaluate(c, "full", out_dir=third).verdict == "inconclusive"
 
 
 def test_missing_seeds_and_stale_configs_do_not_count(tmp_path):
@@ -92,7 +92,7 @@ def test_missing_seeds_and_stale_configs_do_not_count(tmp_path):
     stale["config"] = {**stale["config"], "steps": 150}   # an older recipe
     stale["config_hash"] = results.config_hash(stale["config"])
     results.save_result(stale, tmp_path)
-    v = claims.evaluate(c, "full", out_dir=tmp_path)
+    v = judge.evaluate(c, "full", out_dir=tmp_path)
     assert v.verdict == "not run yet"
     assert dict(v.missing) == {"exclusive_gating-b-6": [2], "exclusive_gating-b0": [0, 1, 2]}
 
@@ -111,7 +111,7 @@ def test_every_run_counts_on_both_sides_whatever_the_claim_predicts(tmp_path):
     save(bad, "a_table1_shortcuts", "exclusive_gating-b-6", [0.88, 0.89, 0.90], losses=stuck,
          scale="full")
     save(bad, "a_table1_shortcuts", "exclusive_gating-b0", [0.40, 0.41, 0.42], scale="full")
-    v, w = claims.evaluate(c, "full", out_dir=good), claims.evaluate(c, "full", out_dir=bad)
+    v, w = judge.evaluate(c, "full", out_dir=good), judge.evaluate(c, "full", out_dir=bad)
     assert (v.verdict == "reproduced" and v.parts[0][1]["n"] == (3, 3)
             and v.parts[0][1]["excluded"] == (0, 0))
     assert (w.verdict == "contradicted" and w.parts[0][1]["n"] == (3, 3)
@@ -131,13 +131,13 @@ def test_a_threshold_never_reached_counts_at_the_runs_length_on_both_sides_by_ra
             errs = [0.9] * 40 if at is None else [0.9] * (at // 10 - 1) + [0.7] * (41 - at // 10)
             r["history"]["train"] = history([2.0] * 40, errs)
             results.save_result(r, tmp_path)
-    v = claims.evaluate(c, out_dir=tmp_path, seeds=(0, 1, 2))
+    v = judge.evaluate(c, out_dir=tmp_path, seeds=(0, 1, 2))
     res = v.parts[0][1]
     assert res["test"] == "ranks" and res["excluded"] == (0, 0) and res["censored"] == (1, 2)
     assert (res["xa"] == [40, 60, 400] and res["xb"] == [400, 400, 300]
             and res["verdict"] == "inconclusive")
     # five a side: the censored original seed 2 still counts
-    v = claims.evaluate(c, out_dir=tmp_path)
+    v = judge.evaluate(c, out_dir=tmp_path)
     assert v.parts[0][1]["xa"] == [40, 60, 400, 50, 70] and v.verdict == "reproduced"
     assert metrics.censored(seed_runs("a_table2_activations", "original-110", "cpu", (2,),
                                       tmp_path)[0][0],
@@ -151,25 +151,25 @@ def test_a_verdict_that_one_seed_decides_says_so(tmp_path):
         results.save_result(mnist_run("gresnet-d100", seed, test_err=g), tmp_path)
         results.save_result(mnist_run("resnet-d100", seed, test_err=r), tmp_path)
     # four seeds that agree: none decides it
-    assert claims.evaluate(c, out_dir=tmp_path).fragile == []
+    assert judge.evaluate(c, out_dir=tmp_path).fragile == []
     results.save_result(mnist_run("resnet-d100", 4, test_err=0.0100), tmp_path)   # one seed far off
     results.save_result(mnist_run("gresnet-d100", 4, test_err=0.0124), tmp_path)
-    v = claims.evaluate(c, out_dir=tmp_path, seeds=(0, 1, 2, 3, 4))
+    v = judge.evaluate(c, out_dir=tmp_path, seeds=(0, 1, 2, 3, 4))
     assert v.verdict == "inconclusive" and ("resnet-d100", 4, "reproduced") in v.fragile
 
 
 def test_each_part_sets_the_papers_gap_beside_what_its_seeds_resolve(tmp_path):
     # the paper: 1.26 % vs 1.50 %
     c = claims.CLAIMS_BY_KEY["b_gresnet_beats_resnet"]
-    assert claims.paper_gap(c, c.tests[0]) == pytest.approx(0.0024)
+    assert judge.paper_gap(c, c.tests[0]) == pytest.approx(0.0024)
     fails = claims.CLAIMS_BY_KEY["t1_fail_rows_far_behind"]
     # the paper's "fail"
-    assert claims.paper_gap(fails, fails.tests[0]) is None
+    assert judge.paper_gap(fails, fails.tests[0]) is None
     # ours: no paper number
-    assert claims.paper_gap(claims.PROBES[0], claims.PROBES[0].tests[0]) is None
+    assert judge.paper_gap(claims.PROBES[0], claims.PROBES[0].tests[0]) is None
     save(tmp_path, "b_mnist", "gresnet-d100", [0.010, 0.015, 0.020], scale="full")
     save(tmp_path, "b_mnist", "resnet-d100", [0.012, 0.017, 0.022], scale="full")
-    res = claims.evaluate(c, out_dir=tmp_path).parts[0][1]
+    res = judge.evaluate(c, out_dir=tmp_path).parts[0][1]
     assert res["resolvable"] > 0.0024 and res["cannot_resolve"]
 
 
@@ -181,7 +181,7 @@ def test_a_claim_on_two_readings_of_one_variant(tmp_path):
         p = {"blocks": 2, "by_gate": [0.01, 0.02 + seed / 1000, 0.5],
              "at_random": [[0.01, 0.30 + seed / 1000, 0.9]]}
         results.save_result(mnist_run("gresnet-d100", seed, pruning=p), tmp_path)
-    v = claims.evaluate(c, out_dir=tmp_path)
+    v = judge.evaluate(c, out_dir=tmp_path)
     assert v.verdict == "reproduced" and v.parts[0][1]["mean_a"] == pytest.approx(0.021)
 
 
@@ -205,8 +205,8 @@ def test_pruning_compares_both_nets_pruned_at_random(tmp_path):
                             tmp_path)
         results.save_result(mnist_run("resnet-d100", seed,
                                       pruning={"blocks": 2, "at_random": [bad]}), tmp_path)
-    assert claims.evaluate(c, out_dir=tmp_path).verdict != "reproduced"
-    assert claims.evaluate(claims.CLAIMS_BY_KEY["b_greedy_pruning_beats_random"],
+    assert judge.evaluate(c, out_dir=tmp_path).verdict != "reproduced"
+    assert judge.evaluate(claims.CLAIMS_BY_KEY["b_greedy_pruning_beats_random"],
                            out_dir=tmp_path).verdict == \
         "reproduced"
 
@@ -225,7 +225,7 @@ def test_a_claims_parts_are_corrected_for_their_number(tmp_path):
         save(tmp_path, "b_mnist", f"plain-d{d}", [x + 0.05 + 3.2 * se1 for x in base], scale="full")
         for k in ("resnet", "gresnet"):
             save(tmp_path, "b_mnist", f"{k}-d{d}", base, scale="full")
-    v = claims.evaluate(c, out_dir=tmp_path)
+    v = judge.evaluate(c, out_dir=tmp_path)
     assert all(0.02 < r["p"] < 0.05 for _, r in v.parts)            # each alone: reproduced
     assert v.verdict == "inconclusive" and {r["verdict"] for _, r in v.parts} == {"inconclusive"}
     assert all(r["holm"][0] == 4 for _, r in v.parts)

@@ -297,9 +297,9 @@ def test_a_stopped_stack_keeps_each_runs_checkpoint_and_resumes_where_it_stopped
 
 
 def test_stacked_checkpoints_fall_on_multiples_of_checkpoint_every_and_at_the_stop(mnist, tmp_path, monkeypatch):
-    from idmap_lib.engine import loop
+    from idmap_lib.engine import checkpoint
     steps = []
-    monkeypatch.setattr(loop, "save_checkpoint", lambda path, state: steps.append(state["step"]))
+    monkeypatch.setattr(checkpoint, "save_checkpoint", lambda path, state: steps.append(state["step"]))
     cfgs = [tiny(k, 0, log=2) for k in KINDS]
     train_stacked(cfgs, data=mnist, progress=False, checkpoint_dir=tmp_path, checkpoint_every=4,
                   max_steps=10)

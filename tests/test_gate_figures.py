@@ -109,7 +109,7 @@ def test_k_vs_paper_note_compares_every_recorded_depth(tmp_path):
 
 
 def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
-    from idmap_book.evidence import claims
+    from idmap_book.evidence import claims, judge
     from idmap_book.figures import keras_probe
     for s in range(3):
         results.save_result(mnist_result("gresnet", 10, s, 0.020, ks=[0.5, 0.5, 0.5, 0.5, -0.1]),
@@ -137,7 +137,7 @@ def test_keras_probe_draws_both_settings_and_states_the_measurements(tmp_path):
     for s in range(3):
         results.save_result(mnist_result("gresnet_keras", 10, s, 0.02, ks=[0.45] * 5), tmp_path)
     assert "explain little of the gap" in keras_probe.probe_note(out_dir=tmp_path)
-    v = claims.evaluate(claims.CLAIMS_BY_KEY["probe_keras_k_d10"], out_dir=tmp_path)
+    v = judge.evaluate(claims.CLAIMS_BY_KEY["probe_keras_k_d10"], out_dir=tmp_path)
     assert v.verdict == "reproduced"  # Keras's k above ours by far more than 2 se
 
 

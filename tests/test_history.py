@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from idmap_book.evidence import claims, history, robustness, rule, synthesis
+from idmap_book.evidence import claims, history, judge, robustness, rule, synthesis
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +76,7 @@ def test_the_earlier_stuck_definition_is_read_by_the_same_rule():
     jump still above 0.97 ln 10) against today's (its loss had fallen from 33-61 nats: counted)."""
     key = "lr_jump_preact_tolerates"
     assert history.earlier_verdict(key) == "not testable here"
-    assert claims.evaluate(claims.CLAIMS_BY_KEY[key]).verdict == "reproduced"
+    assert judge.evaluate(claims.CLAIMS_BY_KEY[key]).verdict == "reproduced"
     assert history.earlier_verdict("t2_full_preact_best") is None  # a rule not in today's code
 
 
@@ -95,7 +95,7 @@ def test_a_status_one_seed_moves_is_fragile_with_that_seed(monkeypatch):
     the status built on it."""
     good, bad = synthesis.OUTCOMES["jump"]
     row = "original+final_bn_relu-110"
-    real = claims.evaluate
+    real = judge.evaluate
 
     def planted(claim, *a, **k):
         v = real(claim, *a, **k)
@@ -160,7 +160,7 @@ def test_once_the_separating_swap_is_recorded_the_headline_says_what_it_decided(
     from idmap_book.evidence import claims as c
 
     key = "swap_jump_separates_zero_gamma"
-    v = c.Verdict(c.CLAIMS_BY_KEY[key], "reproduced", [], [], [], [])
+    v = judge.Verdict(c.CLAIMS_BY_KEY[key], "reproduced", [], [], [], [])
     monkeypatch.setattr(robustness, "evaluate", lambda claim, **k: v)
     found = {"jump": {robustness.SEPARATING: {"outcome": "in between", "below": "reproduced",
                                               "above": "reproduced"}}}

@@ -7,7 +7,7 @@ from idmap_book.evidence import variants
 from idmap_lib.models.registry import UNIT_ROWS
 from idmap_book.figures import live
 from idmap_lib.engine import recipes
-from idmap_lib.engine import loop as loop_mod
+from idmap_lib.engine import checkpoint
 from idmap_lib.engine.trainer import train
 from support import tiny_mnist
 
@@ -266,7 +266,7 @@ def test_a_scale_or_variant_the_page_does_not_offer_says_what_to_write():
 
 def test_wall_time_checkpoints_between_the_recipe_checkpoints(monkeypatch, mnist, tmp_path):
     saved = []
-    monkeypatch.setattr(loop_mod, "save_checkpoint",
+    monkeypatch.setattr(checkpoint, "save_checkpoint",
                         lambda path, state: saved.append(state["step"]))
     cfg = tiny_mnist(steps=12, log=3, eval_every=12)
     train(cfg, data=mnist, progress=False, write_result=False, checkpoint_dir=tmp_path,

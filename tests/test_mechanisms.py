@@ -182,7 +182,7 @@ def test_evaluate_applies_the_rule_to_per_seed_values(tmp_path):
 
 
 def test_evaluate_corrects_a_claims_parts_for_their_number(tmp_path):
-    """Holm over a claim's parts, as claims.evaluate: two parts each reproduced alone (p ~ 0.03-0.04
+    """Holm over a claim's parts, as judge.evaluate: two parts each reproduced alone (p ~ 0.03-0.04
     < 5 %) are both inconclusive once the smallest p is tested at 5 % / 2; with one part clear of
     that, the other is tested at 5 % and passes."""
     # lam1 < lam0.9, lam0.5

@@ -2,11 +2,11 @@
 verdict and the numbers come from the claim's evaluation."""
 from types import SimpleNamespace as NS
 
-from idmap_book.evidence import claim_words, claims, pointers
+from idmap_book.evidence import claim_words, judge, pointers
 
 
 def fake(monkeypatch, verdicts):
-    monkeypatch.setattr(claims, "evaluate", lambda c, scale=None, out_dir=None: verdicts[c.key])
+    monkeypatch.setattr(judge, "evaluate", lambda c, scale=None, out_dir=None: verdicts[c.key])
 
 
 def verdict(key, verdict, parts):

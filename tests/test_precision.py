@@ -8,9 +8,9 @@ def _fp32(monkeypatch, verdicts):
     """Every float32 run recorded, and the float32 comparisons' verdicts `verdicts` (in order)."""
     from types import SimpleNamespace
 
-    from idmap_book.evidence import claims
+    from idmap_book.evidence import claims, judge
 
-    real, fp = claims.evaluate, list(claims.FP32_CLAIMS)
+    real, fp = judge.evaluate, list(claims.FP32_CLAIMS)
     it = iter(verdicts)
 
     def evaluate(c, scale=None, out_dir=None):

@@ -211,12 +211,12 @@ def test_the_rules_welch_and_rank_tests_agree_with_scipy_on_every_recorded_compa
     import numpy as np
     from scipy import stats
 
-    from idmap_book.evidence import claims
+    from idmap_book.evidence import claims, judge
     from idmap_book.evidence.rule import LEVEL, rank_test
 
     checked = 0
     for c in claims.CLAIMS + claims.PROBES:
-        for t, r in claims.evaluate(c).parts:
+        for t, r in judge.evaluate(c).parts:
             if "xa" not in r or (r.get("test") != "ranks" and (t.kind != "better" or not r["se"])):
                 continue
             if r.get("test") == "ranks":

@@ -3,7 +3,7 @@ costs."""
 import pytest
 
 from fake_runs import history, result, save
-from idmap_book.evidence import claims, rule
+from idmap_book.evidence import claims, judge, rule
 from idmap_book.plan import cpu_scale, sweep
 from idmap_book.evidence.claims import CLAIMS
 from idmap_lib.engine import recipes, results
@@ -97,14 +97,14 @@ def test_more_seeds_are_asked_for_only_where_three_leave_a_comparison_open(tmp_p
     # by ranks (a censored metric) 3 a side never decide
     _starts(tmp_path, "original-110", (50, 60, 190))
     _starts(tmp_path, "bn_after_add-110", (200, 210, 220))
-    assert claims.evaluate(c, out_dir=tmp_path).verdict == "inconclusive"
+    assert judge.evaluate(c, out_dir=tmp_path).verdict == "inconclusive"
     assert set(key) <= set(sweep.runs_needed([c], out_dir=tmp_path))
     # seeds given: those
     assert not set(key) & set(sweep.runs_needed([c], seeds=(0, 1, 2), out_dir=tmp_path))
     # the two more seeds agree with the three: they are read with them
     _starts(tmp_path, "original-110", (50, 60), rule.MORE_SEEDS)
     _starts(tmp_path, "bn_after_add-110", (200, 210), rule.MORE_SEEDS)
-    v = claims.evaluate(c, out_dir=tmp_path)
+    v = judge.evaluate(c, out_dir=tmp_path)
     assert v.parts[0][1]["n"] == (5, 5) and v.verdict == "reproduced"
     # a claim its 3 seeds decide asks for no more
     other = tmp_path / "clear"
@@ -119,5 +119,5 @@ def test_no_more_seeds_for_a_claim_a_cpu_scale_cannot_test(tmp_path):
     c = claims.CLAIMS_BY_KEY["t1_gating_bias"]
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b-6", [0.828, 0.850, 0.721])
     save(tmp_path, "a_table1_shortcuts", "exclusive_gating-b0", [0.888, 0.886, 0.898])
-    assert claims.evaluate(c, out_dir=tmp_path).verdict == rule.NEEDS_FULL
+    assert judge.evaluate(c, out_dir=tmp_path).verdict == rule.NEEDS_FULL
     assert {s for _, _, s, _ in sweep.runs_needed([c], out_dir=tmp_path)} == set(rule.SEEDS)

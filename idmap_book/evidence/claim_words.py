@@ -1,5 +1,5 @@
 """The claims in words, for a reader: each claim's readable title (``Claim.title``), one plain
-sentence of what its runs show (``sentence``, computed from claims.evaluate: the same numbers as the
+sentence of what its runs show (``sentence``, computed from judge.evaluate: the same numbers as the
 claims table, without identifiers, d or intervals), the table of both (``readable_table``: what
 chapters 7-11 show first; the full ``verdicts.claims_table`` is folded under it), and the page's one
 "Run these yourself" block (``run_yourself``: the commands, the full-recipe queue). A claim about
@@ -9,7 +9,7 @@ show, "after N steps", and that the final error needs the full recipe (rule.NEED
 from __future__ import annotations
 
 from idmap_lib.engine import recipes
-from . import claims
+from . import claims, judge
 from .variants import WORDS, words  # noqa: F401  (said here by many)
 from .metrics import (PERCENT, ended_at_chance, final_test_err, lr_jump_rise, shown_as,
                       stuck_before_jump)
@@ -45,7 +45,7 @@ def named(text: str, experiment: str) -> str:
     if not keys or not text:
         return text
     pattern = r"(?<![\w+@-])(" + "|".join(map(re.escape, keys)) + r")(?:@fp32)?(?![\w+-])"
-    return re.sub(pattern, lambda m: words(experiment, m.group(0)).strip("*"), text)
+    return re.sub(pattern, lambda m: words(experiment, m.group(0)), text)
 
 
 def compared(claim, test) -> str:
@@ -137,7 +137,7 @@ def sentence(key, scale=None, out_dir=None) -> str:
     data, not a verdict: the final error needs the full recipe.'"""
     c = claims.CLAIMS_BY_KEY[key]
     scale = scale or c.scale
-    v = claims.evaluate(c, scale, out_dir)
+    v = judge.evaluate(c, scale, out_dir)
     steps = next((r["steps"] for _, r in v.parts if r.get("steps")), None)
     if v.verdict == "not run yet" and not any("d" in r for _, r in v.parts):
         return "Not run yet: the claims table below lists its missing runs."
@@ -161,7 +161,7 @@ def readable_table(keys, scale=None, out_dir=None):
     rows = []
     for k in keys:
         c = claims.CLAIMS_BY_KEY[k]
-        v = claims.evaluate(c, scale, out_dir).verdict
+        v = judge.evaluate(c, scale, out_dir).verdict
         rows.append({"claim": c.title, "source": c.source,
                      "verdict": OURS.get(v, v) if c.by == "ours" else v,
                      "what the runs show": sentence(k, scale, out_dir)})
@@ -198,7 +198,7 @@ def tally(key, scale=None, out_dir=None) -> dict:
     they never reached the threshold (steps_to_80)."""
     c = claims.CLAIMS_BY_KEY[key]
     scale = scale or c.scale
-    v = claims.evaluate(c, scale, out_dir)
+    v = judge.evaluate(c, scale, out_dir)
     e, done = c.experiment, [(t, r) for t, r in v.parts if "d" in r]
     out = {"verdict": v.verdict,
            "steps": next((f"{r['steps']:,}" for _, r in v.parts if r.get("steps")), "–"),
@@ -274,7 +274,7 @@ def jump_in_words(key="lr_jump_preact_tolerates", out_dir=None) -> str:
     import statistics
 
     c = claims.CLAIMS_BY_KEY[key]
-    v = claims.evaluate(c, out_dir=out_dir)
+    v = judge.evaluate(c, out_dir=out_dir)
     seeds = tuple(dict.fromkeys(c.seeds + (3, 4)))
     e = c.experiment
 

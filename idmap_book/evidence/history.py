@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 
 from .claim_words import listed, words
-from .claims import CLAIMS, CLAIMS_BY_KEY, FP32_CLAIMS, PROBES, evaluate
+from .claims import CLAIMS, CLAIMS_BY_KEY, FP32_CLAIMS, PROBES
+from .judge import evaluate
 from .metrics import LR_JUMP, stuck_before_jump_by_loss
 from .runs import seed_runs
 from .seeds import ALL_SEEDS

@@ -380,7 +380,7 @@ def _verdict(claim, values, min_seeds=None):
 
 
 def evaluate(claim, seeds=SEEDS, out_dir=None) -> dict:
-    """A mechanism claim's verdict by the claims' own evaluation (claims.evaluate): each comparison
+    """A mechanism claim's verdict by the claims' own evaluation (judge.evaluate): each comparison
     by rule.compare on the per-seed values of its metric (the recorded measurements; a missing one
     leaves it 'not run yet'), the parts corrected for their number by Holm's step-down, combined by
     rule.combine, the smallest resolvable difference beside each, and the verdict read again without

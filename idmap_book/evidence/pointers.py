@@ -3,11 +3,11 @@ or recipe, each with that claim's verdict and numbers as the records give them (
 from __future__ import annotations
 
 from idmap_lib.engine import recipes
-from . import claim_words, claims
+from . import claim_words, claims, judge
 
 
 def _evaluated(key, out_dir=None):
-    return claims.evaluate(claims.CLAIMS_BY_KEY[key], out_dir=out_dir)
+    return judge.evaluate(claims.CLAIMS_BY_KEY[key], out_dir=out_dir)
 
 
 def gate_bias(out_dir=None) -> str:

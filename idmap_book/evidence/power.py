@@ -34,7 +34,8 @@ import warnings
 
 from idmap_lib.engine import recipes
 from .claim_words import in_sentence, named
-from .claims import CLAIMS_BY_KEY, paper_gap
+from .claims import CLAIMS_BY_KEY
+from .judge import paper_gap
 from .rule import ALPHA, LEVEL, MIN_SEEDS
 
 SPREAD = {"cifar10": 0.14, "cifar100": 0.22}  # % points: Paper A, sd over 5 runs at batch 128

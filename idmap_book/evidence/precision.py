@@ -14,7 +14,8 @@ from functools import cache
 from idmap_lib.engine import recipes
 from idmap_lib.engine.results import training_hash
 from .claim_words import METRIC_SHORT, compared, listed, words
-from .claims import CLAIMS, FP32_CLAIMS, evaluate
+from .claims import CLAIMS, FP32_CLAIMS
+from .judge import evaluate
 from .rule import CENSORED, RANKED, rank_test
 from .runs import seed_runs
 from .synthesis import PROPERTIES, PROPERTY_SHORT, parent_of

@@ -4,7 +4,7 @@ the confound a status carries where every row that decides it also moved a prope
 not record.
 
 - ``fragile``: leave-one-out carried from the claims' parts to the statuses. For every recorded run
-  whose removal changes a part of a row's claim (claims.Verdict.fragile_parts), every row's outcome
+  whose removal changes a part of a row's claim (judge.Verdict.fragile_parts), every row's outcome
   is read again without that run and every status recomputed; a status that moves is fragile, with
   the run.
 - ``readings``: the statuses under the pre-registered log rise by Welch's t and under ranks (a
@@ -23,7 +23,8 @@ from dataclasses import replace
 
 from idmap_lib.engine import recipes
 from .claim_words import in_sentence, listed, words
-from .claims import CLAIMS_BY_KEY, evaluate
+from .claims import CLAIMS_BY_KEY
+from .judge import evaluate
 from .history import STATUSES, record
 from .rule import TESTED
 from .runs import seed_runs
@@ -59,7 +60,7 @@ def _found_from(parts: dict, base: dict, test) -> dict:
 
 def fragile(test="jump", out_dir=None, found=None) -> dict:
     """{mechanism key: [(variant, seed, its status without that run)]}: every single run whose
-    removal moves a status (leave-one-out, as claims.evaluate does for a claim's verdict)."""
+    removal moves a status (leave-one-out, as judge.evaluate does for a claim's verdict)."""
     found = found or outcomes(test, out_dir)
     verdicts = {k: evaluate(CLAIMS_BY_KEY[k], out_dir=out_dir) for k in set(_keys(test).values())}
     said = {k: [p[1]["verdict"] for p in v.parts] for k, v in verdicts.items()}

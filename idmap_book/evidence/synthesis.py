@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from idmap_lib.engine import recipes
 from idmap_lib.models.registry import UNIT_ROWS
-from .claim_words import compared, in_sentence, listed, words
-from .claims import CLAIMS_BY_KEY, evaluate
-from .runs import seed_runs
+from .claim_words import in_sentence, listed, words
+from .claims import CLAIMS_BY_KEY
+from .judge import evaluate
 
 # The interventions' design (claims.SWAP_CLAIMS): every unit and swap as a row, each with the
 # properties it has by construction. Each candidate mechanism is a hypothesis "property P is what

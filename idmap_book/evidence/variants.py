@@ -67,7 +67,7 @@ def variant_table(experiment, variants=None, scale="cpu", seeds=ALL_SEEDS, out_d
         # more seeds are asked for only where 3 leave a claim open
         missing = [s for s in missing if s in SEEDS]
         rows.append({
-            "variant": words(experiment, v).strip("*"),  # in words, never its key
+            "variant": words(experiment, v),  # in words, never its key
             "network trained": net_name(recipes.config(experiment, v, scale)),
             f"paper: test error % ({src})": paper_numbers.printed(experiment, v),
             "ours: test error %": mean_sd([final_test_err(r) for r in runs], 100),
@@ -235,7 +235,7 @@ SWAP_PHRASES = {"final_bn_relu": "with a final BN-ReLU", "no_final": "without it
 
 def _swap_words(unit, swap, depth):
     row = UNIT_ROWS[unit]
-    net = row.words if depth == 110 else f"{row.adjective} ResNet-{depth}"
+    net = row.words if depth == 110 else row.net(depth)
     return f"{net} {SWAP_PHRASES[swap]}"
 
 
@@ -257,7 +257,7 @@ WORDS = {
     "constant_scaling-0.5-0.5": "both paths scaled by 0.5",
     **{f"{unit}-110": row.words for unit, row in UNIT_ROWS.items()},  # each unit's row
     # its net at the other depths, Table 3's keys too: "the original ResNet-1001"
-    **{k: f"{row.adjective} ResNet-{d}" for unit, row in UNIT_ROWS.items() for d in (164, 1001)
+    **{k: row.net(d) for unit, row in UNIT_ROWS.items() for d in (164, 1001)
        for k in (f"{unit}-{d}", f"c10-{d}-{unit}")},
     **{f"{u}+{swap}-{d}": _swap_words(u, swap, d)
        for (u, swap), depths in recipes.SWAPPED.items() for d in depths},
@@ -270,8 +270,8 @@ WORDS = {
 
 
 def words(experiment, variant) -> str:
-    """A variant in words: 'the original unit' for original-110; the key itself where it reads
-    (conv1x1)."""
+    """A variant in words: 'the original unit' for original-110; its key, plain, where it has none
+    (a student's own variant), so that a figure, a table and prose can each use it as it is."""
     if variant.endswith(recipes.AT_FP32):
         return words(experiment, variant.removesuffix(recipes.AT_FP32)) + " in float32"
     w = WORDS.get((experiment, variant)) or WORDS.get(variant)
@@ -286,7 +286,7 @@ def words(experiment, variant) -> str:
     kw = kw and recipes.config(experiment, variant, "cpu")["model"]["kwargs"]
     c100 = " on CIFAR-100" if kw and kw.get("num_classes") == 100 else ""
     if kw and kw.get("unit") in UNIT_ROWS and kw.get("shortcut", "identity") == "identity":
-        return f"{UNIT_ROWS[kw['unit']].adjective} ResNet-{kw['depth']}{c100}"
+        return UNIT_ROWS[kw["unit"]].net(kw["depth"]) + c100
     if c100 and variant.startswith("c100-"):
         return words(experiment, variant.removeprefix("c100-")) + c100
-    return f"*{variant}*"
+    return variant

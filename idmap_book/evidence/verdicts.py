@@ -5,12 +5,12 @@ the notes that qualify a verdict: runs that ended at chance (``at_chance``, ``st
 metrics.ended_at_chance, the one definition) and what a contradicted claim's seeds show
 (``contradiction_note``). A claim about the paper's end read at a CPU scale has no verdict (needs
 the full recipe): its numbers are shown as a short run's data, "after N steps", in the neutral
-colour of that verdict. The verdicts themselves come from claims.evaluate (the rule: rule.py).
+colour of that verdict. The verdicts themselves come from judge.evaluate (the rule: rule.py).
 """
 from __future__ import annotations
 
 from idmap_lib.engine import recipes
-from . import claim_words as cw, claims, paper_numbers
+from . import claim_words as cw, claims, judge, paper_numbers
 from .claim_words import compared
 from .history import folded, preregistration  # noqa: F401  (said beside every claims table)
 from .metrics import AT_CHANCE, METRIC_WORDS, PERCENT, ended_at_chance, shown_as
@@ -162,7 +162,7 @@ def claims_table(keys=None, scale=None, out_dir=None):
 
     rows = []
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
-        v = claims.evaluate(c, scale, out_dir)
+        v = judge.evaluate(c, scale, out_dir)
         fragile = "; ".join(f"without seed {s} of {name}: {w}" for name, s, w in v.fragile)
         said = lambda text: cw.named(text, c.experiment)  # noqa: E731  (variants in words)
         rows.append({"claim": c.key, "source": c.source, "the paper says": c.words,
@@ -189,7 +189,7 @@ def titled(df):
 def _at(claim, scale, out_dir) -> str:
     """A claim's verdict at `scale`; for one it cannot test there, where its short run's intervals
     of *a better than b* lie (data, not a verdict)."""
-    v = claims.evaluate(claim, scale, out_dir)
+    v = judge.evaluate(claim, scale, out_dir)
     short = [r for t, r in v.parts if r.get("short_run") and "d" in r and t.kind == "better"]
     if v.verdict != NEEDS_FULL or not short:
         return v.verdict
@@ -218,7 +218,7 @@ def verdict_changes(keys, before=recipes.JUMP_PROBE, after="cpu", out_dir=None):
         def seeds(s, v):
             return "{} of {}".format(*counts[s][v]) if v in counts[s] else "none"
 
-        moved = [f"{cw.words(c.experiment, v).strip('*')}: {seeds(before, v)} seeds → "
+        moved = [f"{cw.words(c.experiment, v)}: {seeds(before, v)} seeds → "
                  f"{seeds(after, v)}"
                  for v in sorted(set(counts[before]) | set(counts[after]))
                  if counts[before].get(v, (0,))[0] != counts[after].get(v, (0,))[0]]
@@ -264,7 +264,7 @@ def stuck_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None)
     failure or the short schedule's (``at_chance``). Markdown; empty when no recorded run ended at
     chance."""
     def label(v, n, runs, p):
-        return (f"**{cw.words(experiment, v).strip('*')}** ({n} of {runs} seeds; the paper: "
+        return (f"**{cw.words(experiment, v)}** ({n} of {runs} seeds; the paper: "
                 + (f"{p:.2f} %" if isinstance(p, float) else str(p)) + ")")
 
     own, schedule = ([label(*x) for x in xs] for xs in at_chance(experiment, variants, scale, seeds,
@@ -296,7 +296,7 @@ def contradiction_note(keys, out_dir=None, scale=None) -> str:
     lines = []
     for key in keys:
         claim = claims.CLAIMS_BY_KEY[key]
-        v = claims.evaluate(claim, scale, out_dir=out_dir)
+        v = judge.evaluate(claim, scale, out_dir=out_dir)
         for t, res in v.parts if v.verdict == "contradicted" else []:
             if res.get("verdict") != "contradicted":
                 continue
@@ -305,7 +305,7 @@ def contradiction_note(keys, out_dir=None, scale=None) -> str:
             each = {side: ", ".join(num(unit * x, fmt) for x in res[f"x{side}"]) for side in "ab"}
             d, lo, hi = (num(unit * res[k], fmt) for k in ("d", "lo", "hi"))
             pa, pb = (paper_numbers.paper_number(claim.experiment, x) or {} for x in (t.a, t.b))
-            wa, wb = (cw.words(claim.experiment, x).strip("*") for x in (t.a, t.b))
+            wa, wb = (cw.words(claim.experiment, x) for x in (t.a, t.b))
             paper = (f" The paper, after its whole recipe: {wa} {pa['value']:.2f} %, {wb} "
                      f"{pb['value']:.2f} % ({abs(pa['value'] - pb['value']):.2f} points apart)."
                      if isinstance(pa.get("value"), float) and isinstance(pb.get("value"), float)
@@ -327,7 +327,7 @@ def opposite_note(keys, out_dir=None, scale=None) -> str:
     lines = []
     for key in keys:
         claim = claims.CLAIMS_BY_KEY[key]
-        v = claims.evaluate(claim, scale, out_dir=out_dir)
+        v = judge.evaluate(claim, scale, out_dir=out_dir)
         for t, res in v.parts:
             if not res.get("short_run") or "d" not in res or side_of(res) >= 0:
                 continue

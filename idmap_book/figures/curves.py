@@ -93,7 +93,7 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
             continue
         where.update(hardware(r) for r in runs)
         pk = palette.key(experiment, v)  # a unit keeps its colour on every page
-        said = words(experiment, v).strip("*")  # the legend in words, never the variant's key
+        said = words(experiment, v)  # the legend in words, never the variant's key
         if recipe["schedule"].get("warmup_steps") and recipe["schedule"].get("warmup") != "linear":
             jumps[said] = statistics.median(_rises(r, [recipe["schedule"]["warmup_steps"]])[0]
                                             for r in runs)
@@ -139,11 +139,11 @@ def band_curves(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=None
                          row=1, col=panels.index("train_loss") + 1)
         if cut:
             top = max(losses, key=lambda v: max(losses[v]))
-            sub += (f"<br>loss axis cut at {hi:.2g}: {words(experiment, top).strip('*')}'s "
+            sub += (f"<br>loss axis cut at {hi:.2g}: {words(experiment, top)}'s "
                     f"early spike, up to "
                     f"{max(losses[top]):.3g}, runs off the top (hover its lines)")
     if missing:
-        sub += f"; not run yet: {', '.join(words(experiment, v).strip('*') for v in missing)}"
+        sub += f"; not run yet: {', '.join(words(experiment, v) for v in missing)}"
     tables = (paper_numbers.source(experiment, variants)
               or recipes.EXPERIMENTS[experiment]["title"].split(":")[0])
     # the tables of the variants shown
@@ -228,7 +228,7 @@ def lr_change_note(experiment, variants, scale="cpu", seeds=ALL_SEEDS, out_dir=N
         rises = [_rises(r, marks) for r in runs]
         worst = [max(x[i] for x in rises) for i in range(len(marks))]
         back = sum(reached_80(r) and ended_at_chance(r) for r in runs)
-        name = words(experiment, v).replace("*", "")
+        name = words(experiment, v)
         if worst[0] > PROBE_MAX_RISE:
             rose.append(name)
         if back:

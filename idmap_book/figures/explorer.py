@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 
 from idmap_lib.engine import recipes
-from ..evidence import claim_words, claims
+from ..evidence import claim_words, judge
 from ..evidence.seeds import ALL_SEEDS
 from ..evidence.synthesis import PROPERTIES
 from ..page import figure_style, palette
@@ -74,7 +74,7 @@ def explorer(out_dir=None, height=800):
                                          hovertemplate=claim_words.words("a_swaps", row)
                                          + "<br>step %{x}: %{y:.3g}<extra></extra>"), row=k, col=1)
                 owner.append(row)
-    rises = {r: claims.values("a_swaps", r, recipes.JUMP_PROBE, "lr_jump_rise", out_dir,
+    rises = {r: judge.values("a_swaps", r, recipes.JUMP_PROBE, "lr_jump_rise", out_dir,
                               ALL_SEEDS)[0] for r in found}
     steps = []
     for n, row in enumerate(found, start=1):
@@ -131,7 +131,7 @@ def alt(found: dict, out_dir=None) -> str:
     """The explorer's text alternative: what it shows, for how many rows and seeds, and each row's
     median rise at the jump (the number its slider's titles give)."""
     n = sum(len(s) for s in found.values())
-    rises = {r: claims.values("a_swaps", r, recipes.JUMP_PROBE, "lr_jump_rise", out_dir,
+    rises = {r: judge.values("a_swaps", r, recipes.JUMP_PROBE, "lr_jump_rise", out_dir,
                               ALL_SEEDS)[0] for r in found}
     said = "; ".join(f"{claim_words.words('a_swaps', r)} {plain_number(statistics.median(x), 2)}"
                      for r, x in rises.items() if x)

@@ -1,10 +1,10 @@
 """The forest of the claims' effects: each comparison's d with its 95 % interval, a panel per
-metric, coloured by its verdict (claims.evaluate), with every seed beside it."""
+metric, coloured by its verdict (judge.evaluate), with every seed beside it."""
 from __future__ import annotations
 
 import textwrap
 
-from ..evidence import claim_words as cw, claims
+from ..evidence import claim_words as cw, claims, judge
 from ..evidence.metrics import METRIC_WORDS, shown_as
 from ..evidence.tables import VERDICT_COLOURS, num
 from ..page import figure_style
@@ -31,7 +31,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
 
     rows = {}
     for c in (claims.CLAIMS if keys is None else [claims.CLAIMS_BY_KEY[k] for k in keys]):
-        for t, r in claims.evaluate(c, scale, out_dir).parts:
+        for t, r in judge.evaluate(c, scale, out_dir).parts:
             if "d" in r:
                 short = f" (after {r['steps']} steps: data)" if r.get("short_run") else ""
                 rows.setdefault(t.metric, []).append((c, short, r, t))
@@ -51,7 +51,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
         # head: the claim whose rows these are, and the note its title carries
         y, out, head = TOP_PX, [], None
         for c, short, r, t in items:
-            label = cw.compared(c, t).replace("*", "")
+            label = cw.compared(c, t)
             # a claim's first row here: its title, then the comparison
             if head is None or head[0] != c.key:
                 head = (c.key, short)
@@ -80,7 +80,7 @@ def forest(keys=None, scale=None, out_dir=None, title=None):
                 else:
                     per = ([x - r["mean_b"] for x in xs] if side == "a"
                            else [r["mean_a"] - x for x in xs])
-                seed_of = cw.words(c.experiment, getattr(t, side)).strip("*")
+                seed_of = cw.words(c.experiment, getattr(t, side))
                 fig.add_trace(go.Scatter(x=[unit * v for v in per], y=[y] * len(per),
                                          mode="markers",
                                          showlegend=False,

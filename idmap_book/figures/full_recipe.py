@@ -39,7 +39,7 @@ def full_scale_status(experiment, variants, seed=0, out_dir=None, checkpoint_dir
         r = results.find_result(cfg, out_dir)
         lossy = lossy or (r is not None and lossy_copy(r))
         # a number, or Paper A's "fail": text either way
-        row = {"variant": words(experiment, v).strip("*"), "network": net_name(cfg),
+        row = {"variant": words(experiment, v), "network": net_name(cfg),
                "paper: error %": paper_numbers.printed(experiment, v)}
         # what trains (results.training_hash): rows of several tables with one id are one training
         training = results.training_hash(cfg)[:12]
@@ -185,7 +185,7 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     total = recipes.config(experiment, variants[0], "full", seed)["steps"]
     said_alt = []  # the text alternative: each run's last test error
     for v in variants:
-        pk, said = palette.key(experiment, v), words(experiment, v).strip("*")
+        pk, said = palette.key(experiment, v), words(experiment, v)
         if v in runs:
             h, _, _, state, _ = runs[v]
             if h["test"]:
@@ -216,7 +216,7 @@ def full_recipe_curves(experiment, variants, seed=0, out_dir=None, checkpoint_di
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     missing = [v for v in variants if v not in runs]
     sub = (f"seed {seed}; solid: ours as it stands; dotted: the paper's final test error"
-           + (f"; not run yet: {', '.join(words(experiment, v).strip('*') for v in missing)}"
+           + (f"; not run yet: {', '.join(words(experiment, v) for v in missing)}"
               if missing else ""))
     head = title or recipes.EXPERIMENTS[experiment]["title"].split(":")[0] + ", the full recipe"
     fig.update_layout(figure_style.LAYOUT, height=560, legend=figure_style.LEGEND_BELOW,

@@ -7,7 +7,7 @@ import statistics
 
 from idmap_lib.engine import paths, recipes
 from idmap_lib.models import mlp
-from ..evidence import claims, metrics, paper_numbers
+from ..evidence import claims, judge, metrics, paper_numbers
 from ..evidence.reports import hardware
 from ..evidence.seeds import ALL_SEEDS, SEEDS
 from ..evidence.tables import num
@@ -165,7 +165,7 @@ def error_gap_note(seeds=SEEDS, out_dir=None, depths=(10, 20, 50, 100)) -> str:
         return ""
     lo, hi = min(g for *_, g in gaps), max(g for *_, g in gaps)
     each = "; ".join(f"d = {d} {name} {num(g, sign=True)}" for d, name, g in gaps)
-    probe = claims.evaluate(claims.CLAIMS_BY_KEY["probe_keras_err_d10"], out_dir=out_dir).verdict
+    probe = judge.evaluate(claims.CLAIMS_BY_KEY["probe_keras_err_d10"], out_dir=out_dir).verdict
     reading = ("every seed ends above the paper's number: a gap, not noise" if above == n else
                f"{above} of {n} seeds end above the paper's number")
     return (f"**Our errors against the paper's, measured.** At d = {', '.join(map(str, depths))}, "

@@ -120,7 +120,7 @@ class LiveFigure:
         import plotly.graph_objects as go
 
         self.fig = fig = band_curves(experiment, [variant], scale, panels=self.SHOWN,
-                                     title=f"{words(experiment, variant).strip('*')}: your run "
+                                     title=f"{words(experiment, variant)}: your run "
                                            f"(seed {seed}) beside the book's "
                                            f"recorded runs ({recipes.SCALE_WORDS[scale]})")
         p = (paper_numbers.paper_number(experiment, variant) or {}).get("value")
@@ -294,7 +294,7 @@ def train_live(experiment, variant, scale="cpu", seed=YOUR_SEED, run=False, max_
     log = print if show else (lambda *a: None)
     if not (run or done or ck or recorded):
         log(f"Nothing to draw yet: the book has no recorded run of "
-            f"{words(experiment, variant).strip('*')} at the "
+            f"{words(experiment, variant)} at the "
             f"{recipes.SCALE_WORDS[scale]} and you have none. To train it: {out['command']}")
         return out
     live = out["figure"] = LiveFigure(experiment, variant, scale, seed)

@@ -118,8 +118,7 @@ def _said(variant: str) -> str:
     if variant.startswith("lam"):
         return f"λ = {variant.removeprefix('lam')}"
     unit, _, depth = variant.rpartition("-")
-    return f"{UNIT_ROWS[unit].adjective if unit in UNIT_ROWS else unit} ResNet-{depth}" if unit \
-        else variant
+    return UNIT_ROWS[unit].net(depth) if unit in UNIT_ROWS else variant
 
 
 def compared(t) -> str:

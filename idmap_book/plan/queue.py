@@ -30,7 +30,8 @@ from idmap_lib.engine.checkpoint import load_checkpoint
 from idmap_lib.engine.fused import Fused
 from idmap_lib.engine.solo import Solo
 from idmap_lib.engine.trainer import train
-from ..evidence.claims import CLAIMS_BY_KEY, paper_gap
+from ..evidence.claims import CLAIMS_BY_KEY
+from ..evidence.judge import paper_gap
 from ..evidence.power import claim_seeds
 from .ledger import UNDER_WAY, claim, ledger, mark, release
 from .sweep import SWEEP_ORDER, runs_needed

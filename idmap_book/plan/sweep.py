@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from idmap_lib.engine import recipes, results
 from idmap_lib.engine.trainer import run
-from ..evidence.claims import CLAIMS, CLAIMS_BY_KEY, evaluate
+from ..evidence.claims import CLAIMS, CLAIMS_BY_KEY
+from ..evidence.judge import evaluate
 from ..evidence.seeds import MORE_SEEDS, SEEDS
 from . import mnist_grid
 from .cpu_scale import PROBE

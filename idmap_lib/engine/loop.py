@@ -11,7 +11,8 @@ own module and each importing this one (never the entry above it):
 - ``stacked.Stacked``: Paper B's MNIST MLPs of one depth as one stacked network.
 
 Every run keeps its own generators and state, so it trains as it would alone. A checkpoint is one
-file per run in one format (checkpoint_dir/<run name>.pt), whichever stepper wrote it.
+file per run in one format (checkpoint_dir/<run name>.pt), whichever stepper wrote it: what it
+holds and how a run resumes from it are checkpoint.py's ``write`` and ``resume``.
 trainer.py's ``train`` is the one entry: the per-run lock, the thread policy, several loops
 interleaved a step at a time, Ctrl-C keeping a checkpoint.
 
@@ -32,13 +33,13 @@ from typing import Any, ClassVar, Protocol
 import torch
 
 from .batches import evaluate_sums, prepare_data, to_device, train_batch
-from .checkpoint import CheckpointError, load_together, path_of, save_checkpoint
+from .checkpoint import path_of, resume, write
 from .device import Single, format_duration, pick_device, precision_name
 from .options import TrainOptions
 from .outcome import Divergence, evaluates, result as outcome_result, stopped, window
 from .schedule import lr_at
-from .results import FIRST_STEPS, config_hash, provenance, run_name, save_result
-from .results import segment_at, segment_start, segments_before
+from .results import (FIRST_STEPS, config_hash, provenance, run_name, save_result, segment_at,
+                      segment_start)
 
 # eager steps before the first capture (lazy init of cuDNN/cuBLAS handles, optimizer state)
 GRAPH_WARMUP = 3
@@ -118,7 +119,7 @@ class Loop:
             self.stepper = kind(self.cfgs, self.D, self.device, o, ctx)  # each net seeded
             self._fresh_state()
             if o.resume and self.paths is not None:
-                self._resume()
+                resume(self)  # (checkpoint.resume)
         self._start()
 
     # ------------------------------------------------------------------ state
@@ -207,60 +208,6 @@ class Loop:
         return "running" not in self.status or self.step >= self.stop
 
     # ------------------------------------------------------------------ checkpoints
-    def _resume(self):
-        """Every run's checkpoint, or none: the whole state, so that the run goes on bit for bit."""
-        now = (self.device.type, precision_name(self.stepper.dtype))
-        cks = load_together(self.paths, self.hashes, self.ctx.world, now, self.opts.move)
-        if cks is None:
-            return
-        live = [i for i, ck in enumerate(cks) if ck.get("status", "running") == "running"]
-        self.step = cks[live[0]]["step"] if live else max(ck["step"] for ck in cks)
-        kind = (cks[0].get("device_type"), cks[0].get("precision"))
-        moved = kind[0] is not None and kind != now
-        same_device = kind[0] in (None, self.device.type)
-        rank = self.ctx.rank
-        try:
-            self.stepper.load(cks, live)
-            for r, ck in enumerate(cks):
-                rng = ck["rng"]
-                self.stepper.torch_rng[r] = rng["torch"][rank]
-                self.gen_order[r].set_state(rng["order"])
-                if same_device:
-                    self.gen_aug[r].set_state(rng["augment"][rank])
-                else:  # a CUDA generator's state means nothing to a CPU one: a new stream
-                    self.gen_aug[r].manual_seed(self.seeds[r] * 1000 + 1 + rank + 7919 * ck["step"])
-            if self.n == 1:  # one run owns the global streams (dropout)
-                torch.set_rng_state(cks[0]["rng"]["torch"][rank])
-                cuda = cks[0]["rng"].get("cuda")
-                if self.device.type == "cuda" and cuda is not None and same_device:
-                    torch.cuda.set_rng_state(cuda[rank], self.device)
-        except (RuntimeError, ValueError, KeyError, IndexError) as e:
-            raise CheckpointError(
-                f"the checkpoint(s) in {self.paths[0].parent} do not fit this "
-                f"model/optimizer/device ({e}); written by a different recipe, library version or "
-                f"kind of device: delete them or run without --resume") from e
-        pos = {cks[i]["data"]["pos"] for i in live}
-        self.pos = pos.pop() if pos else cks[0]["data"]["pos"]
-        self.perm = [ck["data"]["perm"].to(self.device, torch.int64) for ck in cks]
-        self.acc = torch.stack([ck["acc"] for ck in cks]).to(self.device)
-        if all("first" in ck for ck in cks):
-            self.first = torch.stack([ck["first"] for ck in cks]).to(self.device)
-        self.histories = [ck["history"] for ck in cks]
-        self.elapsed = [ck["elapsed"] for ck in cks]
-        self.status = [ck.get("status", "running") for ck in cks]
-        self.fails = [ck.get("fail") for ck in cks]
-        self.alive = torch.tensor([s == "running" for s in self.status], device=self.device)
-        self.moves = list(cks[0].get("moves", []))
-        self.segments = [segments_before(ck) for ck in cks]
-        if moved:
-            self.moves.append({"step": self.step, "from": f"{kind[0]} {kind[1]}",
-                               "to": f"{now[0]} {now[1]}"})
-        where = (self.paths[0] if self.n == 1
-                 else f"{self.n} checkpoints from {self.paths[0].parent}")
-        self._say(f"resumed {where} at step {self.step}/{self.total}" + (
-            f", moved from {kind[0]} {kind[1]} to {now[0]} {now[1]}: no longer bit-exact"
-            if moved else ""))
-
     def _checkpoint_due(self):
         """``checkpoint_minutes``: a checkpoint every so many minutes of wall time too (a Colab
         disconnect loses at most that much). Not under DDP: the ranks' clocks would disagree about a
@@ -269,36 +216,9 @@ class Loop:
         return bool(m) and self.ctx.world == 1 and time.perf_counter() - self.t_checkpoint >= 60 * m
 
     def checkpoint(self, runs=None):
-        """Runs `runs`' checkpoints (default: all), one file each, in one format."""
+        """Runs `runs`' checkpoints (default: all), one file each (checkpoint.write)."""
         self.t_checkpoint = time.perf_counter()
-        if self.paths is None:
-            return
-        ctx, one = self.ctx, self.n == 1
-        aug = [ctx.gather_object(g.get_state()) for g in self.gen_aug]
-        torch_now = ctx.gather_object(torch.get_rng_state()) if one else None
-        cuda = ctx.gather_object(torch.cuda.get_rng_state(self.device)) \
-            if one and self.device.type == "cuda" else None
-        if ctx.rank != 0:
-            return
-        states = self.stepper.states()
-        for r in range(self.n) if runs is None else runs:
-            model, optimizer, scaler = states[r]
-            save_checkpoint(self.paths[r], {
-                "format": 1, "config": self.cfgs[r], "config_hash": self.hashes[r],
-                "world_size": ctx.world, "device_type": self.device.type,
-                "precision": precision_name(self.stepper.dtype), "step": self.step,
-                "model": model, "optimizer": optimizer,
-                "scheduler": {"kind": "pure function of the step (schedule.lr_at)",
-                              "step": self.step},
-                "scaler": scaler,
-                "rng": {"torch": torch_now if one else [self.stepper.torch_rng[r]], "cuda": cuda,
-                        "order": self.gen_order[r].get_state(), "augment": aug[r]},
-                # int32: half
-                "data": {"perm": self.perm[r].to(torch.int32).cpu(), "pos": self.pos},
-                "acc": self.acc[r].cpu().clone(), "first": self.first[r].cpu().clone(),
-                "history": self.histories[r], "elapsed": self.elapsed[r],
-                "status": self.status[r], "fail": self.fails[r], "moves": self.moves,
-                "segments": self.segments[r] + [segment_at(self.segment, self.step)]})
+        write(self, runs)
 
     # ------------------------------------------------------------------ the step
     def _forward_backward(self, x, y):

@@ -43,6 +43,10 @@ class Unit:
         """f, the op after the addition (Paper A Eqn 2), in words: 'ReLU', 'BN+ReLU', 'identity'."""
         return "+".join(self.post) or "identity"
 
+    def net(self, depth) -> str:
+        """Its network in words: 'the original ResNet-164'."""
+        return f"{self.adjective} ResNet-{depth}"
+
 
 BN_RELU = ("BN", "ReLU")
 UNIT_ROWS = {
