@@ -126,14 +126,14 @@ def write(loop, runs=None):
             "segments": loop.segments[r] + [segment_at(loop.segment, loop.step)]})
 
 
-def resume(loop):
+def resume(loop) -> str | None:
     """`loop`'s runs back from their checkpoints (``Loop.paths``), all or none: the whole state
     (the stepper's, each run's generators, data order, sums, histories), so that each goes on bit
-    for bit."""
+    for bit. Returns the line to say ("resumed ... at step 200/64000"), None where there is none."""
     now = (loop.device.type, precision_name(loop.stepper.dtype))
     cks = load_together(loop.paths, loop.hashes, loop.ctx.world, now, loop.opts.move)
     if cks is None:
-        return
+        return None
     live = [i for i, ck in enumerate(cks) if ck.get("status", "running") == "running"]
     loop.step = cks[live[0]]["step"] if live else max(ck["step"] for ck in cks)
     kind = (cks[0].get("device_type"), cks[0].get("precision"))
@@ -178,6 +178,6 @@ def resume(loop):
                            "to": f"{now[0]} {now[1]}"})
     where = (loop.paths[0] if loop.n == 1
              else f"{loop.n} checkpoints from {loop.paths[0].parent}")
-    loop._say(f"resumed {where} at step {loop.step}/{loop.total}" + (
+    return f"resumed {where} at step {loop.step}/{loop.total}" + (
         f", moved from {kind[0]} {kind[1]} to {now[0]} {now[1]}: no longer bit-exact"
-        if moved else ""))
+        if moved else "")

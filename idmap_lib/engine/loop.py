@@ -118,8 +118,8 @@ class Loop:
             self.D = prepare_data(c, data, self.device)
             self.stepper = kind(self.cfgs, self.D, self.device, o, ctx)  # each net seeded
             self._fresh_state()
-            if o.resume and self.paths is not None:
-                resume(self)  # (checkpoint.resume)
+            if o.resume and self.paths is not None and (said := resume(self)):
+                self._say(said)  # (checkpoint.resume: the runs' state back from their files)
         self._start()
 
     # ------------------------------------------------------------------ state
