@@ -13,11 +13,12 @@ there).
 N, block and mutants give the same draw) for `make mutation-sample`; `--sample N [--block B]` scores
 that sample alone with the score's 95 % Wilson interval: an unbiased estimate of the whole run's
 score for a fraction of its time -- as long as no test was written from that sample's survivors
-(then draw the next block).
+(then draw the next block). `--within FILE` scores the mutants FILE names alone: where a run of a
+sample stops partway, the rest it left is a stratum of its own, and a random sample of that stratum
+(a seeded draw, run in full) estimates its score (tests/MUTATION.md, block 2).
 """
 import argparse
 import json
-import math
 import random
 import sys
 from collections import Counter, defaultdict
@@ -85,11 +86,12 @@ def score(c):
     return (c["killed"] + c["timeout"]) / done if done else None
 
 
-def wilson(k, n, z=1.96):
-    """The 95 % Wilson score interval of a proportion k / n."""
-    p, d = k / n, 1 + z * z / n
-    mid, half = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return mid - half, mid + half
+def wilson(k, n):
+    """The 95 % Wilson score interval of a proportion k / n (scipy's)."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(method="wilson")
+    return ci.low, ci.high
 
 
 def main(argv=None):
@@ -99,6 +101,9 @@ def main(argv=None):
     ap.add_argument("--sample", type=int, metavar="N", help="score only the sample --draw N gives")
     ap.add_argument("--block", type=int, default=0,
                     help="which of the disjoint samples (default 0)")
+    ap.add_argument("--within", metavar="FILE",
+                    help="score only the mutants FILE names, one a line ('#' starts a comment): "
+                         "e.g. a random sample of those a partial run left")
     a = ap.parse_args(argv)
     recs = records()
     if a.draw:
@@ -106,6 +111,9 @@ def main(argv=None):
         return
     if a.sample:
         recs = {k: recs[k] for k in draw(recs, a.sample, a.block)}
+    if a.within:
+        named = (line.split("#")[0].strip() for line in Path(a.within).read_text().splitlines())
+        recs = {k: recs[k] for k in named if k}
     per, survivors = summarize(recs, equivalent())
     print(f"{'module':<12}" + "".join(f"{c:>13}" for c in COLS) + f"{'score':>9}")
     total = Counter()
@@ -114,10 +122,12 @@ def main(argv=None):
         print(f"{module:<12}" + "".join(f"{c[k]:>13}" for k in COLS) + f"{_pct(score(c)):>9}")
     print(f"{'all':<12}" + "".join(f"{total[k]:>13}" for k in COLS) + f"{_pct(score(total)):>9}")
     done = total["killed"] + total["timeout"] + total["survived"]
-    if a.sample and done:
+    if (a.sample or a.within) and done:
         lo, hi = wilson(total["killed"] + total["timeout"], done)
-        print(f"\nA random sample of {a.sample} of the generated mutants (block {a.block}): the "
-              f"whole run's score lies in [{_pct(lo)}, {_pct(hi)}] with 95 % confidence (Wilson), "
+        what = (f"the {len(recs)} mutants {a.within} names" if a.within else
+                f"a random sample of {a.sample} of the generated mutants (block {a.block})")
+        print(f"\nOver {what}: if they are a random sample, the score of the population they were "
+              f"drawn from lies in [{_pct(lo)}, {_pct(hi)}] with 95 % confidence (Wilson); "
               f"{total['not checked']} not run yet.")
     if survivors:
         print(f"\n{len(survivors)} survivors not judged equivalent (`mutmut show NAME` shows the "
