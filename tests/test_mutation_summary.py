@@ -58,3 +58,6 @@ def test_within_scores_only_the_named_mutants(tmp_path, monkeypatch, capsys):
     assert "100.0%" in out and "1 not run yet" in out and "mutmut_1" not in out
     lo, hi = ms.wilson(1, 1)
     assert f"[{100 * lo:.1f}%, {100 * hi:.1f}%]" in out
+    named.write_text("idmap_lib.m.x_f__mutmut_0 idmap_lib.m.x_f__mutmut_4\n")  # not one a line
+    with pytest.raises(SystemExit, match="one name a line"):
+        ms.main(["--within", str(named)])

@@ -112,8 +112,12 @@ def main(argv=None):
     if a.sample:
         recs = {k: recs[k] for k in draw(recs, a.sample, a.block)}
     if a.within:
-        named = (line.split("#")[0].strip() for line in Path(a.within).read_text().splitlines())
-        recs = {k: recs[k] for k in named if k}
+        named = [n for line in Path(a.within).read_text().splitlines()
+                 if (n := line.split("#")[0].strip())]
+        if unknown := [n for n in named if n not in recs]:
+            sys.exit(f"{a.within} names {len(unknown)} mutants mutants/ does not hold (the first: "
+                     f"{unknown[0]}): one name a line, as --draw prints them")
+        recs = {k: recs[k] for k in named}
     per, survivors = summarize(recs, equivalent())
     print(f"{'module':<12}" + "".join(f"{c:>13}" for c in COLS) + f"{'score':>9}")
     total = Counter()
