@@ -132,6 +132,19 @@ def test_a_checkpoint_moves_to_another_device_or_precision_only_when_asked(cifar
                                                     for h in r["history"]["train"]))
 
 
+def test_every_move_of_a_run_is_recorded_across_resumes(cifar, tmp_path):
+    """A run moved twice (float32 -> bf16 at step 3, back at step 6) records both moves in order: a
+    checkpoint carries the moves before it, and a resume adds its own."""
+    cfg = tiny(steps=9)
+    kw = dict(data=cifar, checkpoint_dir=tmp_path, progress=False, write_result=False)
+    train(cfg, max_steps=3, amp="fp32", **kw)
+    train(cfg, max_steps=6, amp="bf16", resume=True, move=True, **kw)
+    r = train(cfg, amp="fp32", resume=True, move=True, **kw)
+    assert r["status"] == "ok" and r["moves"] == [
+        {"step": 3, "from": "cpu float32", "to": "cpu bfloat16"},
+        {"step": 6, "from": "cpu bfloat16", "to": "cpu float32"}]
+
+
 def test_results_json_has_provenance_and_run_looks_up_by_hash(cifar, tmp_path, monkeypatch):
     r = train(tiny(steps=6), data=cifar, out_dir=tmp_path, progress=False)
     saved = json.loads(Path(r["path"]).read_text())
