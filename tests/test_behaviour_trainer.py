@@ -251,6 +251,19 @@ def test_train_passes_its_options_to_the_run(mnist, tmp_path, monkeypatch):
     assert quiet(tiny(steps=3), mnist, compile=True)["compiled"] and len(compiled) == 1
 
 
+def test_a_wall_time_checkpoint_waits_for_its_minutes(mnist, tmp_path, monkeypatch):
+    """checkpoint_minutes: a checkpoint once that much wall time has passed since the last one, not
+    before (here a clock that gains 1 ms a reading: only the recipe's checkpoint at the stop)."""
+    import itertools
+
+    steps, ms = [], itertools.count()
+    monkeypatch.setattr(checkpoint, "save_checkpoint", lambda path, state: steps.append(state["step"]))
+    monkeypatch.setattr(loop.time, "perf_counter", lambda: 1000 + next(ms) / 1000)
+    quiet(tiny(steps=12, log=3, eval_every=12), mnist, checkpoint_dir=tmp_path,
+          checkpoint_every=12, checkpoint_minutes=1)
+    assert steps == [12]
+
+
 def test_the_projected_time_is_the_measured_time_a_step_times_the_steps_left(mnist, monkeypatch):
     run = loop_of(tiny(steps=20, log=5, eval_every=10), data=mnist, progress=False,
                       write_result=False)
