@@ -201,3 +201,13 @@ def test_every_stepper_has_every_member_of_the_contract(mnist, cifar):
         assert type(lp.stepper) is kind
         assert not [m for m in sorted(members) if not hasattr(lp.stepper, m)], kind.__name__
         assert isinstance(kind.ddp, bool)
+
+
+def test_one_process_trains_on_the_stream_its_build_left(cifar):
+    """In one process a run's global stream (its dropout masks) goes on from where its seeded build
+    left it, the state its checkpoint keeps; only DDP's ranks are reseeded, each its own. No
+    fingerprint trains a net with dropout, so this is what would see a solo run reseeded."""
+    from support import loop_of
+
+    lp = loop_of(tiny_cifar(0), cifar, progress=False, device="cpu")
+    assert torch.equal(lp.rng[0], lp.stepper.torch_rng[0])
