@@ -34,11 +34,13 @@ STATUS = {1: "killed", 3: "killed", 0: "survived", None: "not checked", 5: "no t
 COLS = ["killed", "timeout", "survived", "equivalent", "no tests", "not checked", "suspicious"]
 
 
+def names_in(path) -> list[str]:
+    """The mutant names a file lists, one a line, '#' starting a comment."""
+    return [n for line in Path(path).read_text().splitlines() if (n := line.split("#")[0].strip())]
+
+
 def equivalent(path=ROOT / "tests" / "mutation_equivalent.txt"):
-    if not path.exists():
-        return set()
-    return {line.split("#")[0].strip() for line in path.read_text().splitlines()
-            if line.split("#")[0].strip()}
+    return set(names_in(path)) if path.exists() else set()
 
 
 def records(mutants=ROOT / "mutants"):
@@ -112,8 +114,7 @@ def main(argv=None):
     if a.sample:
         recs = {k: recs[k] for k in draw(recs, a.sample, a.block)}
     if a.within:
-        named = [n for line in Path(a.within).read_text().splitlines()
-                 if (n := line.split("#")[0].strip())]
+        named = names_in(a.within)
         if unknown := [n for n in named if n not in recs]:
             sys.exit(f"{a.within} names {len(unknown)} mutants mutants/ does not hold (the first: "
                      f"{unknown[0]}): one name a line, as --draw prints them")

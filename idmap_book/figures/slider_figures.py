@@ -191,8 +191,7 @@ def depth_slider(full: dict, direct: dict, start: int | None = None):
         ks = _sample(L)
         f = np.array([float(full[L][int(i)]) for i in ks])
         d = np.array([float(direct[L][int(i)]) for i in ks])
-        steps.append(Step(label=str(L),
-                          title=f"L = {L}: ‖∂E/∂x₀‖ = {number(f[0])} × ‖∂E/∂x_L‖",
+        steps.append(Step(label=str(L), title=f"L = {L}: ‖∂E/∂x₀‖ = {number(f[0])} × ‖∂E/∂x_L‖",
                           traces=[
             (1, go.Scatter(x=ks, y=f, name="full gradient (initialised)",
                            **style("measured", width=2.5))),
